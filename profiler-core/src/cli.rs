@@ -1,0 +1,212 @@
+//! Start-up: `--list-probes`, reading `PROF_*`, and the guard that writes at the end.
+
+use std::io::Write;
+
+use crate::clock::{Clock, CpuClock};
+use crate::config::{Config, ConfigError, Mode};
+use crate::filter::Filter;
+use crate::info::ProbeInfo;
+use crate::registry::registry;
+use crate::session::{self, ActiveClock, Session};
+
+/// Returned by [`init`](crate::init): writes the results (marked incomplete if the schedule has
+/// not finished) when dropped, normally when `main` returns.
+#[must_use = "the results are written when this guard is dropped; keep it alive until the end of main"]
+#[derive(Debug)]
+pub struct InitGuard {
+    session: Option<&'static Session>,
+}
+
+impl InitGuard {
+    /// A guard that does nothing.
+    pub const fn inert() -> InitGuard {
+        InitGuard { session: None }
+    }
+}
+
+impl Drop for InitGuard {
+    fn drop(&mut self) {
+        if let Some(session) = self.session {
+            session.end();
+        }
+    }
+}
+
+/// Every registered probe, in file and line order, marked with what `filter` selects.
+pub fn list(filter: Option<&Filter>) -> Vec<ProbeInfo> {
+    registry()
+        .entries
+        .iter()
+        .map(|e| e.info(filter.is_some_and(|f| e.selected_by(f))))
+        .collect()
+}
+
+/// The listing format asked for on the command line, if any.
+fn list_request(args: impl Iterator<Item = std::ffi::OsString>) -> Option<Result<bool, String>> {
+    for arg in args {
+        let Some(arg) = arg.to_str() else { continue };
+        match arg {
+            "--list-probes" | "--list-probes=text" => return Some(Ok(false)),
+            "--list-probes=json" => return Some(Ok(true)),
+            other if other.starts_with("--list-probes=") => {
+                return Some(Err(format!(
+                    "error: unknown listing format in `{other}`\n  = help: use --list-probes \
+                     (text) or --list-probes=json"
+                )))
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Renders the text listing.
+pub fn render_list(probes: &[ProbeInfo], filter: Option<&Filter>) -> String {
+    let mut out = String::new();
+    let id_width = probes.iter().map(|p| p.id.len()).max().unwrap_or(2).max(2);
+    let marked = filter.is_some();
+    for p in probes {
+        let mark = match (marked, p.selected) {
+            (false, _) => "",
+            (true, true) => "* ",
+            (true, false) => "  ",
+        };
+        out.push_str(&format!(
+            "{mark}{:<id_width$}  kind={:<5} name={} layer={} phase={}  {}:{}\n",
+            p.id,
+            p.kind,
+            p.name,
+            p.layer.unwrap_or("-"),
+            p.phase.unwrap_or("-"),
+            p.file,
+            p.line,
+        ));
+    }
+    match filter {
+        Some(f) => {
+            let n = probes.iter().filter(|p| p.selected).count();
+            out.push_str(&format!(
+                "{} probes, {n} selected by PROF_FILTER={} (marked *)\n",
+                probes.len(),
+                f.source()
+            ));
+        }
+        None => out.push_str(&format!(
+            "{} probes; any id or name above works as a PROF_FILTER value (id=..., name=...)\n",
+            probes.len()
+        )),
+    }
+    out
+}
+
+fn fail(message: impl std::fmt::Display) -> ! {
+    eprintln!("{message}");
+    std::process::exit(2);
+}
+
+/// `--list-probes`: print and exit 0 (exit 2 on a filter that does not parse).
+fn handle_listing(json: bool) -> ! {
+    let filter = match std::env::var("PROF_FILTER") {
+        Ok(text) if !text.trim().is_empty() => match Filter::parse(&text) {
+            Ok(f) => Some(f),
+            Err(e) => fail(e),
+        },
+        _ => None,
+    };
+    let probes = list(filter.as_ref());
+    let text = if json {
+        let mut s = serde_json::to_string_pretty(&probes).unwrap_or_else(|e| fail(e));
+        s.push('\n');
+        s
+    } else {
+        render_list(&probes, filter.as_ref())
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+    std::process::exit(0);
+}
+
+/// Starts a session with `config` and `clock` (for tests and programs that configure the
+/// profiler in code). Checks what [`init`](crate::init) checks but returns the error.
+pub fn start(config: Config, clock: Option<Box<dyn Clock>>) -> Result<InitGuard, ConfigError> {
+    config.validate()?;
+    if config.mode == Mode::Off {
+        return Ok(InitGuard::inert());
+    }
+    config.check_output()?;
+    let clock = match clock {
+        Some(clock) => ActiveClock::Custom(clock),
+        None => ActiveClock::Cpu(CpuClock::new()),
+    };
+    let session = Session::new(config, clock);
+    if session.selected_count() == 0 {
+        let filter = session.config().filter.source().to_owned();
+        let total = registry().entries.len();
+        return Err(ConfigError::new(
+            "PROF_FILTER",
+            if total == 0 {
+                "error: no probe is registered in this program: annotate functions with \
+                 #[profiled] or add probe!() points"
+                    .to_owned()
+            } else {
+                format!(
+                    "error: PROF_FILTER={filter} selects none of the {total} probes\n  = help: run \
+                     the program with --list-probes (and the same PROF_FILTER) to see every probe \
+                     and what the filter selects"
+                )
+            },
+        ));
+    }
+    Ok(InitGuard {
+        session: Some(session::install(session)),
+    })
+}
+
+/// What `#[profiler_core::main]` runs first: see [`init`](crate::init).
+pub fn init() -> InitGuard {
+    if let Some(request) = list_request(std::env::args_os().skip(1)) {
+        match request {
+            Ok(json) => handle_listing(json),
+            Err(message) => fail(message),
+        }
+    }
+    if session::current().is_some() {
+        eprintln!("profiler-core: warning: init() called twice; the second call does nothing");
+        return InitGuard::inert();
+    }
+    let config = Config::from_env().unwrap_or_else(|e| fail(e));
+    for var in crate::config::unknown_vars() {
+        eprintln!(
+            "profiler-core: warning: {var} is not a variable this build knows (known: {})",
+            crate::config::KNOWN_VARS.join(", ")
+        );
+    }
+    start(config, None).unwrap_or_else(|e| fail(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> impl Iterator<Item = std::ffi::OsString> {
+        list.iter()
+            .map(std::ffi::OsString::from)
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn list_flag_anywhere() {
+        assert_eq!(list_request(args(&["--iters", "3"])), None);
+        assert_eq!(list_request(args(&["x", "--list-probes"])), Some(Ok(false)));
+        assert_eq!(
+            list_request(args(&["--list-probes=json", "y"])),
+            Some(Ok(true))
+        );
+        assert!(matches!(
+            list_request(args(&["--list-probes=xml"])),
+            Some(Err(_))
+        ));
+    }
+}

@@ -1,0 +1,451 @@
+//! The `PROF_*` variables, read and validated once at start-up into a [`Config`].
+//!
+//! Every bad value is reported before any training runs, in the shape of a compiler error: the
+//! variable, the value, a caret under the offending column and what was expected.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::filter::{render_error, Filter};
+
+/// What the profiler does after warmup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// One event measured per iteration, `repeat` iterations per event (the default).
+    Sample,
+    /// Every selected event measured in each of `repeat` iterations.
+    Trace,
+    /// Nothing armed, nothing written.
+    Off,
+}
+
+impl Mode {
+    /// The name used in `PROF_MODE` and `prof.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Sample => "sample",
+            Mode::Trace => "trace",
+            Mode::Off => "off",
+        }
+    }
+}
+
+/// The profiler's settings, normally read from the `PROF_*` variables.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Which probes take part (`PROF_FILTER`).
+    pub filter: Filter,
+    /// `PROF_MODE`.
+    pub mode: Mode,
+    /// Iterations before the first measurement (`PROF_WARMUP`).
+    pub warmup: u32,
+    /// Measured iterations per event, or active iterations in `trace` mode (`PROF_REPEAT`).
+    pub repeat: u32,
+    /// The output path template, with `%p` and `%r` not yet expanded (`PROF_OUT`).
+    pub out: String,
+    /// Exit the process with status 0 once the results are written (`PROF_EXIT=1`).
+    pub exit: bool,
+    /// Bound on distinct events kept (`PROF_MAX_EVENTS`).
+    pub max_events: u32,
+    /// Print the summary table on stderr when the results are written.
+    pub summary: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            filter: Filter::all(),
+            mode: Mode::Sample,
+            warmup: 10,
+            repeat: 50,
+            out: "prof.json".to_owned(),
+            exit: false,
+            max_events: 4096,
+            summary: true,
+        }
+    }
+}
+
+/// The variables this build understands, for the unknown-variable warning.
+pub const KNOWN_VARS: [&str; 7] = [
+    "PROF_FILTER",
+    "PROF_MODE",
+    "PROF_WARMUP",
+    "PROF_REPEAT",
+    "PROF_OUT",
+    "PROF_EXIT",
+    "PROF_MAX_EVENTS",
+];
+
+/// A `PROF_*` value that cannot be used. Its `Display` is the full message for the user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable at fault.
+    pub var: &'static str,
+    message: String,
+}
+
+impl ConfigError {
+    /// An error with a ready-made message.
+    pub fn new(var: &'static str, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            var,
+            message: message.into(),
+        }
+    }
+
+    fn at(
+        var: &'static str,
+        value: &str,
+        column: usize,
+        width: usize,
+        problem: &str,
+        expected: &str,
+    ) -> ConfigError {
+        ConfigError::new(
+            var,
+            render_error(var, value, column, width, problem, expected),
+        )
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn parse_count(var: &'static str, value: &str, min: u32) -> Result<u32, ConfigError> {
+    let trimmed = value.trim();
+    let lead = value.len() - value.trim_start().len();
+    if let Some((i, c)) = trimmed.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        let column = value[..lead + i].chars().count() + 1;
+        return Err(ConfigError::at(
+            var,
+            value,
+            column,
+            1,
+            &format!("unexpected character `{c}`"),
+            "a whole number, like 10",
+        ));
+    }
+    if trimmed.is_empty() {
+        return Err(ConfigError::at(
+            var,
+            value,
+            1,
+            1,
+            "empty value",
+            "a whole number, like 10",
+        ));
+    }
+    match trimmed.parse::<u32>() {
+        Ok(n) if n >= min => Ok(n),
+        Ok(n) => Err(ConfigError::at(
+            var,
+            value,
+            lead + 1,
+            trimmed.len(),
+            &format!("{n} is too small"),
+            &format!("a whole number of at least {min}"),
+        )),
+        Err(_) => Err(ConfigError::at(
+            var,
+            value,
+            lead + 1,
+            trimmed.len(),
+            "number too large",
+            &format!("a whole number from {min} to {}", u32::MAX),
+        )),
+    }
+}
+
+fn check_out_template(value: &str) -> Result<(), ConfigError> {
+    if value.trim().is_empty() {
+        return Err(ConfigError::at(
+            "PROF_OUT",
+            value,
+            1,
+            1,
+            "empty path",
+            "a file path such as prof.json or runs/prof-%r.json",
+        ));
+    }
+    let chars: Vec<char> = value.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '%' {
+            match chars.get(i + 1) {
+                Some('p' | 'r' | '%') => i += 1,
+                _ => {
+                    return Err(ConfigError::at(
+                        "PROF_OUT",
+                        value,
+                        i + 1,
+                        2.min(chars.len() - i),
+                        "unknown `%` placeholder",
+                        "%p (process id), %r (rank) or %% (a literal %)",
+                    ))
+                }
+            }
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+impl Config {
+    /// Reads the `PROF_*` variables of this process.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|var| std::env::var(var).ok())
+    }
+
+    /// Reads the variables through `lookup` (tests pass a map).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        if let Some(value) = lookup("PROF_FILTER") {
+            config.filter = Filter::parse(&value)
+                .map_err(|e| ConfigError::new("PROF_FILTER", e.to_string()))?;
+        }
+        if let Some(value) = lookup("PROF_MODE") {
+            config.mode = match value.trim() {
+                "sample" | "" => Mode::Sample,
+                "trace" => Mode::Trace,
+                "off" => Mode::Off,
+                _ => {
+                    return Err(ConfigError::at(
+                        "PROF_MODE",
+                        &value,
+                        1,
+                        value.chars().count().max(1),
+                        &format!("unknown mode `{value}`"),
+                        "one of: sample, trace, off",
+                    ))
+                }
+            };
+        }
+        if let Some(value) = lookup("PROF_WARMUP") {
+            config.warmup = parse_count("PROF_WARMUP", &value, 0)?;
+        }
+        if let Some(value) = lookup("PROF_REPEAT") {
+            config.repeat = parse_count("PROF_REPEAT", &value, 1)?;
+        }
+        if let Some(value) = lookup("PROF_MAX_EVENTS") {
+            config.max_events = parse_count("PROF_MAX_EVENTS", &value, 1)?;
+        }
+        if let Some(value) = lookup("PROF_EXIT") {
+            config.exit = match value.trim() {
+                "1" => true,
+                "0" | "" => false,
+                _ => {
+                    return Err(ConfigError::at(
+                        "PROF_EXIT",
+                        &value,
+                        1,
+                        value.chars().count().max(1),
+                        "unknown value",
+                        "1 (exit once the results are written) or 0",
+                    ))
+                }
+            };
+        }
+        if let Some(value) = lookup("PROF_OUT") {
+            check_out_template(&value)?;
+            config.out = value;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the combinations of values that are wrong together.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.mode == Mode::Sample && self.warmup == 0 {
+            return Err(ConfigError::new(
+                "PROF_WARMUP",
+                "error: PROF_WARMUP=0 cannot be used in sample mode: the warmup iterations are \
+                 how the events and their order are learned.\n  = help: set PROF_WARMUP to 1 or \
+                 more (default 10), or use PROF_MODE=trace",
+            ));
+        }
+        if self.repeat == 0 {
+            return Err(ConfigError::new(
+                "PROF_REPEAT",
+                "error: PROF_REPEAT must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The output path: `%p` is the process id, `%r` the rank, `%%` a `%`.
+    pub fn output_path(&self) -> PathBuf {
+        let mut out = String::new();
+        let mut chars = self.out.chars();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some('p') => out.push_str(&std::process::id().to_string()),
+                Some('r') => out.push_str(&rank().to_string()),
+                Some(other) => out.push(other),
+                None => out.push('%'),
+            }
+        }
+        PathBuf::from(out)
+    }
+
+    /// Checks, before training starts, that the output can be written: its directory exists and
+    /// accepts a new file.
+    pub fn check_output(&self) -> Result<(), ConfigError> {
+        let path = self.output_path();
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let fail = |reason: String| {
+            ConfigError::new(
+                "PROF_OUT",
+                format!(
+                    "error: PROF_OUT={} cannot be written: {reason}\n  = help: point PROF_OUT \
+                     at a file in an existing, writable directory",
+                    self.out
+                ),
+            )
+        };
+        if !dir.is_dir() {
+            return Err(fail(format!(
+                "the directory {} does not exist",
+                dir.display()
+            )));
+        }
+        if path.is_dir() {
+            return Err(fail(format!("{} is a directory", path.display())));
+        }
+        let probe = dir.join(format!(".prof-write-check.{}", std::process::id()));
+        std::fs::write(&probe, b"")
+            .map_err(|e| fail(format!("cannot create a file in {}: {e}", dir.display())))?;
+        let _ = std::fs::remove_file(&probe);
+        Ok(())
+    }
+}
+
+/// This process's rank: `RANK`, `OMPI_COMM_WORLD_RANK` or `SLURM_PROCID`, else 0.
+pub fn rank() -> u32 {
+    ["RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok()?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// `PROF_*` variables in the environment that this build does not know (likely typos).
+pub fn unknown_vars() -> Vec<String> {
+    let mut unknown: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| k.starts_with("PROF_") && !KNOWN_VARS.contains(&k.as_str()))
+        .collect();
+    unknown.sort();
+    unknown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.mode, Mode::Sample);
+        assert_eq!((c.warmup, c.repeat, c.max_events), (10, 50, 4096));
+        assert_eq!(c.out, "prof.json");
+        assert!(!c.exit);
+        assert!(c.filter.selects_all());
+    }
+
+    #[test]
+    fn values_parse() {
+        let c = config(&[
+            ("PROF_MODE", "trace"),
+            ("PROF_WARMUP", "0"),
+            ("PROF_REPEAT", " 7 "),
+            ("PROF_EXIT", "1"),
+            ("PROF_MAX_EVENTS", "12"),
+            ("PROF_FILTER", "layer=mlp"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.mode, c.warmup, c.repeat, c.max_events),
+            (Mode::Trace, 0, 7, 12)
+        );
+        assert!(c.exit);
+        assert_eq!(c.filter.source(), "layer=mlp");
+    }
+
+    #[test]
+    fn bad_numbers_point_at_the_column() {
+        let e = config(&[("PROF_WARMUP", "1x")]).unwrap_err();
+        assert_eq!(e.var, "PROF_WARMUP");
+        let text = e.to_string();
+        assert!(text.contains("PROF_WARMUP at column 2"), "{text}");
+        assert!(text.contains(" ^ "), "{text}");
+        let e = config(&[("PROF_REPEAT", "0")]).unwrap_err();
+        assert!(e.to_string().contains("at least 1"), "{e}");
+        let e = config(&[("PROF_MAX_EVENTS", "99999999999")]).unwrap_err();
+        assert!(e.to_string().contains("too large"), "{e}");
+        let e = config(&[("PROF_REPEAT", "")]).unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn bad_mode_exit_and_out() {
+        let e = config(&[("PROF_MODE", "samples")]).unwrap_err();
+        assert!(e.to_string().contains("sample, trace, off"), "{e}");
+        let e = config(&[("PROF_EXIT", "yes")]).unwrap_err();
+        assert_eq!(e.var, "PROF_EXIT");
+        let e = config(&[("PROF_OUT", "prof-%x.json")]).unwrap_err();
+        assert!(e.to_string().contains("column 6"), "{e}");
+        let e = config(&[("PROF_OUT", "")]).unwrap_err();
+        assert_eq!(e.var, "PROF_OUT");
+    }
+
+    #[test]
+    fn zero_warmup_needs_trace_mode() {
+        let e = config(&[("PROF_WARMUP", "0")]).unwrap_err();
+        assert!(e.to_string().contains("PROF_MODE=trace"), "{e}");
+        assert!(config(&[("PROF_WARMUP", "0"), ("PROF_MODE", "trace")]).is_ok());
+    }
+
+    #[test]
+    fn output_placeholders_and_checks() {
+        let mut c = Config {
+            out: "run-%p-%%-%r.json".into(),
+            ..Config::default()
+        };
+        let path = c.output_path();
+        let expected = format!("run-{}-%-{}.json", std::process::id(), rank());
+        assert_eq!(path, PathBuf::from(expected));
+        c.out = "/nonexistent-dir-xyz/prof.json".into();
+        let e = c.check_output().unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        let dir = std::env::temp_dir();
+        c.out = dir.join("prof-check.json").display().to_string();
+        c.check_output().unwrap();
+        c.out = dir.display().to_string();
+        assert!(c
+            .check_output()
+            .unwrap_err()
+            .to_string()
+            .contains("is a directory"));
+    }
+}

@@ -1,0 +1,63 @@
+//! The API of a build without `enable`: the same names, doing nothing, inlined away.
+
+/// Measures nothing in this build: a zero-sized guard with the methods and auto traits
+/// (`Send`, `Sync`) of the enabled build's guard.
+#[must_use = "a probe measures until its guard is dropped; bind it with `let _p = probe!(..)`"]
+#[derive(Debug)]
+pub struct ProbeGuard(());
+
+impl ProbeGuard {
+    /// A guard that measures nothing.
+    #[inline(always)]
+    pub const fn inert() -> ProbeGuard {
+        ProbeGuard(())
+    }
+
+    /// Always false in this build.
+    #[inline(always)]
+    pub fn is_recording(&self) -> bool {
+        false
+    }
+
+    /// Ends the measurement (nothing to end in this build).
+    #[inline(always)]
+    pub fn stop(self) {}
+
+    /// Ends the measurement without a sample (nothing to end in this build).
+    #[inline(always)]
+    pub fn discard(self) {}
+}
+
+/// Returned by [`init`]; does nothing in this build.
+#[must_use = "the results are written when this guard is dropped; keep it alive until the end of main"]
+#[derive(Debug)]
+pub struct InitGuard(());
+
+impl InitGuard {
+    /// A guard that does nothing.
+    pub const fn inert() -> InitGuard {
+        InitGuard(())
+    }
+}
+
+/// Marks the end of one iteration; empty in this build.
+#[inline(always)]
+pub fn step() {}
+
+/// Always false in this build (there is no schedule).
+#[inline(always)]
+pub fn finished() -> bool {
+    false
+}
+
+/// Does nothing in this build; `--list-probes` is not handled.
+#[inline(always)]
+pub fn init() -> InitGuard {
+    InitGuard(())
+}
+
+/// No probe is registered in this build.
+#[inline(always)]
+pub fn probes() -> Vec<crate::ProbeInfo> {
+    Vec::new()
+}

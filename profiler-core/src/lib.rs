@@ -1,0 +1,184 @@
+//! See where each training iteration's time goes, layer by layer and phase by phase, with almost
+//! no overhead.
+//!
+//! Annotate layer functions with [`#[profiled]`](profiled) and drop [`probe!`] points inside
+//! functions. After a warmup that learns the order of the events, the profiler measures **one
+//! event per iteration** (after HugeCTR's inline profiler), so its cost never piles up. Without
+//! the `enable` feature every annotation is the original code: release binaries carry nothing.
+//!
+//! ```no_run
+//! use profiler_core::{probe, profiled};
+//!
+//! #[profiled(layer = "mlp", phase = "fwd")]
+//! fn forward(x: &[f32]) -> f32 {
+//!     x.iter().sum()
+//! }
+//!
+//! #[profiler_core::main]
+//! fn main() {
+//!     let batch = vec![1.0f32; 1024];
+//!     for _ in 0..10_000 {
+//!         let y = forward(&batch);
+//!         let _p = probe!("update", layer = "mlp", phase = "update");
+//!         std::hint::black_box(y);
+//!         drop(_p);
+//!         profiler_core::step(); // end of one iteration
+//!         if profiler_core::finished() {
+//!             break;
+//!         }
+//!     }
+//! }
+//! ```
+//!
+//! Run it with `--features profiler-core/enable`, and `PROF_FILTER="layer=mlp"` to select
+//! probes; the results go to `prof.json` and a summary to stderr. `--list-probes` lists every
+//! probe. The variables, the schedule and the JSON fields are described in the README.
+#![warn(missing_docs)]
+
+/// Measures each call of a function.
+///
+/// Keys (string literals): `name` (default: the function's name), `layer`, `phase`; `stream =
+/// <expr>` is accepted for CUDA streams and ignored without the `cuda` feature. Works on free
+/// functions, methods, trait-impl methods, generic, `unsafe` and `async` functions and
+/// functions returning `impl Trait`. Early returns, `?` and panics end the measurement; an
+/// `async fn` is measured from its first poll to its completion, and a future dropped before
+/// completing records nothing.
+///
+/// ```
+/// #[profiler_core::profiled(layer = "embedding", phase = "fwd")]
+/// fn lookup(table: &[f32], id: usize) -> f32 {
+///     table[id]
+/// }
+/// # assert_eq!(lookup(&[1.0, 2.0], 1), 2.0);
+/// ```
+pub use profiler_macros::profiled;
+
+/// Measures from here to the end of the scope (guard form) or one block (block form).
+///
+/// ```
+/// use profiler_core::probe;
+/// fn backward(grads: &mut [f32]) -> f32 {
+///     let _p = probe!("allreduce", layer = "mlp", phase = "bwd"); // until the end of scope
+///     let norm = probe!("norm", layer = "mlp", phase = "bwd" => {
+///         grads.iter().map(|g| g * g).sum::<f32>()           // the block's value is returned
+///     });
+///     norm
+/// }
+/// # assert_eq!(backward(&mut [3.0, 4.0]), 25.0);
+/// ```
+///
+/// The guard form returns a [`ProbeGuard`]. The first argument is the probe's name; the keys
+/// are those of [`#[profiled]`](profiled).
+pub use profiler_macros::probe;
+
+/// On `fn main`: reads and validates the `PROF_*` variables before the body runs, handles
+/// `--list-probes`, and writes the results when `main` returns. Also on `fn main() -> Result<..>`
+/// and stacked with `#[tokio::main]`. Equivalent to `let _guard = profiler_core::init();` as the
+/// first statement.
+pub use profiler_macros::main;
+
+mod info;
+pub use info::ProbeInfo;
+
+#[cfg(feature = "enable")]
+mod cli;
+#[cfg(feature = "enable")]
+mod clock;
+#[cfg(feature = "enable")]
+mod config;
+#[cfg(feature = "enable")]
+mod filter;
+#[cfg(feature = "enable")]
+mod output;
+#[cfg(feature = "enable")]
+mod probe;
+#[cfg(feature = "enable")]
+mod record;
+#[cfg(feature = "enable")]
+mod registry;
+#[cfg(feature = "enable")]
+mod schedule;
+#[cfg(feature = "enable")]
+mod session;
+
+#[cfg(feature = "enable")]
+pub use enabled_api::*;
+
+#[cfg(feature = "enable")]
+mod enabled_api {
+    pub use crate::cli::InitGuard;
+    pub use crate::clock::{Clock, CpuClock, FakeClock, Reading};
+    pub use crate::config::{Config, ConfigError, Mode};
+    pub use crate::filter::{Filter, FilterError, Key};
+    pub use crate::output::json::{Event, Iterations, Profile, Run, Stats, SCHEMA};
+    pub use crate::probe::ProbeGuard;
+
+    /// Marks the end of one training iteration. Cheap once the schedule is complete (an atomic
+    /// load and a branch).
+    #[inline]
+    pub fn step() {
+        if let Some(session) = crate::session::current() {
+            if !session.is_done() {
+                session.step();
+            }
+        }
+    }
+
+    /// True once the schedule is complete (in `trace` mode: after `PROF_WARMUP + PROF_REPEAT`
+    /// iterations). A training loop can stop there.
+    #[inline]
+    pub fn finished() -> bool {
+        crate::session::current().is_some_and(|s| s.is_done())
+    }
+
+    /// Reads and validates the `PROF_*` variables, handles `--list-probes`, and starts
+    /// profiling; the returned guard writes the results when dropped. What
+    /// [`#[profiler_core::main]`](crate::main) does first. A bad variable is reported on stderr
+    /// and the process exits with status 2.
+    pub fn init() -> InitGuard {
+        crate::cli::init()
+    }
+
+    /// Starts profiling with a configuration made in code and, optionally, another clock (tests
+    /// use [`FakeClock`]). Returns the error instead of exiting. A session already running is
+    /// replaced.
+    pub fn init_with(
+        config: Config,
+        clock: Option<Box<dyn Clock>>,
+    ) -> Result<InitGuard, ConfigError> {
+        crate::cli::start(config, clock)
+    }
+
+    /// Every registered probe, in file and line order; `selected` tells what the running
+    /// session's filter selects (all false when none runs).
+    pub fn probes() -> Vec<crate::ProbeInfo> {
+        let filter = crate::session::current().map(|s| &s.config().filter);
+        crate::cli::list(filter)
+    }
+
+    /// The results so far, as `prof.json` would hold them, or `None` when no session runs.
+    pub fn snapshot() -> Option<Profile> {
+        crate::session::current().map(|s| s.snapshot())
+    }
+
+    /// Renders a profile's summary table, as printed on stderr at the end.
+    pub fn summary(profile: &Profile) -> String {
+        crate::output::summary::render(profile, "prof.json")
+    }
+}
+
+#[cfg(not(feature = "enable"))]
+mod disabled;
+#[cfg(not(feature = "enable"))]
+pub use disabled::*;
+
+/// Support for the macros' generated code. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    #[cfg(feature = "enable")]
+    pub use crate::probe::{
+        enter, enter_async, AsyncGuard, Descriptor, Kind, Registration, StaticInfo,
+    };
+    #[cfg(feature = "enable")]
+    pub use inventory;
+}

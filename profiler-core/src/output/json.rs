@@ -1,0 +1,190 @@
+//! `prof.json`, schema `profiler-core/prof/v1`: the types, which also read the file back.
+
+use serde::{Deserialize, Serialize};
+
+/// The schema name written in every file.
+pub const SCHEMA: &str = "profiler-core/prof/v1";
+
+/// A whole `prof.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// False when the program ended before the schedule completed.
+    pub complete: bool,
+    /// How the run was made.
+    pub run: Run,
+    /// Iteration count and wall times.
+    pub iterations: Iterations,
+    /// The events, in execution order.
+    pub events: Vec<Event>,
+}
+
+/// How the run was made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// The program's file name.
+    pub program: String,
+    /// Process id.
+    pub pid: u32,
+    /// Host name.
+    pub host: String,
+    /// Rank (from `RANK`, `OMPI_COMM_WORLD_RANK`, `SLURM_PROCID`, else 0).
+    pub rank: u32,
+    /// `sample` or `trace`.
+    pub mode: String,
+    /// `PROF_FILTER` as given (empty: every probe).
+    pub filter: String,
+    /// `PROF_WARMUP`.
+    pub warmup: u32,
+    /// `PROF_REPEAT`.
+    pub repeat: u32,
+    /// The clock that timed the samples (`cpu`, `fake`, ...).
+    pub clock: String,
+    /// `PROF_MAX_EVENTS`.
+    #[serde(default)]
+    pub max_events: u32,
+    /// Version of profiler-core that wrote the file.
+    #[serde(default)]
+    pub profiler_version: String,
+}
+
+/// Every completed iteration, warmup included.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Iterations {
+    /// How many iterations completed.
+    pub count: u64,
+    /// Wall time of each, from the previous `step()` (the first: from start-up) to this one.
+    pub wall_ns: Vec<u64>,
+}
+
+/// One event: a (probe, occurrence within the iteration) pair, or a probe's merged occurrences.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The probe's unique id.
+    pub id: String,
+    /// The probe's name.
+    pub name: String,
+    /// The `layer` key, or `null`.
+    pub layer: Option<String>,
+    /// The `phase` key, or `null`.
+    pub phase: Option<String>,
+    /// `fn` or `probe`.
+    pub kind: String,
+    /// `module_path!()` of the annotation.
+    pub module: String,
+    /// Source file of the annotation.
+    pub file: String,
+    /// Source line of the annotation.
+    pub line: u32,
+    /// Which run of the probe within an iteration (0 first); for a merged event, the first run
+    /// it holds.
+    pub occurrence: u32,
+    /// Position in the iteration's execution order (0 first).
+    pub order: u32,
+    /// GPU device, `null` on the CPU clock.
+    pub device: Option<u32>,
+    /// GPU stream, `null` on the CPU clock.
+    pub stream: Option<String>,
+    /// True when this event holds every run of the probe from `occurrence` on (the
+    /// `PROF_MAX_EVENTS` bound was reached).
+    #[serde(default)]
+    pub merged: bool,
+    /// Durations, one per sample.
+    pub samples_ns: Vec<u64>,
+    /// Start of each sample from the start of its iteration.
+    pub offsets_ns: Vec<u64>,
+    /// Iteration index (0 first) of each sample.
+    pub sample_iters: Vec<u32>,
+    /// Summary statistics of the durations.
+    pub stats: Stats,
+}
+
+/// Summary statistics, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Number of runs measured.
+    pub count: u64,
+    /// Arithmetic mean.
+    pub mean_ns: u64,
+    /// Median (mean of the two middle values for an even count).
+    pub median_ns: u64,
+    /// Smallest.
+    pub min_ns: u64,
+    /// Largest.
+    pub max_ns: u64,
+    /// Sample standard deviation (n - 1 in the denominator; 0 for fewer than two runs).
+    pub stddev_ns: u64,
+    /// 90th percentile (nearest rank).
+    pub p90_ns: u64,
+}
+
+impl Stats {
+    /// Statistics of a set of durations.
+    pub fn of(values: &[u64]) -> Stats {
+        if values.is_empty() {
+            return Stats::default();
+        }
+        let mut sorted = values.to_vec();
+        sorted.sort_unstable();
+        let n = sorted.len();
+        let sum: u128 = sorted.iter().map(|&v| v as u128).sum();
+        let mean = sum as f64 / n as f64;
+        let var = if n > 1 {
+            sorted
+                .iter()
+                .map(|&v| (v as f64 - mean).powi(2))
+                .sum::<f64>()
+                / (n - 1) as f64
+        } else {
+            0.0
+        };
+        let (median, p90) = quantiles(&sorted);
+        Stats {
+            count: n as u64,
+            mean_ns: mean.round() as u64,
+            median_ns: median,
+            min_ns: sorted[0],
+            max_ns: sorted[n - 1],
+            stddev_ns: var.sqrt().round() as u64,
+            p90_ns: p90,
+        }
+    }
+}
+
+/// Median and 90th percentile of sorted values.
+pub(crate) fn quantiles(sorted: &[u64]) -> (u64, u64) {
+    let n = sorted.len();
+    if n == 0 {
+        return (0, 0);
+    }
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        ((sorted[n / 2 - 1] as u128 + sorted[n / 2] as u128) / 2) as u64
+    };
+    let rank = ((0.9 * n as f64).ceil() as usize).clamp(1, n);
+    (median, sorted[rank - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_of_known_values() {
+        let s = Stats::of(&[10, 20, 30, 40]);
+        assert_eq!(s.count, 4);
+        assert_eq!(
+            (s.mean_ns, s.median_ns, s.min_ns, s.max_ns),
+            (25, 25, 10, 40)
+        );
+        assert_eq!(s.stddev_ns, 13); // sqrt(500/3) = 12.9
+        assert_eq!(s.p90_ns, 40);
+        let s = Stats::of(&[5]);
+        assert_eq!((s.median_ns, s.stddev_ns, s.p90_ns), (5, 0, 5));
+        assert_eq!(Stats::of(&[]), Stats::default());
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(Stats::of(&v).p90_ns, 90);
+    }
+}

@@ -1,0 +1,230 @@
+//! The hot path: descriptor state and the guard that measures one call.
+//!
+//! Cost, as the benchmark in `benches/hot_path.rs` measures it:
+//! - unarmed probe (the case for every probe but one in `sample` mode): one relaxed atomic load
+//!   of [`Descriptor::state`] and a branch on entry, and a branch on the guard's drop;
+//! - armed probe: one `fetch_add` (the occurrence count), two clock reads, and three relaxed
+//!   stores into sample storage reserved when the schedule was built. No allocation, lock,
+//!   hashing, string work or system call.
+//!
+//! Everything else (learning the events during warmup, arming, resolution, output) is the cold
+//! path in `session.rs`.
+
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use crate::session::Session;
+
+/// The probe takes no part: the fast path returns an inert guard.
+pub(crate) const OFF: u32 = 0;
+/// Warmup (or a selected probe not seen yet): the slow path learns order and occurrences.
+pub(crate) const LEARN: u32 = 1;
+/// One of this probe's events is measured in the current iteration.
+pub(crate) const ARMED: u32 = 2;
+/// No event: an index that means "none".
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// Whether a descriptor comes from `#[profiled]` or `probe!`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A function annotated with `#[profiled]`.
+    Fn,
+    /// A `probe!` point.
+    Probe,
+}
+
+impl Kind {
+    /// The name used in `prof.json`, the listing and `PROF_FILTER` (`fn` or `probe`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Fn => "fn",
+            Kind::Probe => "probe",
+        }
+    }
+}
+
+/// What an annotation knows at compile time.
+#[derive(Debug)]
+pub struct StaticInfo {
+    /// The probe's name (the function's name by default).
+    pub name: &'static str,
+    /// The `layer` key, if given.
+    pub layer: Option<&'static str>,
+    /// The `phase` key, if given.
+    pub phase: Option<&'static str>,
+    /// Function or probe.
+    pub kind: Kind,
+    /// `module_path!()` at the annotation.
+    pub module: &'static str,
+    /// `file!()` at the annotation.
+    pub file: &'static str,
+    /// `line!()` at the annotation.
+    pub line: u32,
+    /// Returns the type name of an item declared inside the annotated function, from which the
+    /// function's full path is derived at start-up.
+    pub anchor: fn() -> &'static str,
+}
+
+/// One annotation site: its static description and its run-time state.
+///
+/// The schedule arms and disarms a probe by storing into `state`; the hot path only loads it.
+#[derive(Debug)]
+pub struct Descriptor {
+    pub(crate) info: StaticInfo,
+    /// `OFF`, `LEARN` or `ARMED`.
+    pub(crate) state: AtomicU32,
+    /// Runs of this probe started in the current iteration (counted while not `OFF`).
+    pub(crate) calls: AtomicU32,
+    /// Index of this probe's first event in the session's event table.
+    pub(crate) first_event: AtomicU32,
+    /// How many per-occurrence events this probe has.
+    pub(crate) events: AtomicU32,
+    /// The event later occurrences fold into, or `NONE`.
+    pub(crate) merged_event: AtomicU32,
+}
+
+impl Descriptor {
+    /// A descriptor in its initial (unarmed) state. Used by the macros' generated statics.
+    pub const fn new(info: StaticInfo) -> Descriptor {
+        Descriptor {
+            info,
+            state: AtomicU32::new(OFF),
+            calls: AtomicU32::new(0),
+            first_event: AtomicU32::new(NONE),
+            events: AtomicU32::new(0),
+            merged_event: AtomicU32::new(NONE),
+        }
+    }
+
+    /// The compile-time facts of this annotation.
+    pub fn info(&self) -> &StaticInfo {
+        &self.info
+    }
+
+    /// The event that occurrence `occ` of this probe belongs to, or `NONE`.
+    #[inline]
+    pub(crate) fn event_for(&self, occ: u32) -> u32 {
+        if occ < self.events.load(Relaxed) {
+            self.first_event.load(Relaxed) + occ
+        } else {
+            self.merged_event.load(Relaxed)
+        }
+    }
+
+    /// Puts the run-time state back to unarmed, for a new session.
+    pub(crate) fn reset(&self) {
+        self.state.store(OFF, Relaxed);
+        self.calls.store(0, Relaxed);
+        self.first_event.store(NONE, Relaxed);
+        self.events.store(0, Relaxed);
+        self.merged_event.store(NONE, Relaxed);
+    }
+}
+
+/// Submitted to `inventory` by every annotation.
+pub struct Registration(pub &'static Descriptor);
+
+inventory::collect!(Registration);
+
+/// A measurement in progress, created only on the armed path.
+#[derive(Debug)]
+pub(crate) struct Armed {
+    pub(crate) session: &'static Session,
+    pub(crate) event: u32,
+    /// Where the sample goes in the event's storage, fixed when the run started.
+    pub(crate) slot: u32,
+    /// The iteration the run started in.
+    pub(crate) iter: u32,
+    pub(crate) start: u64,
+}
+
+/// Measures from its creation until it is dropped (see [`probe!`](crate::probe)).
+///
+/// In a build without `enable` this is a zero-sized type with the same methods and auto traits.
+#[must_use = "a probe measures until its guard is dropped; bind it with `let _p = probe!(..)`"]
+#[derive(Debug)]
+pub struct ProbeGuard {
+    armed: Option<Armed>,
+}
+
+impl ProbeGuard {
+    /// A guard that measures nothing.
+    #[inline(always)]
+    pub const fn inert() -> ProbeGuard {
+        ProbeGuard { armed: None }
+    }
+
+    /// True when this guard is taking a sample.
+    #[inline(always)]
+    pub fn is_recording(&self) -> bool {
+        self.armed.is_some()
+    }
+
+    /// Ends the measurement now (the same as dropping the guard).
+    #[inline(always)]
+    pub fn stop(self) {}
+
+    /// Ends the measurement without keeping a sample.
+    #[inline(always)]
+    pub fn discard(mut self) {
+        self.armed = None;
+    }
+}
+
+impl Drop for ProbeGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some(armed) = &self.armed {
+            armed.session.finish_run(armed);
+        }
+    }
+}
+
+/// Starts a measurement of `desc`. The whole unarmed cost is this load and branch.
+#[inline(always)]
+pub fn enter(desc: &'static Descriptor) -> ProbeGuard {
+    let state = desc.state.load(Relaxed);
+    if state == OFF {
+        return ProbeGuard::inert();
+    }
+    enter_slow(desc, state)
+}
+
+#[inline(never)]
+fn enter_slow(desc: &'static Descriptor, state: u32) -> ProbeGuard {
+    match crate::session::current() {
+        Some(session) => ProbeGuard {
+            armed: session.start_run(desc, state),
+        },
+        None => ProbeGuard::inert(),
+    }
+}
+
+/// The guard of an `async fn`: keeps a sample only when the future completes.
+#[derive(Debug)]
+pub struct AsyncGuard {
+    inner: ProbeGuard,
+}
+
+impl AsyncGuard {
+    /// The future completed: keep the sample.
+    #[inline(always)]
+    pub fn complete(mut self) {
+        if let Some(armed) = self.inner.armed.take() {
+            armed.session.finish_run(&armed);
+        }
+    }
+}
+
+impl Drop for AsyncGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Dropped before completion (cancelled, or a panic inside a poll): no sample.
+        self.inner.armed = None;
+    }
+}
+
+/// Starts the measurement of an `async fn` at its first poll.
+#[inline(always)]
+pub fn enter_async(desc: &'static Descriptor) -> AsyncGuard {
+    AsyncGuard { inner: enter(desc) }
+}

@@ -1,0 +1,244 @@
+//! Sample storage, reserved when an event is scheduled, and its resolution into nanoseconds.
+//!
+//! The hot path stores raw clock marks with relaxed atomic stores into slots fixed in advance,
+//! so it never allocates or locks. Turning marks into durations happens on the cold path, at
+//! `step()` or at the end; a clock may answer "pending" (a GPU that has not reached the stop
+//! event yet), in which case the sample waits for a later attempt.
+
+use std::sync::atomic::{
+    AtomicU32, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
+
+use crate::clock::Reading;
+use crate::session::ActiveClock;
+
+/// How many runs of a merged event are kept for its median and p90.
+pub(crate) const RESERVOIR: usize = 1024;
+
+/// Raw marks of one event's samples, one slot per measured iteration.
+#[derive(Debug)]
+pub(crate) struct Samples {
+    start: Box<[AtomicU64]>,
+    stop: Box<[AtomicU64]>,
+    /// The iteration index plus one; 0 while the slot is empty.
+    iter: Box<[AtomicU32]>,
+}
+
+fn atomics64(n: usize) -> Box<[AtomicU64]> {
+    (0..n).map(|_| AtomicU64::new(0)).collect()
+}
+
+impl Samples {
+    pub fn new(slots: usize) -> Samples {
+        Samples {
+            start: atomics64(slots),
+            stop: atomics64(slots),
+            iter: (0..slots).map(|_| AtomicU32::new(0)).collect(),
+        }
+    }
+
+    #[inline]
+    pub fn write(&self, slot: usize, start: u64, stop: u64, iter: u32) {
+        if slot < self.iter.len() {
+            self.start[slot].store(start, Relaxed);
+            self.stop[slot].store(stop, Relaxed);
+            self.iter[slot].store(iter + 1, Release);
+        }
+    }
+
+    /// `(start, stop, iteration)` of a filled slot.
+    pub fn read(&self, slot: usize) -> Option<(u64, u64, u32)> {
+        let iter = self.iter.get(slot)?.load(Acquire);
+        (iter != 0).then(|| {
+            (
+                self.start[slot].load(Relaxed),
+                self.stop[slot].load(Relaxed),
+                iter - 1,
+            )
+        })
+    }
+
+    /// Empties a slot once it has been resolved.
+    pub fn clear(&self, slot: usize) {
+        if let Some(iter) = self.iter.get(slot) {
+            iter.store(0, Relaxed);
+        }
+    }
+}
+
+/// Exact running totals of a merged event, in raw clock units, kept without locks.
+#[derive(Debug)]
+pub(crate) struct Totals {
+    pub count: AtomicU64,
+    pub sum: AtomicU64,
+    pub min: AtomicU64,
+    pub max: AtomicU64,
+    /// Sum of squares, as `f64` bits.
+    pub sum_sq: AtomicU64,
+}
+
+impl Totals {
+    fn new() -> Totals {
+        Totals {
+            count: AtomicU64::new(0),
+            sum: AtomicU64::new(0),
+            min: AtomicU64::new(u64::MAX),
+            max: AtomicU64::new(0),
+            sum_sq: AtomicU64::new(0f64.to_bits()),
+        }
+    }
+
+    /// Adds one run; returns how many runs came before it.
+    #[inline]
+    fn add(&self, delta: Option<u64>) -> u64 {
+        let n = self.count.fetch_add(1, Relaxed);
+        if let Some(d) = delta {
+            self.sum.fetch_add(d, Relaxed);
+            self.min.fetch_min(d, Relaxed);
+            self.max.fetch_max(d, Relaxed);
+            let sq = (d as f64) * (d as f64);
+            let _ = self.sum_sq.fetch_update(Relaxed, Relaxed, |bits| {
+                Some((f64::from_bits(bits) + sq).to_bits())
+            });
+        }
+        n
+    }
+}
+
+/// One event's storage.
+#[derive(Debug)]
+pub(crate) struct Store {
+    pub samples: Samples,
+    /// Present for a merged event, whose samples are a bounded reservoir.
+    pub totals: Option<Totals>,
+}
+
+impl Store {
+    pub fn new(slots: usize, merged: bool) -> Store {
+        Store {
+            samples: Samples::new(if merged { RESERVOIR } else { slots }),
+            totals: merged.then(Totals::new),
+        }
+    }
+
+    /// Stores one run. `linear` says whether raw deltas can be summed.
+    #[inline]
+    pub fn record(&self, slot: u32, iter: u32, start: u64, stop: u64, linear: bool) {
+        match &self.totals {
+            None => self.samples.write(slot as usize, start, stop, iter),
+            Some(totals) => {
+                let n = totals.add(linear.then(|| stop.saturating_sub(start)));
+                // Reservoir sampling (algorithm R) with a hash of n as the random draw.
+                let index = if (n as usize) < RESERVOIR {
+                    n as usize
+                } else {
+                    (mix(n) % (n + 1)) as usize
+                };
+                if index < RESERVOIR {
+                    self.samples.write(index, start, stop, iter);
+                }
+            }
+        }
+    }
+}
+
+/// splitmix64's finaliser: a cheap, well-spread hash.
+#[inline]
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Resolved samples of one event.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Resolved {
+    pub durations: Vec<u64>,
+    pub offsets: Vec<u64>,
+    pub iters: Vec<u32>,
+}
+
+/// The outcome of trying to resolve one slot.
+pub(crate) enum Outcome {
+    Done,
+    Empty,
+    Pending,
+}
+
+/// Tries to turn one slot into a sample. `iter_start` gives the mark at which an iteration began;
+/// `consume` empties the slot and releases its marks once read.
+pub(crate) fn resolve_slot(
+    clock: &ActiveClock,
+    store: &Store,
+    slot: usize,
+    iter_start: impl Fn(u32) -> Option<u64>,
+    consume: bool,
+    out: &mut Resolved,
+) -> Outcome {
+    let Some((start, stop, iter)) = store.samples.read(slot) else {
+        return Outcome::Empty;
+    };
+    let duration = clock.elapsed(start, stop);
+    let offset = match iter_start(iter) {
+        Some(base) => clock.elapsed(base, start),
+        None => Reading::Ready(0),
+    };
+    match (duration, offset) {
+        (Reading::Pending, _) | (_, Reading::Pending) => Outcome::Pending,
+        (duration, offset) => {
+            if let (Reading::Ready(d), Reading::Ready(o)) = (duration, offset) {
+                out.durations.push(d);
+                out.offsets.push(o);
+                out.iters.push(iter);
+            }
+            // Lost readings are dropped.
+            if consume {
+                store.samples.clear(slot);
+                clock.release(start);
+                clock.release(stop);
+            }
+            Outcome::Done
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_fill_and_clear() {
+        let s = Samples::new(2);
+        assert_eq!(s.read(0), None);
+        s.write(1, 10, 25, 7);
+        s.write(5, 1, 2, 3); // out of range: ignored, never a panic
+        assert_eq!(s.read(1), Some((10, 25, 7)));
+        s.clear(1);
+        assert_eq!(s.read(1), None);
+    }
+
+    #[test]
+    fn merged_totals_are_exact_and_reservoir_bounded() {
+        let store = Store::new(4, true);
+        for i in 0..5000u64 {
+            store.record(0, 0, 100, 100 + i, true);
+        }
+        let t = store.totals.as_ref().unwrap();
+        assert_eq!(t.count.load(Relaxed), 5000);
+        assert_eq!(t.sum.load(Relaxed), (0..5000).sum::<u64>());
+        assert_eq!(t.min.load(Relaxed), 0);
+        assert_eq!(t.max.load(Relaxed), 4999);
+        let filled = (0..RESERVOIR)
+            .filter(|&i| store.samples.read(i).is_some())
+            .count();
+        assert_eq!(filled, RESERVOIR);
+        // The reservoir holds runs from the whole range, not just the first 1024.
+        let late = (0..RESERVOIR)
+            .filter_map(|i| store.samples.read(i))
+            .filter(|(start, stop, _)| stop - start >= 2500)
+            .count();
+        assert!(late > 200, "reservoir kept only early runs: {late}");
+    }
+}

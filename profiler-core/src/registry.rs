@@ -1,0 +1,213 @@
+//! The registry: every descriptor the annotations submitted, with its id, read once at start-up.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::filter::{Filter, Key};
+use crate::info::ProbeInfo;
+use crate::probe::{Descriptor, Kind, Registration};
+
+/// One registered descriptor and its start-up facts.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub desc: &'static Descriptor,
+    pub id: String,
+}
+
+impl Entry {
+    /// The value of a filter key for this probe.
+    pub fn field(&self, key: Key) -> Option<&str> {
+        let info = &self.desc.info;
+        match key {
+            Key::Name => Some(info.name),
+            Key::Id => Some(&self.id),
+            Key::Layer => info.layer,
+            Key::Phase => info.phase,
+            Key::Kind => Some(info.kind.as_str()),
+            Key::Module => Some(info.module),
+            Key::File => Some(info.file),
+        }
+    }
+
+    /// Whether `filter` selects this probe.
+    pub fn selected_by(&self, filter: &Filter) -> bool {
+        filter.matches(|key| self.field(key))
+    }
+
+    /// The listing's view of this probe.
+    pub fn info(&self, selected: bool) -> ProbeInfo {
+        let info = &self.desc.info;
+        ProbeInfo {
+            id: self.id.clone(),
+            name: info.name,
+            layer: info.layer,
+            phase: info.phase,
+            kind: info.kind.as_str(),
+            module: info.module,
+            file: info.file,
+            line: info.line,
+            selected,
+        }
+    }
+}
+
+/// All descriptors, in file and line order, with unique ids.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    pub entries: Vec<Entry>,
+    index: HashMap<usize, usize>,
+}
+
+impl Registry {
+    fn collect() -> Registry {
+        let mut descs: Vec<&'static Descriptor> = inventory::iter::<Registration>
+            .into_iter()
+            .map(|r| r.0)
+            .collect();
+        descs.sort_by(|a, b| {
+            let (a, b) = (&a.info, &b.info);
+            (a.file, a.line, a.name).cmp(&(b.file, b.line, b.name))
+        });
+        descs.dedup_by(|a, b| std::ptr::eq(*a, *b));
+        let mut seen: HashMap<String, u32> = HashMap::new();
+        let entries: Vec<Entry> = descs
+            .into_iter()
+            .map(|desc| {
+                let base = base_id(desc);
+                let n = seen.entry(base.clone()).or_insert(0);
+                *n += 1;
+                let id = if *n == 1 { base } else { format!("{base}.{n}") };
+                Entry { desc, id }
+            })
+            .collect();
+        let index = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.desc as *const Descriptor as usize, i))
+            .collect();
+        Registry { entries, index }
+    }
+
+    /// The position of `desc` in `entries`.
+    pub fn position(&self, desc: &'static Descriptor) -> Option<usize> {
+        self.index
+            .get(&(desc as *const Descriptor as usize))
+            .copied()
+    }
+}
+
+/// The registry, built on first use.
+pub(crate) fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(Registry::collect)
+}
+
+fn base_id(desc: &Descriptor) -> String {
+    let info = &desc.info;
+    let function = function_path((info.anchor)());
+    let function = if function.is_empty() {
+        format!("{}::{}", info.module, info.name)
+    } else {
+        function
+    };
+    match info.kind {
+        Kind::Fn => function,
+        Kind::Probe => format!("{function}::{}", info.name),
+    }
+}
+
+/// The enclosing function's path from the type name of an item declared inside it:
+/// `<krate::m::T<_> as krate::m::Tr>::go::__ProfilerAnchor` becomes `krate::m::T::go`, closures
+/// and generic arguments are dropped, and any character a filter value cannot hold becomes `_`.
+pub(crate) fn function_path(type_name: &str) -> String {
+    let path = type_name
+        .strip_suffix("::__ProfilerAnchor")
+        .unwrap_or(type_name);
+    // `<Type as Trait>::rest` -> `Type::rest`.
+    let path = match path.strip_prefix('<') {
+        Some(inner) => {
+            let mut depth = 1;
+            let mut split = None;
+            let mut close = None;
+            for (i, c) in inner.char_indices() {
+                match c {
+                    '<' => depth += 1,
+                    '>' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            close = Some(i);
+                            break;
+                        }
+                    }
+                    ' ' if depth == 1 && inner[i..].starts_with(" as ") && split.is_none() => {
+                        split = Some(i)
+                    }
+                    _ => {}
+                }
+            }
+            match close {
+                Some(close) => {
+                    let ty = &inner[..split.unwrap_or(close)];
+                    format!("{}{}", ty, &inner[close + 1..])
+                }
+                None => path.to_owned(),
+            }
+        }
+        None => path.to_owned(),
+    };
+    // Drop generic arguments.
+    let mut plain = String::with_capacity(path.len());
+    let mut depth = 0;
+    for c in path.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => plain.push(c),
+            _ => {}
+        }
+    }
+    let plain = plain
+        .trim_start_matches('&')
+        .trim_start_matches("mut ")
+        .trim_start_matches("dyn ");
+    plain
+        .split("::")
+        .filter(|segment| !segment.is_empty() && !segment.starts_with("{{"))
+        .collect::<Vec<_>>()
+        .join("::")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '/' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::function_path;
+
+    #[test]
+    fn paths_from_type_names() {
+        let cases = [
+            ("exp::m::gen::__ProfilerAnchor", "exp::m::gen"),
+            ("exp::m::T<_>::meth::__ProfilerAnchor", "exp::m::T::meth"),
+            (
+                "<exp::m::T<_> as exp::m::Tr>::go::__ProfilerAnchor",
+                "exp::m::T::go",
+            ),
+            (
+                "<exp::m::T<alloc::vec::Vec<u8>> as exp::m::Tr<u8>>::go::__ProfilerAnchor",
+                "exp::m::T::go",
+            ),
+            ("exp::m::afn::{{closure}}::__ProfilerAnchor", "exp::m::afn"),
+            ("<&exp::W as exp::Tr>::f::__ProfilerAnchor", "exp::W::f"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(function_path(input), expected, "{input}");
+        }
+    }
+}

@@ -1,0 +1,515 @@
+//! Schedule semantics, driven by a fake clock so that every duration is exact.
+#![cfg(feature = "enable")]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::task::{Context, Poll, Wake, Waker};
+
+use profiler_core::{probe, profiled, Config, FakeClock, Filter, InitGuard, Mode, Profile};
+
+/// One time line for the whole binary; tests run one at a time.
+fn clock() -> &'static FakeClock {
+    static CLOCK: OnceLock<FakeClock> = OnceLock::new();
+    CLOCK.get_or_init(FakeClock::new)
+}
+
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn out_path(name: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("prof-schedule-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{name}.json")).display().to_string()
+}
+
+fn start(name: &str, filter: &str, mode: Mode, warmup: u32, repeat: u32) -> InitGuard {
+    start_with(
+        name,
+        filter,
+        mode,
+        warmup,
+        repeat,
+        4096,
+        Box::new(clock().clone()),
+    )
+}
+
+fn start_with(
+    name: &str,
+    filter: &str,
+    mode: Mode,
+    warmup: u32,
+    repeat: u32,
+    max_events: u32,
+    clock: Box<dyn profiler_core::Clock>,
+) -> InitGuard {
+    let config = Config {
+        filter: Filter::parse(filter).unwrap(),
+        mode,
+        warmup,
+        repeat,
+        max_events,
+        out: out_path(name),
+        summary: false,
+        ..Config::default()
+    };
+    profiler_core::init_with(config, Some(clock)).unwrap()
+}
+
+fn snapshot() -> Profile {
+    profiler_core::snapshot().expect("a session runs")
+}
+
+fn event<'a>(p: &'a Profile, name: &str, occurrence: u32) -> &'a profiler_core::Event {
+    p.events
+        .iter()
+        .find(|e| e.name == name && e.occurrence == occurrence)
+        .unwrap_or_else(|| panic!("no event {name}#{occurrence} in {:?}", names(p)))
+}
+
+fn names(p: &Profile) -> Vec<String> {
+    p.events
+        .iter()
+        .map(|e| format!("{}#{}", e.name, e.occurrence))
+        .collect()
+}
+
+// ---- the code under measurement ----
+
+#[profiled(layer = "s1", phase = "fwd")]
+fn embed() {
+    clock().advance(100);
+}
+
+#[profiled(layer = "s1", phase = "fwd")]
+fn matmul(ns: u64) {
+    clock().advance(ns);
+}
+
+fn mlp() {
+    let _p = probe!("relu", layer = "s1", phase = "fwd");
+    clock().advance(40);
+}
+
+fn iteration_s1() {
+    embed();
+    matmul(300);
+    mlp();
+    matmul(500);
+}
+
+#[test]
+fn sample_mode_measures_one_event_per_iteration_in_execution_order() {
+    let _s = serial();
+    let _g = start("s1", "layer=s1", Mode::Sample, 3, 4);
+    let mut steps = 0;
+    while !profiler_core::finished() {
+        iteration_s1();
+        profiler_core::step();
+        steps += 1;
+        assert!(steps <= 100, "never finished");
+    }
+    // warmup + events x repeat
+    assert_eq!(steps, 3 + 4 * 4);
+    let p = snapshot();
+    assert!(p.complete);
+    assert_eq!(names(&p), ["embed#0", "matmul#0", "relu#0", "matmul#1"]);
+    let orders: Vec<u32> = p.events.iter().map(|e| e.order).collect();
+    assert_eq!(orders, [0, 1, 2, 3]);
+    for (name, occ, dur, offset) in [
+        ("embed", 0, 100, 0),
+        ("matmul", 0, 300, 100),
+        ("relu", 0, 40, 400),
+        ("matmul", 1, 500, 440),
+    ] {
+        let e = event(&p, name, occ);
+        assert_eq!(e.samples_ns, [dur; 4], "{name}#{occ}");
+        assert_eq!(e.offsets_ns, [offset; 4], "{name}#{occ}");
+        assert_eq!(e.stats.count, 4);
+        assert_eq!(
+            (e.stats.median_ns, e.stats.min_ns, e.stats.max_ns),
+            (dur, dur, dur)
+        );
+        assert_eq!(e.layer.as_deref(), Some("s1"));
+    }
+    // Each measured iteration armed exactly one event, in schedule order.
+    let mut iters: Vec<u32> = p
+        .events
+        .iter()
+        .flat_map(|e| e.sample_iters.clone())
+        .collect();
+    assert_eq!(event(&p, "embed", 0).sample_iters, [3, 4, 5, 6]);
+    assert_eq!(event(&p, "matmul", 1).sample_iters, [15, 16, 17, 18]);
+    iters.sort();
+    assert_eq!(iters, (3..19).collect::<Vec<_>>());
+    assert_eq!(p.iterations.count, 19);
+    assert_eq!(p.iterations.wall_ns, vec![940; 19]);
+    assert_eq!(event(&p, "relu", 0).kind, "probe");
+    assert_eq!(event(&p, "embed", 0).kind, "fn");
+    // After completion nothing is armed and step() changes nothing.
+    iteration_s1();
+    profiler_core::step();
+    assert_eq!(snapshot().iterations.count, 19);
+}
+
+#[profiled(layer = "s2")]
+fn traced(ns: u64) {
+    clock().advance(ns);
+}
+
+#[test]
+fn trace_mode_measures_every_event_every_active_iteration() {
+    let _s = serial();
+    let _g = start("s2", "layer=s2", Mode::Trace, 2, 5);
+    let mut steps = 0;
+    while !profiler_core::finished() {
+        traced(10);
+        traced(20);
+        traced(30);
+        profiler_core::step();
+        steps += 1;
+        assert!(steps <= 50);
+    }
+    assert_eq!(steps, 2 + 5);
+    let p = snapshot();
+    assert_eq!(p.events.len(), 3);
+    for (occ, dur) in [(0, 10), (1, 20), (2, 30)] {
+        let e = event(&p, "traced", occ);
+        assert_eq!(e.samples_ns, [dur; 5]);
+        assert_eq!(e.sample_iters, [2, 3, 4, 5, 6]);
+    }
+    assert_eq!(p.run.mode, "trace");
+}
+
+#[profiled(layer = "s3")]
+fn always() {
+    clock().advance(7);
+}
+
+#[profiled(layer = "s3")]
+fn late_comer() {
+    clock().advance(9);
+}
+
+#[test]
+fn a_probe_first_seen_after_warmup_is_scheduled_after_the_others() {
+    let _s = serial();
+    let _g = start("s3", "layer=s3", Mode::Sample, 2, 3);
+    let mut steps = 0;
+    while !profiler_core::finished() {
+        always();
+        if steps >= 4 {
+            late_comer();
+        }
+        profiler_core::step();
+        steps += 1;
+        assert!(steps <= 50);
+    }
+    assert_eq!(steps, 2 + 2 * 3);
+    let p = snapshot();
+    assert_eq!(names(&p), ["always#0", "late_comer#0"]);
+    assert_eq!(event(&p, "late_comer", 0).samples_ns, [9; 3]);
+    assert_eq!(event(&p, "late_comer", 0).sample_iters, [5, 6, 7]);
+}
+
+#[profiled(layer = "s4")]
+fn worker() {
+    let _p = probe!("inner", layer = "s4");
+}
+
+#[test]
+fn occurrences_are_counted_across_threads() {
+    let _s = serial();
+    let _g = start("s4", "layer=s4&name=worker", Mode::Sample, 2, 3);
+    let mut steps = 0;
+    while !profiler_core::finished() {
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(worker);
+            }
+        });
+        profiler_core::step();
+        steps += 1;
+        assert!(steps <= 100);
+    }
+    assert_eq!(steps, 2 + 4 * 3);
+    let p = snapshot();
+    assert_eq!(p.events.len(), 4);
+    for occ in 0..4 {
+        assert_eq!(event(&p, "worker", occ).stats.count, 3);
+    }
+}
+
+#[profiled(layer = "s5")]
+fn hot_loop_body() {
+    clock().advance(2);
+}
+
+#[test]
+fn the_event_bound_folds_later_occurrences_into_a_merged_event_with_exact_stats() {
+    let _s = serial();
+    let _g = start_with(
+        "s5",
+        "layer=s5",
+        Mode::Sample,
+        2,
+        2,
+        3,
+        Box::new(clock().clone()),
+    );
+    let mut steps = 0;
+    while !profiler_core::finished() {
+        for _ in 0..10 {
+            hot_loop_body();
+        }
+        profiler_core::step();
+        steps += 1;
+        assert!(steps <= 100);
+    }
+    let p = snapshot();
+    assert_eq!(
+        names(&p),
+        [
+            "hot_loop_body#0",
+            "hot_loop_body#1",
+            "hot_loop_body#2",
+            "hot_loop_body#3"
+        ]
+    );
+    let merged = event(&p, "hot_loop_body", 3);
+    assert!(merged.merged);
+    assert!(!event(&p, "hot_loop_body", 0).merged);
+    // 7 later runs per iteration, 2 iterations.
+    assert_eq!(merged.stats.count, 14);
+    assert_eq!(
+        (
+            merged.stats.mean_ns,
+            merged.stats.min_ns,
+            merged.stats.max_ns
+        ),
+        (2, 2, 2)
+    );
+    assert_eq!(merged.samples_ns.len(), 14);
+    assert_eq!(steps, 2 + 4 * 2);
+}
+
+#[profiled(layer = "s6")]
+fn partial() {
+    clock().advance(5);
+}
+
+#[test]
+fn results_of_an_unfinished_run_are_written_marked_incomplete() {
+    let _s = serial();
+    let path = out_path("s6");
+    let _ = std::fs::remove_file(&path);
+    {
+        let _g = start("s6", "layer=s6", Mode::Sample, 2, 10);
+        for _ in 0..5 {
+            partial();
+            profiler_core::step();
+        }
+        assert!(!profiler_core::finished());
+    } // the guard writes here
+    let p: Profile = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(!p.complete);
+    assert_eq!(p.schema, "profiler-core/prof/v1");
+    assert_eq!(p.iterations.count, 5);
+    assert_eq!(event(&p, "partial", 0).samples_ns, [5, 5, 5]);
+    assert_eq!(event(&p, "partial", 0).sample_iters, [2, 3, 4]);
+}
+
+fn device() -> &'static FakeClock {
+    static DEVICE: OnceLock<FakeClock> = OnceLock::new();
+    DEVICE.get_or_init(FakeClock::deferred)
+}
+
+#[profiled(layer = "s7")]
+fn on_device() {
+    device().advance(50);
+}
+
+#[test]
+fn pending_readings_are_resolved_at_a_later_step_or_at_the_end() {
+    let _s = serial();
+    let device = device();
+    let _g = start_with(
+        "s7",
+        "layer=s7",
+        Mode::Sample,
+        1,
+        4,
+        4096,
+        Box::new(device.clone()),
+    );
+    let run = |device: &FakeClock| {
+        device.advance(10);
+        on_device();
+        device.advance(5);
+        profiler_core::step();
+    };
+    run(device); // warmup
+    run(device);
+    run(device);
+    // The device has not caught up: nothing is resolved yet, and nothing is lost.
+    assert_eq!(event(&snapshot(), "on_device", 0).samples_ns.len(), 0);
+    device.complete();
+    run(device); // resolves the two earlier samples; this one stays pending
+    let p = snapshot();
+    assert_eq!(event(&p, "on_device", 0).samples_ns, [50, 50]);
+    assert_eq!(event(&p, "on_device", 0).offsets_ns, [10, 10]);
+    assert!(device.released() >= 4, "marks are released once read");
+    run(device);
+    assert!(profiler_core::finished());
+    // At the end the clock settles: every sample is read.
+    let p = snapshot();
+    let e = event(&p, "on_device", 0);
+    assert_eq!(e.samples_ns, [50; 4]);
+    assert_eq!(e.sample_iters, [1, 2, 3, 4]);
+    assert_eq!(p.run.clock, "fake");
+}
+
+// ---- async ----
+
+struct YieldOnce(bool);
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+#[profiled(layer = "s8")]
+async fn fetch(ns: u64) -> Result<u64, String> {
+    clock().advance(ns);
+    YieldOnce(false).await;
+    clock().advance(ns);
+    let parsed: u64 = "3".parse().map_err(|_| "bad".to_string())?;
+    Ok(parsed)
+}
+
+struct Noop;
+impl Wake for Noop {
+    fn wake(self: std::sync::Arc<Self>) {}
+}
+
+fn block_on<F: Future>(fut: F) -> F::Output {
+    let waker = Waker::from(std::sync::Arc::new(Noop));
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        clock().advance(1000); // suspended time counts
+    }
+}
+
+fn assert_send<T: Send>(_: &T) {}
+
+#[test]
+fn async_fn_measures_first_poll_to_completion_and_drops_record_nothing() {
+    let _s = serial();
+    let _g = start("s8", "layer=s8", Mode::Sample, 1, 3);
+    assert_eq!(block_on(fetch(5)), Ok(3));
+    profiler_core::step();
+    let fut = fetch(7);
+    assert_send(&fut);
+    clock().advance(1_000_000); // before the first poll: not counted
+    assert_eq!(block_on(fut), Ok(3));
+    profiler_core::step();
+    // A future polled once, then dropped: no sample.
+    {
+        let fut = fetch(9);
+        let waker = Waker::from(std::sync::Arc::new(Noop));
+        let mut fut = Box::pin(fut);
+        assert!(fut
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+    }
+    profiler_core::step();
+    let p = snapshot();
+    assert_eq!(event(&p, "fetch", 0).samples_ns, [7 + 1000 + 7]);
+}
+
+// ---- panics, methods, ids ----
+
+#[profiled(layer = "s9")]
+fn explodes() {
+    clock().advance(33);
+    panic!("boom");
+}
+
+struct Model;
+trait Layer {
+    fn forward(&self) -> u32;
+}
+impl Model {
+    #[profiled(layer = "s9")]
+    fn backward(&mut self) -> u32 {
+        let _p = probe!("grad", layer = "s9");
+        1
+    }
+}
+impl Layer for Model {
+    #[profiled(layer = "s9", name = "fwd_pass")]
+    fn forward(&self) -> u32 {
+        2
+    }
+}
+
+#[test]
+fn panics_end_the_measurement_and_ids_spell_the_full_path() {
+    let _s = serial();
+    let _g = start("s9", "layer=s9", Mode::Trace, 1, 1);
+    let mut m = Model;
+    for _ in 0..2 {
+        assert!(std::panic::catch_unwind(explodes).is_err());
+        m.backward();
+        m.forward();
+        profiler_core::step();
+    }
+    assert!(profiler_core::finished());
+    let p = snapshot();
+    assert_eq!(event(&p, "explodes", 0).samples_ns, [33]);
+    let ids: Vec<&str> = p.events.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "schedule::explodes",
+            "schedule::Model::backward",
+            "schedule::Model::backward::grad",
+            "schedule::Model::forward",
+        ]
+    );
+    assert_eq!(event(&p, "fwd_pass", 0).module, "schedule");
+    // Every id and name works unchanged as a filter value.
+    for probe in profiler_core::probes() {
+        for text in [format!("id={}", probe.id), format!("name={}", probe.name)] {
+            assert!(Filter::parse(&text).is_ok(), "{text}");
+        }
+    }
+}
+
+#[test]
+fn a_filter_that_selects_nothing_is_an_error_that_points_to_the_listing() {
+    let _s = serial();
+    let config = Config {
+        filter: Filter::parse("layer=no_such_layer").unwrap(),
+        out: out_path("none"),
+        ..Config::default()
+    };
+    let err = profiler_core::init_with(config, None).unwrap_err();
+    assert_eq!(err.var, "PROF_FILTER");
+    assert!(err.to_string().contains("--list-probes"), "{err}");
+}

@@ -1,0 +1,204 @@
+//! Parsing and validation of annotation arguments.
+//!
+//! Every problem found in one annotation is collected and reported together, each error pointing
+//! at the token that caused it. Validation is the same in enabled and disabled builds, so a typo
+//! fails to compile in both.
+
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, Lit, LitStr, MetaNameValue, Token};
+
+/// The keys every annotation accepts.
+const KEYS: &str = "`name`, `layer`, `phase`, `stream`";
+
+/// Validated arguments of `#[profiled(...)]` or `probe!(...)`.
+#[derive(Default)]
+pub struct Args {
+    pub name: Option<LitStr>,
+    pub layer: Option<LitStr>,
+    pub phase: Option<LitStr>,
+    /// The CUDA stream expression; accepted in every build, evaluated only with `cuda`.
+    pub stream: Option<Expr>,
+}
+
+/// Collects errors so that one build reports all of them.
+#[derive(Default)]
+pub struct Errors(Option<syn::Error>);
+
+impl Errors {
+    pub fn push(&mut self, error: syn::Error) {
+        match &mut self.0 {
+            Some(first) => first.combine(error),
+            None => self.0 = Some(error),
+        }
+    }
+
+    pub fn finish(self) -> syn::Result<()> {
+        self.0.map_or(Ok(()), Err)
+    }
+}
+
+/// True when `value` uses only the characters a `PROF_FILTER` value can hold.
+pub fn valid_value(value: &str) -> bool {
+    !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '/' | '-'))
+}
+
+fn check_value(lit: &LitStr, key: &str, errors: &mut Errors) {
+    let value = lit.value();
+    if !valid_value(&value) {
+        errors.push(syn::Error::new_spanned(
+            lit,
+            format!(
+                "invalid `{key}` value {value:?}: use only letters, digits and `_ . : / -`, \
+                 so that the value can be typed into PROF_FILTER unchanged"
+            ),
+        ));
+    }
+}
+
+impl Args {
+    /// Validates a list of `key = value` pairs. `name_given` is true when the probe's name came
+    /// positionally, so a `name = ...` key repeats it.
+    fn from_pairs(
+        pairs: Punctuated<MetaNameValue, Token![,]>,
+        mut args: Args,
+        errors: &mut Errors,
+    ) -> Args {
+        for pair in pairs {
+            let Some(key) = pair.path.get_ident().map(|ident| ident.to_string()) else {
+                errors.push(syn::Error::new_spanned(
+                    &pair.path,
+                    format!("unknown key: expected one of {KEYS}"),
+                ));
+                continue;
+            };
+            let slot = match key.as_str() {
+                "name" => &mut args.name,
+                "layer" => &mut args.layer,
+                "phase" => &mut args.phase,
+                "stream" => {
+                    if args.stream.is_some() {
+                        errors.push(syn::Error::new_spanned(
+                            &pair.path,
+                            "the key `stream` is given twice",
+                        ));
+                    } else {
+                        args.stream = Some(pair.value);
+                    }
+                    continue;
+                }
+                _ => {
+                    errors.push(syn::Error::new_spanned(
+                        &pair.path,
+                        format!("unknown key `{key}`: expected one of {KEYS}"),
+                    ));
+                    continue;
+                }
+            };
+            let lit = match pair.value {
+                Expr::Lit(ExprLit {
+                    lit: Lit::Str(lit), ..
+                }) => lit,
+                other => {
+                    errors.push(syn::Error::new_spanned(
+                        other,
+                        format!(
+                            "the value of `{key}` must be a string literal, like {key} = \"mlp\""
+                        ),
+                    ));
+                    continue;
+                }
+            };
+            check_value(&lit, &key, errors);
+            if slot.is_some() {
+                errors.push(syn::Error::new_spanned(
+                    &pair.path,
+                    format!("the key `{key}` is given twice"),
+                ));
+            } else {
+                *slot = Some(lit);
+            }
+        }
+        args
+    }
+
+    /// Parses the arguments of `#[profiled(...)]`.
+    pub fn parse_attr(input: ParseStream, errors: &mut Errors) -> syn::Result<Args> {
+        let pairs = Punctuated::<MetaNameValue, Token![,]>::parse_terminated(input)?;
+        Ok(Args::from_pairs(pairs, Args::default(), errors))
+    }
+}
+
+/// The input of `probe!`: `"name" (, key = value)* (,)? (=> { block })?`.
+pub struct ProbeInput {
+    pub args: Args,
+    pub block: Option<syn::Block>,
+    /// Problems in the arguments, reported after the expansion of the original block.
+    pub errors: Option<syn::Error>,
+}
+
+impl Parse for ProbeInput {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut errors = Errors::default();
+        let name: LitStr = input.parse().map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                "a probe starts with its name as a string literal, like probe!(\"allreduce\", layer = \"mlp\")",
+            )
+        })?;
+        check_value(&name, "name", &mut errors);
+        let mut pairs = Punctuated::<MetaNameValue, Token![,]>::new();
+        while input.peek(Token![,]) {
+            input.parse::<Token![,]>()?;
+            if input.is_empty() || input.peek(Token![=>]) {
+                break;
+            }
+            pairs.push(input.parse()?);
+        }
+        let block = if input.peek(Token![=>]) {
+            input.parse::<Token![=>]>()?;
+            Some(input.parse::<syn::Block>()?)
+        } else {
+            None
+        };
+        if !input.is_empty() {
+            return Err(input.error(
+                "expected `,` followed by `key = \"value\"`, or `=> { ... }` for the block form",
+            ));
+        }
+        let args = Args::from_pairs(
+            pairs,
+            Args {
+                name: None,
+                ..Args::default()
+            },
+            &mut errors,
+        );
+        // A `name = ...` key repeats the positional name.
+        let errors = match (args.name.as_ref(), errors.finish()) {
+            (Some(repeated), result) => {
+                let mut all = Errors::default();
+                if let Err(e) = result {
+                    all.push(e);
+                }
+                all.push(syn::Error::new_spanned(
+                    repeated,
+                    "the probe's name is already given as its first argument",
+                ));
+                all.finish().err()
+            }
+            (None, result) => result.err(),
+        };
+        Ok(ProbeInput {
+            args: Args {
+                name: Some(name),
+                ..args
+            },
+            block,
+            errors,
+        })
+    }
+}

@@ -1,0 +1,180 @@
+//! Code generation for enabled builds: the descriptor registration and the wrapped bodies.
+//!
+//! Generated code names everything by absolute path (`::core::`, `::profiler_core::__private::`)
+//! so that no name the user defines can shadow it. The user's statements are emitted unchanged
+//! inside a new block, so their spans, lints and inference survive.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::{AttrStyle, Block, ItemFn, LitStr, ReturnType, Type};
+
+use crate::args::Args;
+
+/// Whether a descriptor comes from `#[profiled]` or from `probe!`.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    Fn,
+    Probe,
+}
+
+fn opt_lit(lit: Option<&LitStr>) -> TokenStream {
+    match lit {
+        Some(lit) => quote!(::core::option::Option::Some(#lit)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// Items that declare and register one descriptor named `__PROFILER_DESC` in the current scope.
+/// `span` locates the annotation, for `line!()` and `file!()`.
+pub fn registration(name: &LitStr, args: &Args, kind: Kind, span: Span) -> TokenStream {
+    let layer = opt_lit(args.layer.as_ref());
+    let phase = opt_lit(args.phase.as_ref());
+    let kind = match kind {
+        Kind::Fn => quote!(::profiler_core::__private::Kind::Fn),
+        Kind::Probe => quote!(::profiler_core::__private::Kind::Probe),
+    };
+    let file = quote_spanned!(span=> ::core::file!());
+    let line = quote_spanned!(span=> ::core::line!());
+    quote! {
+        // Declared here so that its type name spells the enclosing function's path.
+        struct __ProfilerAnchor;
+        fn __profiler_anchor() -> &'static str {
+            ::core::any::type_name::<__ProfilerAnchor>()
+        }
+        static __PROFILER_DESC: ::profiler_core::__private::Descriptor =
+            ::profiler_core::__private::Descriptor::new(::profiler_core::__private::StaticInfo {
+                name: #name,
+                layer: #layer,
+                phase: #phase,
+                kind: #kind,
+                module: ::core::module_path!(),
+                file: #file,
+                line: #line,
+                anchor: __profiler_anchor,
+            });
+        ::profiler_core::__private::inventory::submit! {
+            ::profiler_core::__private::Registration(&__PROFILER_DESC)
+        }
+    }
+}
+
+/// `#[profiled]` on a function: the measurement wraps the original body.
+pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
+    let ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+    } = item;
+    let (outer, inner): (Vec<_>, Vec<_>) = attrs
+        .into_iter()
+        .partition(|attr| matches!(attr.style, AttrStyle::Outer));
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| LitStr::new(&unraw(&sig.ident), sig.ident.span()));
+    let registration = registration(&name, args, Kind::Fn, sig.ident.span());
+    let stmts = &block.stmts;
+    let body = if sig.asyncness.is_some() {
+        let fake_return = fake_return_edge(&sig.output);
+        quote! {
+            let __profiler_guard = ::profiler_core::__private::enter_async(&__PROFILER_DESC);
+            let __profiler_result = async move {
+                #fake_return
+                #(#stmts)*
+            }
+            .await;
+            __profiler_guard.complete();
+            __profiler_result
+        }
+    } else {
+        quote! {
+            let __profiler_guard = ::profiler_core::__private::enter(&__PROFILER_DESC);
+            #(#stmts)*
+        }
+    };
+    let brace = block.brace_token;
+    let mut out = quote! { #(#outer)* #vis #sig };
+    brace.surround(&mut out, |tokens| {
+        quote!(#(#inner)* #registration #body).to_tokens(tokens);
+    });
+    out
+}
+
+/// An unreachable `return` of the declared type, so that `?` and `return` inside the async
+/// block infer the function's return type (as tracing-attributes does). Skipped for
+/// `impl Trait`, which a `let` cannot name.
+fn fake_return_edge(output: &ReturnType) -> TokenStream {
+    let ty = match output {
+        ReturnType::Default => quote!(()),
+        ReturnType::Type(_, ty) if mentions_impl_trait(ty) => return TokenStream::new(),
+        ReturnType::Type(_, ty) => ty.to_token_stream(),
+    };
+    quote! {
+        #[allow(unreachable_code, clippy::diverging_sub_expression, clippy::needless_return)]
+        if false {
+            let __profiler_fake_return: #ty = loop {};
+            return __profiler_fake_return;
+        }
+    }
+}
+
+fn mentions_impl_trait(ty: &Type) -> bool {
+    ty.to_token_stream()
+        .into_iter()
+        .any(|tt| matches!(&tt, proc_macro2::TokenTree::Ident(i) if i == "impl"))
+        || ty.to_token_stream().to_string().contains("impl ")
+}
+
+/// `probe!`: the guard form, or the block form measuring one block.
+pub fn probe(args: &Args, block: Option<Block>) -> TokenStream {
+    let name = args.name.as_ref().expect("probe name is positional");
+    let registration = registration(name, args, Kind::Probe, name.span());
+    match block {
+        None => quote! {
+            {
+                #registration
+                ::profiler_core::__private::enter(&__PROFILER_DESC)
+            }
+        },
+        Some(block) => quote! {
+            {
+                #registration
+                let __profiler_guard = ::profiler_core::__private::enter(&__PROFILER_DESC);
+                let __profiler_value = #block;
+                ::core::mem::drop(__profiler_guard);
+                __profiler_value
+            }
+        },
+    }
+}
+
+/// `#[profiler_core::main]`: start the session before the body; the guard writes on return.
+pub fn main_fn(item: ItemFn) -> TokenStream {
+    let ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+    } = item;
+    let (outer, inner): (Vec<_>, Vec<_>) = attrs
+        .into_iter()
+        .partition(|attr| matches!(attr.style, AttrStyle::Outer));
+    let stmts = &block.stmts;
+    let mut out = quote! { #(#outer)* #vis #sig };
+    block.brace_token.surround(&mut out, |tokens| {
+        quote! {
+            #(#inner)*
+            let __profiler_session = ::profiler_core::init();
+            #(#stmts)*
+        }
+        .to_tokens(tokens);
+    });
+    out
+}
+
+/// The identifier as written, without a raw `r#` prefix.
+pub fn unraw(ident: &syn::Ident) -> String {
+    let s = ident.to_string();
+    s.strip_prefix("r#").map(str::to_owned).unwrap_or(s)
+}

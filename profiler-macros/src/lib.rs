@@ -1,0 +1,142 @@
+//! Procedural macros of `profiler-core`. Use them through `profiler_core`, never directly.
+//!
+//! Each macro parses, then validates (collecting every problem of one annotation), then expands.
+//! Without the `enable` feature, which `profiler-core/enable` switches on, every macro validates its
+//! arguments and returns the item or block it was given, token for token.
+
+use proc_macro::TokenStream;
+use proc_macro2::TokenStream as TokenStream2;
+use quote::quote;
+use syn::parse::Parser;
+use syn::{Item, ItemFn};
+
+mod args;
+mod expand;
+
+use args::{Args, Errors, ProbeInput};
+
+/// Checks that the annotated item is a function `#[profiled]` can wrap.
+fn check_fn(item: &Item, attr: &str, errors: &mut Errors) -> Option<ItemFn> {
+    match item {
+        Item::Fn(f) => {
+            if let Some(constness) = &f.sig.constness {
+                errors.push(syn::Error::new_spanned(
+                    constness,
+                    format!("#[{attr}] cannot measure a `const fn`: it may run at compile time"),
+                ));
+                return None;
+            }
+            Some(f.clone())
+        }
+        other => {
+            errors.push(syn::Error::new_spanned(
+                other,
+                format!("#[{attr}] applies only to functions with a body"),
+            ));
+            None
+        }
+    }
+}
+
+/// Output on error: the errors, plus the original item so the rest of the crate still resolves.
+fn with_errors(error: syn::Error, original: TokenStream2) -> TokenStream {
+    let errors = error.to_compile_error();
+    quote!(#errors #original).into()
+}
+
+/// Measures each call of a function. See `profiler_core::profiled`.
+#[proc_macro_attribute]
+pub fn profiled(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let original = TokenStream2::from(item.clone());
+    let mut errors = Errors::default();
+    let args =
+        match (|input: syn::parse::ParseStream| Args::parse_attr(input, &mut errors)).parse(attr) {
+            Ok(args) => args,
+            Err(e) => {
+                errors.push(e);
+                Args::default()
+            }
+        };
+    let parsed = match syn::parse::<Item>(item) {
+        Ok(item) => check_fn(&item, "profiled", &mut errors),
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    if let Some(f) = &parsed {
+        if args.name.is_none() && !args::valid_value(&expand::unraw(&f.sig.ident)) {
+            errors.push(syn::Error::new_spanned(
+                &f.sig.ident,
+                "this function's name cannot be typed into PROF_FILTER: give the probe one with \
+                 `name = \"...\"` (letters, digits and `_ . : / -`)",
+            ));
+        }
+    }
+    if let Err(e) = errors.finish() {
+        return with_errors(e, original);
+    }
+    if cfg!(feature = "enable") {
+        expand::profiled_fn(&args, parsed.expect("checked above")).into()
+    } else {
+        original.into()
+    }
+}
+
+/// Measures from here to the end of the scope, or one block. See `profiler_core::probe!`.
+#[proc_macro]
+pub fn probe(input: TokenStream) -> TokenStream {
+    let ProbeInput {
+        args,
+        block,
+        errors,
+    } = match syn::parse::<ProbeInput>(input) {
+        Ok(parsed) => parsed,
+        Err(e) => return e.to_compile_error().into(),
+    };
+    if let Some(e) = errors {
+        // Keep the block's value so that one typo gives one error.
+        let fallback = match &block {
+            Some(block) => quote!(#block),
+            None => quote!(::profiler_core::ProbeGuard::inert()),
+        };
+        return with_errors(e, fallback);
+    }
+    if cfg!(feature = "enable") {
+        expand::probe(&args, block).into()
+    } else {
+        match block {
+            Some(block) => quote!(#block).into(),
+            None => quote!(::profiler_core::ProbeGuard::inert()).into(),
+        }
+    }
+}
+
+/// Starts profiling before `main`'s body and writes results when it returns. See
+/// `profiler_core::main`.
+#[proc_macro_attribute]
+pub fn main(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let original = TokenStream2::from(item.clone());
+    let mut errors = Errors::default();
+    if !attr.is_empty() {
+        errors.push(syn::Error::new_spanned(
+            TokenStream2::from(attr),
+            "#[profiler_core::main] takes no arguments: configure it with the PROF_* variables",
+        ));
+    }
+    let parsed = match syn::parse::<Item>(item) {
+        Ok(item) => check_fn(&item, "profiler_core::main", &mut errors),
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    if let Err(e) = errors.finish() {
+        return with_errors(e, original);
+    }
+    if cfg!(feature = "enable") {
+        expand::main_fn(parsed.expect("checked above")).into()
+    } else {
+        original.into()
+    }
+}
