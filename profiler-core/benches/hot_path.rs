@@ -1,1 +1,125 @@
-fn main() {}
+//! The cost of the hot path, against the baselines it must be compared with.
+//!
+//! Run with `cargo bench -p profiler-core --features enable --bench hot_path`. The README quotes
+//! the medians, as nanoseconds and as ratios to the bare call.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::time::Instant;
+
+use divan::Bencher;
+use profiler_core::{probe, Config, CpuClock, Filter, Mode};
+
+fn main() {
+    divan::main();
+}
+
+#[inline(never)]
+fn bare(x: u64) -> u64 {
+    x.wrapping_mul(3)
+}
+
+/// 1. A call of a non-inlined function: the unit of the ratios.
+#[divan::bench]
+fn a_bare_call(b: Bencher) {
+    b.bench(|| bare(black_box(7)));
+}
+
+static FLAG: AtomicU32 = AtomicU32::new(0);
+
+#[cold]
+#[inline(never)]
+fn never() {
+    FLAG.store(2, Relaxed);
+}
+
+/// 2. What an unarmed probe must cost: a relaxed load and a branch (around the same call).
+#[divan::bench]
+fn b_atomic_load_and_branch(b: Bencher) {
+    b.bench(|| {
+        if FLAG.load(Relaxed) != 0 {
+            never();
+        }
+        bare(black_box(7))
+    });
+}
+
+/// 3. Two reads of `std::time::Instant`.
+#[divan::bench]
+fn c_instant_pair(b: Bencher) {
+    b.bench(|| {
+        let start = Instant::now();
+        let v = bare(black_box(7));
+        (Instant::now() - start, v)
+    });
+}
+
+/// 4. Two raw reads of the CPU clock the profiler uses.
+#[divan::bench]
+fn d_cpu_clock_raw_pair(b: Bencher) {
+    let clock = CpuClock::new();
+    b.bench(|| {
+        let start = clock.raw();
+        let v = bare(black_box(7));
+        (clock.raw().wrapping_sub(start), v)
+    });
+}
+
+fn start(filter: &str, warmup: u32) -> profiler_core::InitGuard {
+    let config = Config {
+        filter: Filter::parse(filter).unwrap(),
+        mode: Mode::Sample,
+        warmup,
+        repeat: 1000,
+        out: std::env::temp_dir()
+            .join("profiler-core-bench.json")
+            .display()
+            .to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    profiler_core::init_with(config, None).expect("bench session")
+}
+
+fn unarmed_site(x: u64) -> u64 {
+    let _p = probe!("bench_unarmed", layer = "bench");
+    bare(x)
+}
+
+fn armed_site(x: u64) -> u64 {
+    let _p = probe!("bench_armed", layer = "bench");
+    bare(x)
+}
+
+/// 5. A probe that is not armed (not selected, or not this iteration's event).
+#[divan::bench]
+fn e_unarmed_probe(b: Bencher) {
+    let _session = start("name=bench_armed", 1);
+    b.bench(|| unarmed_site(black_box(7)));
+}
+
+/// 6. The armed probe: occurrence count, two clock reads, three stores. The run counter is
+/// reset before each call (one relaxed store) so that every call is the armed occurrence.
+#[divan::bench]
+fn f_armed_probe(b: Bencher) {
+    let _session = start("name=bench_armed", 1);
+    armed_site(1); // warmup iteration: learn the event
+    profiler_core::step(); // arm it
+    let counter = profiler_core::__private::run_counter("bench_armed").unwrap();
+    b.bench(|| {
+        counter.store(0, Relaxed);
+        armed_site(black_box(7))
+    });
+}
+
+/// 7. `step()` once the schedule is complete (nothing armed).
+#[divan::bench]
+fn g_step_nothing_armed(b: Bencher) {
+    let _session = start("name=bench_armed", 1);
+    armed_site(1);
+    profiler_core::step();
+    while !profiler_core::finished() {
+        profiler_core::step();
+    }
+    b.bench(profiler_core::step);
+}

@@ -181,4 +181,15 @@ pub mod __private {
     };
     #[cfg(feature = "enable")]
     pub use inventory;
+
+    /// The per-iteration run counter of the probe named `name`, so that the benchmark can
+    /// re-arm one probe many times within one iteration.
+    #[cfg(feature = "enable")]
+    pub fn run_counter(name: &str) -> Option<&'static std::sync::atomic::AtomicU32> {
+        crate::registry::registry()
+            .entries
+            .iter()
+            .find(|e| e.desc.info().name == name)
+            .map(|e| &e.desc.calls)
+    }
 }

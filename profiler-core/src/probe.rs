@@ -170,11 +170,22 @@ impl ProbeGuard {
     }
 }
 
+impl ProbeGuard {
+    /// The armed half of the drop, kept out of line so that the unarmed drop inlines to one
+    /// test of a value already in a register.
+    #[inline(never)]
+    fn finish(&self) {
+        if let Some(armed) = &self.armed {
+            armed.session.finish_run(armed);
+        }
+    }
+}
+
 impl Drop for ProbeGuard {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some(armed) = &self.armed {
-            armed.session.finish_run(armed);
+        if self.armed.is_some() {
+            self.finish();
         }
     }
 }
