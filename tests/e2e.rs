@@ -1,0 +1,335 @@
+//! End to end: the `dlrm` example run as a user would, with `PROF_*` variables, checking
+//! `prof.json`, the listing, and the exit status and message of each bad variable.
+#![cfg(feature = "enable")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// The example binary that `cargo test` built next to this test.
+fn dlrm() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let path = profile_dir
+        .join("examples")
+        .join(format!("dlrm{}", std::env::consts::EXE_SUFFIX));
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--example", "dlrm"]);
+        if profile_dir.ends_with("release") {
+            cmd.arg("--release");
+        }
+        assert!(
+            cmd.status().unwrap().success(),
+            "building the example failed"
+        );
+    }
+    path
+}
+
+/// A fresh directory for one test's output.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("prof-e2e-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs the example in `dir` with a small, fast schedule plus `vars`.
+fn run(dir: &Path, vars: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut cmd = Command::new(dlrm());
+    cmd.current_dir(dir)
+        .args(["--batch", "8", "--iters", "400"])
+        .args(args)
+        .env("PROF_WARMUP", "2")
+        .env("PROF_REPEAT", "3");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("PROF_") || k == "RANK" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("PROF_WARMUP", "2").env("PROF_REPEAT", "3");
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn events(profile: &Value) -> &Vec<Value> {
+    profile["events"].as_array().unwrap()
+}
+
+const LAYERS: [&str; 4] = ["embedding", "bottom_mlp", "interaction", "top_mlp"];
+
+#[test]
+fn default_run_writes_a_complete_profile_and_a_summary() {
+    let dir = scratch("default");
+    let out = run(&dir, &[], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("profiler-core: sample mode"), "{err}");
+    assert!(err.contains("share"), "{err}");
+    let p = read_json(&dir.join("prof.json"));
+    assert_eq!(p["schema"], "profiler-core/prof/v1");
+    assert_eq!(p["complete"], true);
+    assert_eq!(p["run"]["mode"], "sample");
+    assert_eq!(p["run"]["clock"], "cpu");
+    assert_eq!(p["run"]["warmup"], 2);
+    assert_eq!(p["run"]["repeat"], 3);
+    assert_eq!(p["run"]["program"], "dlrm");
+    let evs = events(&p);
+    assert!(evs.len() >= 12, "only {} events", evs.len());
+    // The run stopped as soon as the schedule completed: warmup + events x repeat.
+    let count = p["iterations"]["count"].as_u64().unwrap();
+    assert_eq!(count, 2 + 3 * evs.len() as u64);
+    assert_eq!(
+        p["iterations"]["wall_ns"].as_array().unwrap().len() as u64,
+        count
+    );
+    let mut iters_seen = Vec::new();
+    for (i, e) in evs.iter().enumerate() {
+        assert_eq!(e["order"], i as u64);
+        assert_eq!(e["stats"]["count"], 3, "{e}");
+        assert_eq!(e["samples_ns"].as_array().unwrap().len(), 3);
+        assert_eq!(e["offsets_ns"].as_array().unwrap().len(), 3);
+        assert!(e["stats"]["median_ns"].as_u64().unwrap() > 0);
+        assert!(e["device"].is_null() && e["stream"].is_null());
+        if let Some(layer) = e["layer"].as_str() {
+            assert!(LAYERS.contains(&layer), "{layer}");
+        }
+        for it in e["sample_iters"].as_array().unwrap() {
+            iters_seen.push(it.as_u64().unwrap());
+        }
+    }
+    // One event per measured iteration.
+    iters_seen.sort();
+    assert_eq!(iters_seen, (2..count).collect::<Vec<_>>());
+    // A function used by several layers is several events, told apart by occurrence.
+    let linear: Vec<u64> = evs
+        .iter()
+        .filter(|e| e["name"] == "linear_forward")
+        .map(|e| e["occurrence"].as_u64().unwrap())
+        .collect();
+    assert_eq!(linear, [0, 1, 2, 3]);
+    // The model really trained, and the loop ended on finished().
+    assert!(stdout(&out).contains("done:"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_filter_keeps_only_the_selected_events() {
+    let dir = scratch("filter");
+    let out = run(&dir, &[("PROF_FILTER", "layer=top_mlp&phase=bwd")], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let p = read_json(&dir.join("prof.json"));
+    let evs = events(&p);
+    assert!(!evs.is_empty());
+    for e in evs {
+        assert_eq!(e["layer"], "top_mlp");
+        assert_eq!(e["phase"], "bwd");
+        assert_eq!(e["stats"]["count"], 3);
+    }
+    assert_eq!(p["run"]["filter"], "layer=top_mlp&phase=bwd");
+}
+
+#[test]
+fn trace_mode_measures_every_event_in_each_active_iteration() {
+    let dir = scratch("trace");
+    let out = run(&dir, &[("PROF_MODE", "trace"), ("PROF_REPEAT", "4")], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let p = read_json(&dir.join("prof.json"));
+    assert_eq!(p["iterations"]["count"], 2 + 4);
+    for e in events(&p) {
+        assert_eq!(e["sample_iters"], serde_json::json!([2, 3, 4, 5]), "{e}");
+    }
+}
+
+#[test]
+fn list_probes_prints_every_probe_and_ids_work_as_filters() {
+    let dir = scratch("list");
+    let out = run(&dir, &[], &["--list-probes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("kind=")).collect();
+    assert!(lines.len() >= 10, "{text}");
+    assert!(!text.contains("iter "), "training must not run: {text}");
+    assert!(!dir.join("prof.json").exists());
+
+    let out = run(&dir, &[], &["--list-probes=json"]);
+    assert!(out.status.success());
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), lines.len());
+    for field in [
+        "id", "name", "layer", "phase", "kind", "module", "file", "line", "selected",
+    ] {
+        assert!(list[0].get(field).is_some(), "missing {field}");
+    }
+    // Each listed id selects exactly its probe; each name selects at least it.
+    for probe in list {
+        let id = probe["id"].as_str().unwrap();
+        let out = run(
+            &dir,
+            &[("PROF_FILTER", &format!("id={id}"))],
+            &["--list-probes=json"],
+        );
+        assert!(out.status.success(), "id={id}: {}", stderr(&out));
+        let marked: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let selected: Vec<&str> = marked
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["selected"] == true)
+            .map(|p| p["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(selected, [id]);
+    }
+    // With a filter, the text listing marks the selected probes.
+    let out = run(
+        &dir,
+        &[("PROF_FILTER", "layer=top_mlp&phase=bwd")],
+        &["--list-probes"],
+    );
+    let text = stdout(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("* ") && l.contains("layer=top_mlp")),
+        "{text}"
+    );
+    assert!(text.contains("selected by PROF_FILTER"), "{text}");
+    // A filter that selects nothing is not an error for the listing...
+    let out = run(&dir, &[("PROF_FILTER", "layer=nope")], &["--list-probes"]);
+    assert!(out.status.success());
+    // ...but one that does not parse is.
+    let out = run(&dir, &[("PROF_FILTER", "layer=")], &["--list-probes"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Each bad variable: exit status 2, a message naming the variable, nothing run or written.
+#[test]
+fn bad_variables_exit_2_with_a_clear_message_before_training() {
+    let dir = scratch("bad");
+    let cases: [(&str, &str, &str); 11] = [
+        ("PROF_FILTER", "layr=mlp", "unknown key `layr`"),
+        ("PROF_FILTER", "layer=nope", "--list-probes"),
+        ("PROF_FILTER", "layer=mlp&", "PROF_FILTER"),
+        ("PROF_MODE", "fast", "sample, trace, off"),
+        ("PROF_WARMUP", "ten", "PROF_WARMUP at column 1"),
+        ("PROF_WARMUP", "0", "PROF_WARMUP=0"),
+        ("PROF_REPEAT", "0", "at least 1"),
+        ("PROF_MAX_EVENTS", "-1", "PROF_MAX_EVENTS"),
+        ("PROF_EXIT", "yes", "PROF_EXIT"),
+        ("PROF_OUT", "/nonexistent-prof-dir/p.json", "does not exist"),
+        ("PROF_OUT", "p-%q.json", "placeholder"),
+    ];
+    for (var, value, expected) in cases {
+        let out = run(&dir, &[(var, value)], &[]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{var}={value}: {err}");
+        assert!(err.contains(var), "{var}={value}: {err}");
+        assert!(err.contains(expected), "{var}={value}: {err}");
+        assert!(
+            !stdout(&out).contains("iter "),
+            "{var}={value} ran training"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(!dir.join("prof.json").exists());
+    // The caret stands under the unknown key.
+    let out = run(&dir, &[("PROF_FILTER", "layr=mlp")], &[]);
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    let input = lines.iter().position(|l| l.ends_with("layr=mlp")).unwrap();
+    let caret_line = lines[input + 1];
+    let input_col = lines[input].find("layr").unwrap();
+    assert_eq!(caret_line.find('^'), Some(input_col), "{err}");
+    assert!(caret_line.contains("^^^^ "), "{err}");
+    assert!(err.contains("column 1"), "{err}");
+}
+
+#[test]
+fn an_early_end_writes_an_incomplete_profile() {
+    let dir = scratch("incomplete");
+    let out = run(&dir, &[], &["--iters", "6"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let p = read_json(&dir.join("prof.json"));
+    assert_eq!(p["complete"], false);
+    assert_eq!(p["iterations"]["count"], 6);
+    assert!(stderr(&out).contains("INCOMPLETE"));
+}
+
+#[test]
+fn prof_exit_stops_the_process_once_results_are_written() {
+    let dir = scratch("exit");
+    let out = run(
+        &dir,
+        &[("PROF_EXIT", "1"), ("PROF_FILTER", "layer=embedding")],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !stdout(&out).contains("done:"),
+        "main went on: {}",
+        stdout(&out)
+    );
+    assert_eq!(read_json(&dir.join("prof.json"))["complete"], true);
+}
+
+#[test]
+fn off_mode_writes_nothing_and_out_placeholders_expand() {
+    let dir = scratch("off");
+    let out = run(&dir, &[("PROF_MODE", "off")], &["--iters", "20"]);
+    assert!(out.status.success());
+    assert!(!dir.join("prof.json").exists());
+    assert!(
+        stdout(&out).contains("done: 20 iterations"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = run(
+        &dir,
+        &[
+            ("PROF_OUT", "rank%r/prof-%p.json"),
+            ("RANK", "3"),
+            ("PROF_FILTER", "layer=embedding"),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "rank3/ does not exist yet");
+    std::fs::create_dir_all(dir.join("rank3")).unwrap();
+    let out = run(
+        &dir,
+        &[
+            ("PROF_OUT", "rank%r/prof-%p.json"),
+            ("RANK", "3"),
+            ("PROF_FILTER", "layer=embedding"),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let files: Vec<PathBuf> = std::fs::read_dir(dir.join("rank3"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let p = read_json(&files[0]);
+    assert_eq!(p["run"]["rank"], 3);
+    let pid = p["run"]["pid"].as_u64().unwrap();
+    assert!(files[0].ends_with(format!("prof-{pid}.json")));
+}
