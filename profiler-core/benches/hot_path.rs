@@ -98,7 +98,7 @@ fn e_unarmed_probe(b: Bencher) {
     b.bench(|| unarmed_site(black_box(7)));
 }
 
-/// 6. The armed probe: occurrence count, two clock reads, three stores. The run counter is
+/// The armed probe (6): occurrence count, two clock reads, three stores. The run counter is
 /// reset before each call (one relaxed store) so that every call is the armed occurrence.
 #[divan::bench]
 fn f_armed_probe(b: Bencher) {

@@ -60,27 +60,39 @@ fn list_request(args: impl Iterator<Item = std::ffi::OsString>) -> Option<Result
     None
 }
 
-/// Renders the text listing.
+/// Renders the text listing: one aligned line per probe, `key=value` cells so that each value
+/// can be copied into `PROF_FILTER`.
 pub fn render_list(probes: &[ProbeInfo], filter: Option<&Filter>) -> String {
+    let rows: Vec<[String; 5]> = probes
+        .iter()
+        .map(|p| {
+            [
+                p.id.clone(),
+                format!("kind={}", p.kind),
+                format!("layer={}", p.layer.unwrap_or("-")),
+                format!("phase={}", p.phase.unwrap_or("-")),
+                format!("name={}", p.name),
+            ]
+        })
+        .collect();
+    let mut widths = [0usize; 5];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
     let mut out = String::new();
-    let id_width = probes.iter().map(|p| p.id.len()).max().unwrap_or(2).max(2);
-    let marked = filter.is_some();
-    for p in probes {
-        let mark = match (marked, p.selected) {
+    for (p, row) in probes.iter().zip(&rows) {
+        let mark = match (filter.is_some(), p.selected) {
             (false, _) => "",
             (true, true) => "* ",
             (true, false) => "  ",
         };
-        out.push_str(&format!(
-            "{mark}{:<id_width$}  kind={:<5} name={} layer={} phase={}  {}:{}\n",
-            p.id,
-            p.kind,
-            p.name,
-            p.layer.unwrap_or("-"),
-            p.phase.unwrap_or("-"),
-            p.file,
-            p.line,
-        ));
+        out.push_str(mark);
+        for (cell, w) in row.iter().zip(widths) {
+            out.push_str(&format!("{cell:<w$}  "));
+        }
+        out.push_str(&format!("{}:{}\n", p.file, p.line));
     }
     match filter {
         Some(f) => {
@@ -92,7 +104,7 @@ pub fn render_list(probes: &[ProbeInfo], filter: Option<&Filter>) -> String {
             ));
         }
         None => out.push_str(&format!(
-            "{} probes; any id or name above works as a PROF_FILTER value (id=..., name=...)\n",
+            "{} probes; each id and name above works as a PROF_FILTER value (id=..., name=...)\n",
             probes.len()
         )),
     }
