@@ -46,9 +46,40 @@ pub fn valid_value(value: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '/' | '-'))
 }
 
+/// Edit distance, for "did you mean" hints.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The message for an unknown key, with a suggestion when one is close.
+fn unknown_key(key: &str) -> String {
+    let hint = ["name", "layer", "phase", "stream"]
+        .into_iter()
+        .find(|known| distance(key, known) <= 2)
+        .map(|known| format!(" (did you mean `{known}`?)"))
+        .unwrap_or_default();
+    format!("unknown key `{key}`{hint}: expected one of {KEYS}")
+}
+
 fn check_value(lit: &LitStr, key: &str, errors: &mut Errors) {
     let value = lit.value();
-    if !valid_value(&value) {
+    if value.is_empty() {
+        errors.push(syn::Error::new_spanned(
+            lit,
+            format!("empty `{key}` value: give it at least one letter, digit or `_ . : / -`"),
+        ));
+    } else if !valid_value(&value) {
         errors.push(syn::Error::new_spanned(
             lit,
             format!(
@@ -91,10 +122,7 @@ impl Args {
                     continue;
                 }
                 _ => {
-                    errors.push(syn::Error::new_spanned(
-                        &pair.path,
-                        format!("unknown key `{key}`: expected one of {KEYS}"),
-                    ));
+                    errors.push(syn::Error::new_spanned(&pair.path, unknown_key(&key)));
                     continue;
                 }
             };
@@ -169,29 +197,20 @@ impl Parse for ProbeInput {
                 "expected `,` followed by `key = \"value\"`, or `=> { ... }` for the block form",
             ));
         }
-        let args = Args::from_pairs(
-            pairs,
-            Args {
-                name: None,
-                ..Args::default()
-            },
-            &mut errors,
-        );
         // A `name = ...` key repeats the positional name.
-        let errors = match (args.name.as_ref(), errors.finish()) {
-            (Some(repeated), result) => {
-                let mut all = Errors::default();
-                if let Err(e) = result {
-                    all.push(e);
-                }
-                all.push(syn::Error::new_spanned(
-                    repeated,
+        let mut others = Punctuated::<MetaNameValue, Token![,]>::new();
+        for pair in pairs {
+            if pair.path.is_ident("name") {
+                errors.push(syn::Error::new_spanned(
+                    &pair.path,
                     "the probe's name is already given as its first argument",
                 ));
-                all.finish().err()
+            } else {
+                others.push(pair);
             }
-            (None, result) => result.err(),
-        };
+        }
+        let args = Args::from_pairs(others, Args::default(), &mut errors);
+        let errors = errors.finish().err();
         Ok(ProbeInput {
             args: Args {
                 name: Some(name),

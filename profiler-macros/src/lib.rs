@@ -100,7 +100,9 @@ pub fn probe(input: TokenStream) -> TokenStream {
             Some(block) => quote!(#block),
             None => quote!(::profiler_core::ProbeGuard::inert()),
         };
-        return with_errors(e, fallback);
+        // A block, so that the errors and the value form one expression.
+        let errors = e.to_compile_error();
+        return quote!({ #errors #fallback }).into();
     }
     if cfg!(feature = "enable") {
         expand::probe(&args, block).into()

@@ -1,0 +1,8 @@
+use profiler_core::profiled;
+
+#[profiled(name = "")]
+fn forward() {}
+
+fn main() {
+    forward();
+}

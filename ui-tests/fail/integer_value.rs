@@ -1,0 +1,8 @@
+use profiler_core::profiled;
+
+#[profiled(phase = 1)]
+fn forward() {}
+
+fn main() {
+    forward();
+}

@@ -1,0 +1,8 @@
+use profiler_core::profiled;
+
+#[profiled(phase = "fwd!")]
+fn forward() {}
+
+fn main() {
+    forward();
+}

@@ -1,0 +1,8 @@
+use profiler_core::profiled;
+
+#[profiled(layer = "my layer")]
+fn forward() {}
+
+fn main() {
+    forward();
+}

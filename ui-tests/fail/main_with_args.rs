@@ -1,0 +1,2 @@
+#[profiler_core::main(x)]
+fn main() {}

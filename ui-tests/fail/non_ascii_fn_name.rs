@@ -1,0 +1,8 @@
+use profiler_core::profiled;
+
+#[profiled(layer = "mlp")]
+fn café() {}
+
+fn main() {
+    café();
+}

@@ -1,0 +1,5 @@
+use profiler_core::probe;
+
+fn main() {
+    let _p = probe!(allreduce, layer = "mlp");
+}

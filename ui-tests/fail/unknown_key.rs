@@ -1,0 +1,8 @@
+use profiler_core::profiled;
+
+#[profiled(layr = "x")]
+fn forward() {}
+
+fn main() {
+    forward();
+}
