@@ -151,23 +151,24 @@ pub fn start(config: Config, clock: Option<Box<dyn Clock>>) -> Result<InitGuard,
         Some(clock) => ActiveClock::Custom(clock),
         None => ActiveClock::Cpu(CpuClock::new()),
     };
+    if registry().entries.is_empty() {
+        eprintln!(
+            "profiler-core: warning: profiling is compiled in but no probe is registered: \
+             annotate functions with #[profiled] or add probe!() points"
+        );
+        return Ok(InitGuard::inert());
+    }
     let session = Session::new(config, clock);
     if session.selected_count() == 0 {
         let filter = session.config().filter.source().to_owned();
         let total = registry().entries.len();
         return Err(ConfigError::new(
             "PROF_FILTER",
-            if total == 0 {
-                "error: no probe is registered in this program: annotate functions with \
-                 #[profiled] or add probe!() points"
-                    .to_owned()
-            } else {
-                format!(
-                    "error: PROF_FILTER={filter} selects none of the {total} probes\n  = help: run \
-                     the program with --list-probes (and the same PROF_FILTER) to see every probe \
-                     and what the filter selects"
-                )
-            },
+            format!(
+                "error: PROF_FILTER={filter} selects none of the {total} probes\n  = help: run \
+                 the program with --list-probes (and the same PROF_FILTER) to see every probe \
+                 and what the filter selects"
+            ),
         ));
     }
     Ok(InitGuard {

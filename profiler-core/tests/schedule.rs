@@ -513,3 +513,32 @@ fn a_filter_that_selects_nothing_is_an_error_that_points_to_the_listing() {
     assert_eq!(err.var, "PROF_FILTER");
     assert!(err.to_string().contains("--list-probes"), "{err}");
 }
+
+#[profiled(layer = "s10")]
+fn writes_late() {
+    clock().advance(1);
+}
+
+#[test]
+fn a_write_that_fails_at_the_end_is_reported_and_the_program_goes_on() {
+    let _s = serial();
+    let dir = std::env::temp_dir().join(format!("prof-gone-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = Config {
+        filter: Filter::parse("layer=s10").unwrap(),
+        warmup: 1,
+        repeat: 1,
+        out: dir.join("p.json").display().to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let _g = profiler_core::init_with(config, Some(Box::new(clock().clone()))).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap(); // the directory vanishes during training
+    for _ in 0..2 {
+        writes_late();
+        profiler_core::step();
+    }
+    assert!(profiler_core::finished());
+    assert!(!dir.exists());
+    assert_eq!(event(&snapshot(), "writes_late", 0).samples_ns, [1]);
+}
