@@ -121,6 +121,8 @@ pub struct Session {
     cur_iter: AtomicU32,
     learning: AtomicBool,
     done: AtomicBool,
+    /// Median of an empty measurement: what every sample includes besides the code measured.
+    floor_ns: u64,
     control: Mutex<Control>,
     learner: Mutex<Learner>,
 }
@@ -180,6 +182,7 @@ impl Session {
             ..Control::default()
         };
         Session {
+            floor_ns: timer_floor(&clock),
             linear: clock.is_linear(),
             learner: Mutex::new(Learner::new(config.max_events)),
             config,
@@ -641,6 +644,7 @@ impl Session {
                 repeat: self.config.repeat,
                 clock: self.clock.name().to_owned(),
                 max_events: self.config.max_events,
+                timer_floor_ns: self.floor_ns,
                 profiler_version: env!("CARGO_PKG_VERSION").to_owned(),
             },
             iterations: json::Iterations {
@@ -693,6 +697,26 @@ impl Session {
         }
         (r, stats)
     }
+}
+
+/// The median duration of an empty measurement (two marks back to back), measured once at
+/// start-up so that readers know the floor under every sample. Nothing is subtracted.
+fn timer_floor(clock: &ActiveClock) -> u64 {
+    let mut samples: Vec<u64> = (0..201)
+        .filter_map(|_| {
+            let start = clock.mark();
+            let stop = clock.mark();
+            let reading = clock.elapsed(start, stop);
+            clock.release(start);
+            clock.release(stop);
+            match reading {
+                Reading::Ready(ns) => Some(ns),
+                _ => None,
+            }
+        })
+        .collect();
+    samples.sort_unstable();
+    samples.get(samples.len() / 2).copied().unwrap_or(0)
 }
 
 fn sort_by_iteration(r: &mut Resolved) {

@@ -44,6 +44,10 @@ pub struct Run {
     /// `PROF_MAX_EVENTS`.
     #[serde(default)]
     pub max_events: u32,
+    /// Median duration of an empty measurement on this clock, measured at start-up: the floor
+    /// included in every sample (not subtracted).
+    #[serde(default)]
+    pub timer_floor_ns: u64,
     /// Version of profiler-core that wrote the file.
     #[serde(default)]
     pub profiler_version: String,

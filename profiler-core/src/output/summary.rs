@@ -118,7 +118,9 @@ pub fn render(profile: &Profile, path: &str) -> String {
     }
     let _ = write!(
         out,
-        "  share = median / median iteration; results in {path}"
+        "  share = median / median iteration; every sample includes the timer's own {} (an \
+         empty measurement); results in {path}",
+        human_ns(profile.run.timer_floor_ns)
     );
     out
 }
