@@ -107,8 +107,13 @@ fn sample_mode_measures_one_event_per_iteration_in_execution_order() {
     let _g = start("s1", "layer=s1", Mode::Sample, 3, 4);
     let mut steps = 0;
     while !profiler_core::finished() {
+        let marks = clock().marks_taken();
         iteration_s1();
         profiler_core::step();
+        if steps >= 3 {
+            // One armed event: two clock reads, plus one for step(). Nothing else is measured.
+            assert_eq!(clock().marks_taken() - marks, 3, "iteration {steps}");
+        }
         steps += 1;
         assert!(steps <= 100, "never finished");
     }

@@ -15,6 +15,7 @@ struct State {
     deferred: AtomicBool,
     completed: AtomicU64,
     released: AtomicU64,
+    marks: AtomicU64,
 }
 
 /// A manually advanced clock; clones share one time line.
@@ -51,6 +52,12 @@ impl FakeClock {
         self.state.completed.store(self.now(), SeqCst);
     }
 
+    /// How many marks have been taken: two per measured run, one per `step()`, so a test can
+    /// check how much was measured, not only what.
+    pub fn marks_taken(&self) -> u64 {
+        self.state.marks.load(SeqCst)
+    }
+
     /// How many marks have been released after being read.
     pub fn released(&self) -> u64 {
         self.state.released.load(SeqCst)
@@ -63,6 +70,7 @@ impl Clock for FakeClock {
     }
 
     fn mark(&self) -> u64 {
+        self.state.marks.fetch_add(1, SeqCst);
         self.now()
     }
 
