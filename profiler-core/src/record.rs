@@ -10,8 +10,8 @@ use std::sync::atomic::{
     Ordering::{Acquire, Relaxed, Release},
 };
 
+use crate::clock::ActiveClock;
 use crate::clock::Reading;
-use crate::session::ActiveClock;
 
 /// How many runs of a merged event are kept for its median and p90.
 pub(crate) const RESERVOIR: usize = 1024;

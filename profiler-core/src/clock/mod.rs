@@ -50,3 +50,79 @@ pub trait Clock: Send + Sync + 'static {
     /// per mark (an event pool) can reuse them.
     fn release(&self, _mark: u64) {}
 }
+
+/// The clock of a session: the CPU clock dispatched statically (it is the common case and
+/// sits on the armed path), anything else through the [`Clock`] trait.
+pub(crate) enum ActiveClock {
+    Cpu(CpuClock),
+    Custom(Box<dyn Clock>),
+}
+
+impl std::fmt::Debug for ActiveClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl ActiveClock {
+    #[inline(always)]
+    pub fn mark(&self) -> u64 {
+        match self {
+            ActiveClock::Cpu(clock) => clock.raw(),
+            ActiveClock::Custom(clock) => clock.mark(),
+        }
+    }
+
+    pub fn elapsed(&self, start: u64, stop: u64) -> Reading {
+        match self {
+            ActiveClock::Cpu(clock) => clock.elapsed(start, stop),
+            ActiveClock::Custom(clock) => clock.elapsed(start, stop),
+        }
+    }
+
+    pub fn settle(&self) {
+        if let ActiveClock::Custom(clock) = self {
+            clock.settle();
+        }
+    }
+
+    pub fn release(&self, mark: u64) {
+        if let ActiveClock::Custom(clock) = self {
+            clock.release(mark);
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            ActiveClock::Cpu(clock) => clock.name(),
+            ActiveClock::Custom(clock) => clock.name(),
+        }
+    }
+
+    pub fn is_linear(&self) -> bool {
+        match self {
+            ActiveClock::Cpu(_) => true,
+            ActiveClock::Custom(clock) => clock.is_linear(),
+        }
+    }
+
+    /// The median duration of an empty measurement (two marks back to back), measured once at
+    /// start-up so that readers know the floor under every sample. Nothing is subtracted.
+    pub fn empty_measurement_ns(&self) -> u64 {
+        let mut samples: Vec<u64> = (0..201)
+            .filter_map(|_| {
+                let start = self.mark();
+                let stop = self.mark();
+                let reading = self.elapsed(start, stop);
+                self.release(start);
+                self.release(stop);
+                match reading {
+                    Reading::Ready(ns) => Some(ns),
+                    _ => None,
+                }
+            })
+            .collect();
+        samples.sort_unstable();
+        samples.get(samples.len() / 2).copied().unwrap_or(0)
+    }
+}

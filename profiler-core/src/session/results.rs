@@ -1,0 +1,176 @@
+//! Turning what a session stored into a [`Profile`]: resolution of the last samples, statistics,
+//! and the facts about the run.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::{lock, Control, Event, Session};
+use crate::clock::Reading;
+use crate::output::json::{self, Profile, Stats};
+use crate::record::{resolve_slot, Resolved, RESERVOIR};
+use crate::registry::registry;
+use crate::schedule::MERGED;
+
+impl Session {
+    /// The results so far.
+    pub(crate) fn snapshot(&self) -> Profile {
+        let mut c = lock(&self.control);
+        let complete = c.finished;
+        self.profile(&mut c, complete, false)
+    }
+
+    pub(super) fn profile(&self, c: &mut Control, complete: bool, last_chance: bool) -> Profile {
+        if !c.armed.is_empty() && last_chance {
+            let slot = self.cur_slot.load(Relaxed);
+            let armed = c.armed.clone();
+            c.pending.extend(armed.iter().map(|&e| (e, slot)));
+        }
+        if last_chance {
+            self.clock.settle();
+        }
+        self.resolve(c, last_chance);
+        let reg = registry();
+        let marks = &c.iter_marks;
+        let wall_ns: Vec<u64> = marks
+            .windows(2)
+            .map(|w| match self.clock.elapsed(w[0], w[1]) {
+                Reading::Ready(ns) => ns,
+                _ => 0,
+            })
+            .collect();
+        let events = c
+            .schedule
+            .iter()
+            .filter_map(|&e| {
+                let ev = self.events[e as usize].get()?;
+                let entry = &reg.entries[ev.entry];
+                let info = &entry.desc.info;
+                let (resolved, stats) = match &ev.store.totals {
+                    None => {
+                        let mut r = c.resolved[e as usize].clone();
+                        sort_by_iteration(&mut r);
+                        let stats = Stats::of(&r.durations);
+                        (r, stats)
+                    }
+                    Some(_) => self.merged_samples(ev, marks),
+                };
+                let occurrence = if ev.occurrence == MERGED {
+                    entry.desc.events.load(Relaxed)
+                } else {
+                    ev.occurrence
+                };
+                Some(json::Event {
+                    id: entry.id.clone(),
+                    name: info.name.to_owned(),
+                    layer: info.layer.map(str::to_owned),
+                    phase: info.phase.map(str::to_owned),
+                    kind: info.kind.as_str().to_owned(),
+                    module: info.module.to_owned(),
+                    file: info.file.to_owned(),
+                    line: info.line,
+                    occurrence,
+                    order: ev.order,
+                    device: None,
+                    stream: None,
+                    merged: ev.occurrence == MERGED,
+                    samples_ns: resolved.durations,
+                    offsets_ns: resolved.offsets,
+                    sample_iters: resolved.iters,
+                    stats,
+                })
+            })
+            .collect::<Vec<_>>();
+        let mut events = events;
+        events.sort_by_key(|e| e.order);
+        Profile {
+            schema: json::SCHEMA.to_owned(),
+            complete,
+            run: json::Run {
+                program: program_name(),
+                pid: std::process::id(),
+                host: host_name(),
+                rank: crate::config::rank(),
+                mode: self.config.mode.as_str().to_owned(),
+                filter: self.config.filter.source().to_owned(),
+                warmup: self.config.warmup,
+                repeat: self.config.repeat,
+                clock: self.clock.name().to_owned(),
+                max_events: self.config.max_events,
+                timer_floor_ns: self.floor_ns,
+                profiler_version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
+            iterations: json::Iterations {
+                count: wall_ns.len() as u64,
+                wall_ns,
+            },
+            events,
+        }
+    }
+
+    /// A merged event: exact totals, and the reservoir for median and p90.
+    fn merged_samples(&self, ev: &Event, marks: &[u64]) -> (Resolved, Stats) {
+        let mut r = Resolved::default();
+        for slot in 0..RESERVOIR {
+            let _ = resolve_slot(
+                &self.clock,
+                &ev.store,
+                slot,
+                |iter| marks.get(iter as usize).copied(),
+                false,
+                &mut r,
+            );
+        }
+        sort_by_iteration(&mut r);
+        let mut stats = Stats::of(&r.durations);
+        if let (Some(t), true) = (&ev.store.totals, self.linear) {
+            let count = t.count.load(Relaxed);
+            if count > 0 {
+                // Linear clock: raw units scale to nanoseconds by one factor.
+                let unit = 1u64 << 32;
+                let scale = match self.clock.elapsed(0, unit) {
+                    Reading::Ready(ns) => ns as f64 / unit as f64,
+                    _ => 1.0,
+                };
+                let n = count as f64;
+                let sum = t.sum.load(Relaxed) as f64;
+                let sum_sq = f64::from_bits(t.sum_sq.load(Relaxed));
+                let mean = sum / n;
+                let var = if count > 1 {
+                    ((sum_sq - n * mean * mean) / (n - 1.0)).max(0.0)
+                } else {
+                    0.0
+                };
+                stats.count = count;
+                stats.mean_ns = (mean * scale).round() as u64;
+                stats.min_ns = (t.min.load(Relaxed) as f64 * scale).round() as u64;
+                stats.max_ns = (t.max.load(Relaxed) as f64 * scale).round() as u64;
+                stats.stddev_ns = (var.sqrt() * scale).round() as u64;
+            }
+        }
+        (r, stats)
+    }
+}
+fn sort_by_iteration(r: &mut Resolved) {
+    let mut idx: Vec<usize> = (0..r.iters.len()).collect();
+    idx.sort_by_key(|&i| (r.iters[i], r.offsets[i]));
+    r.durations = idx.iter().map(|&i| r.durations[i]).collect();
+    r.offsets = idx.iter().map(|&i| r.offsets[i]).collect();
+    r.iters = idx.iter().map(|&i| r.iters[i]).collect();
+}
+
+fn program_name() -> String {
+    std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .unwrap_or_else(|| "unknown".into())
+}
