@@ -49,6 +49,9 @@ pub struct Config {
     pub max_events: u32,
     /// Print the summary table on stderr when the results are written.
     pub summary: bool,
+    /// The most memory reserved for samples (default 1 GiB); events past it are left out with
+    /// a warning rather than risking the program on an allocation.
+    pub sample_budget_bytes: usize,
 }
 
 impl Default for Config {
@@ -62,6 +65,7 @@ impl Default for Config {
             exit: false,
             max_events: 4096,
             summary: true,
+            sample_budget_bytes: 1 << 30,
         }
     }
 }
@@ -117,7 +121,13 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-fn parse_count(var: &'static str, value: &str, min: u32) -> Result<u32, ConfigError> {
+/// Upper bounds that keep the memory reserved for samples sane (a typo of a few zeros must not
+/// take the training job down with an allocation failure).
+pub const MAX_REPEAT: u32 = 1_000_000;
+/// See [`MAX_REPEAT`].
+pub const MAX_EVENTS: u32 = 1_000_000;
+
+fn parse_count(var: &'static str, value: &str, min: u32, max: u32) -> Result<u32, ConfigError> {
     let trimmed = value.trim();
     let lead = value.len() - value.trim_start().len();
     if let Some((i, c)) = trimmed.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
@@ -142,7 +152,15 @@ fn parse_count(var: &'static str, value: &str, min: u32) -> Result<u32, ConfigEr
         ));
     }
     match trimmed.parse::<u32>() {
-        Ok(n) if n >= min => Ok(n),
+        Ok(n) if n >= min && n <= max => Ok(n),
+        Ok(n) if n > max => Err(ConfigError::at(
+            var,
+            value,
+            lead + 1,
+            trimmed.len(),
+            &format!("{n} is too large"),
+            &format!("a whole number from {min} to {max}"),
+        )),
         Ok(n) => Err(ConfigError::at(
             var,
             value,
@@ -157,7 +175,7 @@ fn parse_count(var: &'static str, value: &str, min: u32) -> Result<u32, ConfigEr
             lead + 1,
             trimmed.len(),
             "number too large",
-            &format!("a whole number from {min} to {}", u32::MAX),
+            &format!("a whole number from {min} to {max}"),
         )),
     }
 }
@@ -227,13 +245,13 @@ impl Config {
             };
         }
         if let Some(value) = lookup("PROF_WARMUP") {
-            config.warmup = parse_count("PROF_WARMUP", &value, 0)?;
+            config.warmup = parse_count("PROF_WARMUP", &value, 0, u32::MAX)?;
         }
         if let Some(value) = lookup("PROF_REPEAT") {
-            config.repeat = parse_count("PROF_REPEAT", &value, 1)?;
+            config.repeat = parse_count("PROF_REPEAT", &value, 1, MAX_REPEAT)?;
         }
         if let Some(value) = lookup("PROF_MAX_EVENTS") {
-            config.max_events = parse_count("PROF_MAX_EVENTS", &value, 1)?;
+            config.max_events = parse_count("PROF_MAX_EVENTS", &value, 1, MAX_EVENTS)?;
         }
         if let Some(value) = lookup("PROF_EXIT") {
             config.exit = match value.trim() {
@@ -269,10 +287,16 @@ impl Config {
                  more (default 10), or use PROF_MODE=trace",
             ));
         }
-        if self.repeat == 0 {
+        if self.repeat == 0 || self.repeat > MAX_REPEAT {
             return Err(ConfigError::new(
                 "PROF_REPEAT",
-                "error: PROF_REPEAT must be at least 1",
+                format!("error: PROF_REPEAT must be from 1 to {MAX_REPEAT}"),
+            ));
+        }
+        if self.max_events == 0 || self.max_events > MAX_EVENTS {
+            return Err(ConfigError::new(
+                "PROF_MAX_EVENTS",
+                format!("error: PROF_MAX_EVENTS must be from 1 to {MAX_EVENTS}"),
             ));
         }
         Ok(())
@@ -403,6 +427,8 @@ mod tests {
         assert!(e.to_string().contains("at least 1"), "{e}");
         let e = config(&[("PROF_MAX_EVENTS", "99999999999")]).unwrap_err();
         assert!(e.to_string().contains("too large"), "{e}");
+        let e = config(&[("PROF_REPEAT", "5000000")]).unwrap_err();
+        assert!(e.to_string().contains("from 1 to 1000000"), "{e}");
         let e = config(&[("PROF_REPEAT", "")]).unwrap_err();
         assert!(e.to_string().contains("empty"), "{e}");
     }

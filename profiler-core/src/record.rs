@@ -16,6 +16,9 @@ use crate::clock::Reading;
 /// How many runs of a merged event are kept for its median and p90.
 pub(crate) const RESERVOIR: usize = 1024;
 
+/// Bytes of storage per sample slot (start, stop, iteration).
+pub(crate) const SAMPLE_BYTES: usize = 8 + 8 + 4;
+
 /// Raw marks of one event's samples, one slot per measured iteration.
 #[derive(Debug)]
 pub(crate) struct Samples {

@@ -547,3 +547,29 @@ fn a_write_that_fails_at_the_end_is_reported_and_the_program_goes_on() {
     assert!(!dir.exists());
     assert_eq!(event(&snapshot(), "writes_late", 0).samples_ns, [1]);
 }
+
+#[profiled(layer = "s11")]
+fn many_times() {}
+
+#[test]
+fn sample_memory_is_bounded_and_events_past_the_budget_are_left_out() {
+    let _s = serial();
+    // 10,000 slots of 20 bytes per event: 10 events fit in a 2 MB budget.
+    let config = Config {
+        filter: Filter::parse("layer=s11").unwrap(),
+        warmup: 1,
+        repeat: 10_000,
+        sample_budget_bytes: 2_000_000,
+        out: out_path("s11"),
+        summary: false,
+        ..Config::default()
+    };
+    let _g = profiler_core::init_with(config, Some(Box::new(clock().clone()))).unwrap();
+    for _ in 0..80 {
+        many_times();
+    }
+    profiler_core::step();
+    let p = snapshot();
+    assert_eq!(p.events.len(), 10);
+    assert!(!profiler_core::finished());
+}

@@ -113,7 +113,12 @@ pub fn render(profile: &Profile, path: &str) -> String {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
         let _ = writeln!(out, "{}", line(&cells));
     }
-    if profile.events.is_empty() {
+    if profile.iterations.count == 0 {
+        let _ = writeln!(
+            out,
+            "  (no iteration completed: call profiler_core::step() at the end of each iteration)"
+        );
+    } else if profile.events.is_empty() {
         let _ = writeln!(out, "  (no event was measured)");
     }
     let _ = write!(

@@ -53,6 +53,11 @@ struct Control {
     late: Vec<usize>,
     finished: bool,
     written: bool,
+    /// Bytes reserved for samples so far.
+    sample_bytes: usize,
+    /// Events left out because their storage would pass the budget.
+    events_over_budget: usize,
+    warned_budget: bool,
 }
 
 /// One profiling run.

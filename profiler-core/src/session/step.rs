@@ -6,7 +6,8 @@ use std::sync::atomic::Ordering::{Relaxed, Release};
 use super::{lock, Control, Event, Session};
 use crate::config::Mode;
 use crate::probe::{ARMED, NONE, OFF};
-use crate::record::{resolve_slot, Outcome, Resolved, Store};
+use crate::record::{resolve_slot, Outcome, Resolved, Store, RESERVOIR, SAMPLE_BYTES};
+
 use crate::schedule::{Planned, MERGED};
 
 impl Session {
@@ -80,6 +81,17 @@ impl Session {
         let repeat = self.config.repeat as usize;
         let mut make = |c: &mut Control, occurrence: u32| {
             let index = c.allocated;
+            let bytes = SAMPLE_BYTES
+                * if occurrence == MERGED {
+                    RESERVOIR
+                } else {
+                    repeat
+                };
+            if c.sample_bytes + bytes > self.config().sample_budget_bytes {
+                c.events_over_budget += 1;
+                return None;
+            }
+            c.sample_bytes += bytes;
             let event = Event {
                 entry,
                 occurrence,
@@ -158,6 +170,7 @@ impl Session {
                 self.config.warmup
             );
         }
+        self.warn_over_budget(c);
         // Everything the measured iterations need is reserved now.
         let iterations =
             self.config.warmup as usize + c.schedule.len().max(1) * self.config.repeat as usize + 2;
@@ -191,6 +204,20 @@ impl Session {
             desc.state.store(OFF, Relaxed);
         }
         c.late = still_unseen;
+        self.warn_over_budget(c);
+    }
+
+    fn warn_over_budget(&self, c: &mut Control) {
+        if c.events_over_budget > 0 && !c.warned_budget {
+            c.warned_budget = true;
+            eprintln!(
+                "profiler-core: warning: {} events are left out: their samples would need more \
+                 than {} MiB (PROF_REPEAT={} slots each); lower PROF_REPEAT or narrow PROF_FILTER",
+                c.events_over_budget,
+                self.config().sample_budget_bytes >> 20,
+                self.config().repeat
+            );
+        }
     }
 
     /// Arms what iteration `iter` measures.
