@@ -573,3 +573,52 @@ fn sample_memory_is_bounded_and_events_past_the_budget_are_left_out() {
     assert_eq!(p.events.len(), 10);
     assert!(!profiler_core::finished());
 }
+
+#[profiled(layer = "s12")]
+fn busy(n: u64) -> u64 {
+    (0..n).fold(0, |a, b| a ^ b)
+}
+
+#[test]
+fn probes_on_many_threads_while_steps_go_on_never_break_the_schedule() {
+    let _s = serial();
+    for mode in [Mode::Sample, Mode::Trace] {
+        let config = Config {
+            filter: Filter::parse("layer=s12").unwrap(),
+            mode,
+            warmup: 2,
+            repeat: 5,
+            max_events: 8,
+            out: out_path("s12"),
+            summary: false,
+            ..Config::default()
+        };
+        let _g = profiler_core::init_with(config, None).unwrap(); // the real CPU clock
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for t in 0..3u64 {
+                let stop = &stop;
+                s.spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::black_box(busy(50 + t));
+                    }
+                });
+            }
+            let mut steps = 0;
+            while !profiler_core::finished() && steps < 10_000 {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                profiler_core::step();
+                steps += 1;
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        assert!(profiler_core::finished(), "{mode:?}");
+        let p = snapshot();
+        assert!(p.complete);
+        assert!(p.events.len() <= 9, "bounded: {}", p.events.len());
+        for e in &p.events {
+            assert_eq!(e.samples_ns.len(), e.offsets_ns.len());
+            assert!(e.merged || e.samples_ns.len() <= 5, "{e:?}");
+        }
+    }
+}
