@@ -80,6 +80,8 @@ pub use profiler_macros::main;
 mod info;
 pub use info::ProbeInfo;
 
+#[cfg(feature = "analysis")]
+pub mod analysis;
 #[cfg(feature = "enable")]
 mod cli;
 #[cfg(feature = "enable")]
@@ -88,8 +90,12 @@ mod clock;
 mod config;
 #[cfg(feature = "enable")]
 mod filter;
-#[cfg(feature = "enable")]
+#[cfg(feature = "analysis")]
 mod output;
+#[cfg(feature = "analysis")]
+pub use output::json::{Event, Iterations, Profile, Run, Stats, SCHEMA};
+#[cfg(feature = "analysis")]
+pub use output::write_atomic;
 #[cfg(feature = "enable")]
 mod probe;
 #[cfg(feature = "enable")]
@@ -110,7 +116,6 @@ mod enabled_api {
     pub use crate::clock::{Clock, CpuClock, FakeClock, Reading};
     pub use crate::config::{Config, ConfigError, Mode};
     pub use crate::filter::{Filter, FilterError, Key};
-    pub use crate::output::json::{Event, Iterations, Profile, Run, Stats, SCHEMA};
     pub use crate::probe::ProbeGuard;
 
     /// Marks the end of one training iteration. Cheap once the schedule is complete (an atomic
@@ -157,12 +162,12 @@ mod enabled_api {
     }
 
     /// The results so far, as `prof.json` would hold them, or `None` when no session runs.
-    pub fn snapshot() -> Option<Profile> {
+    pub fn snapshot() -> Option<crate::Profile> {
         crate::session::current().map(|s| s.snapshot())
     }
 
     /// Renders a profile's summary table, as printed on stderr at the end.
-    pub fn summary(profile: &Profile) -> String {
+    pub fn summary(profile: &crate::Profile) -> String {
         crate::output::summary::render(profile, "prof.json")
     }
 }

@@ -22,6 +22,9 @@ pub(crate) const LEARN: u32 = 1;
 pub(crate) const ARMED: u32 = 2;
 /// No event: an index that means "none".
 pub(crate) const NONE: u32 = u32::MAX;
+/// The event of a guard opened during warmup: it measures nothing, but its drop tells the
+/// learner that the run ended (so that nested runs learn their parent).
+pub(crate) const LEARNING: u32 = u32::MAX - 1;
 
 /// Whether a descriptor comes from `#[profiled]` or `probe!`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,14 +200,16 @@ pub fn enter(desc: &'static Descriptor) -> ProbeGuard {
     if state == OFF {
         return ProbeGuard::inert();
     }
-    enter_slow(desc, state)
+    enter_slow(desc, state, true)
 }
 
+/// `nests`: whether the run ends on the thread it started on, so that the learner may take it
+/// as the parent of runs that start inside it (not so for an `async fn`, which may move).
 #[inline(never)]
-fn enter_slow(desc: &'static Descriptor, state: u32) -> ProbeGuard {
+fn enter_slow(desc: &'static Descriptor, state: u32, nests: bool) -> ProbeGuard {
     match crate::session::current() {
         Some(session) => ProbeGuard {
-            armed: session.start_run(desc, state),
+            armed: session.start_run(desc, state, nests),
         },
         None => ProbeGuard::inert(),
     }
@@ -237,5 +242,11 @@ impl Drop for AsyncGuard {
 /// Starts the measurement of an `async fn` at its first poll.
 #[inline(always)]
 pub fn enter_async(desc: &'static Descriptor) -> AsyncGuard {
-    AsyncGuard { inner: enter(desc) }
+    let state = desc.state.load(Relaxed);
+    let inner = if state == OFF {
+        ProbeGuard::inert()
+    } else {
+        enter_slow(desc, state, false)
+    };
+    AsyncGuard { inner }
 }

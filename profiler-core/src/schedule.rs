@@ -16,6 +16,8 @@ pub(crate) const MERGED: u32 = u32::MAX;
 struct Seen {
     first: (u32, u32),
     last: (u32, u32),
+    /// The run that contained the most recent run of this event.
+    parent: Option<(usize, u32)>,
 }
 
 /// An event the schedule will measure.
@@ -25,6 +27,8 @@ pub(crate) struct Planned {
     pub entry: usize,
     /// Occurrence within the iteration, or `MERGED`.
     pub occurrence: u32,
+    /// The (entry, occurrence) of the event that contained it, if any.
+    pub parent: Option<(usize, u32)>,
 }
 
 /// What warmup has seen so far.
@@ -48,8 +52,14 @@ impl Learner {
         }
     }
 
-    /// Occurrence `occ` of probe `entry` started.
-    pub fn observe(&mut self, entry: usize, occ: u32) {
+    /// Occurrence `occ` of probe `entry` started inside `parent` (a key this returned before).
+    /// Returns the event's key: `(entry, occ)`, or `(entry, MERGED)` past the bound.
+    pub fn observe(
+        &mut self,
+        entry: usize,
+        occ: u32,
+        parent: Option<(usize, u32)>,
+    ) -> (usize, u32) {
         let now = (self.iteration, self.seq);
         self.seq += 1;
         let key = if self.seen.contains_key(&(entry, occ)) || self.distinct < self.max_events {
@@ -60,7 +70,10 @@ impl Learner {
         let distinct = &mut self.distinct;
         self.seen
             .entry(key)
-            .and_modify(|s| s.last = now)
+            .and_modify(|s| {
+                s.last = now;
+                s.parent = parent;
+            })
             .or_insert_with(|| {
                 if key.1 != MERGED {
                     *distinct += 1;
@@ -68,8 +81,10 @@ impl Learner {
                 Seen {
                     first: now,
                     last: now,
+                    parent,
                 }
             });
+        key
     }
 
     /// An iteration ended.
@@ -94,7 +109,11 @@ impl Learner {
         events.sort_by_key(|(key, seen)| (seen.last.1, seen.first, key.0, key.1));
         events
             .into_iter()
-            .map(|(&(entry, occurrence), _)| Planned { entry, occurrence })
+            .map(|(&(entry, occurrence), seen)| Planned {
+                entry,
+                occurrence,
+                parent: seen.parent,
+            })
             .collect()
     }
 }
@@ -107,7 +126,7 @@ mod tests {
         let mut counts: HashMap<usize, u32> = HashMap::new();
         for &p in iteration {
             let c = counts.entry(p).or_default();
-            l.observe(p, *c);
+            l.observe(p, *c, None);
             *c += 1;
         }
         l.next_iteration();

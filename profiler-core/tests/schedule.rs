@@ -622,3 +622,34 @@ fn probes_on_many_threads_while_steps_go_on_never_break_the_schedule() {
         }
     }
 }
+
+#[profiled(layer = "s13")]
+fn outer() {
+    inner();
+    let _p = probe!("between", layer = "s13");
+    inner();
+}
+
+#[profiled(layer = "s13")]
+fn inner() {
+    clock().advance(3);
+}
+
+#[test]
+fn warmup_learns_which_event_contains_which() {
+    let _s = serial();
+    let _g = start("s13", "layer=s13", Mode::Sample, 2, 1);
+    while !profiler_core::finished() {
+        outer();
+        inner();
+        profiler_core::step();
+    }
+    let p = snapshot();
+    assert_eq!(
+        names(&p),
+        ["outer#0", "inner#0", "between#0", "inner#1", "inner#2"]
+    );
+    let parents: Vec<Option<u32>> = p.events.iter().map(|e| e.parent).collect();
+    // inner#1 runs inside `between` (a guard alive to the end of outer), inner#2 at top level.
+    assert_eq!(parents, [None, Some(0), Some(0), Some(2), None]);
+}

@@ -94,6 +94,11 @@ pub struct Event {
     /// `PROF_MAX_EVENTS` bound was reached).
     #[serde(default)]
     pub merged: bool,
+    /// The `order` of the event that was running (on the same thread) when this one started,
+    /// learned during warmup; `null` for a top-level event. A parent's time includes its
+    /// children's.
+    #[serde(default)]
+    pub parent: Option<u32>,
     /// Durations, one per sample.
     pub samples_ns: Vec<u64>,
     /// Start of each sample from the start of its iteration.

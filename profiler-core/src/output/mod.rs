@@ -1,6 +1,7 @@
 //! Outputs: `prof.json` (written atomically) and the summary on stderr.
 
 pub mod json;
+#[cfg(feature = "enable")]
 pub mod summary;
 
 use std::io::Write;
@@ -30,6 +31,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
+#[cfg(feature = "enable")]
 /// Writes the profile to `path` and the summary to stderr. A failure is reported on stderr
 /// with the path and the reason; the program goes on.
 pub fn emit(profile: &json::Profile, path: &Path, print_summary: bool) -> bool {

@@ -16,7 +16,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 pub(crate) use crate::clock::ActiveClock;
 use crate::config::{Config, Mode};
-use crate::probe::{Armed, Descriptor, ARMED, LEARN, NONE};
+use crate::probe::{Armed, Descriptor, ARMED, LEARN, LEARNING, NONE};
 use crate::record::{Resolved, Store};
 use crate::registry::registry;
 use crate::schedule::Learner;
@@ -27,6 +27,8 @@ pub(crate) struct Event {
     entry: usize,
     occurrence: u32,
     order: u32,
+    /// The learner key of the run that contained this one, if any.
+    parent: Option<(usize, u32)>,
     store: Store,
 }
 
@@ -82,6 +84,11 @@ pub struct Session {
 /// Locks, shrugging off poisoning: a panic elsewhere must not take the profiler down with it.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+thread_local! {
+    /// The runs open on this thread during warmup, innermost last, as learner keys.
+    static OPEN: std::cell::RefCell<Vec<(usize, u32)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 static CURRENT: AtomicPtr<Session> = AtomicPtr::new(std::ptr::null_mut());
@@ -181,17 +188,33 @@ impl Session {
 
     /// A run of `desc` starts; returns the measurement if this run is the armed event.
     #[inline]
-    pub(crate) fn start_run(&'static self, desc: &'static Descriptor, state: u32) -> Option<Armed> {
+    pub(crate) fn start_run(
+        &'static self,
+        desc: &'static Descriptor,
+        state: u32,
+        nests: bool,
+    ) -> Option<Armed> {
         let occ = desc.calls.fetch_add(1, Relaxed);
         if state != ARMED {
-            // Learning. During warmup the cold path notes the run; after warmup a probe not
-            // seen yet is only counted, lock-free, and picked up at the next `step()`.
-            if self.learning.load(Relaxed) {
-                if let Some(entry) = registry().position(desc) {
-                    lock(&self.learner).observe(entry, occ);
-                }
+            // Learning. During warmup the cold path notes the run and its parent; after warmup
+            // a probe not seen yet is only counted, lock-free, and picked up at `step()`.
+            if !self.learning.load(Relaxed) {
+                return None;
             }
-            return None;
+            let entry = registry().position(desc)?;
+            let parent = OPEN.with(|open| open.borrow().last().copied());
+            let key = lock(&self.learner).observe(entry, occ, parent);
+            if !nests {
+                return None;
+            }
+            OPEN.with(|open| open.borrow_mut().push(key));
+            return Some(Armed {
+                session: self,
+                event: LEARNING,
+                slot: 0,
+                iter: 0,
+                start: 0,
+            });
         }
         let event = desc.event_for(occ);
         if event == NONE
@@ -211,6 +234,12 @@ impl Session {
     /// A measured run ends: store its marks.
     #[inline]
     pub(crate) fn finish_run(&self, armed: &Armed) {
+        if armed.event == LEARNING {
+            OPEN.with(|open| {
+                open.borrow_mut().pop();
+            });
+            return;
+        }
         let stop = self.clock.mark();
         if let Some(event) = self
             .events

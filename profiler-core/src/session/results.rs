@@ -37,6 +37,13 @@ impl Session {
                 _ => 0,
             })
             .collect();
+        // Learner key -> order, to name each event's parent.
+        let order_of: std::collections::HashMap<(usize, u32), u32> = c
+            .schedule
+            .iter()
+            .filter_map(|&e| self.events[e as usize].get())
+            .map(|ev| ((ev.entry, ev.occurrence), ev.order))
+            .collect();
         let events = c
             .schedule
             .iter()
@@ -72,6 +79,7 @@ impl Session {
                     device: None,
                     stream: None,
                     merged: ev.occurrence == MERGED,
+                    parent: ev.parent.and_then(|key| order_of.get(&key).copied()),
                     samples_ns: resolved.durations,
                     offsets_ns: resolved.offsets,
                     sample_iters: resolved.iters,

@@ -1,6 +1,7 @@
 //! The cold path of a session: the end of each iteration (`step()`), turning warmup into events,
 //! arming one event (or all, in `trace` mode), resolving samples, and the end of the run.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
 use super::{lock, Control, Event, Session};
@@ -75,7 +76,7 @@ impl Session {
         entry: usize,
         occurrences: u32,
         merged: bool,
-        order: &mut dyn FnMut(u32) -> u32,
+        place: &mut dyn FnMut(u32) -> (u32, Option<(usize, u32)>),
     ) {
         let first = c.allocated as u32;
         let repeat = self.config.repeat as usize;
@@ -92,10 +93,12 @@ impl Session {
                 return None;
             }
             c.sample_bytes += bytes;
+            let (order, parent) = place(occurrence);
             let event = Event {
                 entry,
                 occurrence,
-                order: order(occurrence),
+                order,
+                parent,
                 store: Store::new(repeat, occurrence == MERGED),
             };
             // Capacity is max_events plus one merged event per selected probe, which the
@@ -125,26 +128,27 @@ impl Session {
     /// Warmup is over: turn what it saw into events in execution order.
     fn plan_after_warmup(&self, c: &mut Control) {
         let plan: Vec<Planned> = lock(&self.learner).plan();
+        // Per probe, in order of first appearance: its occurrence count and whether it has a
+        // merged event; and each event's place in the plan.
         let mut entries: Vec<usize> = Vec::new();
-        for p in &plan {
-            if !entries.contains(&p.entry) {
+        let mut per_entry: HashMap<usize, (u32, bool)> = HashMap::new();
+        let mut place: HashMap<(usize, u32), (u32, Option<(usize, u32)>)> = HashMap::new();
+        for (i, p) in plan.iter().enumerate() {
+            let counts = per_entry.entry(p.entry).or_insert_with(|| {
                 entries.push(p.entry);
+                (0, false)
+            });
+            if p.occurrence == MERGED {
+                counts.1 = true;
+            } else {
+                counts.0 += 1;
             }
+            place.insert((p.entry, p.occurrence), (i as u32, p.parent));
         }
         for &entry in &entries {
-            let occurrences = plan
-                .iter()
-                .filter(|p| p.entry == entry && p.occurrence != MERGED)
-                .count() as u32;
-            let merged = plan
-                .iter()
-                .any(|p| p.entry == entry && p.occurrence == MERGED);
-            let mut order = |occ: u32| {
-                plan.iter()
-                    .position(|p| p.entry == entry && p.occurrence == occ)
-                    .unwrap_or(0) as u32
-            };
-            self.add_probe_events(c, entry, occurrences, merged, &mut order);
+            let (occurrences, merged) = per_entry[&entry];
+            let mut at = |occ: u32| place.get(&(entry, occ)).copied().unwrap_or((0, None));
+            self.add_probe_events(c, entry, occurrences, merged, &mut at);
         }
         let mut schedule: Vec<u32> = (0..c.allocated as u32).collect();
         schedule.sort_by_key(|&e| {
@@ -157,7 +161,7 @@ impl Session {
             .selected
             .iter()
             .copied()
-            .filter(|e| !entries.contains(e))
+            .filter(|e| !per_entry.contains_key(e))
             .collect();
         for &entry in &entries {
             self.desc(entry).state.store(OFF, Relaxed);
@@ -198,8 +202,8 @@ impl Session {
             drop(learner);
             let base = c.schedule.len() as u32;
             let before = c.allocated as u32;
-            let mut order = |occ: u32| base + if occ == MERGED { occurrences } else { occ };
-            self.add_probe_events(c, entry, occurrences, calls > occurrences, &mut order);
+            let mut at = |occ: u32| (base + if occ == MERGED { occurrences } else { occ }, None);
+            self.add_probe_events(c, entry, occurrences, calls > occurrences, &mut at);
             c.schedule.extend(before..c.allocated as u32);
             desc.state.store(OFF, Relaxed);
         }
