@@ -12,3 +12,22 @@ pub mod stats;
 pub mod trace;
 
 pub use load::{load_profile, LoadError};
+
+/// How a report, diff, scaling or merge is printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned columns with human units, for a terminal.
+    #[default]
+    Table,
+    /// Comma-separated values with a header row; times in nanoseconds.
+    Csv,
+    /// JSON; times in nanoseconds.
+    Json,
+    /// A GitHub-flavoured Markdown table.
+    Markdown,
+}
+
+/// The identity of an event across runs: its probe's id and its occurrence.
+pub fn event_key(event: &crate::Event) -> (String, u32) {
+    (event.id.clone(), event.occurrence)
+}
