@@ -168,7 +168,7 @@ mod enabled_api {
 
     /// Renders a profile's summary table, as printed on stderr at the end.
     pub fn summary(profile: &crate::Profile) -> String {
-        crate::output::summary::render(profile, "prof.json")
+        crate::analysis::report::summary(profile, "prof.json")
     }
 }
 

@@ -1,1 +1,406 @@
-//! (being written)
+//! `prof html`: one self-contained HTML file (inline CSS and JavaScript, no external resource, a
+//! Content-Security-Policy that forbids any network access) that draws a profile: the iteration
+//! times, the breakdown by phase and by layer, a sortable table of the events with the
+//! distribution of each event's samples, the average iteration as a timeline and, when a
+//! baseline is given, the comparison with it.
+//!
+//! The numbers come from [`report::build`](super::report::build) and
+//! [`diff::diff`](super::diff::diff), exactly as `prof report` and `prof diff` print them; the
+//! page only lays them out. They are embedded as JSON in a
+//! `<script type="application/json" id="data">` element (every `<`, `>` and `&` written as a
+//! `\u` escape, so no string from the profile can end the element), and the page's script builds
+//! the document from them with DOM calls (text nodes only, never markup from data). Without
+//! JavaScript a `<noscript>` summary table is shown.
+//!
+//! To bound the file's size, at most [`MAX_ITERATIONS`] iteration times are embedded (every
+//! n-th one beyond that) and at most [`MAX_SAMPLES`] samples in all, spread evenly over the
+//! events (at least 50 and at most 1000 per event, every n-th one beyond that); the statistics
+//! shown are always those of all samples.
+//!
+//! When the page has drawn itself, its script sets `data-rendered="ok"` on `<body>` (`"error"`
+//! if a section failed); a script error is listed at the top of the page and recorded in the
+//! `data-errors` attribute of `<body>`, so that a headless browser can check the page.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::report::{self, EventRow, GroupBy, GroupRow, ReportOptions};
+use super::{event_key, stats};
+use crate::output::json::{Event, Profile, Run};
+
+/// The most iteration wall times embedded in a page.
+pub const MAX_ITERATIONS: usize = 5000;
+/// The most event samples embedded in a page, over all events.
+pub const MAX_SAMPLES: usize = 100_000;
+/// The fewest and the most samples embedded per event.
+const SAMPLES_PER_EVENT: (usize, usize) = (50, 1000);
+/// Rows of the `<noscript>` table.
+const NOSCRIPT_ROWS: usize = 200;
+
+const CSS: &str = include_str!("html/report.css");
+const JS: &str = include_str!("html/report.js");
+/// Installed before anything else: records script errors on `<body>` and on the page.
+const ERROR_JS: &str = r#"(function () {
+  var errors = [];
+  function record(msg) {
+    errors.push(String(msg));
+    document.body.dataset.errors = errors.join(' | ');
+    var box = document.getElementById('errors');
+    if (box) {
+      box.hidden = false;
+      var li = document.createElement('li');
+      li.textContent = String(msg);
+      box.querySelector('ul').appendChild(li);
+    }
+  }
+  window.__profError = record;
+  window.onerror = function (msg, src, line, col) {
+    record(msg + ' (line ' + line + ', column ' + col + ')');
+  };
+  window.addEventListener('unhandledrejection', function (ev) {
+    var r = ev.reason;
+    record('unhandled rejection: ' + (r && r.message ? r.message : String(r)));
+  });
+}());"#;
+
+/// The run fields the page shows.
+#[derive(Serialize)]
+struct RunInfo<'a> {
+    schema: &'a str,
+    complete: bool,
+    program: &'a str,
+    pid: u32,
+    host: &'a str,
+    rank: u32,
+    mode: &'a str,
+    filter: &'a str,
+    warmup: u32,
+    repeat: u32,
+    clock: &'a str,
+    timer_floor_ns: u64,
+    profiler_version: &'a str,
+}
+
+impl<'a> RunInfo<'a> {
+    fn of(profile: &'a Profile) -> Self {
+        let Run {
+            program,
+            pid,
+            host,
+            rank,
+            mode,
+            filter,
+            warmup,
+            repeat,
+            clock,
+            timer_floor_ns,
+            profiler_version,
+            ..
+        } = &profile.run;
+        RunInfo {
+            schema: &profile.schema,
+            complete: profile.complete,
+            program,
+            pid: *pid,
+            host,
+            rank: *rank,
+            mode,
+            filter,
+            warmup: *warmup,
+            repeat: *repeat,
+            clock,
+            timer_floor_ns: *timer_floor_ns,
+            profiler_version,
+        }
+    }
+}
+
+/// A report row with what the page draws beyond it.
+#[derive(Serialize)]
+struct EventData<'a> {
+    #[serde(flatten)]
+    row: &'a EventRow,
+    kind: Option<&'a str>,
+    file: Option<&'a str>,
+    line: Option<u32>,
+    /// Median start offset from the start of the iteration.
+    offset_ns: Option<f64>,
+    /// The samples, every `samples_stride`-th one.
+    samples_ns: Vec<u64>,
+    samples_stride: usize,
+}
+
+#[derive(Serialize)]
+struct Groups {
+    phase: Vec<GroupRow>,
+    layer: Vec<GroupRow>,
+}
+
+#[derive(Serialize)]
+struct IterationData {
+    /// Every `stride`-th wall time.
+    wall_ns: Vec<u64>,
+    stride: usize,
+    /// `sample` mode: `[first, last, label]` iteration of each event's armed iterations.
+    armed: Vec<(u32, u32, String)>,
+}
+
+#[derive(Serialize)]
+struct PageData<'a> {
+    run: RunInfo<'a>,
+    report: Value,
+    groups: Groups,
+    iterations: IterationData,
+    baseline: Option<RunInfo<'a>>,
+    diff: Option<Value>,
+}
+
+/// Every `stride`-th value, `stride` chosen so that at most `cap` remain.
+fn thin(values: &[u64], cap: usize) -> (Vec<u64>, usize) {
+    let stride = values.len().div_ceil(cap.max(1)).max(1);
+    (values.iter().step_by(stride).copied().collect(), stride)
+}
+
+fn label(name: &str, occurrence: u32) -> String {
+    if occurrence == 0 {
+        name.to_owned()
+    } else {
+        format!("{name} #{occurrence}")
+    }
+}
+
+fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageData<'a> {
+    let options = ReportOptions {
+        group_by: Some(GroupBy::Phase),
+        ..ReportOptions::default()
+    };
+    let by_phase = report::build(profile, &options);
+    let by_layer = report::build(
+        profile,
+        &ReportOptions {
+            group_by: Some(GroupBy::Layer),
+            ..options.clone()
+        },
+    );
+
+    let events: HashMap<(String, u32), &Event> =
+        profile.events.iter().map(|e| (event_key(e), e)).collect();
+    let n = by_phase.events.len().max(1);
+    let per_event = (MAX_SAMPLES / n).clamp(SAMPLES_PER_EVENT.0, SAMPLES_PER_EVENT.1);
+    let rows: Vec<EventData> = by_phase
+        .events
+        .iter()
+        .map(|row| {
+            let event = events.get(&(row.id.clone(), row.occurrence)).copied();
+            let (samples_ns, samples_stride) = thin(
+                event.map(|e| e.samples_ns.as_slice()).unwrap_or(&[]),
+                per_event,
+            );
+            let offset_ns = event
+                .filter(|e| !e.offsets_ns.is_empty())
+                .map(|e| stats::median(&stats::as_f64(&e.offsets_ns)));
+            EventData {
+                row,
+                kind: event.map(|e| e.kind.as_str()),
+                file: event.map(|e| e.file.as_str()),
+                line: event.map(|e| e.line),
+                offset_ns,
+                samples_ns,
+                samples_stride,
+            }
+        })
+        .collect();
+    let mut report = serde_json::to_value(&by_phase).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut report {
+        map.remove("groups");
+        map.insert(
+            "events".to_owned(),
+            serde_json::to_value(&rows).unwrap_or(Value::Null),
+        );
+    }
+
+    let (wall_ns, stride) = thin(&profile.iterations.wall_ns, MAX_ITERATIONS);
+    let armed = if profile.run.mode == "sample" {
+        profile
+            .events
+            .iter()
+            .filter_map(|e| {
+                let first = *e.sample_iters.iter().min()?;
+                let last = *e.sample_iters.iter().max()?;
+                Some((first, last, label(&e.name, e.occurrence)))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+
+    let diff = baseline.map(|before| {
+        serde_json::to_value(super::diff::diff(
+            before,
+            profile,
+            &super::diff::DiffOptions::default(),
+        ))
+        .unwrap_or(Value::Null)
+    });
+
+    PageData {
+        run: RunInfo::of(profile),
+        report,
+        groups: Groups {
+            phase: by_phase.groups,
+            layer: by_layer.groups,
+        },
+        iterations: IterationData {
+            wall_ns,
+            stride,
+            armed,
+        },
+        baseline: baseline.map(RunInfo::of),
+        diff,
+    }
+}
+
+/// Text for HTML content or a quoted attribute value.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// JSON that can sit inside a `<script>` element: `<`, `>` and `&` (which JSON allows only in
+/// strings) as `\u` escapes, so that neither `</script>` nor `<!--` can appear.
+fn script_json<T: Serialize>(value: &T) -> String {
+    let json = serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned());
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The summary shown when scripts are off.
+fn noscript(data: &PageData) -> String {
+    let mut out = String::new();
+    let it = &data.report["iteration"];
+    let median = it["median_ns"].as_f64().unwrap_or(f64::NAN);
+    let _ = write!(
+        out,
+        "<noscript><div class=\"noscript\"><p><strong>This report draws its charts with \
+         JavaScript, which is disabled.</strong> The main numbers follow; <code>prof report \
+         prof.json</code> prints all of them in a terminal.</p><p>{} ({} mode{}): {} \
+         iterations, median iteration {}.</p>",
+        escape(data.run.program),
+        escape(data.run.mode),
+        if data.run.complete { "" } else { ", incomplete" },
+        it["count"].as_u64().unwrap_or(0),
+        escape(&report::human_ns(median)),
+    );
+    let events = data.report["events"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    out.push_str(
+        "<table><thead><tr><th class=\"l\">Event</th><th class=\"l\">Layer</th>\
+         <th class=\"l\">Phase</th><th>Samples</th><th>Median</th><th>Share</th></tr></thead>\
+         <tbody>",
+    );
+    for e in events.iter().take(NOSCRIPT_ROWS) {
+        let text = |k: &str| e[k].as_str().unwrap_or("-").to_owned();
+        let ns = |k: &str| report::human_ns(e[k].as_f64().unwrap_or(f64::NAN));
+        let _ = write!(
+            out,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>\
+             <td>{}</td><td>{}</td><td>{:.1}%</td></tr>",
+            escape(&label(&text("name"), e["occurrence"].as_u64().unwrap_or(0) as u32)),
+            escape(&text("layer")),
+            escape(&text("phase")),
+            e["samples"].as_u64().unwrap_or(0),
+            escape(&ns("median_ns")),
+            100.0 * e["share"].as_f64().unwrap_or(0.0),
+        );
+    }
+    out.push_str("</tbody></table>");
+    if events.len() > NOSCRIPT_ROWS {
+        let _ = write!(
+            out,
+            "<p>… and {} more events.</p>",
+            events.len() - NOSCRIPT_ROWS
+        );
+    }
+    out.push_str("</div></noscript>\n");
+    out
+}
+
+/// A self-contained HTML report (inline CSS and JS, no external resource), with the comparison
+/// against `baseline` when given (baseline = before, profile = after).
+pub fn html_report(profile: &Profile, baseline: Option<&Profile>) -> String {
+    let data = page_data(profile, baseline);
+    let title = match baseline {
+        Some(b) => format!("{} vs {} — profile", profile.run.program, b.run.program),
+        None => format!("{} — profile", profile.run.program),
+    };
+    let mut html = String::with_capacity(CSS.len() + JS.len() + 64 * 1024);
+    html.push_str(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+         style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n",
+    );
+    let _ = writeln!(html, "<title>{}</title>", escape(&title));
+    let _ = writeln!(html, "<style>\n{CSS}</style>\n</head>\n<body>");
+    let _ = writeln!(html, "<script>\n{ERROR_JS}\n</script>");
+    html.push_str(&noscript(&data));
+    html.push_str(
+        "<main>\n<div id=\"errors\" hidden><strong>The report could not be drawn completely \
+         (please report this with the prof.json):</strong><ul></ul></div>\n\
+         <div id=\"app\"></div>\n</main>\n",
+    );
+    let _ = writeln!(
+        html,
+        "<script type=\"application/json\" id=\"data\">{}</script>",
+        script_json(&data)
+    );
+    let _ = writeln!(html, "<script>\n{JS}</script>\n</body>\n</html>");
+    html
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes() {
+        assert_eq!(escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        let s = script_json(&"</script><!-- & \u{2028}");
+        assert!(!s.contains('<') && !s.contains('>'));
+        assert_eq!(
+            serde_json::from_str::<String>(&s).unwrap(),
+            "</script><!-- & \u{2028}"
+        );
+    }
+
+    #[test]
+    fn thinning() {
+        let v: Vec<u64> = (0..10).collect();
+        assert_eq!(thin(&v, 100), (v.clone(), 1));
+        assert_eq!(thin(&v, 5), (vec![0, 2, 4, 6, 8], 2));
+        assert_eq!(thin(&v, 3), (vec![0, 4, 8], 4));
+        assert_eq!(thin(&[], 3), (vec![], 1));
+    }
+}

@@ -60,6 +60,235 @@ pub fn as_f64(values: &[u64]) -> Vec<f64> {
     values.iter().map(|&v| v as f64).collect()
 }
 
+/// Median of `values`, reordering them in place (`select_nth_unstable`: linear time, no
+/// allocation). Mean of the two middle values for an even count; 0 for an empty slice.
+pub fn median_mut(values: &mut [f64]) -> f64 {
+    let n = values.len();
+    if n == 0 {
+        return 0.0;
+    }
+    let (low, &mut upper, _) = values.select_nth_unstable_by(n / 2, f64::total_cmp);
+    if n % 2 == 1 {
+        upper
+    } else {
+        // The lower middle value is the largest of the lower part.
+        let lower = low.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lower + upper) / 2.0
+    }
+}
+
+/// A small, fast, seeded pseudo-random generator (SplitMix64, Steele et al. 2014): the same seed
+/// gives the same sequence on every platform, so bootstrap results are reproducible.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator started from `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform integer in `0..n` (Lemire's multiply-shift; the bias, below `n / 2^64`, is
+    /// negligible). Returns 0 when `n` is 0.
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+}
+
+/// Bootstrap percentile CI of median(after)/median(before), resampling each side independently.
+///
+/// Each of `resamples` rounds draws `before.len()` values from `before` and `after.len()` from
+/// `after`, with replacement, and takes the ratio of their medians; the interval holds the
+/// central `confidence` (e.g. 0.95) of those ratios. Deterministic for a given `seed`. Returns
+/// `(0.0, 0.0)` when either side is empty; a resample whose `before` median is 0 counts as a
+/// ratio of 1 if its `after` median is 0 too, else as infinity.
+pub fn bootstrap_median_ratio(
+    before: &[f64],
+    after: &[f64],
+    resamples: usize,
+    confidence: f64,
+    seed: u64,
+) -> (f64, f64) {
+    if before.is_empty() || after.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mut rng = SplitMix64::new(seed);
+    let resamples = resamples.max(1);
+    let mut b = vec![0.0; before.len()];
+    let mut a = vec![0.0; after.len()];
+    let mut ratios = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        for x in b.iter_mut() {
+            *x = before[rng.below(before.len())];
+        }
+        for x in a.iter_mut() {
+            *x = after[rng.below(after.len())];
+        }
+        ratios.push(ratio(median_mut(&mut a), median_mut(&mut b)));
+    }
+    ratios.sort_by(f64::total_cmp);
+    let tail = (1.0 - confidence.clamp(0.0, 1.0)) / 2.0;
+    (
+        quantile_sorted(&ratios, tail),
+        quantile_sorted(&ratios, 1.0 - tail),
+    )
+}
+
+/// `num / den`, with 0/0 = 1 and x/0 = infinity.
+fn ratio(num: f64, den: f64) -> f64 {
+    if den == 0.0 {
+        if num == 0.0 {
+            1.0
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        num / den
+    }
+}
+
+/// Largest sample size per side for which [`mann_whitney_p`] computes the exact distribution of
+/// U (when there are no ties).
+const EXACT_MWU_MAX: usize = 20;
+
+/// Two-sided Mann-Whitney U test (Wilcoxon rank-sum): the p-value of the hypothesis that a value
+/// drawn from `a` is as likely to exceed one drawn from `b` as the reverse.
+///
+/// U counts the pairs (x in `a`, y in `b`) with x > y, ties counting one half. Without ties and
+/// with at most 20 values per side, the p-value is exact (the distribution of U by counting);
+/// otherwise it uses the normal approximation with the tie correction of the variance,
+/// `n1 n2 / 12 * ((n + 1) - sum(t^3 - t) / (n (n - 1)))`, and a continuity correction of 1/2.
+/// Returns 1 (no evidence of a difference) when either side is empty or every value is tied.
+pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
+    let (n1, n2) = (a.len(), b.len());
+    if n1 == 0 || n2 == 0 {
+        return 1.0;
+    }
+    let n = n1 + n2;
+    let mut all: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&x| (x, true))
+        .chain(b.iter().map(|&y| (y, false)))
+        .collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    // Midranks (1-based) and the tie term.
+    let mut rank_sum_a = 0.0;
+    let mut tie_term = 0.0;
+    let mut i = 0;
+    while i < n {
+        let mut j = i + 1;
+        while j < n && all[j].0 == all[i].0 {
+            j += 1;
+        }
+        let t = (j - i) as f64;
+        let midrank = (i + j + 1) as f64 / 2.0;
+        rank_sum_a += midrank * all[i..j].iter().filter(|v| v.1).count() as f64;
+        tie_term += t * t * t - t;
+        i = j;
+    }
+    let (f1, f2, nf) = (n1 as f64, n2 as f64, n as f64);
+    let u = rank_sum_a - f1 * (f1 + 1.0) / 2.0;
+    if tie_term == 0.0 && n1 <= EXACT_MWU_MAX && n2 <= EXACT_MWU_MAX {
+        return exact_mwu_p(n1, n2, u.round() as usize);
+    }
+    let mean_u = f1 * f2 / 2.0;
+    let var_u = f1 * f2 / 12.0 * ((nf + 1.0) - tie_term / (nf * (nf - 1.0)));
+    if var_u <= 0.0 {
+        return 1.0;
+    }
+    let z = ((u - mean_u).abs() - 0.5).max(0.0) / var_u.sqrt();
+    erfc(z / std::f64::consts::SQRT_2).min(1.0)
+}
+
+/// Exact two-sided p-value of U = `u` for samples of `n1` and `n2` values without ties:
+/// `2 min(P(U <= u), P(U >= u))`, capped at 1.
+fn exact_mwu_p(n1: usize, n2: usize, u: usize) -> f64 {
+    let max_u = n1 * n2;
+    // counts[m][k]: number of arrangements of m values of the first sample among the values
+    // of the second (n2 of them) giving U = k; built up one value of the first sample at a time
+    // with the recurrence f(m, n, k) = f(m - 1, n, k - n) + f(m, n - 1, k).
+    // Here: table over n (second sample size) for fixed growth of m.
+    let mut prev: Vec<Vec<f64>> = (0..=n2).map(|_| vec![1.0]).collect(); // m = 0: U = 0 only
+    for m in 1..=n1 {
+        let mut cur: Vec<Vec<f64>> = Vec::with_capacity(n2 + 1);
+        cur.push(vec![1.0]); // n = 0: U = 0 only
+        for n in 1..=n2 {
+            let mut row = vec![0.0; m * n + 1];
+            for (k, slot) in row.iter_mut().enumerate() {
+                let with_top = if k >= n {
+                    prev[n].get(k - n).copied().unwrap_or(0.0)
+                } else {
+                    0.0
+                };
+                let without = cur[n - 1].get(k).copied().unwrap_or(0.0);
+                *slot = with_top + without;
+            }
+            cur.push(row);
+        }
+        prev = cur;
+    }
+    let dist = &prev[n2];
+    let total: f64 = dist.iter().sum();
+    let u = u.min(max_u);
+    let lower: f64 = dist[..=u].iter().sum::<f64>() / total;
+    let upper: f64 = dist[u..].iter().sum::<f64>() / total;
+    (2.0 * lower.min(upper)).min(1.0)
+}
+
+/// Complementary error function, with a relative error below 1.2e-7 everywhere (Numerical
+/// Recipes' Chebyshev fit `erfcc`).
+fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87
+                                    + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let r = t * poly.exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
+    }
+}
+
+/// Holm-Bonferroni adjusted p-values, same order as the input.
+///
+/// With the m p-values sorted ascending, p(1) <= ... <= p(m), the adjusted value of the i-th is
+/// `max over j <= i of min(1, (m - j + 1) p(j))`: rejecting every hypothesis whose adjusted
+/// p-value is below alpha controls the family-wise error rate at alpha (the probability of even
+/// one false positive among the m tests). A NaN counts as 1.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let clean: Vec<f64> = p
+        .iter()
+        .map(|&v| if v.is_nan() { 1.0 } else { v.clamp(0.0, 1.0) })
+        .collect();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| clean[i].total_cmp(&clean[j]));
+    let mut adjusted = vec![0.0; m];
+    let mut running = 0.0f64;
+    for (rank, &i) in order.iter().enumerate() {
+        running = running.max(((m - rank) as f64 * clean[i]).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,5 +302,139 @@ mod tests {
         assert!((cv(&[10.0, 20.0, 30.0, 40.0]) - 0.516397).abs() < 1e-5);
         assert_eq!(quantile_sorted(&[0.0, 10.0], 0.9), 9.0);
         assert_eq!(cv(&[0.0, 0.0]), 0.0);
+    }
+
+    #[test]
+    fn median_mut_matches_median() {
+        let mut rng = SplitMix64::new(3);
+        for n in 0..40 {
+            let v: Vec<f64> = (0..n).map(|_| rng.below(10) as f64).collect();
+            assert_eq!(median_mut(&mut v.clone()), median(&v), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn splitmix_is_deterministic_and_uniform() {
+        // Reference values of SplitMix64 seeded with 0 (as in Vigna's splitmix64.c).
+        let mut rng = SplitMix64::new(0);
+        assert_eq!(rng.next_u64(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(rng.next_u64(), 0x6E78_9E6A_A1B9_65F4);
+        let mut rng = SplitMix64::new(42);
+        let mut counts = [0usize; 10];
+        for _ in 0..100_000 {
+            counts[rng.below(10)] += 1;
+        }
+        for c in counts {
+            assert!((9_500..10_500).contains(&c), "{counts:?}");
+        }
+        assert_eq!(rng.below(0), 0);
+        assert_eq!(rng.below(1), 0);
+    }
+
+    #[test]
+    fn mann_whitney_known_values() {
+        // Identical samples: no evidence at all.
+        let a = [5.0, 1.0, 3.0, 2.0, 4.0];
+        assert_eq!(mann_whitney_p(&a, &a), 1.0);
+        let big: Vec<f64> = (0..50).map(|i| (i % 7) as f64).collect();
+        assert!(mann_whitney_p(&big, &big) > 0.99);
+        // Exact: fully separated 5 vs 5 is one arrangement in C(10, 5) = 252, each way.
+        let (lo, hi) = ([1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0]);
+        assert!((mann_whitney_p(&lo, &hi) - 2.0 / 252.0).abs() < 1e-12);
+        assert!((mann_whitney_p(&hi, &lo) - 2.0 / 252.0).abs() < 1e-12);
+        // R's `wilcox.test` example: W = 35, one-sided exact p = 0.1272, two-sided 0.2544.
+        let x = [0.80, 0.83, 1.89, 1.04, 1.45, 1.38, 1.91, 1.64, 0.73, 1.46];
+        let y = [1.15, 0.88, 0.90, 0.74, 1.21];
+        assert!((mann_whitney_p(&x, &y) - 0.2544).abs() < 1e-3);
+        // Fully separated 20 vs 20: exact p = 2 / C(40, 20) ~ 1.5e-11; 21 vs 21 uses the normal
+        // approximation: z = (220.5 - 0.5) / sqrt(21 * 21 * 43 / 12), p ~ 3.1e-8.
+        let low: Vec<f64> = (0..20).map(f64::from).collect();
+        let high: Vec<f64> = (100..120).map(f64::from).collect();
+        let p = mann_whitney_p(&low, &high);
+        assert!(p < 1e-6 && (p - 2.0 / 137_846_528_820.0).abs() < 1e-15, "{p}");
+        let low: Vec<f64> = (0..21).map(f64::from).collect();
+        let high: Vec<f64> = (100..121).map(f64::from).collect();
+        let p = mann_whitney_p(&low, &high);
+        assert!(p < 1e-6 && p > 1e-8, "{p}");
+        // Normal approximation with ties (values computed independently): U = 16, p = 0.17930.
+        let a = [1.0, 2.0, 2.0, 3.0, 5.0, 5.0, 7.0];
+        let b = [2.0, 3.0, 3.0, 4.0, 6.0, 8.0, 8.0, 9.0];
+        assert!((mann_whitney_p(&a, &b) - 0.179_300_9).abs() < 1e-5);
+        let a: Vec<f64> = (0..30).map(f64::from).collect();
+        let b: Vec<f64> = (10..40).map(f64::from).collect();
+        assert!((mann_whitney_p(&a, &b) - 2.244_838e-4).abs() < 1e-8);
+        // Symmetric, and degenerate inputs mean no evidence.
+        assert_eq!(mann_whitney_p(&a, &b), mann_whitney_p(&b, &a));
+        assert_eq!(mann_whitney_p(&[], &b), 1.0);
+        assert_eq!(mann_whitney_p(&[2.0, 2.0], &[2.0, 2.0, 2.0]), 1.0);
+    }
+
+    #[test]
+    fn erfc_accuracy() {
+        // erfc(0) = 1, erfc(1) = 0.157299207050285, erfc(3) = 2.20904969985854e-5,
+        // erfc(-1) = 1.842700792949715.
+        assert!((erfc(0.0) - 1.0).abs() < 1e-7);
+        assert!((erfc(1.0) / 0.157_299_207_050_285 - 1.0).abs() < 2e-7);
+        assert!((erfc(3.0) / 2.209_049_699_858_54e-5 - 1.0).abs() < 2e-7);
+        assert!((erfc(-1.0) - 1.842_700_792_949_715).abs() < 2e-7);
+    }
+
+    #[test]
+    fn bootstrap_ci_contains_the_true_ratio_and_is_reproducible() {
+        // Lognormal-ish noise around 100 (before) and 130 (after): the true ratio is 1.3.
+        let mut rng = SplitMix64::new(9);
+        let mut noisy = |center: f64, n: usize| -> Vec<f64> {
+            (0..n)
+                .map(|_| {
+                    let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                    center * (1.0 + 0.1 * (u - 0.5))
+                })
+                .collect()
+        };
+        let before = noisy(100.0, 50);
+        let after = noisy(130.0, 50);
+        let (lo, hi) = bootstrap_median_ratio(&before, &after, 2000, 0.95, 7);
+        assert!(lo < 1.3 && 1.3 < hi, "({lo}, {hi})");
+        assert!(hi - lo < 0.05, "({lo}, {hi})");
+        let again = bootstrap_median_ratio(&before, &after, 2000, 0.95, 7);
+        assert_eq!((lo, hi), again);
+        let other_seed = bootstrap_median_ratio(&before, &after, 2000, 0.95, 8);
+        assert_ne!((lo, hi), other_seed);
+        // A wider confidence gives a wider interval.
+        let (lo99, hi99) = bootstrap_median_ratio(&before, &after, 2000, 0.99, 7);
+        assert!(lo99 <= lo && hi99 >= hi);
+        // Identical constant samples: exactly 1; an empty side: (0, 0).
+        assert_eq!(
+            bootstrap_median_ratio(&[5.0; 10], &[5.0; 10], 100, 0.95, 1),
+            (1.0, 1.0)
+        );
+        assert_eq!(bootstrap_median_ratio(&[], &after, 100, 0.95, 1), (0.0, 0.0));
+    }
+
+    #[test]
+    fn bootstrap_is_fast_enough() {
+        // 30 events x 50 samples x 2000 resamples: well under a second even in debug builds.
+        let before: Vec<f64> = (0..50).map(|i| 1000.0 + (i * 37 % 50) as f64).collect();
+        let after: Vec<f64> = (0..50).map(|i| 1010.0 + (i * 13 % 50) as f64).collect();
+        let start = std::time::Instant::now();
+        for seed in 0..30 {
+            std::hint::black_box(bootstrap_median_ratio(&before, &after, 2000, 0.95, seed));
+        }
+        let elapsed = start.elapsed();
+        assert!(elapsed.as_secs_f64() < 2.0, "{elapsed:?}");
+    }
+
+    #[test]
+    fn holm_worked_example() {
+        // Sorted: 0.005 x 4 = 0.02, 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 = 0.04 -> 0.06
+        // (adjusted values never decrease along the sorted order).
+        let adjusted = holm(&[0.01, 0.04, 0.03, 0.005]);
+        let expected = [0.03, 0.06, 0.06, 0.02];
+        for (a, e) in adjusted.iter().zip(expected) {
+            assert!((a - e).abs() < 1e-12, "{adjusted:?}");
+        }
+        assert_eq!(holm(&[0.5, 0.9]), vec![1.0, 1.0]);
+        assert_eq!(holm(&[f64::NAN, 0.01]), vec![1.0, 0.02]);
+        assert!(holm(&[]).is_empty());
     }
 }

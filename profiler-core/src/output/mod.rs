@@ -1,8 +1,6 @@
 //! Outputs: `prof.json` (written atomically) and the summary on stderr.
 
 pub mod json;
-#[cfg(feature = "enable")]
-pub mod summary;
 
 use std::io::Write;
 use std::path::Path;
@@ -53,7 +51,10 @@ pub fn emit(profile: &json::Profile, path: &Path, print_summary: bool) -> bool {
         }
     };
     if print_summary {
-        eprintln!("{}", summary::render(profile, &path.display().to_string()));
+        eprintln!(
+            "{}",
+            crate::analysis::report::summary(profile, &path.display().to_string())
+        );
     }
     written
 }

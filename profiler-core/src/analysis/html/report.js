@@ -1,0 +1,640 @@
+(function () {
+  'use strict';
+  var SVGNS = 'http://www.w3.org/2000/svg';
+  var PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1',
+    '#ff9da7', '#9c755f', '#bab0ac', '#1f77b4', '#8c564b'];
+  var NONE = '(none)';
+  var failures = 0;
+
+  // ---- helpers ---------------------------------------------------------------------------
+  function fail(where, e) {
+    failures += 1;
+    var msg = where + ': ' + (e && e.message ? e.message : String(e));
+    if (window.__profError) { window.__profError(msg); }
+    if (window.console) { console.error(msg, e); }
+  }
+  function el(tag, attrs, kids) {
+    var n = document.createElement(tag);
+    setAttrs(n, attrs);
+    append(n, kids);
+    return n;
+  }
+  function sv(tag, attrs, kids) {
+    var n = document.createElementNS(SVGNS, tag);
+    setAttrs(n, attrs);
+    append(n, kids);
+    return n;
+  }
+  function setAttrs(n, attrs) {
+    if (!attrs) { return; }
+    Object.keys(attrs).forEach(function (k) {
+      var v = attrs[k];
+      if (v === null || v === undefined || v === false) { return; }
+      if (k === 'text') { n.textContent = String(v); } else if (k === 'style' && typeof v === 'object') {
+        Object.keys(v).forEach(function (s) { n.style[s] = v[s]; });
+      } else if (k.slice(0, 2) === 'on' && typeof v === 'function') {
+        n.addEventListener(k.slice(2), v);
+      } else { n.setAttribute(k, String(v)); }
+    });
+  }
+  function append(n, kids) {
+    if (kids === null || kids === undefined) { return; }
+    if (!Array.isArray(kids)) { kids = [kids]; }
+    kids.forEach(function (k) {
+      if (k === null || k === undefined || k === false) { return; }
+      n.appendChild(typeof k === 'object' ? k : document.createTextNode(String(k)));
+    });
+  }
+  function tip(text) { return sv('title', { text: text }); }
+  function num(v) { return typeof v === 'number' && isFinite(v) ? v : null; }
+  // Same rules as the terminal's durations: 850ns, 12.3µs, 4.56ms, 1.20s.
+  function fmtNs(v) {
+    v = num(v);
+    if (v === null) { return '–'; }
+    var a = Math.abs(v);
+    if (a < 1e3) { return Math.round(v) + 'ns'; }
+    if (a < 1e6) { return (v / 1e3).toFixed(1) + 'µs'; }
+    if (a < 1e9) { return (v / 1e6).toFixed(2) + 'ms'; }
+    return (v / 1e9).toFixed(2) + 's';
+  }
+  function fmtPct(f, digits) {
+    f = num(f);
+    if (f === null) { return '–'; }
+    return (f * 100).toFixed(digits === undefined ? 1 : digits) + '%';
+  }
+  function fmtRatio(r) { r = num(r); return r === null ? '–' : r.toFixed(3) + '×'; }
+  function fmtNum(v, d) {
+    v = num(v);
+    if (v === null) { return '–'; }
+    if (d === undefined) { return Number.isInteger(v) ? String(v) : v.toFixed(2); }
+    return v.toFixed(d);
+  }
+  function fmtP(p) {
+    p = num(p);
+    if (p === null) { return '–'; }
+    if (p < 0.001) { return p.toExponential(1); }
+    return p.toFixed(3);
+  }
+  function keyOf(v) { return v === null || v === undefined || v === '' ? NONE : String(v); }
+  function arr(v) { return Array.isArray(v) ? v : []; }
+  function sortedNums(xs) {
+    return arr(xs).filter(function (x) { return num(x) !== null; }).slice().sort(function (a, b) { return a - b; });
+  }
+  function quantile(sorted, q) {
+    if (!sorted.length) { return null; }
+    var pos = q * (sorted.length - 1), lo = Math.floor(pos), hi = Math.ceil(pos);
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+  }
+  function niceTicks(lo, hi, count) {
+    if (!(hi > lo)) { return [lo]; }
+    var raw = (hi - lo) / Math.max(1, count);
+    var mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    var norm = raw / mag;
+    var step = (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag;
+    var out = [];
+    for (var t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) { out.push(t); }
+    return out;
+  }
+  function colorMap(keys) {
+    var m = {}, i = 0;
+    keys.forEach(function (k) {
+      if (!(k in m)) { m[k] = k === NONE ? '#8c959f' : PALETTE[i++ % PALETTE.length]; }
+    });
+    return m;
+  }
+  function containerWidth(node, fallback) {
+    var w = node && node.clientWidth ? node.clientWidth : 0;
+    return Math.max(320, w || fallback || 1000);
+  }
+  function verdictClass(v) {
+    var s = String(v || '').toLowerCase();
+    if (/slow|regress|worse/.test(s)) { return 'slower'; }
+    if (/fast|improv|better/.test(s)) { return 'faster'; }
+    return 'neutral';
+  }
+  function eventLabel(e) {
+    var occ = num(e.occurrence);
+    return String(e.name === undefined ? e.id : e.name) + (occ ? ' #' + occ : '');
+  }
+
+  // ---- data ------------------------------------------------------------------------------
+  var D = JSON.parse(document.getElementById('data').textContent);
+  var run = D.run || {};
+  var rep = D.report || {};
+  var it = rep.iteration || {};
+  var events = arr(rep.events);
+  var phaseGroups = arr(D.groups && D.groups.phase);
+  var layerGroups = arr(D.groups && D.groups.layer);
+  var root = document.getElementById('app');
+
+  var phaseColor = colorMap(phaseGroups.map(function (g) { return keyOf(g.key); })
+    .concat(events.map(function (e) { return keyOf(e.phase); })));
+  var layerColor = colorMap(layerGroups.map(function (g) { return keyOf(g.key); })
+    .concat(events.map(function (e) { return keyOf(e.layer); })));
+
+  var selectedKey = null; // id + '\u0000' + occurrence of the selected event
+  var selectListeners = [];
+  function evKey(e) { return String(e.id) + '\u0000' + String(e.occurrence); }
+  function select(key) {
+    selectedKey = selectedKey === key ? null : key;
+    selectListeners.forEach(function (f) { f(selectedKey); });
+  }
+
+  // ---- header ----------------------------------------------------------------------------
+  function renderHeader() {
+    var badges = [
+      el('span', { 'class': 'badge', text: 'mode: ' + keyOf(run.mode) }),
+      run.complete ? el('span', { 'class': 'badge ok', text: 'complete' })
+        : el('span', { 'class': 'badge bad', text: 'incomplete: the run stopped before the schedule ended' }),
+      el('span', { 'class': 'badge', text: 'clock: ' + keyOf(run.clock) }),
+      el('span', { 'class': 'badge', text: 'host: ' + keyOf(run.host) + ' · rank ' + fmtNum(run.rank) }),
+      el('span', { 'class': 'badge', text: 'warmup ' + fmtNum(run.warmup) + ' · repeat ' + fmtNum(run.repeat) }),
+      run.filter ? el('span', { 'class': 'badge', text: 'filter: ' + run.filter }) : null,
+      D.diff ? el('span', { 'class': 'badge warn', text: 'compared with ' + keyOf(D.baseline && D.baseline.program) }) : null
+    ];
+    root.appendChild(el('header', null, [
+      el('h1', { text: keyOf(run.program) + ' — profile' }),
+      el('p', { 'class': 'sub' }, badges)
+    ]));
+  }
+
+  // ---- overview --------------------------------------------------------------------------
+  function tile(k, v, d, cls) {
+    return el('div', { 'class': 'tile' + (cls ? ' ' + cls : '') }, [
+      el('div', { 'class': 'k', text: k }), el('div', { 'class': 'v', text: v }),
+      d ? el('div', { 'class': 'd', text: d }) : null
+    ]);
+  }
+  function renderOverview() {
+    var card = el('section', { 'class': 'card', id: 'overview' }, el('h2', { text: 'Iterations' }));
+    root.appendChild(card);
+    var p = rep.perturbation;
+    var tiles = [
+      tile('Median iteration', fmtNs(it.median_ns), 'mean ' + fmtNs(it.mean_ns) + ' · p90 ' + fmtNs(it.p90_ns)),
+      tile('Iterations', fmtNum(it.count), fmtNum(it.warmup) + ' warmup · ' + fmtNum(it.measured) + ' measured'),
+      tile('Iteration CV', fmtPct(it.cv), 'standard deviation / mean', num(it.cv) !== null && num(rep.cv_threshold) !== null && it.cv > rep.cv_threshold ? 'warn' : null),
+      tile('Events', fmtNum(events.length), events.filter(function (e) { return e.noisy; }).length + ' noisy (CV > ' + fmtPct(rep.cv_threshold, 0) + ')'),
+      tile('Timer floor', fmtNs(rep.timer_floor_ns === undefined ? run.timer_floor_ns : rep.timer_floor_ns), 'included in every sample'),
+      p ? tile('Perturbation', fmtRatio(p.ratio), 'armed median ' + fmtNs(p.armed_median_ns) + ' vs warmup ' + fmtNs(p.warmup_median_ns) + (p.flagged ? ' — measuring slows the loop' : ''), p.flagged ? 'warn' : null)
+        : tile('Perturbation', '–', 'not enough iterations to tell')
+    ];
+    card.appendChild(el('div', { 'class': 'tiles' }, tiles));
+    var holder = el('div', { style: { marginTop: '14px' } });
+    card.appendChild(holder);
+    guarded('iteration chart', function () { iterationChart(holder); });
+  }
+
+  function iterationChart(holder) {
+    var walls = arr(D.iterations && D.iterations.wall_ns);
+    var stride = num(D.iterations && D.iterations.stride) || 1;
+    if (!walls.length) { holder.appendChild(el('p', { 'class': 'empty', text: 'No iteration completed.' })); return; }
+    var warm = num(run.warmup) || 0;
+    var armed = arr(D.iterations && D.iterations.armed);
+    var W = containerWidth(holder, 1300), H = 170, ml = 62, mr = 12, mt = 10, mb = 26;
+    var s = sortedNums(walls);
+    var yMax = Math.max(1, quantile(s, 0.99) * 1.15);
+    var n = walls.length;
+    var x = function (i) { return ml + (W - ml - mr) * (n <= 1 ? 0.5 : i / (n - 1)); };
+    var y = function (v) { return mt + (H - mt - mb) * (1 - Math.min(v, yMax) / yMax); };
+    var g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'iteration wall times' });
+    var grid = sv('g', { 'class': 'grid' }), axis = sv('g', { 'class': 'axis' });
+    niceTicks(0, yMax, 4).forEach(function (t) {
+      grid.appendChild(sv('line', { x1: ml, x2: W - mr, y1: y(t), y2: y(t) }));
+      axis.appendChild(sv('text', { x: ml - 6, y: y(t) + 4, 'text-anchor': 'end', 'class': 'muted', text: fmtNs(t) }));
+    });
+    g.appendChild(grid);
+    var warmIdx = Math.min(n, Math.ceil(warm / stride));
+    if (warmIdx > 0) {
+      g.appendChild(sv('rect', { x: ml, y: mt, width: Math.max(2, x(warmIdx - 0.5) - ml), height: H - mt - mb, fill: '#fff8c5' }, tip('warmup: nothing measured')));
+    }
+    var pts = sv('g');
+    walls.forEach(function (v, i) {
+      var iter = i * stride;
+      var clipped = v > yMax;
+      var who = '';
+      for (var k = 0; k < armed.length; k++) {
+        if (iter >= armed[k][0] && iter <= armed[k][1]) { who = '\narmed: ' + armed[k][2]; break; }
+      }
+      pts.appendChild(sv('circle', { cx: x(i), cy: clipped ? mt + 2 : y(v), r: clipped ? 2.6 : 1.8, fill: clipped ? '#cf222e' : (iter < warm ? '#9a6700' : '#4e79a7'), 'fill-opacity': 0.7 },
+        tip('iteration ' + iter + ': ' + fmtNs(v) + who)));
+    });
+    g.appendChild(pts);
+    if (num(it.median_ns) !== null) {
+      g.appendChild(sv('line', { x1: ml, x2: W - mr, y1: y(it.median_ns), y2: y(it.median_ns), stroke: '#1f2328', 'stroke-dasharray': '4 3' }, tip('median ' + fmtNs(it.median_ns))));
+    }
+    niceTicks(0, (n - 1) * stride, 8).forEach(function (t) {
+      var xi = x(t / stride);
+      axis.appendChild(sv('line', { x1: xi, x2: xi, y1: H - mb, y2: H - mb + 4 }));
+      axis.appendChild(sv('text', { x: xi, y: H - mb + 16, 'text-anchor': 'middle', 'class': 'muted', text: String(Math.round(t)) }));
+    });
+    axis.appendChild(sv('line', { x1: ml, x2: W - mr, y1: H - mb, y2: H - mb }));
+    g.appendChild(axis);
+    holder.appendChild(g);
+    holder.appendChild(el('p', { 'class': 'note', text: 'Wall time of every iteration (x: iteration index' + (stride > 1 ? ', every ' + stride + 'th shown' : '') + '). Shaded: warmup. Dashed: median of the measured iterations. Red dots at the top are clipped outliers. Hover a dot for its time' + (armed.length ? ' and the event armed in it.' : '.') }));
+  }
+
+  // ---- breakdown -------------------------------------------------------------------------
+  function stackedBar(title, groups, colors) {
+    var box = el('div', null, el('h3', { text: title }));
+    if (!groups.length) { box.appendChild(el('p', { 'class': 'empty', text: 'No events.' })); return box; }
+    var bar = el('div', { 'class': 'stack' });
+    var list = el('ul', { 'class': 'legend' });
+    var sum = 0;
+    groups.slice().sort(function (a, b) { return (num(b.share) || 0) - (num(a.share) || 0); }).forEach(function (g) {
+      var k = keyOf(g.key), share = Math.max(0, num(g.share) || 0);
+      sum += share;
+      var label = k + ': ' + fmtPct(share) + ' of the median iteration, ' + fmtNs(g.self_ns) + ' self time per iteration, ' + fmtNum(g.events) + ' event(s)';
+      bar.appendChild(el('div', { title: label, style: { width: (Math.min(share, 1) * 100).toFixed(3) + '%', background: colors[k] } }));
+      list.appendChild(el('li', { title: label }, [
+        el('span', { 'class': 'sw', style: { background: colors[k] } }),
+        el('span', { 'class': 'lk', text: k }),
+        el('span', { 'class': 'lv' }, [el('b', { text: fmtPct(share) }), ' · ' + fmtNs(g.self_ns) + ' · ' + fmtNum(g.events) + ' ev'])
+      ]));
+    });
+    var rest = 1 - sum;
+    if (rest > 0.0005) {
+      list.appendChild(el('li', { title: 'time in the median iteration outside every measured event' }, [
+        el('span', { 'class': 'sw', style: { background: '#e6e9ec', border: '1px solid #d0d7de' } }),
+        el('span', { 'class': 'lk', text: 'not in any event' }),
+        el('span', { 'class': 'lv' }, el('b', { text: fmtPct(rest) }))
+      ]));
+    }
+    box.appendChild(bar);
+    box.appendChild(list);
+    return box;
+  }
+  function renderBreakdown() {
+    var card = el('section', { 'class': 'card', id: 'breakdown' }, el('h2', { text: 'Where the iteration goes' }));
+    card.appendChild(el('div', { 'class': 'grid2' }, [
+      stackedBar('By phase', phaseGroups, phaseColor),
+      stackedBar('By layer', layerGroups, layerColor)
+    ]));
+    card.appendChild(el('p', { 'class': 'note', text: 'Share of the median iteration taken by each group\'s self time (an event\'s time less that of the events nested in it), so nested events are not counted twice.' }));
+    root.appendChild(card);
+  }
+
+  // ---- timeline --------------------------------------------------------------------------
+  function renderTimeline() {
+    var card = el('section', { 'class': 'card', id: 'timeline' }, el('h2', { text: 'Average iteration' }));
+    root.appendChild(card);
+    var evs = events.filter(function (e) { return num(e.offset_ns) !== null && (num(e.samples) || 0) > 0; });
+    if (!evs.length) { card.appendChild(el('p', { 'class': 'empty', text: 'No event has a sample.' })); return; }
+    var depthOf = function (e) { return Math.max(0, num(e.depth) || 0); };
+    var maxDepth = evs.reduce(function (m, e) { return Math.max(m, depthOf(e)); }, 0);
+    var end = evs.reduce(function (m, e) { return Math.max(m, e.offset_ns + (num(e.median_ns) || 0)); }, 0);
+    var span = Math.max(end, num(it.median_ns) || 0, 1);
+    var W = containerWidth(card, 1300) - 36, rowH = 24, ml = 8, mr = 12, mt = 4, mb = 24;
+    var H = mt + (maxDepth + 1) * rowH + mb;
+    var x = function (v) { return ml + (W - ml - mr) * v / span; };
+    var g = sv('svg', { 'class': 'tl', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'average iteration timeline' });
+    var axis = sv('g', { 'class': 'axis' }), grid = sv('g', { 'class': 'grid' });
+    niceTicks(0, span, 10).forEach(function (t) {
+      grid.appendChild(sv('line', { x1: x(t), x2: x(t), y1: mt, y2: H - mb }));
+      axis.appendChild(sv('text', { x: x(t), y: H - mb + 15, 'text-anchor': 'middle', 'class': 'muted', text: fmtNs(t) }));
+    });
+    g.appendChild(grid);
+    g.appendChild(axis);
+    if (num(it.median_ns) !== null && it.median_ns > 0) {
+      g.appendChild(sv('line', { x1: x(it.median_ns), x2: x(it.median_ns), y1: mt, y2: H - mb, stroke: '#cf222e', 'stroke-dasharray': '4 3' }, tip('median iteration: ' + fmtNs(it.median_ns))));
+    }
+    var rects = [];
+    evs.forEach(function (e) {
+      var x0 = x(e.offset_ns), w = Math.max(1.5, x(e.offset_ns + (num(e.median_ns) || 0)) - x0);
+      var yy = mt + depthOf(e) * rowH;
+      var k = keyOf(e.phase);
+      var text = eventLabel(e) + '\nlayer: ' + keyOf(e.layer) + ' · phase: ' + k + '\nstarts at ' + fmtNs(e.offset_ns) + ' (median offset), lasts ' + fmtNs(e.median_ns) + ' (median)\n' + fmtPct(e.share) + ' of the iteration' + (num(e.calls_per_iter) > 1 ? '\n' + fmtNum(e.calls_per_iter) + ' calls per iteration (first shown)' : '');
+      var r = sv('rect', { 'class': 'ev', x: x0, y: yy + 1, width: w, height: rowH - 3, rx: 2, fill: phaseColor[k] || '#8c959f', onclick: function () { select(evKey(e)); } }, tip(text));
+      r.__key = evKey(e);
+      rects.push(r);
+      g.appendChild(r);
+      var label = eventLabel(e);
+      var fits = Math.floor((w - 6) / 6.2);
+      if (fits >= 3) {
+        g.appendChild(sv('text', { 'class': 'lbl', x: x0 + 3, y: yy + rowH / 2 + 3, text: label.length > fits ? label.slice(0, Math.max(1, fits - 1)) + '…' : label }));
+      }
+    });
+    selectListeners.push(function (key) {
+      rects.forEach(function (r) { r.setAttribute('class', 'ev' + (r.__key === key ? ' sel' : '')); });
+    });
+    card.appendChild(g);
+    var legend = el('ul', { 'class': 'legend', style: { display: 'flex', gap: '16px', flexWrap: 'wrap' } });
+    Object.keys(phaseColor).forEach(function (k) {
+      if (!evs.some(function (e) { return keyOf(e.phase) === k; })) { return; }
+      legend.appendChild(el('li', null, [el('span', { 'class': 'sw', style: { background: phaseColor[k] } }), 'phase ' + k]));
+    });
+    card.appendChild(legend);
+    card.appendChild(el('p', { 'class': 'note', text: 'Each event at its median start offset and median duration, one row per nesting depth. Each event was measured in its own iterations, so this is a typical iteration, not a recorded one. Hover for details; click to select the event in the table.' }));
+  }
+
+  // ---- distributions ---------------------------------------------------------------------
+  function sparkline(samples) {
+    var s = sortedNums(samples);
+    var W = 90, H = 18;
+    var g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, 'aria-hidden': 'true' });
+    if (!s.length) { return g; }
+    var lo = s[0], hi = s[s.length - 1], bins = 16, counts = new Array(bins).fill(0);
+    s.forEach(function (v) { counts[hi > lo ? Math.min(bins - 1, Math.floor((v - lo) / (hi - lo) * bins)) : Math.floor(bins / 2)] += 1; });
+    var m = Math.max.apply(null, counts);
+    counts.forEach(function (c, i) {
+      if (!c) { return; }
+      var h = Math.max(1.5, (H - 2) * c / m);
+      g.appendChild(sv('rect', { x: i * W / bins + 0.5, y: H - h, width: W / bins - 1, height: h, fill: '#4e79a7' }));
+    });
+    return g;
+  }
+  function histogram(e) {
+    var s = sortedNums(e.samples_ns);
+    var W = 520, H = 170, ml = 34, mr = 12, mt = 16, mb = 28;
+    var g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'histogram of samples' });
+    g.appendChild(sv('text', { x: ml, y: 11, 'class': 'muted', text: 'Histogram of durations (' + s.length + (e.samples_stride > 1 ? ' shown, every ' + e.samples_stride + 'th' : '') + ')' }));
+    if (!s.length) { g.appendChild(sv('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', 'class': 'muted', text: 'no samples' })); return g; }
+    var lo = s[0], hi = s[s.length - 1];
+    if (hi === lo) { lo -= Math.max(1, lo * 0.05); hi += Math.max(1, hi * 0.05); }
+    var iqr = quantile(s, 0.75) - quantile(s, 0.25);
+    var bw = iqr > 0 ? 2 * iqr / Math.cbrt(s.length) : (hi - lo) / 10;
+    var bins = Math.max(5, Math.min(40, Math.ceil((hi - lo) / bw) || 10));
+    var counts = new Array(bins).fill(0);
+    s.forEach(function (v) { counts[Math.min(bins - 1, Math.floor((v - lo) / (hi - lo) * bins))] += 1; });
+    var cmax = Math.max.apply(null, counts);
+    var x = function (v) { return ml + (W - ml - mr) * (v - lo) / (hi - lo); };
+    var y = function (c) { return mt + (H - mt - mb) * (1 - c / cmax); };
+    var axis = sv('g', { 'class': 'axis' });
+    niceTicks(0, cmax, 3).forEach(function (t) {
+      if (t !== Math.round(t)) { return; }
+      axis.appendChild(sv('text', { x: ml - 5, y: y(t) + 4, 'text-anchor': 'end', 'class': 'muted', text: String(t) }));
+      axis.appendChild(sv('line', { x1: ml - 2, x2: ml, y1: y(t), y2: y(t) }));
+    });
+    counts.forEach(function (c, i) {
+      var a = lo + (hi - lo) * i / bins, b = lo + (hi - lo) * (i + 1) / bins;
+      g.appendChild(sv('rect', { x: x(a) + 0.5, y: y(c), width: Math.max(0.5, x(b) - x(a) - 1), height: H - mb - y(c), fill: '#4e79a7' }, tip(fmtNs(a) + ' – ' + fmtNs(b) + ': ' + c + ' sample(s)')));
+    });
+    [['median', e.median_ns, '#cf222e', null], ['p90', e.p90_ns, '#9a6700', '4 3'], ['mean', e.mean_ns, '#1f2328', '2 2']].forEach(function (m) {
+      var v = num(m[1]);
+      if (v === null || v < lo || v > hi) { return; }
+      g.appendChild(sv('line', { x1: x(v), x2: x(v), y1: mt, y2: H - mb, stroke: m[2], 'stroke-width': 1.5, 'stroke-dasharray': m[3] }, tip(m[0] + ' ' + fmtNs(v))));
+    });
+    niceTicks(lo, hi, 5).forEach(function (t) {
+      axis.appendChild(sv('line', { x1: x(t), x2: x(t), y1: H - mb, y2: H - mb + 4 }));
+      axis.appendChild(sv('text', { x: x(t), y: H - mb + 16, 'text-anchor': 'middle', 'class': 'muted', text: fmtNs(t) }));
+    });
+    axis.appendChild(sv('line', { x1: ml, x2: W - mr, y1: H - mb, y2: H - mb }));
+    g.appendChild(axis);
+    return g;
+  }
+  function seriesPlot(e) {
+    var s = arr(e.samples_ns).filter(function (v) { return num(v) !== null; });
+    var W = 420, H = 170, ml = 56, mr = 10, mt = 16, mb = 28;
+    var g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'samples in order' });
+    g.appendChild(sv('text', { x: ml, y: 11, 'class': 'muted', text: 'Durations in the order measured' }));
+    if (!s.length) { return g; }
+    var sorted = s.slice().sort(function (a, b) { return a - b; });
+    var lo = sorted[0], hi = sorted[sorted.length - 1];
+    if (hi === lo) { lo -= Math.max(1, lo * 0.05); hi += Math.max(1, hi * 0.05); }
+    var n = s.length;
+    var x = function (i) { return ml + (W - ml - mr) * (n <= 1 ? 0.5 : i / (n - 1)); };
+    var y = function (v) { return mt + (H - mt - mb) * (1 - (v - lo) / (hi - lo)); };
+    var axis = sv('g', { 'class': 'axis' });
+    niceTicks(lo, hi, 4).forEach(function (t) {
+      axis.appendChild(sv('line', { x1: ml, x2: W - mr, y1: y(t), y2: y(t), stroke: '#eaeef2' }));
+      axis.appendChild(sv('text', { x: ml - 5, y: y(t) + 4, 'text-anchor': 'end', 'class': 'muted', text: fmtNs(t) }));
+    });
+    axis.appendChild(sv('line', { x1: ml, x2: W - mr, y1: H - mb, y2: H - mb }));
+    axis.appendChild(sv('text', { x: (ml + W - mr) / 2, y: H - mb + 16, 'text-anchor': 'middle', 'class': 'muted', text: 'sample 1 … ' + n }));
+    g.appendChild(axis);
+    var path = s.map(function (v, i) { return (i ? 'L' : 'M') + x(i).toFixed(1) + ' ' + y(v).toFixed(1); }).join(' ');
+    g.appendChild(sv('path', { d: path, fill: 'none', stroke: '#4e79a7', 'stroke-opacity': 0.35 }));
+    s.forEach(function (v, i) { g.appendChild(sv('circle', { cx: x(i), cy: y(v), r: 2.2, fill: '#4e79a7' }, tip('sample ' + (i + 1) + ': ' + fmtNs(v)))); });
+    return g;
+  }
+
+  // ---- sortable table --------------------------------------------------------------------
+  // cols: {key, label, title, left, get(row) -> sort value, cell(row, td)}
+  function sortableTable(cols, rows, opts) {
+    var state = { col: opts.defaultCol, dir: 1, filter: '' };
+    var table = el('table');
+    var thead = el('thead'), tbody = el('tbody');
+    var trh = el('tr');
+    var ths = cols.map(function (c) {
+      var th = el('th', { 'class': c.left ? 'l' : null, title: c.title || null, scope: 'col' }, [c.label, el('span', { 'class': 'arrow' })]);
+      th.addEventListener('click', function () {
+        if (state.col === c.key) { state.dir = -state.dir; } else { state.col = c.key; state.dir = c.left || c.asc ? 1 : -1; }
+        draw();
+      });
+      trh.appendChild(th);
+      return th;
+    });
+    thead.appendChild(trh);
+    table.appendChild(thead);
+    table.appendChild(tbody);
+    function value(c, r) { var v = c.get(r); return v === undefined ? null : v; }
+    function draw() {
+      var col = cols.filter(function (c) { return c.key === state.col; })[0] || cols[0];
+      ths.forEach(function (th, i) { th.lastChild.textContent = cols[i] === col ? (state.dir > 0 ? '▲' : '▼') : ''; });
+      var shown = rows.filter(function (r) { return !state.filter || opts.text(r).toLowerCase().indexOf(state.filter) >= 0; });
+      shown.sort(function (a, b) {
+        var va = value(col, a), vb = value(col, b);
+        if (va === vb) { return (num(a.__i) || 0) - (num(b.__i) || 0); }
+        if (va === null) { return 1; }
+        if (vb === null) { return -1; }
+        var c = typeof va === 'number' && typeof vb === 'number' ? va - vb : String(va).localeCompare(String(vb));
+        return c * state.dir;
+      });
+      while (tbody.firstChild) { tbody.removeChild(tbody.firstChild); }
+      shown.forEach(function (r) { opts.row(r, tbody, col.key === opts.defaultCol && state.dir > 0); });
+      if (!shown.length) { tbody.appendChild(el('tr', null, el('td', { colspan: cols.length, 'class': 'l empty', text: 'No event.' }))); }
+    }
+    rows.forEach(function (r, i) { r.__i = i; });
+    draw();
+    return {
+      node: table,
+      redraw: draw,
+      setFilter: function (f) { state.filter = String(f || '').toLowerCase(); draw(); }
+    };
+  }
+
+  function renderEvents() {
+    var card = el('section', { 'class': 'card', id: 'events' }, el('h2', { text: 'Events' }));
+    root.appendChild(card);
+    if (!events.length) { card.appendChild(el('p', { 'class': 'empty', text: 'The profile holds no event.' })); return; }
+    var cv = num(rep.cv_threshold);
+    var cols = [
+      { key: 'order', label: '#', title: 'execution order', asc: true, get: function (e) { return num(e.order); }, cell: function (e) { return fmtNum(e.order); } },
+      { key: 'name', label: 'Event', left: true, get: function (e) { return eventLabel(e); }, cell: null },
+      { key: 'layer', label: 'Layer', left: true, get: function (e) { return keyOf(e.layer); }, cell: function (e, td) { td.appendChild(el('span', { 'class': 'dot', style: { background: layerColor[keyOf(e.layer)] } })); return keyOf(e.layer); } },
+      { key: 'phase', label: 'Phase', left: true, get: function (e) { return keyOf(e.phase); }, cell: function (e, td) { td.appendChild(el('span', { 'class': 'dot', style: { background: phaseColor[keyOf(e.phase)] } })); return keyOf(e.phase); } },
+      { key: 'samples', label: 'Samples', get: function (e) { return num(e.samples); }, cell: function (e) { return fmtNum(e.samples); } },
+      { key: 'calls', label: 'Calls/iter', title: 'runs per iteration (counted in warmup)', get: function (e) { return num(e.calls_per_iter); }, cell: function (e) { return fmtNum(e.calls_per_iter); } },
+      { key: 'median', label: 'Median', get: function (e) { return num(e.median_ns); }, cell: function (e) { return fmtNs(e.median_ns); } },
+      { key: 'mean', label: 'Mean', get: function (e) { return num(e.mean_ns); }, cell: function (e) { return fmtNs(e.mean_ns); } },
+      { key: 'min', label: 'Min', get: function (e) { return num(e.min_ns); }, cell: function (e) { return fmtNs(e.min_ns); } },
+      { key: 'max', label: 'Max', get: function (e) { return num(e.max_ns); }, cell: function (e) { return fmtNs(e.max_ns); } },
+      { key: 'p90', label: 'p90', get: function (e) { return num(e.p90_ns); }, cell: function (e) { return fmtNs(e.p90_ns); } },
+      { key: 'stddev', label: 'Std dev', get: function (e) { return num(e.stddev_ns); }, cell: function (e) { return fmtNs(e.stddev_ns); } },
+      { key: 'cv', label: 'CV', title: 'coefficient of variation: std dev / mean' + (cv !== null ? '; noisy above ' + fmtPct(cv, 0) : ''), get: function (e) { return num(e.cv); }, cell: function (e, td) { if (e.noisy) { td.className += ' cvbad'; } return fmtPct(e.cv); } },
+      { key: 'total', label: 'Total/iter', title: 'time per iteration, nested events included', get: function (e) { return num(e.total_ns); }, cell: function (e) { return fmtNs(e.total_ns); } },
+      { key: 'self', label: 'Self/iter', title: 'time per iteration less that of nested events', get: function (e) { return num(e.self_ns); }, cell: function (e) { return fmtNs(e.self_ns); } },
+      { key: 'share', label: 'Share', title: 'share of the median iteration', get: function (e) { return num(e.share); }, cell: function (e, td) { td.className += ' sharecell'; td.appendChild(el('span', { 'class': 'sharebar', style: { width: Math.round(Math.min(1, Math.max(0, num(e.share) || 0)) * 60) + 'px' } })); return fmtPct(e.share); } },
+      { key: 'dist', label: 'Distribution', title: 'histogram of the samples (click the row for details)', get: function (e) { return num(e.cv); }, cell: function (e, td) { td.appendChild(sparkline(e.samples_ns)); return null; } }
+    ];
+    var open = {};
+    var rowsByKey = {};
+    function nameCell(e, td, indent) {
+      td.className = 'l name';
+      td.title = String(e.id) + (e.file ? '\n' + e.file + ':' + e.line : '');
+      if (indent) { td.style.paddingLeft = (8 + 16 * Math.max(0, num(e.depth) || 0)) + 'px'; }
+      td.appendChild(document.createTextNode(String(e.name)));
+      if (num(e.occurrence)) { td.appendChild(el('span', { 'class': 'occ', text: '#' + e.occurrence })); }
+      if (e.noisy) { td.appendChild(el('span', { 'class': 'tag noisy', title: 'CV above ' + fmtPct(cv, 0) + ': compare with care', text: 'noisy' })); }
+      if (e.merged) { td.appendChild(el('span', { 'class': 'tag merged', title: 'holds every later run of this probe (PROF_MAX_EVENTS reached)', text: 'merged' })); }
+      var pert = e.perturbation;
+      if (pert === true || (pert && typeof pert === 'object' && pert.flagged)) {
+        td.appendChild(el('span', { 'class': 'tag pert', title: 'arming this event slowed its iterations', text: 'perturbs' }));
+      }
+    }
+    function detail(e) {
+      var meta = el('div', { 'class': 'meta' }, [
+        el('code', { text: String(e.id) }), e.file ? ' — ' + e.file + ':' + e.line : '',
+        ' — kind ' + keyOf(e.kind) + ' — median offset ' + fmtNs(e.offset_ns) + ' from the iteration start'
+      ]);
+      return el('td', { colspan: cols.length }, [meta, el('div', { 'class': 'charts' }, [histogram(e), seriesPlot(e)])]);
+    }
+    var t = sortableTable(cols, events, {
+      defaultCol: 'order',
+      text: function (e) { return [e.name, e.id, keyOf(e.layer), keyOf(e.phase)].join(' '); },
+      row: function (e, tbody, indent) {
+        var k = evKey(e);
+        var tr = el('tr', { 'class': 'row' + (selectedKey === k ? ' sel' : '') });
+        tr.addEventListener('click', function () { open[k] = !open[k]; select(k); });
+        cols.forEach(function (c) {
+          var td = el('td', { 'class': c.left ? 'l' : '' });
+          if (c.key === 'name') { nameCell(e, td, indent); } else {
+            var v = c.cell(e, td);
+            if (v !== null && v !== undefined) { td.appendChild(document.createTextNode(String(v))); }
+          }
+          tr.appendChild(td);
+        });
+        rowsByKey[k] = tr;
+        tbody.appendChild(tr);
+        if (open[k]) { tbody.appendChild(el('tr', { 'class': 'detail' }, detail(e))); }
+      }
+    });
+    selectListeners.push(function (key) {
+      Object.keys(open).forEach(function (k) { if (k !== key) { open[k] = false; } });
+      if (key) { open[key] = true; }
+      t.redraw();
+      if (key && rowsByKey[key] && rowsByKey[key].scrollIntoView) { rowsByKey[key].scrollIntoView({ block: 'nearest' }); }
+    });
+    var search = el('input', { type: 'search', placeholder: 'Filter by name, layer, phase…', 'aria-label': 'filter events' });
+    search.addEventListener('input', function () { t.setFilter(search.value); });
+    card.appendChild(el('div', { 'class': 'toolbar' }, [search, el('span', { 'class': 'note', text: 'Click a column header to sort, a row for its distribution. Default: execution order, nested events indented.' })]));
+    card.appendChild(el('div', { 'class': 'tablewrap' }, t.node));
+  }
+
+  // ---- diff ------------------------------------------------------------------------------
+  function forest(d, lo, hi, thr) {
+    var W = 170, H = 18, pad = 4;
+    var L = function (v) { return Math.log(v); };
+    var x = function (v) { return pad + (W - 2 * pad) * (L(Math.min(hi, Math.max(lo, v))) - L(lo)) / (L(hi) - L(lo)); };
+    var g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, 'aria-hidden': 'true' });
+    if (num(thr) !== null && thr > 0 && thr < 1) {
+      g.appendChild(sv('rect', { x: x(1 - thr), y: 0, width: Math.max(0, x(1 + thr) - x(1 - thr)), height: H, fill: '#eaeef2' }));
+    }
+    g.appendChild(sv('line', { x1: x(1), x2: x(1), y1: 0, y2: H, stroke: '#8c959f' }));
+    var r = num(d.ratio), a = num(d.ci_low), b = num(d.ci_high);
+    var cls = verdictClass(d.verdict), col = cls === 'slower' ? '#cf222e' : cls === 'faster' ? '#1a7f37' : '#57606a';
+    if (a !== null && b !== null && a > 0 && b > 0) {
+      g.appendChild(sv('line', { x1: x(a), x2: x(b), y1: H / 2, y2: H / 2, stroke: col, 'stroke-width': 2 }));
+    }
+    if (r !== null && r > 0) { g.appendChild(sv('circle', { cx: x(r), cy: H / 2, r: 3.5, fill: col })); }
+    return g;
+  }
+  function renderDiff() {
+    var diff = D.diff;
+    if (!diff) { return; }
+    var card = el('section', { 'class': 'card', id: 'diff' }, el('h2', { text: 'Comparison: ' + keyOf(D.baseline && D.baseline.program) + ' (before) → ' + keyOf(run.program) + ' (after)' }));
+    root.appendChild(card);
+    var thr = num(diff.threshold);
+    var idf = diff.iteration || {};
+    var ic = verdictClass(idf.verdict);
+    card.appendChild(el('div', { 'class': 'tiles' }, [
+      tile('Median iteration before', fmtNs(idf.before_median_ns), fmtNum(idf.before_n) + ' iterations'),
+      tile('Median iteration after', fmtNs(idf.after_median_ns), fmtNum(idf.after_n) + ' iterations'),
+      tile('Ratio after / before', fmtRatio(idf.ratio), '95% CI ' + fmtRatio(idf.ci_low) + ' – ' + fmtRatio(idf.ci_high), ic === 'slower' ? 'warn' : null),
+      tile('Verdict', keyOf(idf.verdict), 'p = ' + fmtP(idf.p_value) + (thr !== null ? ' · threshold ±' + fmtPct(thr, 0) : '') + (num(diff.alpha) !== null ? ' · α ' + diff.alpha : ''))
+    ]));
+    var devs = arr(diff.events);
+    var lo = 0.5, hi = 2;
+    devs.forEach(function (d) {
+      [d.ci_low, d.ratio, d.ci_high].forEach(function (v) { v = num(v); if (v !== null && v > 0) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
+    });
+    lo = Math.max(lo, 1 / 64); hi = Math.min(hi, 64);
+    var m = Math.max(1 / lo, hi); lo = 1 / m; hi = m;
+    var counts = {};
+    devs.forEach(function (d) { var c = verdictClass(d.verdict); counts[c] = (counts[c] || 0) + 1; });
+    card.appendChild(el('p', { 'class': 'sub', style: { marginTop: '12px' } }, [
+      el('span', { 'class': 'verdict slower', text: (counts.slower || 0) + ' slower' }), ' ',
+      el('span', { 'class': 'verdict faster', text: (counts.faster || 0) + ' faster' }), ' ',
+      el('span', { 'class': 'verdict neutral', text: (counts.neutral || 0) + ' other' }),
+      '  ' + devs.length + ' events matched by probe id and occurrence.'
+    ]));
+    if (devs.length) {
+      var cols = [
+        { key: 'i', label: '#', asc: true, get: function (d) { return d.__i; }, cell: function (d) { return String(d.__i + 1); } },
+        { key: 'name', label: 'Event', left: true, get: function (d) { return eventLabel(d); }, cell: function (d, td) { td.className += ' name'; td.title = String(d.id); return eventLabel(d); } },
+        { key: 'layer', label: 'Layer', left: true, get: function (d) { return keyOf(d.layer); }, cell: function (d) { return keyOf(d.layer); } },
+        { key: 'phase', label: 'Phase', left: true, get: function (d) { return keyOf(d.phase); }, cell: function (d) { return keyOf(d.phase); } },
+        { key: 'n', label: 'n before/after', get: function (d) { return num(d.after_n); }, cell: function (d) { return fmtNum(d.before_n) + ' / ' + fmtNum(d.after_n); } },
+        { key: 'before', label: 'Before', get: function (d) { return num(d.before_median_ns); }, cell: function (d) { return fmtNs(d.before_median_ns); } },
+        { key: 'after', label: 'After', get: function (d) { return num(d.after_median_ns); }, cell: function (d) { return fmtNs(d.after_median_ns); } },
+        { key: 'ratio', label: 'Ratio', title: 'after / before median', get: function (d) { return num(d.ratio); }, cell: function (d, td) { td.className += ' ratio ' + verdictClass(d.verdict); return fmtRatio(d.ratio); } },
+        { key: 'ci', label: '95% CI', get: function (d) { return num(d.ci_low); }, cell: function (d) { return fmtRatio(d.ci_low) + ' – ' + fmtRatio(d.ci_high); } },
+        { key: 'plot', label: 'ratio (log scale)', title: 'dot: ratio; bar: confidence interval; grey band: ±threshold; line: no change', get: function (d) { return num(d.ratio); }, cell: function (d, td) { td.appendChild(forest(d, lo, hi, thr)); return null; } },
+        { key: 'p', label: 'p (adj.)', title: 'p-value adjusted for multiple comparisons', get: function (d) { return num(d.p_adjusted); }, cell: function (d) { return fmtP(d.p_adjusted); } },
+        { key: 'verdict', label: 'Verdict', left: true, get: function (d) { return String(d.verdict); }, cell: function (d, td) { td.appendChild(el('span', { 'class': 'verdict ' + verdictClass(d.verdict), text: keyOf(d.verdict) })); return null; } }
+      ];
+      var t = sortableTable(cols, devs, {
+        defaultCol: 'i',
+        text: function (d) { return [d.name, d.id, keyOf(d.layer), keyOf(d.phase), d.verdict].join(' '); },
+        row: function (d, tbody) {
+          var tr = el('tr');
+          cols.forEach(function (c) {
+            var td = el('td', { 'class': c.left ? 'l' : '' });
+            var v = c.cell(d, td);
+            if (v !== null && v !== undefined) { td.appendChild(document.createTextNode(String(v))); }
+            tr.appendChild(td);
+          });
+          tbody.appendChild(tr);
+        }
+      });
+      var search = el('input', { type: 'search', placeholder: 'Filter by name, layer, phase, verdict…', 'aria-label': 'filter comparison' });
+      search.addEventListener('input', function () { t.setFilter(search.value); });
+      card.appendChild(el('div', { 'class': 'toolbar' }, [search, el('span', { 'class': 'note', text: 'Ratio below 1: faster after. Click a header to sort.' })]));
+      card.appendChild(el('div', { 'class': 'tablewrap' }, t.node));
+    } else {
+      card.appendChild(el('p', { 'class': 'empty', text: 'No event is in both profiles.' }));
+    }
+    [['Only in the baseline (before)', diff.only_before], ['Only in this profile (after)', diff.only_after]].forEach(function (p) {
+      var xs = arr(p[1]);
+      if (!xs.length) { return; }
+      card.appendChild(el('h3', { text: p[0] + ' — ' + xs.length }));
+      card.appendChild(el('ul', { 'class': 'plain' }, xs.map(function (m) {
+        var extra = [m.layer ? 'layer ' + m.layer : null, m.phase ? 'phase ' + m.phase : null, num(m.median_ns) !== null ? 'median ' + fmtNs(m.median_ns) : null].filter(Boolean).join(', ');
+        return el('li', { title: String(m.id) }, eventLabel(m) + (extra ? ' (' + extra + ')' : ''));
+      })));
+    });
+  }
+
+  function renderFooter() {
+    root.appendChild(el('footer', { text: 'profiler-core ' + keyOf(run.profiler_version) + ' · ' + keyOf(run.schema) + ' · pid ' + fmtNum(run.pid) + ' · filter ' + (run.filter ? run.filter : '(every probe)') }));
+  }
+
+  function guarded(name, f) { try { f(); } catch (e) { fail(name, e); } }
+  guarded('header', renderHeader);
+  guarded('overview', renderOverview);
+  guarded('breakdown', renderBreakdown);
+  guarded('timeline', renderTimeline);
+  guarded('events', renderEvents);
+  guarded('comparison', renderDiff);
+  guarded('footer', renderFooter);
+  document.body.dataset.rendered = failures ? 'error' : 'ok';
+}());
