@@ -1,1 +1,388 @@
-fn main() {}
+//! `prof`: answers from profiler-core's `prof.json`.
+//!
+//! A thin shell over `profiler_core::analysis`: every number it prints is computed there, the
+//! same code that prints the end-of-run summary. Exit status: 0 on success, 1 when
+//! `diff --fail-on-regression` finds a regression, 2 on bad input (a missing, malformed or
+//! foreign file, a bad option, an output that cannot be written).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use profiler_core::analysis::{self, diff, html, merge, report, scale, trace, Format};
+use profiler_core::Profile;
+
+#[derive(Parser)]
+#[command(
+    name = "prof",
+    version,
+    about = "Reports, traces, comparisons and HTML from profiler-core's prof.json",
+    after_help = "Exit status: 0 success, 1 regression found (diff --fail-on-regression), 2 bad input."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// One row per event (and per group): calls per iteration, median, mean, min, max, stddev,
+    /// p90, coefficient of variation, share, self and total time; noisy events and the
+    /// profiler's own perturbation are flagged.
+    Report {
+        /// The prof.json to read.
+        file: PathBuf,
+        /// Also print one row per group.
+        #[arg(long, value_enum)]
+        group_by: Option<GroupByArg>,
+        /// Row order.
+        #[arg(long, value_enum, default_value = "order")]
+        sort: SortArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: FormatArg,
+        /// Flag events whose coefficient of variation is above this.
+        #[arg(long, default_value_t = 0.25, value_parser = non_negative)]
+        cv_threshold: f64,
+    },
+    /// Chrome Trace Event Format (Kineto flavoured) that opens in Perfetto and loads in
+    /// HolisticTraceAnalysis; `.gz` output is compressed.
+    Trace {
+        /// The prof.json to read.
+        file: PathBuf,
+        /// Where to write the trace (`trace.json` or `trace.json.gz`).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Compare two runs: per event and for the whole iteration, the median ratio with a
+    /// bootstrap 95% confidence interval, a Mann-Whitney p-value and a verdict.
+    Diff {
+        /// The baseline run.
+        before: PathBuf,
+        /// The run to judge.
+        after: PathBuf,
+        /// Changes smaller than this are noise (0.02 or 2%).
+        #[arg(long, default_value = "2%", value_parser = fraction)]
+        threshold: f64,
+        /// Significance level, after Holm's correction across events.
+        #[arg(long, default_value_t = 0.05, value_parser = probability)]
+        alpha: f64,
+        /// Bootstrap resamples.
+        #[arg(long, default_value_t = 2000)]
+        resamples: usize,
+        /// Seed of the bootstrap (results are reproducible).
+        #[arg(long, default_value_t = 0x5eed)]
+        seed: u64,
+        /// Exit with status 1 when anything regressed (for CI).
+        #[arg(long)]
+        fail_on_regression: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: FormatArg,
+    },
+    /// How each event's time grows with a parameter (batch size, GPU count), against ideal
+    /// scaling, with the efficiency per step.
+    Scale {
+        /// One prof.json per parameter value, in the order of --param's values.
+        #[arg(required = true, num_args = 2..)]
+        files: Vec<PathBuf>,
+        /// The parameter and its value for each file: `batch=256,512,1024`.
+        #[arg(long)]
+        param: String,
+        /// Ideal scaling: linear (time grows with the parameter, e.g. batch size), inverse
+        /// (time shrinks as 1/parameter, e.g. GPU count), constant.
+        #[arg(long, value_enum, default_value = "linear")]
+        ideal: IdealArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: FormatArg,
+    },
+    /// Merge the profiles of several ranks: per event the min, median and max across ranks,
+    /// and the straggler.
+    Merge {
+        /// One prof.json per rank.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Where to write the merged JSON (schema profiler-core/merged/v1).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Format of what is printed.
+        #[arg(long, value_enum, default_value = "table")]
+        format: FormatArg,
+    },
+    /// One self-contained HTML report (no network needed to view it).
+    Html {
+        /// The prof.json to read.
+        file: PathBuf,
+        /// A baseline run to compare against.
+        #[arg(long)]
+        diff: Option<PathBuf>,
+        /// Where to write the report.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum GroupByArg {
+    Layer,
+    Phase,
+    #[value(name = "layer,phase")]
+    LayerPhase,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SortArg {
+    Order,
+    Median,
+    Total,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Table,
+    Csv,
+    Json,
+    Markdown,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum IdealArg {
+    Linear,
+    Inverse,
+    Constant,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Json => Format::Json,
+            FormatArg::Markdown => Format::Markdown,
+        }
+    }
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("`{s}` is not a non-negative number")),
+    }
+}
+
+fn probability(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a probability between 0 and 1 (like 0.05)"
+        )),
+    }
+}
+
+/// `0.02` or `2%`.
+fn fraction(s: &str) -> Result<f64, String> {
+    let (text, scale) = match s.strip_suffix('%') {
+        Some(t) => (t, 0.01),
+        None => (s, 1.0),
+    };
+    match text.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() && v * scale < 1.0 => Ok(v * scale),
+        _ => Err(format!("`{s}` is not a fraction like 0.02 or 2%")),
+    }
+}
+
+/// `batch=256,512,1024` -> ("batch", [256, 512, 1024]).
+fn parse_param(text: &str) -> Result<(String, Vec<f64>), String> {
+    let (name, values) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--param `{text}`: expected NAME=V1,V2,..., like batch=256,512"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!(
+            "--param `{text}`: the parameter needs a name, like batch=256,512"
+        ));
+    }
+    let values = values
+        .split(',')
+        .map(|v| {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .ok_or_else(|| format!("--param `{text}`: `{v}` is not a positive number"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((name.to_owned(), values))
+}
+
+/// A failure the user can fix: the message, and exit status 2.
+struct Failure(String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Failure {
+        Failure(e.to_string())
+    }
+}
+
+fn load(path: &Path) -> Result<Profile, Failure> {
+    Ok(analysis::load_profile(path)?)
+}
+
+fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    profiler_core::write_atomic(path, bytes).map_err(|e| {
+        Failure(format!(
+            "error: cannot write {}: {e}\n  = help: check that the directory exists and is writable",
+            path.display()
+        ))
+    })
+}
+
+fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`prof report x | head`) is not an error worth a panic.
+    let _ = out.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
+
+fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes)?;
+    encoder.finish()
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    match cli.command {
+        Command::Report {
+            file,
+            group_by,
+            sort,
+            format,
+            cv_threshold,
+        } => {
+            let profile = load(&file)?;
+            let options = report::ReportOptions {
+                group_by: group_by.map(|g| match g {
+                    GroupByArg::Layer => report::GroupBy::Layer,
+                    GroupByArg::Phase => report::GroupBy::Phase,
+                    GroupByArg::LayerPhase => report::GroupBy::LayerPhase,
+                }),
+                sort: match sort {
+                    SortArg::Order => report::SortBy::Order,
+                    SortArg::Median => report::SortBy::Median,
+                    SortArg::Total => report::SortBy::Total,
+                },
+                cv_threshold,
+                ..report::ReportOptions::default()
+            };
+            print(&report::render(
+                &report::build(&profile, &options),
+                format.into(),
+            ));
+        }
+        Command::Trace { file, output } => {
+            let profile = load(&file)?;
+            let doc = trace::chrome_trace(&profile);
+            let text = serde_json::to_vec(&doc)?;
+            let gz = output.extension().is_some_and(|e| e == "gz");
+            let bytes = if gz { gzip(&text)? } else { text };
+            write_output(&output, &bytes)?;
+            eprintln!(
+                "prof: wrote {} ({} mode); open it in https://ui.perfetto.dev or chrome://tracing",
+                output.display(),
+                profile.run.mode
+            );
+        }
+        Command::Diff {
+            before,
+            after,
+            threshold,
+            alpha,
+            resamples,
+            seed,
+            fail_on_regression,
+            format,
+        } => {
+            let (b, a) = (load(&before)?, load(&after)?);
+            let options = diff::DiffOptions {
+                threshold,
+                alpha,
+                resamples: resamples.max(100),
+                seed,
+            };
+            let result = diff::diff(&b, &a, &options);
+            print(&diff::render(&result, format.into()));
+            if fail_on_regression && result.has_regression() {
+                return Ok(ExitCode::from(1));
+            }
+        }
+        Command::Scale {
+            files,
+            param,
+            ideal,
+            format,
+        } => {
+            let (name, values) = parse_param(&param).map_err(Failure)?;
+            if values.len() != files.len() {
+                return Err(Failure(format!(
+                    "error: --param gives {} values for {} files: give one value per file, in \
+                     the same order",
+                    values.len(),
+                    files.len()
+                )));
+            }
+            let profiles = files
+                .iter()
+                .map(|f| load(f))
+                .collect::<Result<Vec<_>, _>>()?;
+            let runs: Vec<(f64, &Profile)> = values.iter().copied().zip(&profiles).collect();
+            let ideal = match ideal {
+                IdealArg::Linear => scale::Ideal::Linear,
+                IdealArg::Inverse => scale::Ideal::Inverse,
+                IdealArg::Constant => scale::Ideal::Constant,
+            };
+            let scaling =
+                scale::scale(&runs, &name, ideal).map_err(|e| Failure(format!("error: {e}")))?;
+            print(&scale::render(&scaling, format.into()));
+        }
+        Command::Merge {
+            files,
+            output,
+            format,
+        } => {
+            let profiles = files
+                .iter()
+                .map(|f| load(f))
+                .collect::<Result<Vec<_>, _>>()?;
+            let merged = merge::merge(&profiles).map_err(|e| Failure(format!("error: {e}")))?;
+            if let Some(output) = output {
+                write_output(&output, &serde_json::to_vec_pretty(&merged)?)?;
+                eprintln!("prof: wrote {}", output.display());
+            }
+            print(&merge::render(&merged, format.into()));
+        }
+        Command::Html { file, diff, output } => {
+            let profile = load(&file)?;
+            let baseline = diff.as_deref().map(load).transpose()?;
+            let page = html::html_report(&profile, baseline.as_ref());
+            write_output(&output, page.as_bytes())?;
+            eprintln!("prof: wrote {}", output.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(Failure(message)) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
+    }
+}

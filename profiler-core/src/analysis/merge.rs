@@ -1,1 +1,574 @@
-//! (being written)
+//! One view of a multi-process run: `prof merge rank0.json rank1.json ... -o merged.json`.
+//!
+//! Each input is one rank's `prof.json`; its rank is `run.rank`. The ranks are listed in
+//! ascending order; when two inputs give the same rank, every input is numbered by its position
+//! on the command line instead (0 first) and a warning says so. Events are matched across ranks by
+//! identity ([`event_key`], probe id and occurrence), in the order of their first appearance
+//! (lowest rank first).
+//!
+//! - **per-rank median**: the median of the event's samples on that rank (its recorded
+//!   `stats.median_ns` when the samples were not kept); `None` where the rank lacks the event.
+//! - **min, median, max**: over the ranks that have the event, of their medians (the median of
+//!   an even count is the mean of the two middle ones).
+//! - **straggler**: the rank with the largest median (the lowest such rank on a tie): the one the
+//!   others wait for at the next synchronisation.
+//! - **spread** = max / min (min floored at 1 ns): 1 when every rank takes the same time.
+//! - **iteration**: per rank, the median wall time of its measured iterations (index >=
+//!   `run.warmup`; all of them when there is none; 0 when it has none); its straggler is the
+//!   rank with the slowest median iteration.
+//!
+//! Warnings also note ranks that ran different programs, modes or filters, and events missing
+//! from some ranks.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::diff::text;
+use super::{event_key, stats, Format};
+use crate::{Event, Profile};
+
+/// The schema name of a merged file.
+pub const MERGED_SCHEMA: &str = "profiler-core/merged/v1";
+
+/// One event across the ranks.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MergedEvent {
+    /// The probe's id.
+    pub id: String,
+    /// The probe's name.
+    pub name: String,
+    /// The `layer` key.
+    pub layer: Option<String>,
+    /// The `phase` key.
+    pub phase: Option<String>,
+    /// Which run of the probe within an iteration.
+    pub occurrence: u32,
+    /// Median time on each rank, in the order of [`Merged::ranks`]; `None` where it is absent.
+    pub per_rank_median_ns: Vec<Option<f64>>,
+    /// Smallest per-rank median.
+    pub min_ns: f64,
+    /// Median of the per-rank medians.
+    pub median_ns: f64,
+    /// Largest per-rank median.
+    pub max_ns: f64,
+    /// The rank with the largest median.
+    pub straggler: u32,
+    /// `max_ns / min_ns` (min floored at 1 ns).
+    pub spread: f64,
+}
+
+/// Every rank's profile in one.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Merged {
+    /// Always [`MERGED_SCHEMA`].
+    pub schema: String,
+    /// The ranks, ascending.
+    pub ranks: Vec<u32>,
+    /// Median measured iteration of each rank, in the order of `ranks`.
+    pub iteration_median_ns: Vec<f64>,
+    /// The rank with the slowest median iteration.
+    pub straggler: u32,
+    /// The events, in the order of their first appearance.
+    pub events: Vec<MergedEvent>,
+    /// What may make the comparison misleading: duplicated ranks, different programs, modes or
+    /// filters, events missing from some ranks.
+    pub warnings: Vec<String>,
+}
+
+/// Median of an event's samples, or its recorded median when no sample was kept.
+fn event_time(e: &Event) -> Option<f64> {
+    if !e.samples_ns.is_empty() {
+        Some(stats::median(&stats::as_f64(&e.samples_ns)))
+    } else if e.stats.count > 0 {
+        Some(e.stats.median_ns as f64)
+    } else {
+        None
+    }
+}
+
+/// Index of the largest value (the first on a tie).
+fn argmax(values: &[(u32, f64)]) -> u32 {
+    let mut best = values[0];
+    for &v in &values[1..] {
+        if v.1 > best.1 {
+            best = v;
+        }
+    }
+    best.0
+}
+
+/// Merges the profiles of the ranks of one run. Error: no input.
+pub fn merge(profiles: &[Profile]) -> Result<Merged, String> {
+    if profiles.is_empty() {
+        return Err("nothing to merge: give one prof.json per rank".to_owned());
+    }
+    let mut warnings = Vec::new();
+
+    // Ranks: from run.rank unless two inputs share one.
+    let mut ranked: Vec<(u32, &Profile)> = profiles.iter().map(|p| (p.run.rank, p)).collect();
+    let mut seen: HashMap<u32, usize> = HashMap::new();
+    let mut duplicates = Vec::new();
+    for (i, p) in profiles.iter().enumerate() {
+        if let Some(first) = seen.insert(p.run.rank, i) {
+            duplicates.push(format!(
+                "inputs {} and {} both say rank {}",
+                first + 1,
+                i + 1,
+                p.run.rank
+            ));
+        }
+    }
+    if duplicates.is_empty() {
+        ranked.sort_by_key(|r| r.0);
+    } else {
+        warnings.push(format!(
+            "{}: ranks are numbered by input order instead (0 for the first input)",
+            duplicates.join(", ")
+        ));
+        for (i, r) in ranked.iter_mut().enumerate() {
+            r.0 = i as u32;
+        }
+    }
+    let ranks: Vec<u32> = ranked.iter().map(|r| r.0).collect();
+
+    for (what, get) in [
+        (
+            "programs",
+            (|p: &Profile| p.run.program.clone()) as fn(&Profile) -> String,
+        ),
+        ("modes", |p: &Profile| p.run.mode.clone()),
+        ("filters", |p: &Profile| format!("{:?}", p.run.filter)),
+    ] {
+        let mut distinct: Vec<String> = ranked.iter().map(|(_, p)| get(p)).collect();
+        distinct.sort();
+        distinct.dedup();
+        if distinct.len() > 1 {
+            warnings.push(format!(
+                "the ranks ran different {what}: {}",
+                distinct.join(", ")
+            ));
+        }
+    }
+    for (rank, p) in &ranked {
+        if !p.complete {
+            warnings.push(format!(
+                "rank {rank} is incomplete (it ended before its schedule did)"
+            ));
+        }
+    }
+
+    // Events in order of first appearance.
+    let mut order: Vec<(String, u32)> = Vec::new();
+    let mut first: HashMap<(String, u32), &Event> = HashMap::new();
+    let mut per_rank: Vec<HashMap<(String, u32), &Event>> = Vec::new();
+    for (_, p) in &ranked {
+        let mut map = HashMap::new();
+        for e in &p.events {
+            let key = event_key(e);
+            first.entry(key.clone()).or_insert_with(|| {
+                order.push(key.clone());
+                e
+            });
+            map.entry(key).or_insert(e);
+        }
+        per_rank.push(map);
+    }
+    let mut incomplete = Vec::new();
+    let events = order
+        .iter()
+        .map(|key| {
+            let e = first[key];
+            let per_rank_median_ns: Vec<Option<f64>> = per_rank
+                .iter()
+                .map(|m| m.get(key).and_then(|e| event_time(e)))
+                .collect();
+            let present: Vec<(u32, f64)> = ranks
+                .iter()
+                .zip(&per_rank_median_ns)
+                .filter_map(|(&r, t)| Some((r, (*t)?)))
+                .collect();
+            if present.len() < ranks.len() {
+                incomplete.push(if e.occurrence > 0 {
+                    format!("{}#{}", e.name, e.occurrence)
+                } else {
+                    e.name.clone()
+                });
+            }
+            let times: Vec<f64> = present.iter().map(|p| p.1).collect();
+            let (min_ns, max_ns) = if times.is_empty() {
+                (0.0, 0.0)
+            } else {
+                (
+                    times.iter().copied().fold(f64::INFINITY, f64::min),
+                    times.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                )
+            };
+            MergedEvent {
+                id: e.id.clone(),
+                name: e.name.clone(),
+                layer: e.layer.clone(),
+                phase: e.phase.clone(),
+                occurrence: e.occurrence,
+                per_rank_median_ns,
+                min_ns,
+                median_ns: stats::median(&times),
+                max_ns,
+                straggler: if present.is_empty() {
+                    ranks[0]
+                } else {
+                    argmax(&present)
+                },
+                spread: max_ns / min_ns.max(1.0),
+            }
+        })
+        .collect();
+    if !incomplete.is_empty() {
+        let shown: Vec<&str> = incomplete.iter().take(5).map(String::as_str).collect();
+        warnings.push(format!(
+            "{} event{} missing from some ranks: {}{}",
+            incomplete.len(),
+            if incomplete.len() == 1 {
+                " is"
+            } else {
+                "s are"
+            },
+            shown.join(", "),
+            if incomplete.len() > 5 { ", ..." } else { "" }
+        ));
+    }
+
+    let iteration_median_ns: Vec<f64> = ranked
+        .iter()
+        .map(|(_, p)| super::scale::iteration_time(p).unwrap_or(0.0))
+        .collect();
+    let with_rank: Vec<(u32, f64)> = ranks
+        .iter()
+        .copied()
+        .zip(iteration_median_ns.iter().copied())
+        .collect();
+    Ok(Merged {
+        schema: MERGED_SCHEMA.to_owned(),
+        straggler: argmax(&with_rank),
+        ranks,
+        iteration_median_ns,
+        events,
+        warnings,
+    })
+}
+
+/// Largest number of ranks shown one column each in tables.
+const MAX_RANK_COLUMNS: usize = 8;
+
+/// Prints a merge: per event the min, median and max over the ranks, the spread and the
+/// straggler (and each rank's median, up to 8 ranks), the iteration first. CSV: `id, name, layer,
+/// phase, occurrence, min_ns, median_ns, max_ns, spread, straggler`, then one `rank_<r>_ns`
+/// column per rank.
+pub fn render(merged: &Merged, format: Format) -> String {
+    match format {
+        Format::Json => serde_json::to_string_pretty(merged).unwrap_or_default() + "\n",
+        Format::Csv => render_csv(merged),
+        Format::Table | Format::Markdown => render_text(merged, format == Format::Markdown),
+    }
+}
+
+/// The iteration as a row like the events'.
+fn iteration_row(m: &Merged) -> MergedEvent {
+    let times = &m.iteration_median_ns;
+    let min_ns = times.iter().copied().fold(f64::INFINITY, f64::min);
+    let max_ns = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    MergedEvent {
+        id: "iteration".to_owned(),
+        name: "iteration".to_owned(),
+        layer: None,
+        phase: None,
+        occurrence: 0,
+        per_rank_median_ns: times.iter().map(|&t| Some(t)).collect(),
+        min_ns,
+        median_ns: stats::median(times),
+        max_ns,
+        straggler: m.straggler,
+        spread: max_ns / min_ns.max(1.0),
+    }
+}
+
+fn render_csv(m: &Merged) -> String {
+    let mut out =
+        String::from("id,name,layer,phase,occurrence,min_ns,median_ns,max_ns,spread,straggler");
+    for r in &m.ranks {
+        out.push_str(&format!(",rank_{r}_ns"));
+    }
+    out.push('\n');
+    for e in std::iter::once(&iteration_row(m)).chain(&m.events) {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{}",
+            text::csv_field(&e.id),
+            text::csv_field(&e.name),
+            text::csv_field(e.layer.as_deref().unwrap_or("")),
+            text::csv_field(e.phase.as_deref().unwrap_or("")),
+            e.occurrence,
+            text::num(e.min_ns),
+            text::num(e.median_ns),
+            text::num(e.max_ns),
+            text::num(e.spread),
+            e.straggler
+        ));
+        for t in &e.per_rank_median_ns {
+            out.push(',');
+            out.push_str(&t.map(text::num).unwrap_or_default());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn label(e: &MergedEvent) -> String {
+    let group: Vec<&str> = [e.layer.as_deref(), e.phase.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let name = if e.occurrence > 0 {
+        format!("{}#{}", e.name, e.occurrence)
+    } else {
+        e.name.clone()
+    };
+    if group.is_empty() {
+        name
+    } else {
+        format!("{} {name}", group.join("/"))
+    }
+}
+
+fn render_text(m: &Merged, markdown: bool) -> String {
+    let per_rank = m.ranks.len() <= MAX_RANK_COLUMNS;
+    let mut headers: Vec<String> = [
+        "layer",
+        "phase",
+        "name",
+        "occ",
+        "min",
+        "median",
+        "max",
+        "spread",
+        "straggler",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    if per_rank {
+        headers.extend(m.ranks.iter().map(|r| format!("rank {r}")));
+    }
+    let cells = |e: &MergedEvent, iteration: bool| -> Vec<String> {
+        let mut c = vec![
+            e.layer.clone().unwrap_or_else(|| "-".to_owned()),
+            e.phase.clone().unwrap_or_else(|| "-".to_owned()),
+            e.name.clone(),
+            if iteration {
+                "-".to_owned()
+            } else {
+                e.occurrence.to_string()
+            },
+            super::report::human_ns(e.min_ns),
+            super::report::human_ns(e.median_ns),
+            super::report::human_ns(e.max_ns),
+            format!("{:.2}x", e.spread),
+            e.straggler.to_string(),
+        ];
+        if per_rank {
+            c.extend(
+                e.per_rank_median_ns
+                    .iter()
+                    .map(|t| t.map_or_else(|| "-".to_owned(), super::report::human_ns)),
+            );
+        }
+        c
+    };
+    let iteration = iteration_row(m);
+    let mut rows = vec![cells(&iteration, true)];
+    rows.extend(m.events.iter().map(|e| cells(e, false)));
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let bullet = if markdown { "\n" } else { "" };
+    let ranks: Vec<String> = m.ranks.iter().map(u32::to_string).collect();
+    let mut out = format!(
+        "{} rank{} ({}); slowest median iteration: rank {} ({} vs {} on the fastest, spread \
+         {:.2}x); straggler = rank with the largest median, spread = max / min\n",
+        m.ranks.len(),
+        if m.ranks.len() == 1 { "" } else { "s" },
+        ranks.join(", "),
+        m.straggler,
+        super::report::human_ns(iteration.max_ns),
+        super::report::human_ns(iteration.min_ns),
+        iteration.spread
+    );
+    if markdown {
+        out.push('\n');
+        out.push_str(&text::markdown(&headers, &rows));
+    } else {
+        out.push_str(&text::aligned(&headers, &rows, 3));
+    }
+    // Which rank is most often the straggler, and the widest spreads.
+    if m.ranks.len() > 1 && !m.events.is_empty() {
+        let mut counts: HashMap<u32, usize> = HashMap::new();
+        for e in &m.events {
+            *counts.entry(e.straggler).or_default() += 1;
+        }
+        let (rank, n) = m
+            .ranks
+            .iter()
+            .map(|r| (*r, counts.get(r).copied().unwrap_or(0)))
+            .fold(
+                (m.ranks[0], 0),
+                |best, c| if c.1 > best.1 { c } else { best },
+            );
+        let mut widest: Vec<&MergedEvent> = m.events.iter().collect();
+        widest.sort_by(|a, b| b.spread.total_cmp(&a.spread));
+        let names: Vec<String> = widest
+            .iter()
+            .take(3)
+            .map(|e| format!("{} ({:.2}x, rank {})", label(e), e.spread, e.straggler))
+            .collect();
+        out.push_str(&format!(
+            "{bullet}rank {rank} is the straggler of {n} of {} events; widest spread: {}\n",
+            m.events.len(),
+            names.join(", ")
+        ));
+    }
+    for w in &m.warnings {
+        out.push_str(&format!("{bullet}warning: {w}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::diff::tests::{event, profile, Spec};
+
+    /// A rank with events of the given sample values and a constant iteration time.
+    fn rank(rank: u32, events: &[(&'static str, u32, &[u64])], iteration: u64) -> Profile {
+        let events = events
+            .iter()
+            .enumerate()
+            .map(|(k, &(name, occ, samples))| {
+                let spec: Spec = (name, Some("mlp"), Some("bwd"), occ, 0.0);
+                let iters = (1..=samples.len() as u32).collect();
+                event(&spec, samples.to_vec(), iters, k as u32)
+            })
+            .collect();
+        profile(rank, 1, 3, vec![1, iteration, iteration, iteration], events)
+    }
+
+    #[test]
+    fn finds_the_straggler_and_the_spread() {
+        // Given out of rank order.
+        let r2 = rank(
+            2,
+            &[("allreduce", 0, &[900, 1000, 1100]), ("matmul", 0, &[50])],
+            3000,
+        );
+        let r0 = rank(
+            0,
+            &[("allreduce", 0, &[100, 200, 300]), ("matmul", 0, &[60])],
+            2000,
+        );
+        let r1 = rank(
+            1,
+            &[("allreduce", 0, &[400, 500]), ("matmul", 0, &[40])],
+            2500,
+        );
+        let m = merge(&[r2, r0, r1]).unwrap();
+        assert_eq!(m.schema, "profiler-core/merged/v1");
+        assert_eq!(m.ranks, [0, 1, 2]);
+        assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+        assert_eq!(m.iteration_median_ns, [2000.0, 2500.0, 3000.0]);
+        assert_eq!(m.straggler, 2);
+        let ar = &m.events[0];
+        assert_eq!(ar.name, "allreduce");
+        assert_eq!(
+            ar.per_rank_median_ns,
+            [Some(200.0), Some(450.0), Some(1000.0)]
+        );
+        assert_eq!((ar.min_ns, ar.median_ns, ar.max_ns), (200.0, 450.0, 1000.0));
+        assert_eq!(ar.straggler, 2);
+        assert_eq!(ar.spread, 5.0);
+        let mm = &m.events[1];
+        assert_eq!(mm.straggler, 0);
+        assert_eq!(mm.spread, 1.5);
+        let text = render(&m, Format::Table);
+        assert!(
+            text.starts_with("3 ranks (0, 1, 2); slowest median iteration: rank 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("widest spread: mlp/bwd allreduce (5.00x, rank 2)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn duplicate_ranks_fall_back_to_input_order() {
+        let a = rank(0, &[("f", 0, &[100])], 1000);
+        let b = rank(0, &[("f", 0, &[300])], 1000);
+        let c = rank(5, &[("f", 0, &[200]), ("g", 1, &[5])], 1200);
+        let m = merge(&[a, b, c]).unwrap();
+        assert_eq!(m.ranks, [0, 1, 2]);
+        assert_eq!(m.events[0].straggler, 1);
+        assert_eq!(m.straggler, 2);
+        assert_eq!(m.warnings.len(), 2, "{:?}", m.warnings);
+        assert!(m.warnings[0].contains("inputs 1 and 2 both say rank 0"));
+        assert!(m.warnings[0].contains("input order"));
+        assert!(m.warnings[1].contains("1 event is missing from some ranks: g#1"));
+        assert_eq!(m.events[1].per_rank_median_ns, [None, None, Some(5.0)]);
+        assert_eq!(m.events[1].spread, 1.0);
+        assert!(render(&m, Format::Table).contains("warning: inputs 1 and 2"));
+    }
+
+    #[test]
+    fn a_single_rank_and_no_input() {
+        assert!(merge(&[]).is_err());
+        let m = merge(&[rank(3, &[("f", 0, &[7, 9])], 100)]).unwrap();
+        assert_eq!(m.ranks, [3]);
+        assert_eq!(m.straggler, 3);
+        assert_eq!(m.events[0].spread, 1.0);
+        assert_eq!(m.events[0].median_ns, 8.0);
+    }
+
+    #[test]
+    fn different_programs_are_a_warning() {
+        let a = rank(0, &[("f", 0, &[100])], 1000);
+        let mut b = rank(1, &[("f", 0, &[100])], 1000);
+        b.run.program = "other".to_owned();
+        let m = merge(&[a, b]).unwrap();
+        assert_eq!(
+            m.warnings,
+            ["the ranks ran different programs: model, other"]
+        );
+    }
+
+    #[test]
+    fn renders_every_format_and_reads_back() {
+        let r0 = rank(0, &[("f", 0, &[100]), ("g", 0, &[10])], 1000);
+        let r1 = rank(1, &[("f", 0, &[150])], 1100);
+        let m = merge(&[r0, r1]).unwrap();
+        let json = render(&m, Format::Json);
+        let back: Merged = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.ranks, m.ranks);
+        assert_eq!(back.events.len(), 2);
+        assert_eq!(back.events[1].per_rank_median_ns, [Some(10.0), None]);
+        let csv = render(&m, Format::Csv);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0],
+            "id,name,layer,phase,occurrence,min_ns,median_ns,max_ns,spread,straggler,rank_0_ns,rank_1_ns"
+        );
+        assert_eq!(
+            lines[1],
+            "iteration,iteration,,,0,1000,1050,1100,1.1,1,1000,1100"
+        );
+        assert_eq!(lines[2], "mlp::f,f,mlp,bwd,0,100,125,150,1.5,1,100,150");
+        assert_eq!(lines[3], "mlp::g,g,mlp,bwd,0,10,10,10,1,0,10,");
+        let md = render(&m, Format::Markdown);
+        assert!(md.contains("| layer | phase | name | occ | min | median | max | spread | straggler | rank 0 | rank 1 |"));
+        assert!(md.contains("warning: 1 event is missing"));
+    }
+}

@@ -1,1 +1,1077 @@
-//! (being written)
+//! `prof trace`: a profile as a Chrome Trace Event Format document that opens in
+//! [Perfetto](https://ui.perfetto.dev) (or `chrome://tracing`) and that
+//! [HolisticTraceAnalysis](https://github.com/facebookresearch/HolisticTraceAnalysis) (HTA) loads
+//! like a PyTorch profiler (Kineto) trace.
+//!
+//! # What is drawn
+//!
+//! - **`trace` mode**: the real iterations. Each measured iteration `k` (the index in
+//!   `iterations.wall_ns`, warmup included, so the number matches `sample_iters`) is a
+//!   `ProfilerStep#k` span that starts at the sum of the wall times before it and lasts
+//!   `wall_ns[k]`. Each sample is drawn at its iteration's start plus its offset, with its own
+//!   duration. Time 0 is the start of the first measured iteration (`otherData.time_zero_ns`
+//!   says when that was, from the program's start-up).
+//! - **`sample` mode**: one *average iteration*, `ProfilerStep#0`, starting at time 0. Every event
+//!   is drawn once, with its median duration, at its median offset; since each event was measured
+//!   in different iterations, those medians need not agree with one another, so the drawing is
+//!   made consistent: events are placed in execution order (`order`), an event starts no earlier
+//!   than the end of the previous event with the same parent, a child lies inside its parent
+//!   (moved earlier if it would end after its parent, cut short only if it is longer than its
+//!   parent), and the step lasts the median measured iteration (iterations from `warmup` on),
+//!   stretched if needed to hold every event. Each slice's `args` keep the measured statistics
+//!   (`median_ns`, `p90_ns`, `median_offset_ns`, ...), which is what to read for numbers. One
+//!   step only: HTA accepts a single iteration (with a warning that one iteration may not be
+//!   representative), and repeating identical copies would add nothing.
+//!
+//! Events without samples are left out. Times are written in microseconds, as floats that keep
+//! the nanoseconds (`ts`, `dur`), like recent Kineto traces: Perfetto reads them back to the
+//! nanosecond. Each `dur` is chosen so that `ts + dur`, added in floating point as HTA does,
+//! gives exactly the float of the end time (always so for a span no longer than its start time,
+//! and otherwise as a rule; where no float does, the one just below): spans that touch
+//! (consecutive steps, a child ending with its parent) are seen touching, not overlapping by a
+//! rounding error.
+//!
+//! # Processes and tracks
+//!
+//! - CPU events and the `ProfilerStep#` spans go in one process whose `pid` is the profiled
+//!   program's (`run.pid`; replaced by the next free number only if it is 0 or equal to a GPU
+//!   device number), named `<program> rank <rank>` by a `process_name` metadata event, with a
+//!   `process_labels` event giving the host, mode and clock.
+//! - Thread ids are not recorded in `prof.json`, and Perfetto, like HTA, nests the slices of
+//!   one thread by time. So the spans are laid out on tracks ("threads") by nesting: every slice
+//!   goes on its parent's track (the parent being the event it ran inside, learned in warmup,
+//!   else its `ProfilerStep`), where it nests under the parent, provided it does not partly
+//!   overlap a slice already there; a slice that would (an event running concurrently on
+//!   another thread) goes to the first track where it nests properly, adding tracks as needed.
+//!   The first track, `tid` 1, is named `main` and holds the steps; the others are
+//!   `concurrent 1`, `concurrent 2`, ... (`tid` 2, 3, ...), each named by a `thread_name`
+//!   metadata event and ordered by `thread_sort_index`. In a profile whose events nest (a
+//!   single-threaded training loop, and every `sample`-mode drawing) everything is on `main`,
+//!   as in a Kineto trace, where the `ProfilerStep#` span holds the iteration's operators.
+//! - Events timed on a GPU (those with a `device` or a `stream`; none on the CPU clock) go in
+//!   one process per device, `pid` = device number, named `GPU <device>`, with one track per
+//!   stream, `tid` = the stream's number when the stream is named by a positive integer, else a
+//!   number assigned in order of appearance; the track is named `stream <stream>` (Kineto puts
+//!   GPU work at pid = device, tid = stream). The same nesting rule applies, with extra tracks
+//!   `stream <stream> (concurrent 1)`, ... numbered after the streams.
+//!
+//! # Kineto conventions
+//!
+//! Top-level keys: `schemaVersion` (1), `deviceProperties` (empty: the profile does not describe
+//! the devices), `distributedInfo` (`{"rank": <run.rank>}`; the world size is not recorded in
+//! `prof.json`, so it is left out), `displayTimeUnit` (`"ms"`), `traceName`, `otherData` (the
+//! run: program, host, mode, clock, filter, warmup, repeat, completeness, profiler version,
+//! `time_zero_ns`) and
+//! `traceEvents`. Spans are complete events (`"ph": "X"`): the steps and CPU events with
+//! `"cat": "user_annotation"` (what Kineto writes for `record_function` ranges, `ProfilerStep#`
+//! included), GPU events with `"cat": "gpu_user_annotation"` and `args.device` and
+//! `args.stream` (a number; `args.stream_name` when the stream's name is not that number). Each
+//! event's `args` hold `id`, `layer` and `phase` (when set), `kind`, `occurrence`, `order`,
+//! `source` (file:line), `merged` (when true), and per mode: `iteration`, `dur_ns` and
+//! `offset_ns` (`trace`), or `samples`, `median_ns`, `p90_ns`, `min_ns`, `max_ns` and
+//! `median_offset_ns` (`sample`). No `correlation` or `External id` is written: there are no
+//! kernel launches to link.
+//!
+//! # Loading it in HTA
+//!
+//! HTA reads every `.json` or `.json.gz` in a directory and finds each file's rank with a
+//! regular expression that needs a space after the colon (`"rank": 0`): write the document with
+//! `serde_json::to_writer_pretty` (compact output reads as rank 0, with a warning). Then
+//! `TraceAnalysis(trace_dir=...)` finds the iterations (`t.t.get_iterations()`) from the
+//! `ProfilerStep#` spans and gives the events of each. By default HTA drops the last
+//! `ProfilerStep` of a trace with several (it is usually incomplete in a Kineto trace); pass
+//! `include_last_profiler_step=True` to keep it. By default HTA also rounds each span inwards to
+//! whole microseconds (start up, end down): spans shorter than a microsecond get a negative
+//! duration, which its call-graph construction (`hta.common.trace_call_graph.CallGraph`) rejects,
+//! and an event in the last microsecond of an iteration falls outside it. Set
+//! `HTA_DISABLE_NS_ROUNDING=1` (an HTA option) to keep the nanoseconds: then every event is in
+//! its iteration and the call graph has the steps as roots and our events nested as drawn.
+//! (HTA 0.5.0's call graph also needs pandas older than 3.) Events on GPU tracks have no CPU
+//! launch to correlate with, so HTA leaves them out of its iterations.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde_json::{json, Map, Value};
+
+use crate::output::json::{quantiles, Event, Profile};
+
+/// Prefix of the iteration spans, as PyTorch's profiler names them and HTA looks for them.
+pub const STEP_PREFIX: &str = "ProfilerStep#";
+
+/// `cat` of the steps and of the CPU events (Kineto's category for `record_function` ranges).
+pub const CPU_CATEGORY: &str = "user_annotation";
+
+/// `cat` of the events timed on a GPU (Kineto's category for ranges projected on a stream).
+pub const GPU_CATEGORY: &str = "gpu_user_annotation";
+
+/// The profile as a Chrome Trace Event Format document (Kineto flavoured), ready to serialize.
+///
+/// See the [module documentation](self) for what is drawn and where. Serialize it with
+/// `serde_json::to_writer_pretty` for HTA to find the rank.
+pub fn chrome_trace(profile: &Profile) -> Value {
+    let streams = Streams::of(&profile.events);
+    let mut slices = if profile.run.mode == "trace" {
+        trace_slices(profile, &streams)
+    } else {
+        average_slices(profile, &streams)
+    };
+    // Time 0: the first step (so readers that shift times to their first event shift by 0).
+    let time_zero = slices.iter().map(|s| s.start).min().unwrap_or(0);
+    for s in &mut slices {
+        s.start -= time_zero;
+        s.end -= time_zero;
+    }
+    let order = assign_lanes(&mut slices);
+    let cpu_pid = cpu_pid(profile.run.pid, &streams);
+    let tids = lane_tids(&slices, &streams);
+
+    let mut events = Vec::with_capacity(slices.len() + 16);
+    metadata_events(profile, cpu_pid, &streams, &tids, &mut events);
+    for &i in &order {
+        let s = &slices[i];
+        let (pid, tid) = match s.track {
+            Track::Cpu => (cpu_pid, tids[&(s.track, s.lane)]),
+            Track::Gpu { device, .. } => (device, tids[&(s.track, s.lane)]),
+        };
+        let (name, cat, args) = match s.what {
+            What::Step { iteration, wall_ns } => {
+                step_fields(profile, iteration, wall_ns, s.end - s.start)
+            }
+            What::Sample { event, sample } => {
+                let e = &profile.events[event];
+                let mut args = event_args(e, s.track);
+                args.insert("iteration".into(), json!(e.sample_iters[sample]));
+                args.insert("dur_ns".into(), json!(e.samples_ns[sample]));
+                args.insert("offset_ns".into(), json!(e.offsets_ns[sample]));
+                (e.name.clone(), category(s.track), args)
+            }
+            What::Average {
+                event,
+                median_offset,
+            } => {
+                let e = &profile.events[event];
+                let st = duration_stats(e);
+                let mut args = event_args(e, s.track);
+                args.insert("samples".into(), json!(e.samples_ns.len()));
+                args.insert("median_ns".into(), json!(st.median_ns));
+                args.insert("p90_ns".into(), json!(st.p90_ns));
+                args.insert("min_ns".into(), json!(st.min_ns));
+                args.insert("max_ns".into(), json!(st.max_ns));
+                args.insert("median_offset_ns".into(), json!(median_offset));
+                (e.name.clone(), category(s.track), args)
+            }
+        };
+        let (ts, dur) = ts_dur(s.start, s.end);
+        events.push(json!({
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": pid,
+            "tid": tid,
+            "ts": ts,
+            "dur": dur,
+            "args": Value::Object(args),
+        }));
+    }
+
+    let run = &profile.run;
+    json!({
+        "schemaVersion": 1,
+        "deviceProperties": [],
+        "distributedInfo": { "rank": run.rank },
+        "displayTimeUnit": "ms",
+        "traceName": format!("{} rank {} ({} mode)", run.program, run.rank, run.mode),
+        "otherData": {
+            "profiler": "profiler-core",
+            "profiler_version": run.profiler_version,
+            "schema": profile.schema,
+            "complete": profile.complete,
+            "program": run.program,
+            "host": run.host,
+            "pid": run.pid,
+            "rank": run.rank,
+            "mode": run.mode,
+            "clock": run.clock,
+            "filter": run.filter,
+            "warmup": run.warmup,
+            "repeat": run.repeat,
+            "iterations": profile.iterations.count,
+            "time_zero_ns": time_zero,
+        },
+        "traceEvents": events,
+    })
+}
+
+/// Where a slice is drawn: the CPU process, or a GPU device's stream (`stream` is its `tid`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Track {
+    Cpu,
+    Gpu { device: u32, stream: u32 },
+}
+
+/// What a slice shows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum What {
+    /// A `ProfilerStep#` span; `wall_ns` is the measured wall time (`None` for an iteration
+    /// that did not complete, or for the average one).
+    Step {
+        iteration: u64,
+        wall_ns: Option<u64>,
+    },
+    /// One sample of an event (`trace` mode).
+    Sample { event: usize, sample: usize },
+    /// An event's average (`sample` mode).
+    Average { event: usize, median_offset: u64 },
+}
+
+/// One span to draw, in nanoseconds from the trace's time 0.
+#[derive(Clone, Debug)]
+struct Slice {
+    start: u64,
+    end: u64,
+    track: Track,
+    /// The slice it ran inside (preferred track), if known.
+    parent: Option<usize>,
+    depth: u32,
+    what: What,
+    /// Track number within `track` (0: `main`, or the stream itself), set by `assign_lanes`.
+    lane: usize,
+}
+
+/// The GPU streams named by the events: `(device, stream name)` to the stream's `tid`.
+struct Streams {
+    tids: BTreeMap<(u32, String), u32>,
+}
+
+/// The name given to a GPU event's stream when it has a device but no stream.
+const DEFAULT_STREAM: &str = "default";
+
+impl Streams {
+    fn of(events: &[Event]) -> Streams {
+        let mut names: Vec<(u32, String)> = Vec::new();
+        for e in events {
+            if let Some(key) = gpu_key(e) {
+                if !names.contains(&key) {
+                    names.push(key);
+                }
+            }
+        }
+        let mut used: BTreeSet<(u32, u32)> = BTreeSet::new();
+        let mut tids = BTreeMap::new();
+        // Streams named by a positive number keep it; the others get the next free numbers.
+        for (device, name) in &names {
+            if let Some(n) = stream_number(name) {
+                if used.insert((*device, n)) {
+                    tids.insert((*device, name.clone()), n);
+                }
+            }
+        }
+        for key in names {
+            let device = key.0;
+            if let std::collections::btree_map::Entry::Vacant(slot) = tids.entry(key) {
+                let next = used
+                    .range((device, 0)..=(device, u32::MAX))
+                    .next_back()
+                    .map_or(1, |&(_, n)| n + 1);
+                used.insert((device, next));
+                slot.insert(next);
+            }
+        }
+        Streams { tids }
+    }
+
+    fn track(&self, e: &Event) -> Track {
+        match gpu_key(e) {
+            None => Track::Cpu,
+            Some(key) => Track::Gpu {
+                device: key.0,
+                stream: self.tids[&key],
+            },
+        }
+    }
+
+    fn devices(&self) -> BTreeSet<u32> {
+        self.tids.keys().map(|(d, _)| *d).collect()
+    }
+}
+
+/// `(device, stream)` of an event timed on a GPU, `None` for a CPU event.
+fn gpu_key(e: &Event) -> Option<(u32, String)> {
+    if e.device.is_none() && e.stream.is_none() {
+        return None;
+    }
+    Some((
+        e.device.unwrap_or(0),
+        e.stream
+            .clone()
+            .unwrap_or_else(|| DEFAULT_STREAM.to_string()),
+    ))
+}
+
+/// The number a stream name stands for, when it is a positive decimal integer.
+fn stream_number(name: &str) -> Option<u32> {
+    name.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|&n| n > 0 && n < i32::MAX as u32)
+}
+
+/// The CPU process id: the program's, unless HTA would take it for a GPU (0) or it is a device's.
+fn cpu_pid(pid: u32, streams: &Streams) -> u32 {
+    let devices = streams.devices();
+    let mut pid = pid;
+    while pid == 0 || devices.contains(&pid) {
+        pid = pid.wrapping_add(1);
+    }
+    pid
+}
+
+fn category(track: Track) -> &'static str {
+    match track {
+        Track::Cpu => CPU_CATEGORY,
+        Track::Gpu { .. } => GPU_CATEGORY,
+    }
+}
+
+/// Nanoseconds as (fractional) microseconds.
+fn micros(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// `ts` and `dur` in microseconds of the span `[start, end]` (ns). `ts` is the float nearest
+/// `start / 1000`; `dur` is the float for which `ts + dur`, computed in floating point, is the
+/// float nearest `end / 1000` (always so when the span is no longer than `start`), else the
+/// largest float below it: never past the end. Both read back to the nanosecond when multiplied
+/// by 1000 and rounded, as Perfetto does.
+fn ts_dur(start: u64, end: u64) -> (f64, f64) {
+    let ts = micros(start);
+    let end = micros(end);
+    let mut dur = end - ts;
+    // `dur` is positive and finite here: its neighbours are one step of its bit pattern away.
+    let up = |d: f64| f64::from_bits(d.to_bits() + 1);
+    let down = |d: f64| f64::from_bits(d.to_bits() - 1);
+    for _ in 0..4 {
+        if dur <= 0.0 {
+            break;
+        }
+        let sum = ts + dur;
+        if sum > end {
+            dur = down(dur);
+        } else if sum < end && ts + up(dur) <= end {
+            dur = up(dur);
+        } else {
+            break;
+        }
+    }
+    (ts, dur.max(0.0))
+}
+
+/// Median of unsorted values (0 for none).
+fn median(values: &[u64]) -> u64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    quantiles(&sorted).0
+}
+
+/// The event's duration statistics: `stats`, or computed from the samples when `stats` is empty.
+fn duration_stats(e: &Event) -> crate::output::json::Stats {
+    if e.stats.count > 0 || e.samples_ns.is_empty() {
+        e.stats
+    } else {
+        crate::output::json::Stats::of(&e.samples_ns)
+    }
+}
+
+/// The `args` every event slice carries.
+fn event_args(e: &Event, track: Track) -> Map<String, Value> {
+    let mut args = Map::new();
+    args.insert("id".into(), json!(e.id));
+    if let Some(layer) = &e.layer {
+        args.insert("layer".into(), json!(layer));
+    }
+    if let Some(phase) = &e.phase {
+        args.insert("phase".into(), json!(phase));
+    }
+    args.insert("kind".into(), json!(e.kind));
+    args.insert("occurrence".into(), json!(e.occurrence));
+    args.insert("order".into(), json!(e.order));
+    args.insert("source".into(), json!(format!("{}:{}", e.file, e.line)));
+    if e.merged {
+        args.insert("merged".into(), json!(true));
+    }
+    if let Track::Gpu { device, stream } = track {
+        args.insert("device".into(), json!(device));
+        args.insert("stream".into(), json!(stream));
+        let name = e.stream.as_deref().unwrap_or(DEFAULT_STREAM);
+        if name != stream.to_string() {
+            args.insert("stream_name".into(), json!(name));
+        }
+    }
+    args
+}
+
+/// Name, category and `args` of a step span.
+fn step_fields(
+    profile: &Profile,
+    iteration: u64,
+    wall_ns: Option<u64>,
+    drawn_ns: u64,
+) -> (String, &'static str, Map<String, Value>) {
+    let mut args = Map::new();
+    if profile.run.mode == "trace" {
+        args.insert("iteration".into(), json!(iteration));
+        if let Some(w) = wall_ns {
+            args.insert("wall_ns".into(), json!(w));
+        } else {
+            args.insert("incomplete".into(), json!(true));
+        }
+    } else {
+        let measured = measured_walls(profile);
+        args.insert("average".into(), json!(true));
+        args.insert("measured_iterations".into(), json!(measured.len()));
+        args.insert("median_wall_ns".into(), json!(median(measured)));
+        args.insert("drawn_ns".into(), json!(drawn_ns));
+    }
+    (format!("{STEP_PREFIX}{iteration}"), CPU_CATEGORY, args)
+}
+
+/// Wall times of the measured iterations (from `warmup` on; all of them if none is).
+fn measured_walls(profile: &Profile) -> &[u64] {
+    let walls = &profile.iterations.wall_ns;
+    let from = (profile.run.warmup as usize).min(walls.len());
+    if from < walls.len() {
+        &walls[from..]
+    } else {
+        walls
+    }
+}
+
+/// Event indices in execution order, and `order` to event index.
+fn by_order(events: &[Event]) -> (Vec<usize>, HashMap<u32, usize>) {
+    let mut idx: Vec<usize> = (0..events.len()).collect();
+    idx.sort_by_key(|&i| (events[i].order, i));
+    let mut of_order = HashMap::new();
+    for &i in &idx {
+        of_order.entry(events[i].order).or_insert(i);
+    }
+    (idx, of_order)
+}
+
+/// The event's parent event, when it comes earlier in execution order (so no cycle).
+fn parent_event(events: &[Event], of_order: &HashMap<u32, usize>, i: usize) -> Option<usize> {
+    let p = *of_order.get(&events[i].parent?)?;
+    (events[p].order < events[i].order).then_some(p)
+}
+
+/// `trace` mode: one step per measured iteration and one slice per sample.
+fn trace_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
+    let events = &profile.events;
+    let walls = &profile.iterations.wall_ns;
+    let mut starts = Vec::with_capacity(walls.len() + 1);
+    let mut t = 0u64;
+    for w in walls {
+        starts.push(t);
+        t = t.saturating_add(*w);
+    }
+    let end_of_walls = t;
+    let iter_start = |k: u64| -> u64 { starts.get(k as usize).copied().unwrap_or(end_of_walls) };
+
+    // The measured iterations: the active window, and any iteration holding a sample.
+    let warmup = profile.run.warmup as u64;
+    let window_end = warmup
+        .saturating_add(profile.run.repeat as u64)
+        .min(walls.len() as u64);
+    let mut iterations: BTreeSet<u64> = (warmup..window_end).collect();
+    for e in events {
+        iterations.extend(e.sample_iters.iter().map(|&k| k as u64));
+    }
+
+    let mut slices = Vec::new();
+    let mut step_of = HashMap::new();
+    for &k in &iterations {
+        let start = iter_start(k);
+        let wall = walls.get(k as usize).copied();
+        step_of.insert(k, slices.len());
+        slices.push(Slice {
+            start,
+            end: start.saturating_add(wall.unwrap_or(0)),
+            track: Track::Cpu,
+            parent: None,
+            depth: 0,
+            what: What::Step {
+                iteration: k,
+                wall_ns: wall,
+            },
+            lane: 0,
+        });
+    }
+
+    let (idx, of_order) = by_order(events);
+    // (event, iteration) to the slices of that event's samples in that iteration.
+    let mut drawn: HashMap<(usize, u64), Vec<usize>> = HashMap::new();
+    for &i in &idx {
+        let e = &events[i];
+        let track = streams.track(e);
+        let parent = parent_event(events, &of_order, i);
+        let n = e
+            .samples_ns
+            .len()
+            .min(e.offsets_ns.len())
+            .min(e.sample_iters.len());
+        for j in 0..n {
+            let k = e.sample_iters[j] as u64;
+            let start = iter_start(k).saturating_add(e.offsets_ns[j]);
+            let end = start.saturating_add(e.samples_ns[j]);
+            let enclosing = parent
+                .and_then(|p| drawn.get(&(p, k)))
+                .and_then(|cands| {
+                    cands.iter().copied().find(|&c| {
+                        let s = &slices[c];
+                        s.track == track && s.start <= start && end <= s.end
+                    })
+                })
+                .or_else(|| (track == Track::Cpu).then_some(step_of[&k]));
+            let depth = enclosing.map_or(0, |p| slices[p].depth + 1);
+            drawn.entry((i, k)).or_default().push(slices.len());
+            slices.push(Slice {
+                start,
+                end,
+                track,
+                parent: enclosing,
+                depth,
+                what: What::Sample {
+                    event: i,
+                    sample: j,
+                },
+                lane: 0,
+            });
+        }
+    }
+    // An iteration that did not complete ends with its last sample.
+    for (&k, &s) in &step_of {
+        if walls.get(k as usize).is_none() {
+            let last = slices
+                .iter()
+                .filter(|c| c.parent == Some(s))
+                .map(|c| c.end)
+                .max();
+            if let Some(last) = last {
+                slices[s].end = slices[s].end.max(last);
+            }
+        }
+    }
+    slices
+}
+
+/// `sample` mode: one average iteration (see the module documentation).
+fn average_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
+    let events = &profile.events;
+    let step_len = median(measured_walls(profile));
+    let mut slices = vec![Slice {
+        start: 0,
+        end: step_len,
+        track: Track::Cpu,
+        parent: None,
+        depth: 0,
+        what: What::Step {
+            iteration: 0,
+            wall_ns: None,
+        },
+        lane: 0,
+    }];
+    let (idx, of_order) = by_order(events);
+    let mut slice_of: HashMap<usize, usize> = HashMap::new();
+    // (track, parent slice) to the end of the last child placed there.
+    let mut last_end: HashMap<(Track, Option<usize>), u64> = HashMap::new();
+    for &i in &idx {
+        let e = &events[i];
+        if e.samples_ns.is_empty() {
+            continue;
+        }
+        let track = streams.track(e);
+        let dur = duration_stats(e).median_ns;
+        let offset = median(&e.offsets_ns);
+        let parent = parent_event(events, &of_order, i)
+            .and_then(|p| slice_of.get(&p).copied())
+            .filter(|&p| slices[p].track == track);
+        let (lo, hi) = match parent {
+            Some(p) => (slices[p].start, slices[p].end),
+            None => (0, u64::MAX),
+        };
+        let lo = lo.max(last_end.get(&(track, parent)).copied().unwrap_or(0));
+        let start = offset.min(hi.saturating_sub(dur)).max(lo).min(hi);
+        let end = start.saturating_add(dur).min(hi);
+        last_end.insert((track, parent), end);
+        let (parent, depth) = match parent {
+            Some(p) => (Some(p), slices[p].depth + 1),
+            None if track == Track::Cpu => (Some(0), 1),
+            None => (None, 0),
+        };
+        slice_of.insert(i, slices.len());
+        slices.push(Slice {
+            start,
+            end,
+            track,
+            parent,
+            depth,
+            what: What::Average {
+                event: i,
+                median_offset: offset,
+            },
+            lane: 0,
+        });
+    }
+    let last = slices
+        .iter()
+        .filter(|s| s.track == Track::Cpu)
+        .map(|s| s.end)
+        .max()
+        .unwrap_or(0);
+    slices[0].end = slices[0].end.max(last);
+    slices
+}
+
+/// Puts every slice on a lane of its track where it nests properly, preferring its parent's
+/// lane. Returns the slice indices in drawing order (by track, start, longest first, depth).
+fn assign_lanes(slices: &mut [Slice]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..slices.len()).collect();
+    order.sort_by_key(|&i| {
+        let s = &slices[i];
+        (s.track, s.start, Reverse(s.end), s.depth, i)
+    });
+    // Per lane of the current track: the stack of open slices.
+    let mut lanes: Vec<Vec<usize>> = Vec::new();
+    let mut current: Option<Track> = None;
+    for &i in &order {
+        let (start, end, track) = (slices[i].start, slices[i].end, slices[i].track);
+        if current != Some(track) {
+            current = Some(track);
+            lanes.clear();
+        }
+        let preferred = slices[i]
+            .parent
+            .filter(|&p| slices[p].track == track)
+            .map(|p| slices[p].lane);
+        let mut chosen = None;
+        for lane in preferred.into_iter().chain(0..lanes.len()) {
+            let stack = &mut lanes[lane];
+            while let Some(&top) = stack.last() {
+                if slices[top].end <= start && top != i {
+                    stack.pop();
+                } else {
+                    break;
+                }
+            }
+            if stack.last().is_none_or(|&top| slices[top].end >= end) {
+                chosen = Some(lane);
+                break;
+            }
+        }
+        let lane = chosen.unwrap_or_else(|| {
+            lanes.push(Vec::new());
+            lanes.len() - 1
+        });
+        lanes[lane].push(i);
+        slices[i].lane = lane;
+    }
+    order
+}
+
+/// The `tid` of every (track, lane) in use. CPU lanes are 1, 2, ...; a stream's first lane is
+/// the stream's number, its extra lanes take numbers after every stream of the device.
+fn lane_tids(slices: &[Slice], streams: &Streams) -> BTreeMap<(Track, usize), u32> {
+    let used: BTreeSet<(Track, usize)> = slices.iter().map(|s| (s.track, s.lane)).collect();
+    let mut next_free: BTreeMap<u32, u32> = BTreeMap::new();
+    for (&(device, _), &tid) in &streams.tids {
+        let n = next_free.entry(device).or_insert(1);
+        *n = (*n).max(tid + 1);
+    }
+    let mut tids = BTreeMap::new();
+    for (track, lane) in used {
+        let tid = match track {
+            Track::Cpu => lane as u32 + 1,
+            Track::Gpu { stream, .. } if lane == 0 => stream,
+            Track::Gpu { device, .. } => {
+                let n = next_free.entry(device).or_insert(1);
+                *n += 1;
+                *n - 1
+            }
+        };
+        tids.insert((track, lane), tid);
+    }
+    tids
+}
+
+/// Process and thread names and sort indices.
+fn metadata_events(
+    profile: &Profile,
+    cpu_pid: u32,
+    streams: &Streams,
+    tids: &BTreeMap<(Track, usize), u32>,
+    out: &mut Vec<Value>,
+) {
+    let meta = |name: &str, pid: u32, tid: u32, args: Value| json!({ "name": name, "ph": "M", "pid": pid, "tid": tid, "args": args });
+    let run = &profile.run;
+    out.push(meta(
+        "process_name",
+        cpu_pid,
+        0,
+        json!({ "name": format!("{} rank {}", run.program, run.rank) }),
+    ));
+    out.push(meta(
+        "process_labels",
+        cpu_pid,
+        0,
+        json!({ "labels": format!("host {}, {} mode, {} clock", run.host, run.mode, run.clock) }),
+    ));
+    out.push(meta(
+        "process_sort_index",
+        cpu_pid,
+        0,
+        json!({ "sort_index": 0 }),
+    ));
+    for device in streams.devices() {
+        out.push(meta(
+            "process_name",
+            device,
+            0,
+            json!({ "name": format!("GPU {device}") }),
+        ));
+        out.push(meta(
+            "process_sort_index",
+            device,
+            0,
+            json!({ "sort_index": device as u64 + 1 }),
+        ));
+    }
+    let stream_names: HashMap<(u32, u32), &str> = streams
+        .tids
+        .iter()
+        .map(|((d, name), &tid)| ((*d, tid), name.as_str()))
+        .collect();
+    // Every CPU lane up to the last used, so that `main` is named even with no event.
+    let cpu_lanes = tids
+        .keys()
+        .filter(|(t, _)| *t == Track::Cpu)
+        .map(|&(_, l)| l + 1)
+        .max()
+        .unwrap_or(1);
+    for lane in 0..cpu_lanes {
+        let name = if lane == 0 {
+            "main".to_string()
+        } else {
+            format!("concurrent {lane}")
+        };
+        let tid = lane as u32 + 1;
+        out.push(meta("thread_name", cpu_pid, tid, json!({ "name": name })));
+        out.push(meta(
+            "thread_sort_index",
+            cpu_pid,
+            tid,
+            json!({ "sort_index": lane }),
+        ));
+    }
+    for (&(track, lane), &tid) in tids {
+        if let Track::Gpu { device, stream } = track {
+            let base = format!("stream {}", stream_names[&(device, stream)]);
+            let name = if lane == 0 {
+                base
+            } else {
+                format!("{base} (concurrent {lane})")
+            };
+            out.push(meta("thread_name", device, tid, json!({ "name": name })));
+            out.push(meta(
+                "thread_sort_index",
+                device,
+                tid,
+                json!({ "sort_index": (stream as u64) * 1000 + lane as u64 }),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::json::{Iterations, Run, Stats, SCHEMA};
+
+    fn event(order: u32, name: &str, parent: Option<u32>) -> Event {
+        Event {
+            id: format!("t::{name}"),
+            name: name.into(),
+            layer: Some("l".into()),
+            phase: Some("fwd".into()),
+            kind: "fn".into(),
+            module: "t".into(),
+            file: "t.rs".into(),
+            line: 1,
+            occurrence: 0,
+            order,
+            device: None,
+            stream: None,
+            merged: false,
+            parent,
+            samples_ns: vec![],
+            offsets_ns: vec![],
+            sample_iters: vec![],
+            stats: Stats::default(),
+        }
+    }
+
+    fn with_samples(mut e: Event, samples: &[(u32, u64, u64)]) -> Event {
+        e.sample_iters = samples.iter().map(|s| s.0).collect();
+        e.offsets_ns = samples.iter().map(|s| s.1).collect();
+        e.samples_ns = samples.iter().map(|s| s.2).collect();
+        e.stats = Stats::of(&e.samples_ns);
+        e
+    }
+
+    fn profile(
+        mode: &str,
+        warmup: u32,
+        repeat: u32,
+        walls: Vec<u64>,
+        events: Vec<Event>,
+    ) -> Profile {
+        Profile {
+            schema: SCHEMA.into(),
+            complete: true,
+            run: Run {
+                program: "prog".into(),
+                pid: 42,
+                host: "h".into(),
+                rank: 3,
+                mode: mode.into(),
+                filter: String::new(),
+                warmup,
+                repeat,
+                clock: "fake".into(),
+                max_events: 4096,
+                timer_floor_ns: 0,
+                profiler_version: "0".into(),
+            },
+            iterations: Iterations {
+                count: walls.len() as u64,
+                wall_ns: walls,
+            },
+            events,
+        }
+    }
+
+    /// A drawn span: name, track (`pid * 1_000_000 + tid`), start and end (ns), args.
+    type Span = (String, u64, u64, u64, Value);
+
+    /// The X events, in the document's order.
+    fn spans(trace: &Value) -> Vec<Span> {
+        trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| {
+                let ts = (e["ts"].as_f64().unwrap() * 1000.0).round() as u64;
+                let dur = (e["dur"].as_f64().unwrap() * 1000.0).round() as u64;
+                let track = e["pid"].as_u64().unwrap() * 1_000_000 + e["tid"].as_u64().unwrap();
+                let name = e["name"].as_str().unwrap().to_string();
+                (name, track, ts, ts + dur, e["args"].clone())
+            })
+            .collect()
+    }
+
+    /// On each track, every two spans are disjoint or nested.
+    fn assert_nested(trace: &Value) {
+        let s = spans(trace);
+        for a in &s {
+            for b in &s {
+                if a.1 == b.1 && !std::ptr::eq(a, b) {
+                    let disjoint = a.3 <= b.2 || b.3 <= a.2;
+                    let nested = (a.2 <= b.2 && b.3 <= a.3) || (b.2 <= a.2 && a.3 <= b.3);
+                    assert!(disjoint || nested, "{a:?} and {b:?} overlap");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn trace_mode_draws_each_iteration_at_its_start() {
+        let a = with_samples(event(0, "a", None), &[(1, 10, 50), (2, 20, 40)]);
+        let b = with_samples(event(1, "b", Some(0)), &[(1, 15, 5), (2, 25, 10)]);
+        let p = profile("trace", 1, 2, vec![1000, 100, 200], vec![a, b]);
+        let t = chrome_trace(&p);
+        assert_eq!(t["distributedInfo"]["rank"], 3);
+        assert_eq!(t["otherData"]["time_zero_ns"], 1000);
+        let s = spans(&t);
+        let names: Vec<(&str, u64, u64)> = s.iter().map(|x| (x.0.as_str(), x.2, x.3)).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("ProfilerStep#1", 0, 100),
+                ("a", 10, 60),
+                ("b", 15, 20),
+                ("ProfilerStep#2", 100, 300),
+                ("a", 120, 160),
+                ("b", 125, 135),
+            ]
+        );
+        // All on `main` (tid 1 of pid 42).
+        assert!(s.iter().all(|x| x.1 == 42_000_001));
+        assert_eq!(s[1].4["iteration"], 1);
+        assert_eq!(s[1].4["layer"], "l");
+        assert_nested(&t);
+    }
+
+    #[test]
+    fn concurrent_events_get_their_own_track() {
+        // b starts inside a and ends after it: another thread.
+        let a = with_samples(event(0, "a", None), &[(0, 10, 50)]);
+        let b = with_samples(event(1, "b", None), &[(0, 30, 50)]);
+        let c = with_samples(event(2, "c", Some(1)), &[(0, 35, 10)]);
+        let p = profile("trace", 0, 1, vec![100], vec![a, b, c]);
+        let t = chrome_trace(&p);
+        let s = spans(&t);
+        let tid = |n: &str| s.iter().find(|x| x.0 == n).unwrap().1 % 1_000_000;
+        assert_eq!((tid("a"), tid("b"), tid("c")), (1, 2, 2));
+        let names: Vec<&str> = t["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "thread_name")
+            .map(|e| e["args"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, vec!["main", "concurrent 1"]);
+        assert_nested(&t);
+    }
+
+    #[test]
+    fn sample_mode_draws_one_consistent_average_iteration() {
+        // Medians that disagree: b starts before a ends, b's child starts before b and ends
+        // after it, and d is longer than its parent.
+        let a = with_samples(event(0, "a", None), &[(5, 100, 300)]);
+        let b = with_samples(event(1, "b", None), &[(6, 350, 200)]);
+        let c = with_samples(event(2, "c", Some(1)), &[(7, 200, 150)]);
+        let d = with_samples(event(3, "d", Some(1)), &[(8, 500, 500)]);
+        let p = profile("sample", 2, 1, vec![9, 9, 1000, 900, 800], vec![a, b, c, d]);
+        let t = chrome_trace(&p);
+        let s = spans(&t);
+        let got: Vec<(&str, u64, u64)> = s.iter().map(|x| (x.0.as_str(), x.2, x.3)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("ProfilerStep#0", 0, 900),
+                ("a", 100, 400),
+                ("b", 400, 600),
+                ("c", 400, 550),
+                ("d", 550, 600),
+            ]
+        );
+        assert_eq!(s[0].4["median_wall_ns"], 900);
+        assert_eq!(s[4].4["median_ns"], 500);
+        assert_nested(&t);
+    }
+
+    #[test]
+    fn sample_mode_step_stretches_to_hold_the_events() {
+        let a = with_samples(event(0, "a", None), &[(1, 50, 500)]);
+        let p = profile("sample", 1, 1, vec![9, 100], vec![a]);
+        let s = spans(&chrome_trace(&p));
+        assert_eq!((s[0].2, s[0].3), (0, 550));
+    }
+
+    #[test]
+    fn gpu_events_go_on_stream_tracks() {
+        let mut a = with_samples(event(0, "a", None), &[(0, 10, 20)]);
+        a.device = Some(1);
+        a.stream = Some("7".into());
+        let mut b = with_samples(event(1, "b", None), &[(0, 10, 20)]);
+        b.device = Some(1);
+        b.stream = Some("copy".into());
+        let c = with_samples(event(2, "c", None), &[(0, 0, 90)]);
+        let p = profile("trace", 0, 1, vec![100], vec![a, b, c]);
+        let t = chrome_trace(&p);
+        let s = spans(&t);
+        let at = |n: &str| s.iter().find(|x| x.0 == n).unwrap().clone();
+        assert_eq!(at("a").1, 1_000_007);
+        assert_eq!(at("b").1, 1_000_008);
+        assert_eq!(at("b").4["stream"], 8);
+        assert_eq!(at("b").4["stream_name"], "copy");
+        assert_eq!(at("c").1, 42_000_001);
+        let evs = t["traceEvents"].as_array().unwrap();
+        let x = evs.iter().find(|e| e["name"] == "a").unwrap();
+        assert_eq!(x["cat"], GPU_CATEGORY);
+        assert!(evs
+            .iter()
+            .any(|e| e["name"] == "process_name" && e["pid"] == 1 && e["args"]["name"] == "GPU 1"));
+        assert!(evs.iter().any(|e| e["name"] == "thread_name"
+            && e["tid"] == 8
+            && e["args"]["name"] == "stream copy"));
+    }
+
+    #[test]
+    fn ts_plus_dur_is_the_end_to_the_last_bit() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut exact = 0;
+        for i in 0..200_000u64 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let start = if i % 2 == 0 {
+                state % 10_000_000_000
+            } else {
+                state % 100_000
+            };
+            let end = start + (state >> 40) % 5_000_000;
+            let (ts, dur) = ts_dur(start, end);
+            let end_f = end as f64 / 1000.0;
+            assert_eq!(ts, start as f64 / 1000.0);
+            assert!(ts + dur <= end_f, "{start} {end}");
+            if end - start <= start {
+                assert_eq!(ts + dur, end_f, "{start} {end}");
+            }
+            exact += usize::from(ts + dur == end_f);
+            // Perfetto's reading (llround of microseconds times 1000) gives the nanoseconds back.
+            assert_eq!((ts * 1000.0).round() as u64, start);
+            assert_eq!((dur * 1000.0).round() as u64, end - start);
+        }
+        assert!(exact > 190_000, "{exact}");
+        assert_eq!(ts_dur(5, 5), (0.005, 0.0));
+    }
+
+    #[test]
+    fn cpu_pid_avoids_zero_and_devices() {
+        let mut a = with_samples(event(0, "a", None), &[(0, 10, 20)]);
+        a.device = Some(1);
+        let mut p = profile("trace", 0, 1, vec![100], vec![a]);
+        p.run.pid = 0;
+        let t = chrome_trace(&p);
+        let step = t["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "ProfilerStep#0")
+            .unwrap();
+        assert_eq!(step["pid"], 2);
+    }
+
+    #[test]
+    fn empty_profile_still_has_steps_and_names() {
+        let p = profile("trace", 1, 2, vec![10, 20, 30], vec![]);
+        let t = chrome_trace(&p);
+        let s = spans(&t);
+        let names: Vec<&str> = s.iter().map(|x| x.0.as_str()).collect();
+        assert_eq!(names, vec!["ProfilerStep#1", "ProfilerStep#2"]);
+        let p = profile("sample", 1, 2, vec![], vec![]);
+        assert_eq!(spans(&chrome_trace(&p)).len(), 1);
+    }
+
+    #[test]
+    fn incomplete_iteration_ends_with_its_last_sample() {
+        let a = with_samples(event(0, "a", None), &[(0, 10, 20), (1, 5, 30)]);
+        let p = profile("trace", 0, 5, vec![100], vec![a]);
+        let s = spans(&chrome_trace(&p));
+        let step1 = s.iter().find(|x| x.0 == "ProfilerStep#1").unwrap();
+        assert_eq!((step1.2, step1.3), (100, 135));
+        assert_eq!(s[0].2, 0);
+        assert_eq!(step1.4["incomplete"], true);
+    }
+}

@@ -11,6 +11,9 @@ use crate::record::{resolve_slot, Outcome, Resolved, Store, RESERVOIR, SAMPLE_BY
 
 use crate::schedule::{Planned, MERGED};
 
+/// A learner key: (registry entry, occurrence or `MERGED`).
+type Key = (usize, u32);
+
 impl Session {
     // ---- the cold path ----
 
@@ -103,7 +106,11 @@ impl Session {
             };
             // Capacity is max_events plus one merged event per selected probe, which the
             // learner's bound guarantees.
-            if self.events.get(index).map(|slot| slot.set(event)).is_some() {
+            let stored = self
+                .events
+                .get(index)
+                .is_some_and(|slot| slot.set(event).is_ok());
+            if stored {
                 c.allocated += 1;
                 c.resolved.push(Resolved::default());
                 Some(index as u32)
@@ -132,7 +139,7 @@ impl Session {
         // merged event; and each event's place in the plan.
         let mut entries: Vec<usize> = Vec::new();
         let mut per_entry: HashMap<usize, (u32, bool)> = HashMap::new();
-        let mut place: HashMap<(usize, u32), (u32, Option<(usize, u32)>)> = HashMap::new();
+        let mut place: HashMap<Key, (u32, Option<Key>)> = HashMap::new();
         for (i, p) in plan.iter().enumerate() {
             let counts = per_entry.entry(p.entry).or_insert_with(|| {
                 entries.push(p.entry);
