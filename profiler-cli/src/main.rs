@@ -287,7 +287,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Trace { file, output } => {
             let profile = load(&file)?;
             let doc = trace::chrome_trace(&profile);
-            let text = serde_json::to_vec(&doc)?;
+            // Pretty: HolisticTraceAnalysis finds the rank with a regex that wants `"rank": N`.
+            let text = serde_json::to_vec_pretty(&doc)?;
             let gz = output.extension().is_some_and(|e| e == "gz");
             let bytes = if gz { gzip(&text)? } else { text };
             write_output(&output, &bytes)?;
