@@ -523,17 +523,6 @@ fn wander(block_medians: &[f64]) -> f64 {
     MAD_SCALE * stats::median(&deviations)
 }
 
-/// Wall times of the measured iterations (index >= warmup), or of all when none is.
-fn measured_walls(profile: &Profile) -> Vec<f64> {
-    let walls = &profile.iterations.wall_ns;
-    let warmup = profile.run.warmup as usize;
-    if warmup < walls.len() {
-        stats::as_f64(&walls[warmup..])
-    } else {
-        stats::as_f64(walls)
-    }
-}
-
 /// Fewest blocks a run's iterations are cut into for the iteration's comparison.
 const MIN_BLOCKS: usize = 5;
 
@@ -551,8 +540,8 @@ fn compare_iteration(
     options: &DiffOptions,
     seed: u64,
 ) -> EventDiff {
-    let wb = measured_walls(before);
-    let wa = measured_walls(after);
+    let wb = stats::as_f64(crate::analysis::measured_walls(before));
+    let wa = stats::as_f64(crate::analysis::measured_walls(after));
     let n = wb.len().min(wa.len());
     let before_median = stats::median(&wb);
     let after_median = stats::median(&wa);

@@ -31,3 +31,15 @@ pub enum Format {
 pub fn event_key(event: &crate::Event) -> (String, u32) {
     (event.id.clone(), event.occurrence)
 }
+
+/// The wall times of the measured iterations (those after warmup: index `>= run.warmup` in
+/// `iterations.wall_ns`), or of all iterations when the run stopped during warmup.
+pub fn measured_walls(profile: &crate::Profile) -> &[u64] {
+    let walls = &profile.iterations.wall_ns;
+    let warmup = (profile.run.warmup as usize).min(walls.len());
+    if walls.len() > warmup {
+        &walls[warmup..]
+    } else {
+        walls
+    }
+}

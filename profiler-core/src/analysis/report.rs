@@ -235,17 +235,6 @@ pub struct Report {
     pub cv_threshold: f64,
 }
 
-/// The wall times of the measured iterations (after warmup; all of them if none is).
-fn measured_walls(profile: &Profile) -> &[u64] {
-    let walls = &profile.iterations.wall_ns;
-    let warmup = (profile.run.warmup as usize).min(walls.len());
-    if walls.len() > warmup {
-        &walls[warmup..]
-    } else {
-        &walls[..]
-    }
-}
-
 /// Median warmup iteration, leaving out iteration 0 (start-up); `None` if there is none or it
 /// is 0.
 fn warmup_baseline(profile: &Profile) -> Option<f64> {
@@ -310,7 +299,7 @@ fn ratio_or_zero(a: f64, b: f64) -> f64 {
 /// Computes the report of a profile (see the module documentation for every definition).
 pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
     let walls = &profile.iterations.wall_ns;
-    let measured = stats::as_f64(measured_walls(profile));
+    let measured = stats::as_f64(crate::analysis::measured_walls(profile));
     let measured_sorted = stats::sorted(&measured);
     let iteration = IterationRow {
         count: profile.iterations.count,

@@ -124,13 +124,7 @@ fn event_time(e: &Event) -> Option<f64> {
 
 /// Median wall time of the measured iterations (index >= warmup; all when none is).
 pub(crate) fn iteration_time(p: &Profile) -> Option<f64> {
-    let walls = &p.iterations.wall_ns;
-    let warmup = p.run.warmup as usize;
-    let measured = if warmup < walls.len() {
-        &walls[warmup..]
-    } else {
-        &walls[..]
-    };
+    let measured = crate::analysis::measured_walls(p);
     (!measured.is_empty()).then(|| stats::median(&stats::as_f64(measured)))
 }
 

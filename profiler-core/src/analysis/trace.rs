@@ -427,24 +427,13 @@ fn step_fields(
             args.insert("incomplete".into(), json!(true));
         }
     } else {
-        let measured = measured_walls(profile);
+        let measured = crate::analysis::measured_walls(profile);
         args.insert("average".into(), json!(true));
         args.insert("measured_iterations".into(), json!(measured.len()));
         args.insert("median_wall_ns".into(), json!(median(measured)));
         args.insert("drawn_ns".into(), json!(drawn_ns));
     }
     (format!("{STEP_PREFIX}{iteration}"), CPU_CATEGORY, args)
-}
-
-/// Wall times of the measured iterations (from `warmup` on; all of them if none is).
-fn measured_walls(profile: &Profile) -> &[u64] {
-    let walls = &profile.iterations.wall_ns;
-    let from = (profile.run.warmup as usize).min(walls.len());
-    if from < walls.len() {
-        &walls[from..]
-    } else {
-        walls
-    }
 }
 
 /// Event indices in execution order, and `order` to event index.
@@ -567,7 +556,7 @@ fn trace_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
 /// `sample` mode: one average iteration (see the module documentation).
 fn average_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
     let events = &profile.events;
-    let step_len = median(measured_walls(profile));
+    let step_len = median(crate::analysis::measured_walls(profile));
     let mut slices = vec![Slice {
         start: 0,
         end: step_len,
