@@ -24,7 +24,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::diff::text;
+use super::text;
 use super::{event_key, stats, Format};
 use crate::{Event, Profile};
 
@@ -323,20 +323,12 @@ fn render_csv(m: &Merged) -> String {
 }
 
 fn label(e: &MergedEvent) -> String {
-    let group: Vec<&str> = [e.layer.as_deref(), e.phase.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect();
-    let name = if e.occurrence > 0 {
-        format!("{}#{}", e.name, e.occurrence)
-    } else {
-        e.name.clone()
-    };
-    if group.is_empty() {
-        name
-    } else {
-        format!("{} {name}", group.join("/"))
-    }
+    text::label(
+        &e.name,
+        e.occurrence,
+        e.layer.as_deref(),
+        e.phase.as_deref(),
+    )
 }
 
 fn render_text(m: &Merged, markdown: bool) -> String {

@@ -11,6 +11,8 @@ pub mod scale;
 pub mod stats;
 pub mod trace;
 
+pub(crate) mod text;
+
 pub use load::{load_profile, LoadError};
 
 /// How a report, diff, scaling or merge is printed.

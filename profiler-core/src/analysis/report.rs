@@ -59,7 +59,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::stats;
+use super::{stats, text};
 use crate::analysis::Format;
 use crate::output::json::{Event, Profile};
 
@@ -501,18 +501,6 @@ fn num(v: f64, digits: usize) -> String {
     }
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
-
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
-}
-
 fn opt(v: &Option<String>) -> String {
     v.clone().unwrap_or_else(|| "-".to_owned())
 }
@@ -520,30 +508,10 @@ fn opt(v: &Option<String>) -> String {
 /// Aligned lines: the first `left` columns left-aligned, the others right-aligned; each line
 /// starts with two spaces.
 fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &[&str]| {
-        let mut l = String::from(" ");
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            let pad = " ".repeat(w - cell.chars().count());
-            if i < left {
-                let _ = write!(l, " {cell}{pad}");
-            } else {
-                let _ = write!(l, " {pad}{cell}");
-            }
-        }
-        l.trim_end().to_owned()
-    };
-    let mut out = vec![line(headers)];
-    for row in rows {
-        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-        out.push(line(&cells));
-    }
-    out
+    text::aligned(headers, rows, left)
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }
 
 fn status(report: &Report) -> &'static str {
@@ -761,10 +729,10 @@ fn render_csv(report: &Report) -> String {
         let cells = [
             "event".to_owned(),
             e.order.to_string(),
-            csv_field(&e.id),
-            csv_field(&e.name),
-            csv_field(e.layer.as_deref().unwrap_or("")),
-            csv_field(e.phase.as_deref().unwrap_or("")),
+            text::csv_field(&e.id),
+            text::csv_field(&e.name),
+            text::csv_field(e.layer.as_deref().unwrap_or("")),
+            text::csv_field(e.phase.as_deref().unwrap_or("")),
             e.occurrence.to_string(),
             e.merged.to_string(),
             e.parent.map(|p| p.to_string()).unwrap_or_default(),
@@ -796,7 +764,7 @@ fn render_csv(report: &Report) -> String {
         cells[19] = num(g.total_ns, 3);
         cells[20] = num(g.self_ns, 3);
         cells[21] = num(g.share, 6);
-        cells[24] = csv_field(&g.key);
+        cells[24] = text::csv_field(&g.key);
         cells[25] = g.events.to_string();
         out.push_str(&cells.join(","));
         out.push('\n');
@@ -806,7 +774,7 @@ fn render_csv(report: &Report) -> String {
 
 fn md_table(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
     let row = |cells: Vec<String>| format!("| {} |", cells.join(" | "));
-    let mut out = vec![row(headers.iter().map(|h| md_cell(h)).collect())];
+    let mut out = vec![row(headers.iter().map(|h| text::md_cell(h)).collect())];
     out.push(format!(
         "|{}|",
         (0..headers.len())
@@ -815,18 +783,18 @@ fn md_table(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> 
             .join("|")
     ));
     for r in rows {
-        out.push(row(r.iter().map(|c| md_cell(c)).collect()));
+        out.push(row(r.iter().map(|c| text::md_cell(c)).collect()));
     }
     out
 }
 
 fn render_markdown(report: &Report) -> String {
     let mut lines = vec![
-        format!("**{}**", md_cell(&headline(report))),
+        format!("**{}**", text::md_cell(&headline(report))),
         String::new(),
-        md_cell(&iteration_line(report)),
+        text::md_cell(&iteration_line(report)),
         String::new(),
-        md_cell(&perturbation_line(report)),
+        text::md_cell(&perturbation_line(report)),
         String::new(),
     ];
     let rows: Vec<Vec<String>> = report
@@ -843,7 +811,7 @@ fn render_markdown(report: &Report) -> String {
         lines.extend(md_table(&GROUP_HEADERS, &rows, 1));
     }
     lines.push(String::new());
-    lines.push(md_cell(&legend(report)));
+    lines.push(text::md_cell(&legend(report)));
     lines.join("\n") + "\n"
 }
 

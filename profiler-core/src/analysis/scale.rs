@@ -25,7 +25,7 @@
 
 use serde::Serialize;
 
-use super::diff::text;
+use super::text;
 use super::{event_key, stats, Format};
 use crate::{Event, Profile};
 
@@ -236,20 +236,12 @@ fn percent(v: Option<f64>) -> String {
 }
 
 fn label(r: &ScaleRow) -> String {
-    let group: Vec<&str> = [r.layer.as_deref(), r.phase.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect();
-    let name = if r.occurrence > 0 {
-        format!("{}#{}", r.name, r.occurrence)
-    } else {
-        r.name.clone()
-    };
-    if group.is_empty() {
-        name
-    } else {
-        format!("{} {name}", group.join("/"))
-    }
+    text::label(
+        &r.name,
+        r.occurrence,
+        r.layer.as_deref(),
+        r.phase.as_deref(),
+    )
 }
 
 /// Prints a scaling: times per value, then the efficiency against the first value and per step.
