@@ -1,0 +1,531 @@
+//! Unit tests of `analysis::diff`, and the profile builders that the tests of `scale` and
+//! `merge` use too.
+
+use super::*;
+use crate::{Iterations, Run, Stats};
+
+/// One simulated event: (name, layer, phase, occurrence, median ns).
+pub(crate) type Spec = (
+    &'static str,
+    Option<&'static str>,
+    Option<&'static str>,
+    u32,
+    f64,
+);
+
+pub(crate) fn event(spec: &Spec, samples: Vec<u64>, iters: Vec<u32>, order: u32) -> Event {
+    let (name, layer, phase, occurrence, _) = *spec;
+    Event {
+        id: format!("{}::{name}", layer.unwrap_or("model")),
+        name: name.to_owned(),
+        layer: layer.map(str::to_owned),
+        phase: phase.map(str::to_owned),
+        kind: "fn".to_owned(),
+        module: "model".to_owned(),
+        file: "model.rs".to_owned(),
+        line: 1,
+        occurrence,
+        order,
+        device: None,
+        stream: None,
+        merged: false,
+        parent: None,
+        stats: Stats::of(&samples),
+        offsets_ns: vec![0; samples.len()],
+        samples_ns: samples,
+        sample_iters: iters,
+    }
+}
+
+pub(crate) fn profile(
+    rank: u32,
+    warmup: u32,
+    repeat: u32,
+    walls: Vec<u64>,
+    events: Vec<Event>,
+) -> Profile {
+    Profile {
+        schema: crate::SCHEMA.to_owned(),
+        complete: true,
+        run: Run {
+            program: "model".to_owned(),
+            pid: 1,
+            host: "host".to_owned(),
+            rank,
+            mode: "sample".to_owned(),
+            filter: String::new(),
+            warmup,
+            repeat,
+            clock: "fake".to_owned(),
+            max_events: 4096,
+            timer_floor_ns: 20,
+            profiler_version: "0".to_owned(),
+        },
+        iterations: Iterations {
+            count: walls.len() as u64,
+            wall_ns: walls,
+        },
+        events,
+    }
+}
+
+/// A sample-mode run: 10 warmup iterations, then `repeat` iterations per event, in order.
+/// In iteration i every event takes its median x `speed(i)` x a uniform noise of +-`noise`/2
+/// (the slowdown factor `slow` applies to the events named in it); the iteration's wall time
+/// is their sum plus 5µs, and only the armed event's time is kept as a sample.
+pub(crate) fn simulate(
+    specs: &[Spec],
+    repeat: usize,
+    noise: f64,
+    speed: impl Fn(usize) -> f64,
+    slow: &[(&str, f64)],
+    seed: u64,
+) -> Profile {
+    let warmup = 10;
+    let mut rng = SplitMix64::new(seed);
+    let total = warmup + specs.len() * repeat;
+    let mut walls = Vec::with_capacity(total);
+    let mut samples = vec![(Vec::new(), Vec::new()); specs.len()];
+    for i in 0..total {
+        let m = speed(i);
+        let mut wall = 5_000.0;
+        for (k, spec) in specs.iter().enumerate() {
+            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            let factor = slow
+                .iter()
+                .find(|(name, _)| *name == spec.0)
+                .map_or(1.0, |s| s.1);
+            let t = spec.4 * factor * m * (1.0 + noise * (u - 0.5));
+            wall += t;
+            if i >= warmup && (i - warmup) / repeat == k {
+                samples[k].0.push(t.round() as u64);
+                samples[k].1.push(i as u32);
+            }
+        }
+        walls.push(wall.round() as u64);
+    }
+    let events = specs
+        .iter()
+        .zip(samples)
+        .enumerate()
+        .map(|(k, (spec, (s, it)))| event(spec, s, it, k as u32))
+        .collect();
+    profile(0, warmup as u32, repeat as u32, walls, events)
+}
+
+/// 25 events of 1µs to 400µs, like a small model's layers.
+pub(crate) fn model() -> Vec<Spec> {
+    let layers = [
+        ("embedding", 80_000.0),
+        ("bottom_mlp", 60_000.0),
+        ("interaction", 40_000.0),
+        ("top_mlp", 120_000.0),
+        ("loss", 3_000.0),
+    ];
+    let phases = ["fwd", "bwd", "update"];
+    let mut specs: Vec<Spec> = Vec::new();
+    let names = [
+        ["lookup", "lookup_grad", "sparse_update"],
+        ["bottom_forward", "bottom_backward", "bottom_update"],
+        ["interact", "interact_grad", "interact_update"],
+        ["top_forward", "top_backward", "top_update"],
+        ["loss", "loss_grad", "loss_update"],
+    ];
+    for (l, (layer, t)) in layers.iter().enumerate() {
+        for (p, phase) in phases.iter().enumerate() {
+            specs.push((
+                names[l][p],
+                Some(layer),
+                Some(phase),
+                0,
+                t * (1.0 + p as f64),
+            ));
+        }
+    }
+    // Repeated probes without a layer, told apart by occurrence.
+    for occ in 0..10 {
+        specs.push((
+            "linear",
+            None,
+            Some("fwd"),
+            occ,
+            1_000.0 + 3_000.0 * occ as f64,
+        ));
+    }
+    specs
+}
+
+fn steady(_: usize) -> f64 {
+    1.0
+}
+
+fn find<'a>(diff: &'a Diff, layer: &str, phase: &str) -> &'a EventDiff {
+    diff.events
+        .iter()
+        .find(|e| e.layer.as_deref() == Some(layer) && e.phase.as_deref() == Some(phase))
+        .unwrap()
+}
+
+#[test]
+fn same_distribution_is_no_change() {
+    let specs = model();
+    for seed in 0..4 {
+        let before = simulate(&specs, 50, 0.1, steady, &[], seed);
+        let after = simulate(&specs, 50, 0.1, steady, &[], seed + 100);
+        let d = diff(&before, &after, &DiffOptions::default());
+        assert_eq!(d.events.len(), specs.len());
+        assert!(!d.has_regression(), "{}", render(&d, Format::Table));
+        for e in std::iter::once(&d.iteration).chain(&d.events) {
+            assert!(
+                matches!(e.verdict, Verdict::NoChange | Verdict::WithinNoise),
+                "{}",
+                render(&d, Format::Table)
+            );
+            assert!(e.ci_low <= e.ratio && e.ratio <= e.ci_high, "{e:?}");
+        }
+        assert!(render(&d, Format::Table).ends_with("no regression\n"));
+    }
+}
+
+#[test]
+fn a_slower_layer_is_named_and_only_it() {
+    let specs = model();
+    let before = simulate(&specs, 50, 0.1, steady, &[], 1);
+    let target = specs[3 * 3 + 1];
+    assert_eq!(target.0, "top_backward");
+    let after = simulate(&specs, 50, 0.1, steady, &[(target.0, 1.3)], 2);
+    let d = diff(&before, &after, &DiffOptions::default());
+    let text = render(&d, Format::Table);
+    let regressed: Vec<&EventDiff> = d
+        .events
+        .iter()
+        .filter(|e| e.verdict == Verdict::Regressed)
+        .collect();
+    assert_eq!(regressed.len(), 1, "{text}");
+    assert_eq!(regressed[0].name, target.0);
+    assert_eq!(regressed[0].layer.as_deref(), Some("top_mlp"));
+    assert!((regressed[0].ratio - 1.3).abs() < 0.05, "{text}");
+    assert!(regressed[0].ci_low > 1.02 && regressed[0].p_adjusted < 0.05);
+    assert!(d
+        .events
+        .iter()
+        .all(|e| e.verdict != Verdict::Improved || e.name == target.0));
+    assert!(d.has_regression());
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with("1 regressed: top_mlp/bwd top_backward (+")
+            || last.starts_with("2 regressed: iteration (+"),
+        "{text}"
+    );
+    assert!(last.contains("top_mlp/bwd top_backward (+"), "{text}");
+}
+
+#[test]
+fn a_faster_layer_is_improved() {
+    let specs = model();
+    let before = simulate(&specs, 50, 0.1, steady, &[], 1);
+    let target = specs[0];
+    let after = simulate(&specs, 50, 0.1, steady, &[(target.0, 0.7)], 2);
+    let d = diff(&before, &after, &DiffOptions::default());
+    let e = find(&d, "embedding", "fwd");
+    assert_eq!(
+        e.verdict,
+        Verdict::Improved,
+        "{}",
+        render(&d, Format::Table)
+    );
+    assert!(e.ci_high < 0.98);
+    assert!(!d.has_regression());
+    assert!(render(&d, Format::Table).contains("1 improved: embedding/fwd lookup (-"));
+}
+
+#[test]
+fn a_tiny_change_with_many_samples_is_within_noise() {
+    // 1% slower, 2000 samples per event with 2% noise: certainly different, not by 2%.
+    let specs: Vec<Spec> = model().into_iter().take(6).collect();
+    let before = simulate(&specs, 2000, 0.02, steady, &[], 1);
+    let after = simulate(&specs, 2000, 0.02, steady, &[(specs[2].0, 1.01)], 2);
+    let d = diff(
+        &before,
+        &after,
+        &DiffOptions {
+            resamples: 500,
+            ..DiffOptions::default()
+        },
+    );
+    let e = find(&d, "embedding", "update");
+    assert_eq!(
+        e.verdict,
+        Verdict::WithinNoise,
+        "{}",
+        render(&d, Format::Table)
+    );
+    assert!(
+        e.p_adjusted < 1e-6 && e.ci_low > 1.0 && e.ci_high < 1.02,
+        "{e:?}"
+    );
+    assert!(!d.has_regression());
+    // And the same change with a 0.5% threshold is a regression.
+    let strict = DiffOptions {
+        threshold: 0.0025,
+        resamples: 500,
+        ..DiffOptions::default()
+    };
+    let d = diff(&before, &after, &strict);
+    assert_eq!(find(&d, "embedding", "update").verdict, Verdict::Regressed);
+}
+
+#[test]
+fn a_machine_slowdown_in_one_window_is_not_a_regression() {
+    // In the after run the machine ran 40% slower while top_mlp/fwd was measured (its
+    // window: iterations 10 + 9 x 50 .. 10 + 10 x 50), which also shows in the wall times.
+    let specs = model();
+    let before = simulate(&specs, 50, 0.1, steady, &[], 1);
+    let window = |i: usize| (460..510).contains(&i);
+    let after = simulate(
+        &specs,
+        50,
+        0.1,
+        |i| if window(i) { 1.4 } else { 1.0 },
+        &[],
+        2,
+    );
+    let d = diff(&before, &after, &DiffOptions::default());
+    let e = find(&d, "top_mlp", "fwd");
+    assert!(e.ratio > 1.3, "{e:?}");
+    assert_eq!(
+        e.verdict,
+        Verdict::NoChange,
+        "{}",
+        render(&d, Format::Table)
+    );
+    assert!(!d.has_regression(), "{}", render(&d, Format::Table));
+    // A slowdown over half the window is adjusted away sample by sample.
+    let half = |i: usize| (485..510).contains(&i);
+    let after = simulate(&specs, 50, 0.1, |i| if half(i) { 1.4 } else { 1.0 }, &[], 2);
+    let d = diff(&before, &after, &DiffOptions::default());
+    assert!(!d.has_regression(), "{}", render(&d, Format::Table));
+}
+
+#[test]
+fn a_slower_iteration_is_a_regression() {
+    let specs: Vec<Spec> = model().into_iter().take(8).collect();
+    let before = simulate(&specs, 50, 0.1, steady, &[], 1);
+    let after = simulate(&specs, 50, 0.1, |_| 1.1, &[], 2);
+    let d = diff(&before, &after, &DiffOptions::default());
+    assert_eq!(d.iteration.id, "iteration");
+    assert_eq!(d.iteration.before_n, 8 * 50);
+    assert!((d.iteration.ratio - 1.1).abs() < 0.02, "{:?}", d.iteration);
+    assert_eq!(d.iteration.verdict, Verdict::Regressed);
+    assert!(d.has_regression());
+}
+
+#[test]
+fn events_in_one_run_only_are_listed() {
+    let specs = model();
+    let before = simulate(&specs[..5], 20, 0.1, steady, &[], 1);
+    let after = simulate(&specs[2..7], 20, 0.1, steady, &[], 2);
+    let d = diff(&before, &after, &DiffOptions::default());
+    let names = |m: &[Missing]| m.iter().map(|m| m.id.clone()).collect::<Vec<_>>();
+    assert_eq!(d.events.len(), 3);
+    assert_eq!(
+        names(&d.only_before),
+        ["embedding::lookup", "embedding::lookup_grad"]
+    );
+    assert_eq!(
+        names(&d.only_after),
+        ["bottom_mlp::bottom_update", "interaction::interact"]
+    );
+    // In the after run's order.
+    assert_eq!(
+        d.events[0].id,
+        specs[2].1.map(|l| format!("{l}::{}", specs[2].0)).unwrap()
+    );
+    let text = render(&d, Format::Table);
+    assert!(
+        text.contains("only in before (2): lookup (embedding::lookup)"),
+        "{text}"
+    );
+    assert!(text.contains("only in after (2):"), "{text}");
+    let csv = render(&d, Format::Csv);
+    assert_eq!(
+        csv.lines().filter(|l| l.ends_with(",only before")).count(),
+        2
+    );
+    assert_eq!(
+        csv.lines().filter(|l| l.ends_with(",only after")).count(),
+        2
+    );
+}
+
+#[test]
+fn the_same_seed_gives_the_same_intervals() {
+    let specs: Vec<Spec> = model().into_iter().take(6).collect();
+    let before = simulate(&specs, 30, 0.2, steady, &[], 1);
+    let after = simulate(&specs, 30, 0.2, steady, &[], 2);
+    let one = diff(&before, &after, &DiffOptions::default());
+    let two = diff(&before, &after, &DiffOptions::default());
+    assert_eq!(render(&one, Format::Json), render(&two, Format::Json));
+    let other = diff(
+        &before,
+        &after,
+        &DiffOptions {
+            seed: 1,
+            ..DiffOptions::default()
+        },
+    );
+    assert_ne!(render(&one, Format::Json), render(&other, Format::Json));
+}
+
+#[test]
+fn missing_samples_and_iterations_are_handled() {
+    let spec: Spec = ("f", Some("l"), Some("fwd"), 0, 100.0);
+    let empty = profile(0, 0, 1, vec![], vec![event(&spec, vec![], vec![], 0)]);
+    let some = profile(
+        0,
+        0,
+        1,
+        vec![10, 10],
+        vec![event(&spec, vec![5, 6], vec![0, 7], 0)],
+    );
+    let d = diff(&empty, &some, &DiffOptions::default());
+    assert_eq!(d.events[0].verdict, Verdict::NoChange);
+    assert!(d.events[0].ratio.is_nan());
+    assert_eq!(d.iteration.verdict, Verdict::NoChange);
+    assert!(!d.has_regression());
+    let json: serde_json::Value = serde_json::from_str(&render(&d, Format::Json)).unwrap();
+    assert!(json["events"][0]["ratio"].is_null());
+    for format in [Format::Table, Format::Csv, Format::Markdown] {
+        assert!(!render(&d, format).is_empty());
+    }
+}
+
+#[test]
+fn renders_every_format() {
+    let specs = model();
+    let before = simulate(&specs, 50, 0.1, steady, &[], 1);
+    let after = simulate(&specs, 50, 0.1, steady, &[(specs[10].0, 1.5)], 2);
+    let d = diff(&before, &after, &DiffOptions::default());
+    let csv = render(&d, Format::Csv);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], render::CSV_HEADER);
+    assert_eq!(lines.len(), 2 + specs.len());
+    assert!(lines[1].starts_with("iteration,iteration,,,0,"));
+    assert!(lines.iter().all(|l| l.split(',').count() == 15));
+    assert!(csv.contains(",regressed\n"));
+    let json: serde_json::Value = serde_json::from_str(&render(&d, Format::Json)).unwrap();
+    assert_eq!(json["events"].as_array().unwrap().len(), specs.len());
+    assert_eq!(json["threshold"], 0.02);
+    assert!(json["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["verdict"] == "regressed"));
+    let md = render(&d, Format::Markdown);
+    assert!(md.starts_with("| layer | phase | name | occ |"));
+    assert!(md.contains("|---|"));
+    assert!(md.contains("regressed"));
+    let table = render(&d, Format::Table);
+    let header = table.lines().next().unwrap();
+    assert!(header.contains("verdict") && header.contains("95% CI"));
+    assert!(table.lines().nth(1).unwrap().contains("iteration"));
+    assert_eq!(Verdict::WithinNoise.as_str(), "within noise");
+    assert_eq!(
+        serde_json::to_value(Verdict::NoChange).unwrap(),
+        serde_json::json!("no_change")
+    );
+}
+
+#[test]
+fn many_events_need_a_stronger_p_value() {
+    // 10 events, 5 samples each, every one 30% slower and fully separated: p = 2 / C(10, 5)
+    // = 0.0079 alone, but 11 x 0.0079 = 0.087 after Holm: no event can be called.
+    let specs: Vec<Spec> = model().into_iter().take(10).collect();
+    let run = |factor: f64| {
+        let events = specs
+            .iter()
+            .enumerate()
+            .map(|(k, spec)| {
+                let samples = (0..5).map(|i| ((100 + i) as f64 * factor) as u64).collect();
+                event(spec, samples, (1..=5).collect(), k as u32)
+            })
+            .collect();
+        profile(0, 1, 5, vec![10_000; 6], events)
+    };
+    let d = diff(&run(1.0), &run(1.3), &DiffOptions::default());
+    for e in &d.events {
+        assert!((e.p_value - 2.0 / 252.0).abs() < 1e-9, "{e:?}");
+        assert!(e.p_adjusted > 0.05 && e.ci_low > 1.2, "{e:?}");
+        assert_eq!(e.verdict, Verdict::NoChange);
+    }
+    // With 6 samples each, 2 / C(12, 6) = 0.0022, x 11 = 0.024: all regressed.
+    let specs6 = specs.clone();
+    let run6 = |factor: f64| {
+        let events = specs6
+            .iter()
+            .enumerate()
+            .map(|(k, spec)| {
+                let samples = (0..6).map(|i| ((100 + i) as f64 * factor) as u64).collect();
+                event(spec, samples, (1..=6).collect(), k as u32)
+            })
+            .collect();
+        profile(0, 1, 6, vec![10_000; 7], events)
+    };
+    let d = diff(&run6(1.0), &run6(1.3), &DiffOptions::default());
+    assert!(d.events.iter().all(|e| e.verdict == Verdict::Regressed));
+}
+
+#[test]
+fn block_bootstrap_sees_slow_drifts() {
+    // A series whose level drifts slowly (a wave of 400 values) and the same values
+    // shuffled: the block interval of the first is much wider; with blocks of one value both
+    // agree with the plain bootstrap.
+    let mut rng = SplitMix64::new(5);
+    let drifting: Vec<f64> = (0..1000)
+        .map(|i| {
+            let level = 1000.0 + 300.0 * (i as f64 * std::f64::consts::TAU / 400.0).sin();
+            level + rng.below(50) as f64
+        })
+        .collect();
+    let mut shuffled = drifting.clone();
+    for i in (1..shuffled.len()).rev() {
+        shuffled.swap(i, rng.below(i + 1));
+    }
+    let width = |(lo, hi): (f64, f64)| hi - lo;
+    let blocked = block_bootstrap_median_ratio(&drifting, 50, &drifting, 50, 1000, 0.95, 1);
+    let iid = block_bootstrap_median_ratio(&shuffled, 50, &shuffled, 50, 1000, 0.95, 1);
+    assert!(blocked.0 < 1.0 && 1.0 < blocked.1, "{blocked:?}");
+    assert!(width(blocked) > 2.0 * width(iid), "{blocked:?} vs {iid:?}");
+    let ones = block_bootstrap_median_ratio(&drifting, 1, &shuffled, 1, 1000, 0.95, 1);
+    let plain = stats::bootstrap_median_ratio(&drifting, &shuffled, 1000, 0.95, 1);
+    assert!(
+        (width(ones) - width(plain)).abs() < 0.5 * width(plain),
+        "{ones:?} {plain:?}"
+    );
+    // Wander: small for the shuffled series, large for the drifting one, 0 for a constant.
+    let medians = |w: &[f64]| -> Vec<f64> { w.chunks(50).map(stats::median).collect() };
+    let (steady, drifts) = (wander(&medians(&shuffled)), wander(&medians(&drifting)));
+    assert!(
+        drifts > 0.15 && drifts > 3.0 * steady,
+        "{drifts} vs {steady}"
+    );
+    assert_eq!(wander(&[5.0; 10]), 0.0);
+    assert_eq!(wander(&[5.0, 6.0]), 0.0); // too few blocks
+}
+
+#[test]
+fn fast_enough_in_debug_builds() {
+    // ~30 events x 50 samples, 1500 iterations, 2000 resamples.
+    let mut specs = model();
+    for occ in 10..15 {
+        specs.push(("linear", None, Some("fwd"), occ, 50_000.0));
+    }
+    let before = simulate(&specs, 50, 0.1, steady, &[], 1);
+    let after = simulate(&specs, 50, 0.1, steady, &[], 2);
+    let start = std::time::Instant::now();
+    let d = diff(&before, &after, &DiffOptions::default());
+    let elapsed = start.elapsed();
+    assert_eq!(d.events.len(), 30);
+    eprintln!("diff of 30 events: {elapsed:?}");
+    assert!(elapsed.as_secs_f64() < 1.0, "{elapsed:?}");
+}

@@ -1,0 +1,454 @@
+//! `prof report`: one row per event (and per group) of a `prof.json`, and the end-of-run summary
+//! printed on stderr. Both are built here, by [`build`], so that they never disagree.
+//!
+//! # Definitions
+//!
+//! - **Measured iterations** are the iterations after warmup (index `>= run.warmup` in
+//!   `iterations.wall_ns`); if there are none (the program stopped during warmup), all
+//!   iterations. The iteration row (median, mean, p90, CV) describes them.
+//! - **Warmup baseline**: the median wall time of the warmup iterations, leaving out iteration 0
+//!   (it includes the program's start-up). It therefore needs `run.warmup >= 2` and at least one
+//!   such iteration in the file; otherwise there is no baseline and no perturbation is reported.
+//! - **Calls per iteration**: 1 for an ordinary (probe, occurrence) event; for a merged event
+//!   (which holds every run of its probe from `occurrence` on), `stats.count` divided by the
+//!   number of distinct iterations in its `sample_iters` (at least 1).
+//! - **median, mean, min, max, stddev, p90** are the event's `stats` (exact even for merged
+//!   events, except median and p90, which come from a bounded sample), in nanoseconds.
+//!   **CV** (coefficient of variation) is `stddev / mean` (0 when the mean is 0).
+//! - **Total** is the event's time per iteration: `mean × calls per iteration`.
+//! - **Self**: the children of an event are the events whose `parent` is its `order` (the parent
+//!   is learned during warmup: the event that was running on the same thread when this one
+//!   started). `self = max(0, total - Σ children's total)`. A merged event's parent is that of
+//!   its first run, so self times around merged events are approximate.
+//! - **Depth**: the number of ancestors reached by following `parent` (0: top level). A parent
+//!   that is not in the file ends the chain; a cycle is followed only once.
+//! - **Share**: `total / mean measured iteration` (normally between 0 and 1; shares of nested
+//!   events overlap with their parents').
+//! - **Noisy**: `CV > cv_threshold` (default 0.25) with at least two samples. Such an event's
+//!   numbers move too much from one run to the next to be trusted without more repeats.
+//! - **Perturbation of an event**: the median wall time of the iterations in which the event was
+//!   armed (the distinct values of its `sample_iters`) over the warmup baseline, minus 1. In
+//!   `trace` mode every event is armed in every measured iteration, so all events show the same.
+//! - **Overall perturbation**: the median wall time of the measured iterations over the warmup
+//!   baseline (reported as `ratio`); `flagged` when `ratio - 1 > perturbation_threshold` (default
+//!   0.05). Absent without a baseline or without an iteration after warmup.
+//! - **Groups** (`--group-by layer|phase|layer,phase`): events are grouped by their `layer`, their
+//!   `phase`, or both (`"top_mlp/bwd"`); an event without the field goes in the group `"-"`
+//!   (`"-/bwd"` for a missing layer with both). A group's total is the sum of the totals of its
+//!   members whose ancestors include no other member of the same group, so that nesting is never
+//!   counted twice; its self is the sum of its members' self times; its calls per iteration the
+//!   sum of its members'. Totals of different groups may overlap (an event of one group may run
+//!   inside an event of another); self times do not.
+//! - **Sorting**: `order` (execution order), `median` (descending median), `total` (descending
+//!   total); ties keep execution order. Groups are always sorted by descending total.
+//!
+//! # Formats
+//!
+//! - `table`: a header (program, mode, iterations, perturbation), the events as aligned columns
+//!   in human units (names indented by depth when the rows are in execution order), then, after
+//!   a blank line, the groups, then a legend. Noisy events are marked `!` in the last column.
+//! - `csv`: one header row, then one row per event and one per group, told apart by the first
+//!   column, `row_type` (`event` or `group`). Group rows fill `calls_per_iter`, `total_ns`,
+//!   `self_ns`, `share`, `group` and `events`, and leave the event columns empty. Times are in
+//!   nanoseconds, ratios (`cv`, `share`, `perturbation`) as fractions, absent values empty.
+//! - `json`: the whole [`Report`], pretty-printed; times in nanoseconds.
+//! - `markdown`: the header as a paragraph, the events and the groups as pipe tables, the legend.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::{stats, text};
+use crate::analysis::Format;
+use crate::output::json::{Event, Profile};
+
+/// What [`ReportOptions::group_by`] groups events by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupBy {
+    /// The `layer` key.
+    Layer,
+    /// The `phase` key.
+    Phase,
+    /// Both, as `layer/phase`.
+    LayerPhase,
+}
+
+/// The order of the event rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SortBy {
+    /// Execution order (`order`).
+    #[default]
+    Order,
+    /// Descending median.
+    Median,
+    /// Descending total time per iteration.
+    Total,
+}
+
+/// How [`build`] makes a report.
+#[derive(Clone, Debug)]
+pub struct ReportOptions {
+    /// Also make one row per group (`None`: no group rows).
+    pub group_by: Option<GroupBy>,
+    /// The order of the event rows.
+    pub sort: SortBy,
+    /// Events whose coefficient of variation is above this are flagged noisy (default 0.25).
+    pub cv_threshold: f64,
+    /// The overall perturbation is flagged above this fraction (default 0.05, that is 5%).
+    pub perturbation_threshold: f64,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            group_by: None,
+            sort: SortBy::Order,
+            cv_threshold: 0.25,
+            perturbation_threshold: 0.05,
+        }
+    }
+}
+
+/// One event of the report. Times in nanoseconds; see the module documentation for the
+/// definitions.
+#[derive(Clone, Debug, Serialize)]
+pub struct EventRow {
+    /// Position in the iteration's execution order.
+    pub order: u32,
+    /// The probe's id.
+    pub id: String,
+    /// The probe's name.
+    pub name: String,
+    /// The `layer` key.
+    pub layer: Option<String>,
+    /// The `phase` key.
+    pub phase: Option<String>,
+    /// Which run of the probe within an iteration (the first one held, when merged).
+    pub occurrence: u32,
+    /// True when the event holds every run of its probe from `occurrence` on.
+    pub merged: bool,
+    /// The `order` of the enclosing event, if any.
+    pub parent: Option<u32>,
+    /// Nesting depth following the parents (0: top level).
+    pub depth: u32,
+    /// Number of runs measured (`stats.count`).
+    pub samples: u64,
+    /// Runs per iteration.
+    pub calls_per_iter: f64,
+    /// Median duration of one run.
+    pub median_ns: f64,
+    /// Mean duration of one run.
+    pub mean_ns: f64,
+    /// Shortest run.
+    pub min_ns: f64,
+    /// Longest run.
+    pub max_ns: f64,
+    /// Sample standard deviation of the runs.
+    pub stddev_ns: f64,
+    /// 90th percentile of the runs.
+    pub p90_ns: f64,
+    /// Coefficient of variation, `stddev / mean`.
+    pub cv: f64,
+    /// Time per iteration: `mean × calls_per_iter`.
+    pub total_ns: f64,
+    /// Total minus the children's totals (never negative).
+    pub self_ns: f64,
+    /// `total_ns` over the mean measured iteration.
+    pub share: f64,
+    /// `cv` above the threshold (with at least two samples).
+    pub noisy: bool,
+    /// Median wall time of the iterations this event was armed in over the warmup baseline,
+    /// minus 1; `None` without a baseline or armed iteration.
+    pub perturbation: Option<f64>,
+}
+
+/// One group of events (see [`GroupBy`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupRow {
+    /// `top_mlp`, `bwd` or `top_mlp/bwd`; `-` stands for a missing field.
+    pub key: String,
+    /// Number of events in the group.
+    pub events: usize,
+    /// Sum of the members' calls per iteration.
+    pub calls_per_iter: f64,
+    /// Time per iteration, nesting within the group counted once.
+    pub total_ns: f64,
+    /// Sum of the members' self times.
+    pub self_ns: f64,
+    /// `total_ns` over the mean measured iteration.
+    pub share: f64,
+}
+
+/// The iterations of the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct IterationRow {
+    /// Iterations completed (`iterations.count`).
+    pub count: u64,
+    /// Warmup iterations asked for (`run.warmup`).
+    pub warmup: u32,
+    /// Measured iterations (after warmup, or all if none is).
+    pub measured: u64,
+    /// Median wall time of the measured iterations.
+    pub median_ns: f64,
+    /// Mean wall time of the measured iterations.
+    pub mean_ns: f64,
+    /// 90th percentile of the measured iterations.
+    pub p90_ns: f64,
+    /// Coefficient of variation of the measured iterations.
+    pub cv: f64,
+}
+
+/// The profiler's own effect on the iteration time.
+#[derive(Clone, Debug, Serialize)]
+pub struct Perturbation {
+    /// Median warmup iteration, iteration 0 left out.
+    pub warmup_median_ns: f64,
+    /// Median measured iteration.
+    pub armed_median_ns: f64,
+    /// `armed_median_ns / warmup_median_ns`.
+    pub ratio: f64,
+    /// `ratio - 1` above the threshold.
+    pub flagged: bool,
+}
+
+/// A report on one profile: what [`render`] prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// The program's name.
+    pub program: String,
+    /// `sample` or `trace`.
+    pub mode: String,
+    /// False when the program ended before the schedule completed.
+    pub complete: bool,
+    /// Duration of an empty measurement, included in every sample.
+    pub timer_floor_ns: u64,
+    /// The measured iterations.
+    pub iteration: IterationRow,
+    /// Measured iterations against warmup; `None` without a usable warmup iteration.
+    pub perturbation: Option<Perturbation>,
+    /// The events, sorted as asked.
+    pub events: Vec<EventRow>,
+    /// The groups, by descending total; empty unless grouping was asked for.
+    pub groups: Vec<GroupRow>,
+    /// The CV threshold the `noisy` flags were set with.
+    pub cv_threshold: f64,
+}
+
+/// Median warmup iteration, leaving out iteration 0 (start-up); `None` if there is none or it
+/// is 0.
+fn warmup_baseline(profile: &Profile) -> Option<f64> {
+    let walls = &profile.iterations.wall_ns;
+    let end = (profile.run.warmup as usize).min(walls.len());
+    if end < 2 {
+        return None;
+    }
+    let base = stats::median(&stats::as_f64(&walls[1..end]));
+    (base > 0.0).then_some(base)
+}
+
+/// Index of each event's parent in `events` (`None`: top level, missing or itself).
+fn parent_indices(events: &[Event]) -> Vec<Option<usize>> {
+    let mut by_order: HashMap<u32, usize> = HashMap::new();
+    for (i, e) in events.iter().enumerate() {
+        by_order.entry(e.order).or_insert(i);
+    }
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            e.parent
+                .and_then(|p| by_order.get(&p).copied())
+                .filter(|&j| j != i)
+        })
+        .collect()
+}
+
+/// The ancestors of event `i`, nearest first, each at most once.
+fn ancestors(i: usize, parents: &[Option<usize>]) -> Vec<usize> {
+    let mut seen = HashSet::from([i]);
+    let mut chain = Vec::new();
+    let mut cur = parents[i];
+    while let Some(j) = cur {
+        if !seen.insert(j) {
+            break;
+        }
+        chain.push(j);
+        cur = parents[j];
+    }
+    chain
+}
+
+fn group_key(e: &Event, by: GroupBy) -> String {
+    let field = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());
+    match by {
+        GroupBy::Layer => field(&e.layer),
+        GroupBy::Phase => field(&e.phase),
+        GroupBy::LayerPhase => format!("{}/{}", field(&e.layer), field(&e.phase)),
+    }
+}
+
+fn ratio_or_zero(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+/// Computes the report of a profile (see the module documentation for every definition).
+pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
+    let walls = &profile.iterations.wall_ns;
+    let measured = stats::as_f64(crate::analysis::measured_walls(profile));
+    let measured_sorted = stats::sorted(&measured);
+    let iteration = IterationRow {
+        count: profile.iterations.count,
+        warmup: profile.run.warmup,
+        measured: measured.len() as u64,
+        median_ns: stats::quantile_sorted(&measured_sorted, 0.5),
+        mean_ns: stats::mean(&measured),
+        p90_ns: stats::quantile_sorted(&measured_sorted, 0.9),
+        cv: stats::cv(&measured),
+    };
+    let iter_mean = iteration.mean_ns;
+    let baseline = warmup_baseline(profile);
+    let after_warmup = walls.len() > profile.run.warmup as usize;
+    let perturbation = baseline.filter(|_| after_warmup).map(|base| {
+        let armed = iteration.median_ns;
+        let ratio = armed / base;
+        Perturbation {
+            warmup_median_ns: base,
+            armed_median_ns: armed,
+            ratio,
+            flagged: ratio - 1.0 > options.perturbation_threshold,
+        }
+    });
+
+    let events = &profile.events;
+    let parents = parent_indices(events);
+    let chains: Vec<Vec<usize>> = (0..events.len()).map(|i| ancestors(i, &parents)).collect();
+
+    let mut rows: Vec<EventRow> = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let s = &e.stats;
+            let armed: Vec<u32> = {
+                let mut v = e.sample_iters.clone();
+                v.sort_unstable();
+                v.dedup();
+                v
+            };
+            let calls_per_iter = if e.merged {
+                s.count as f64 / armed.len().max(1) as f64
+            } else {
+                1.0
+            };
+            let mean_ns = s.mean_ns as f64;
+            let stddev_ns = s.stddev_ns as f64;
+            let cv = ratio_or_zero(stddev_ns, mean_ns);
+            let total_ns = mean_ns * calls_per_iter;
+            let armed_walls: Vec<f64> = armed
+                .iter()
+                .filter_map(|&it| walls.get(it as usize).map(|&w| w as f64))
+                .collect();
+            let perturbation = match baseline {
+                Some(base) if !armed_walls.is_empty() => {
+                    Some(stats::median(&armed_walls) / base - 1.0)
+                }
+                _ => None,
+            };
+            EventRow {
+                order: e.order,
+                id: e.id.clone(),
+                name: e.name.clone(),
+                layer: e.layer.clone(),
+                phase: e.phase.clone(),
+                occurrence: e.occurrence,
+                merged: e.merged,
+                parent: e.parent,
+                depth: chains[i].len() as u32,
+                samples: s.count,
+                calls_per_iter,
+                median_ns: s.median_ns as f64,
+                mean_ns,
+                min_ns: s.min_ns as f64,
+                max_ns: s.max_ns as f64,
+                stddev_ns,
+                p90_ns: s.p90_ns as f64,
+                cv,
+                total_ns,
+                self_ns: 0.0,
+                share: ratio_or_zero(total_ns, iter_mean),
+                noisy: s.count >= 2 && cv > options.cv_threshold,
+                perturbation,
+            }
+        })
+        .collect();
+
+    let mut children_total = vec![0.0; rows.len()];
+    for (i, p) in parents.iter().enumerate() {
+        if let Some(j) = *p {
+            children_total[j] += rows[i].total_ns;
+        }
+    }
+    for (row, children) in rows.iter_mut().zip(&children_total) {
+        row.self_ns = (row.total_ns - children).max(0.0);
+    }
+
+    let mut groups: Vec<GroupRow> = Vec::new();
+    if let Some(by) = options.group_by {
+        let keys: Vec<String> = events.iter().map(|e| group_key(e, by)).collect();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        for (i, key) in keys.iter().enumerate() {
+            let g = *index.entry(key.as_str()).or_insert_with(|| {
+                groups.push(GroupRow {
+                    key: key.clone(),
+                    events: 0,
+                    calls_per_iter: 0.0,
+                    total_ns: 0.0,
+                    self_ns: 0.0,
+                    share: 0.0,
+                });
+                groups.len() - 1
+            });
+            let row = &rows[i];
+            let group = &mut groups[g];
+            group.events += 1;
+            group.calls_per_iter += row.calls_per_iter;
+            group.self_ns += row.self_ns;
+            if !chains[i].iter().any(|&a| keys[a] == *key) {
+                group.total_ns += row.total_ns;
+            }
+        }
+        for group in &mut groups {
+            group.share = ratio_or_zero(group.total_ns, iter_mean);
+        }
+        groups.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns));
+    }
+
+    rows.sort_by_key(|r| r.order);
+    match options.sort {
+        SortBy::Order => {}
+        SortBy::Median => rows.sort_by(|a, b| b.median_ns.total_cmp(&a.median_ns)),
+        SortBy::Total => rows.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns)),
+    }
+
+    Report {
+        program: profile.run.program.clone(),
+        mode: profile.run.mode.clone(),
+        complete: profile.complete,
+        timer_floor_ns: profile.run.timer_floor_ns,
+        iteration,
+        perturbation,
+        events: rows,
+        groups,
+        cv_threshold: options.cv_threshold,
+    }
+}
+
+mod render;
+pub use render::{human_ns, render, summary};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,462 @@
+//! Rendering a [`Report`] as a table, CSV, JSON or Markdown, and the end-of-run summary.
+
+use super::*;
+
+/// A duration for people: `850ns`, `12.3µs`, `4.56ms`, `1.20s`.
+pub fn human_ns(ns: f64) -> String {
+    if !ns.is_finite() {
+        return "-".to_owned();
+    }
+    let a = ns.abs();
+    if a < 999.5 {
+        format!("{ns:.0}ns")
+    } else if a < 999_950.0 {
+        format!("{:.1}µs", ns / 1e3)
+    } else if a < 999_995_000.0 {
+        format!("{:.2}ms", ns / 1e6)
+    } else {
+        format!("{:.2}s", ns / 1e9)
+    }
+}
+
+/// A fraction as a percentage with one decimal: `0.067` → `6.7%`.
+fn percent(v: f64) -> String {
+    format!("{:.1}%", 100.0 * v)
+}
+
+/// A signed percentage: `+1.2%`, `-0.3%`.
+fn signed_percent(v: f64) -> String {
+    format!("{:+.1}%", 100.0 * v)
+}
+
+/// Calls per iteration: `1`, or `2.50` when not whole.
+fn calls(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{}", v.round() as i64)
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A number for CSV: at most `digits` decimals, trailing zeros dropped.
+fn num(v: f64, digits: usize) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    let s = format!("{v:.digits$}");
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    };
+    if s == "-0" {
+        "0".to_owned()
+    } else {
+        s
+    }
+}
+
+fn opt(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "-".to_owned())
+}
+
+/// Aligned lines: the first `left` columns left-aligned, the others right-aligned; each line
+/// starts with two spaces.
+fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
+    text::aligned(headers, rows, left)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn status(report: &Report) -> &'static str {
+    if report.complete {
+        "complete"
+    } else {
+        "INCOMPLETE (the program ended before the schedule did)"
+    }
+}
+
+fn headline(report: &Report) -> String {
+    let it = &report.iteration;
+    format!(
+        "{}: {} mode, {} iterations ({} warmup, {} measured), {} events, {}",
+        report.program,
+        report.mode,
+        it.count,
+        it.warmup,
+        it.measured,
+        report.events.len(),
+        status(report)
+    )
+}
+
+fn iteration_line(report: &Report) -> String {
+    let it = &report.iteration;
+    format!(
+        "iteration: median {}, mean {}, p90 {}, cv {}",
+        human_ns(it.median_ns),
+        human_ns(it.mean_ns),
+        human_ns(it.p90_ns),
+        percent(it.cv)
+    )
+}
+
+fn perturbation_line(report: &Report) -> String {
+    match &report.perturbation {
+        Some(p) => format!(
+            "perturbation: median iteration {} while measuring vs {} in warmup ({}){}",
+            human_ns(p.armed_median_ns),
+            human_ns(p.warmup_median_ns),
+            signed_percent(p.ratio - 1.0),
+            if p.flagged {
+                ", FLAGGED: the profiler may be distorting this program's timing"
+            } else {
+                ""
+            }
+        ),
+        None => "perturbation: unknown (needs 2 or more warmup iterations and one after them)"
+            .to_owned(),
+    }
+}
+
+fn noisy_line(report: &Report) -> String {
+    let noisy: Vec<&EventRow> = report.events.iter().filter(|e| e.noisy).collect();
+    if noisy.is_empty() {
+        format!("no noisy event (cv above {})", percent(report.cv_threshold))
+    } else {
+        let names: Vec<String> = noisy
+            .iter()
+            .take(5)
+            .map(|e| format!("{}#{}", e.name, e.occurrence))
+            .collect();
+        let more = if noisy.len() > 5 {
+            format!(", +{} more", noisy.len() - 5)
+        } else {
+            String::new()
+        };
+        format!(
+            "! {} noisy event{} (cv above {}; repeat more to trust them): {}{more}",
+            noisy.len(),
+            if noisy.len() == 1 { "" } else { "s" },
+            percent(report.cv_threshold),
+            names.join(", ")
+        )
+    }
+}
+
+fn legend(report: &Report) -> String {
+    format!(
+        "! = noisy (cv above {}); calls = runs per iteration; total = mean x calls; self = total \
+         minus nested events' totals; share = total / mean iteration; perturb = median iteration \
+         while the event was armed / median warmup iteration - 1; every sample includes the \
+         timer's own {} (an empty measurement)",
+        percent(report.cv_threshold),
+        human_ns(report.timer_floor_ns as f64)
+    )
+}
+
+const EVENT_HEADERS: [&str; 17] = [
+    "layer", "phase", "name", "occ", "calls", "median", "mean", "min", "max", "stddev", "p90",
+    "cv", "total", "self", "share", "perturb", "",
+];
+const GROUP_HEADERS: [&str; 6] = ["group", "events", "calls", "total", "self", "share"];
+
+fn occ(e: &EventRow) -> String {
+    if e.merged {
+        format!("{}+", e.occurrence)
+    } else {
+        e.occurrence.to_string()
+    }
+}
+
+/// The human cells of an event row (`indent`: indent the name by depth).
+fn event_cells(e: &EventRow, indent: bool) -> Vec<String> {
+    let times = |v: f64| {
+        if e.samples == 0 {
+            "-".to_owned()
+        } else {
+            human_ns(v)
+        }
+    };
+    let name = if indent {
+        format!("{}{}", "  ".repeat(e.depth as usize), e.name)
+    } else {
+        e.name.clone()
+    };
+    vec![
+        opt(&e.layer),
+        opt(&e.phase),
+        name,
+        occ(e),
+        calls(e.calls_per_iter),
+        times(e.median_ns),
+        times(e.mean_ns),
+        times(e.min_ns),
+        times(e.max_ns),
+        times(e.stddev_ns),
+        times(e.p90_ns),
+        if e.samples == 0 {
+            "-".to_owned()
+        } else {
+            percent(e.cv)
+        },
+        times(e.total_ns),
+        times(e.self_ns),
+        percent(e.share),
+        e.perturbation
+            .map(signed_percent)
+            .unwrap_or_else(|| "-".to_owned()),
+        if e.noisy { "!" } else { "" }.to_owned(),
+    ]
+}
+
+fn group_cells(g: &GroupRow) -> Vec<String> {
+    vec![
+        g.key.clone(),
+        g.events.to_string(),
+        calls(g.calls_per_iter),
+        human_ns(g.total_ns),
+        human_ns(g.self_ns),
+        percent(g.share),
+    ]
+}
+
+fn in_execution_order(report: &Report) -> bool {
+    report.events.windows(2).all(|w| w[0].order < w[1].order)
+}
+
+fn render_table(report: &Report) -> String {
+    let mut lines = vec![
+        headline(report),
+        iteration_line(report),
+        perturbation_line(report),
+    ];
+    let indent = in_execution_order(report);
+    let rows: Vec<Vec<String>> = report
+        .events
+        .iter()
+        .map(|e| event_cells(e, indent))
+        .collect();
+    lines.extend(aligned(&EVENT_HEADERS, &rows, 3));
+    if !report.groups.is_empty() {
+        lines.push(String::new());
+        let rows: Vec<Vec<String>> = report.groups.iter().map(group_cells).collect();
+        lines.extend(aligned(&GROUP_HEADERS, &rows, 1));
+    }
+    lines.push(String::new());
+    lines.push(legend(report));
+    lines.join("\n") + "\n"
+}
+
+pub(super) const CSV_HEADERS: [&str; 26] = [
+    "row_type",
+    "order",
+    "id",
+    "name",
+    "layer",
+    "phase",
+    "occurrence",
+    "merged",
+    "parent",
+    "depth",
+    "samples",
+    "calls_per_iter",
+    "median_ns",
+    "mean_ns",
+    "min_ns",
+    "max_ns",
+    "stddev_ns",
+    "p90_ns",
+    "cv",
+    "total_ns",
+    "self_ns",
+    "share",
+    "noisy",
+    "perturbation",
+    "group",
+    "events",
+];
+
+fn render_csv(report: &Report) -> String {
+    let mut out = CSV_HEADERS.join(",") + "\n";
+    for e in &report.events {
+        let cells = [
+            "event".to_owned(),
+            e.order.to_string(),
+            text::csv_field(&e.id),
+            text::csv_field(&e.name),
+            text::csv_field(e.layer.as_deref().unwrap_or("")),
+            text::csv_field(e.phase.as_deref().unwrap_or("")),
+            e.occurrence.to_string(),
+            e.merged.to_string(),
+            e.parent.map(|p| p.to_string()).unwrap_or_default(),
+            e.depth.to_string(),
+            e.samples.to_string(),
+            num(e.calls_per_iter, 6),
+            num(e.median_ns, 3),
+            num(e.mean_ns, 3),
+            num(e.min_ns, 3),
+            num(e.max_ns, 3),
+            num(e.stddev_ns, 3),
+            num(e.p90_ns, 3),
+            num(e.cv, 6),
+            num(e.total_ns, 3),
+            num(e.self_ns, 3),
+            num(e.share, 6),
+            e.noisy.to_string(),
+            e.perturbation.map(|p| num(p, 6)).unwrap_or_default(),
+            String::new(),
+            String::new(),
+        ];
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    for g in &report.groups {
+        let mut cells = vec![String::new(); CSV_HEADERS.len()];
+        cells[0] = "group".to_owned();
+        cells[11] = num(g.calls_per_iter, 6);
+        cells[19] = num(g.total_ns, 3);
+        cells[20] = num(g.self_ns, 3);
+        cells[21] = num(g.share, 6);
+        cells[24] = text::csv_field(&g.key);
+        cells[25] = g.events.to_string();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn md_table(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
+    let row = |cells: Vec<String>| format!("| {} |", cells.join(" | "));
+    let mut out = vec![row(headers.iter().map(|h| text::md_cell(h)).collect())];
+    out.push(format!(
+        "|{}|",
+        (0..headers.len())
+            .map(|i| if i < left { ":---" } else { "---:" })
+            .collect::<Vec<_>>()
+            .join("|")
+    ));
+    for r in rows {
+        out.push(row(r.iter().map(|c| text::md_cell(c)).collect()));
+    }
+    out
+}
+
+fn render_markdown(report: &Report) -> String {
+    let mut lines = vec![
+        format!("**{}**", text::md_cell(&headline(report))),
+        String::new(),
+        text::md_cell(&iteration_line(report)),
+        String::new(),
+        text::md_cell(&perturbation_line(report)),
+        String::new(),
+    ];
+    let rows: Vec<Vec<String>> = report
+        .events
+        .iter()
+        .map(|e| event_cells(e, false))
+        .collect();
+    let mut headers = EVENT_HEADERS;
+    headers[16] = "noisy";
+    lines.extend(md_table(&headers, &rows, 3));
+    if !report.groups.is_empty() {
+        lines.push(String::new());
+        let rows: Vec<Vec<String>> = report.groups.iter().map(group_cells).collect();
+        lines.extend(md_table(&GROUP_HEADERS, &rows, 1));
+    }
+    lines.push(String::new());
+    lines.push(text::md_cell(&legend(report)));
+    lines.join("\n") + "\n"
+}
+
+/// Prints a report: an aligned table in human units, CSV (times in nanoseconds, `row_type`
+/// column), pretty JSON of the whole [`Report`], or Markdown tables. The text ends with a
+/// newline.
+pub fn render(report: &Report, format: Format) -> String {
+    match format {
+        Format::Table => render_table(report),
+        Format::Csv => render_csv(report),
+        Format::Json => match serde_json::to_string_pretty(report) {
+            Ok(s) => s + "\n",
+            Err(e) => format!("{{\"error\": \"cannot encode the report: {e}\"}}\n"),
+        },
+        Format::Markdown => render_markdown(report),
+    }
+}
+
+/// The end-of-run summary printed on stderr (one row per event in execution order; a header
+/// with mode, iterations, events, median iteration, complete or INCOMPLETE; a footnote with
+/// what share means, the timer floor, noisy events, the perturbation, and `results in {path}`).
+/// No trailing newline.
+pub fn summary(profile: &Profile, path: &str) -> String {
+    let report = build(profile, &ReportOptions::default());
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "profiler-core: {} mode, {} iterations ({} warmup), {} events, median iteration {}, {}",
+        report.mode,
+        report.iteration.count,
+        report.iteration.warmup,
+        report.events.len(),
+        human_ns(report.iteration.median_ns),
+        status(&report)
+    );
+    let headers = [
+        "layer", "phase", "name", "occ", "samples", "median", "mean", "min", "max", "share", "",
+    ];
+    let rows: Vec<Vec<String>> = report
+        .events
+        .iter()
+        .map(|e| {
+            let times = |v: f64| {
+                if e.samples == 0 {
+                    "-".to_owned()
+                } else {
+                    human_ns(v)
+                }
+            };
+            vec![
+                opt(&e.layer),
+                opt(&e.phase),
+                e.name.clone(),
+                occ(e),
+                e.samples.to_string(),
+                times(e.median_ns),
+                times(e.mean_ns),
+                times(e.min_ns),
+                times(e.max_ns),
+                if e.samples == 0 {
+                    "-".to_owned()
+                } else {
+                    percent(e.share)
+                },
+                if e.noisy { "!" } else { "" }.to_owned(),
+            ]
+        })
+        .collect();
+    for line in aligned(&headers, &rows, 3) {
+        let _ = writeln!(out, "{line}");
+    }
+    if report.iteration.count == 0 {
+        let _ = writeln!(
+            out,
+            "  (no iteration completed: call profiler_core::step() at the end of each iteration)"
+        );
+    } else if report.events.is_empty() {
+        let _ = writeln!(out, "  (no event was measured)");
+    }
+    let _ = writeln!(
+        out,
+        "  share = mean x calls per iteration / mean iteration; every sample includes the \
+         timer's own {} (an empty measurement)",
+        human_ns(report.timer_floor_ns as f64)
+    );
+    let _ = writeln!(out, "  {}", noisy_line(&report));
+    let _ = writeln!(out, "  {}", perturbation_line(&report));
+    let _ = write!(
+        out,
+        "  results in {path} (`prof report {path}` for self times, p90, groups)"
+    );
+    out
+}

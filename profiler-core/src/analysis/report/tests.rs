@@ -1,0 +1,536 @@
+//! Unit tests of `analysis::report`.
+
+use super::*;
+use crate::output::json::{Iterations, Run, Stats};
+
+/// An event with durations `samples` taken in iterations `iters`.
+fn ev(
+    order: u32,
+    name: &str,
+    layer: Option<&str>,
+    parent: Option<u32>,
+    samples: &[u64],
+    iters: &[u32],
+) -> Event {
+    Event {
+        id: format!("m::{name}"),
+        name: name.to_owned(),
+        layer: layer.map(str::to_owned),
+        phase: Some("fwd".to_owned()),
+        kind: "fn".to_owned(),
+        module: "m".to_owned(),
+        file: "m.rs".to_owned(),
+        line: 1,
+        occurrence: 0,
+        order,
+        device: None,
+        stream: None,
+        merged: false,
+        parent,
+        samples_ns: samples.to_vec(),
+        offsets_ns: vec![0; samples.len()],
+        sample_iters: iters.to_vec(),
+        stats: Stats::of(samples),
+    }
+}
+
+/// An event of one sample of `ns`, armed in iteration 2.
+fn flat(order: u32, name: &str, layer: Option<&str>, parent: Option<u32>, ns: u64) -> Event {
+    ev(order, name, layer, parent, &[ns], &[2])
+}
+
+fn profile(warmup: u32, walls: &[u64], events: Vec<Event>) -> Profile {
+    Profile {
+        schema: crate::output::json::SCHEMA.to_owned(),
+        complete: true,
+        run: Run {
+            program: "toy".to_owned(),
+            pid: 1,
+            host: "h".to_owned(),
+            rank: 0,
+            mode: "sample".to_owned(),
+            filter: String::new(),
+            warmup,
+            repeat: 1,
+            clock: "fake".to_owned(),
+            max_events: 4096,
+            timer_floor_ns: 20,
+            profiler_version: "0".to_owned(),
+        },
+        iterations: Iterations {
+            count: walls.len() as u64,
+            wall_ns: walls.to_vec(),
+        },
+        events,
+    }
+}
+
+/// A -> {B -> D, C}; E top level. Means 100, 30, 20, 10, 40.
+fn nested() -> Profile {
+    profile(
+        2,
+        &[1000, 1000, 1000, 1000],
+        vec![
+            flat(0, "a", Some("m"), None, 100),
+            flat(1, "b", Some("m"), Some(0), 30),
+            flat(2, "d", None, Some(1), 10),
+            flat(3, "c", None, Some(0), 20),
+            flat(4, "e", Some("m"), None, 40),
+        ],
+    )
+}
+
+fn by_name<'a>(r: &'a Report, name: &str) -> &'a EventRow {
+    r.events.iter().find(|e| e.name == name).unwrap()
+}
+
+#[test]
+fn calls_per_iteration_of_merged_events() {
+    let mut merged = ev(
+        0,
+        "sgd",
+        None,
+        None,
+        &[10, 20, 30, 40, 50, 60],
+        &[2, 2, 2, 3, 3, 3],
+    );
+    merged.merged = true;
+    let plain = ev(1, "p", None, None, &[10, 30], &[4, 5]);
+    let r = build(
+        &profile(2, &[9, 9, 9, 9, 9, 9], vec![merged, plain]),
+        &ReportOptions::default(),
+    );
+    let sgd = by_name(&r, "sgd");
+    assert_eq!(sgd.calls_per_iter, 3.0);
+    assert_eq!(sgd.mean_ns, 35.0);
+    assert_eq!(sgd.total_ns, 105.0);
+    assert_eq!(by_name(&r, "p").calls_per_iter, 1.0);
+    assert_eq!(by_name(&r, "p").total_ns, 20.0);
+    // A merged event with no sample: no division by zero.
+    let mut empty = ev(0, "x", None, None, &[], &[]);
+    empty.merged = true;
+    let r = build(&profile(0, &[5], vec![empty]), &ReportOptions::default());
+    assert_eq!(r.events[0].calls_per_iter, 0.0);
+    assert_eq!(r.events[0].total_ns, 0.0);
+}
+
+#[test]
+fn self_time_subtracts_children_totals() {
+    let r = build(&nested(), &ReportOptions::default());
+    let selfs: Vec<(&str, f64, f64)> = r
+        .events
+        .iter()
+        .map(|e| (e.name.as_str(), e.total_ns, e.self_ns))
+        .collect();
+    assert_eq!(
+        selfs,
+        [
+            ("a", 100.0, 50.0),
+            ("b", 30.0, 20.0),
+            ("d", 10.0, 10.0),
+            ("c", 20.0, 20.0),
+            ("e", 40.0, 40.0)
+        ]
+    );
+    // Children longer than their parent (other iterations, noise): self never negative.
+    let p = profile(
+        0,
+        &[100],
+        vec![
+            flat(0, "p", None, None, 10),
+            flat(1, "k", None, Some(0), 15),
+        ],
+    );
+    let r = build(&p, &ReportOptions::default());
+    assert_eq!(by_name(&r, "p").self_ns, 0.0);
+    // A merged child counts with all its calls.
+    let mut kid = ev(1, "k", None, Some(0), &[10, 10, 10, 10], &[0, 0, 1, 1]);
+    kid.merged = true;
+    let p = profile(0, &[100, 100], vec![flat(0, "p", None, None, 50), kid]);
+    let r = build(&p, &ReportOptions::default());
+    assert_eq!(by_name(&r, "p").self_ns, 30.0);
+}
+
+#[test]
+fn depth_follows_parents_and_survives_cycles() {
+    let r = build(&nested(), &ReportOptions::default());
+    let depths: Vec<u32> = r.events.iter().map(|e| e.depth).collect();
+    assert_eq!(depths, [0, 1, 2, 1, 0]);
+    let p = profile(
+        0,
+        &[100],
+        vec![
+            flat(0, "x", None, Some(1), 10),
+            flat(1, "y", None, Some(0), 10),
+            flat(2, "orphan", None, Some(99), 10),
+            flat(3, "me", None, Some(3), 10),
+        ],
+    );
+    let r = build(&p, &ReportOptions::default());
+    let depths: Vec<u32> = r.events.iter().map(|e| e.depth).collect();
+    assert_eq!(depths, [1, 1, 0, 0]);
+    assert_eq!(by_name(&r, "orphan").self_ns, 10.0);
+    assert_eq!(by_name(&r, "me").self_ns, 10.0);
+}
+
+#[test]
+fn groups_do_not_count_nesting_twice() {
+    let options = ReportOptions {
+        group_by: Some(GroupBy::Layer),
+        ..ReportOptions::default()
+    };
+    let r = build(&nested(), &options);
+    let groups: Vec<(&str, usize, f64, f64)> = r
+        .groups
+        .iter()
+        .map(|g| (g.key.as_str(), g.events, g.total_ns, g.self_ns))
+        .collect();
+    // m: a (100, holding b) + e (40); self 50 + 20 + 40. "-": d and c, not nested in each
+    // other (d's ancestors are b and a, both in m).
+    assert_eq!(groups, [("m", 3, 140.0, 110.0), ("-", 2, 30.0, 30.0)]);
+    // The mean measured iteration is 1000.
+    assert!((r.groups[0].share - 0.14).abs() < 1e-12);
+    assert_eq!(r.groups[0].calls_per_iter, 3.0);
+
+    // A member nested in a member through an event of another group is still nested.
+    let p = profile(
+        0,
+        &[1000],
+        vec![
+            flat(0, "a", Some("m"), None, 100),
+            flat(1, "k", Some("n"), Some(0), 60),
+            flat(2, "g", Some("m"), Some(1), 50),
+        ],
+    );
+    let r = build(&p, &options);
+    assert_eq!(r.groups[0].key, "m");
+    assert_eq!(r.groups[0].total_ns, 100.0);
+    assert_eq!(r.groups[0].self_ns, 40.0 + 50.0);
+
+    let r = build(
+        &nested(),
+        &ReportOptions {
+            group_by: Some(GroupBy::LayerPhase),
+            ..ReportOptions::default()
+        },
+    );
+    let keys: Vec<&str> = r.groups.iter().map(|g| g.key.as_str()).collect();
+    assert_eq!(keys, ["m/fwd", "-/fwd"]);
+    let r = build(
+        &nested(),
+        &ReportOptions {
+            group_by: Some(GroupBy::Phase),
+            ..ReportOptions::default()
+        },
+    );
+    assert_eq!(r.groups.len(), 1);
+    assert_eq!(r.groups[0].key, "fwd");
+    assert_eq!(r.groups[0].total_ns, 140.0);
+    assert!(build(&nested(), &ReportOptions::default())
+        .groups
+        .is_empty());
+}
+
+#[test]
+fn noisy_events_are_flagged_above_the_threshold() {
+    let p = profile(
+        0,
+        &[100],
+        vec![
+            ev(0, "steady", None, None, &[100, 100, 101], &[0, 0, 0]),
+            ev(1, "wild", None, None, &[10, 100, 1000], &[0, 0, 0]),
+            ev(2, "one", None, None, &[100], &[0]),
+        ],
+    );
+    let r = build(&p, &ReportOptions::default());
+    assert!(!by_name(&r, "steady").noisy);
+    assert!(by_name(&r, "wild").noisy);
+    assert!(!by_name(&r, "one").noisy);
+    let wild = by_name(&r, "wild");
+    assert!((wild.cv - wild.stddev_ns / wild.mean_ns).abs() < 1e-12);
+    let r = build(
+        &p,
+        &ReportOptions {
+            cv_threshold: 10.0,
+            ..ReportOptions::default()
+        },
+    );
+    assert!(!by_name(&r, "wild").noisy);
+    assert_eq!(r.cv_threshold, 10.0);
+}
+
+#[test]
+fn perturbation_compares_armed_iterations_with_warmup() {
+    // Iteration 0 (start-up) is left out of the baseline: median(100, 110) = 105.
+    let walls = [1000, 100, 110, 120, 130, 140, 200];
+    let e = ev(0, "a", None, None, &[1, 2, 3], &[3, 3, 4]);
+    let p = profile(3, &walls, vec![e.clone()]);
+    let r = build(&p, &ReportOptions::default());
+    let it = &r.iteration;
+    assert_eq!((it.count, it.warmup, it.measured), (7, 3, 4));
+    assert_eq!(it.median_ns, 135.0);
+    assert_eq!(it.mean_ns, 147.5);
+    let pert = r.perturbation.as_ref().unwrap();
+    assert_eq!(pert.warmup_median_ns, 105.0);
+    assert_eq!(pert.armed_median_ns, 135.0);
+    assert!((pert.ratio - 135.0 / 105.0).abs() < 1e-12);
+    assert!(pert.flagged);
+    // Armed in iterations 3 and 4: median(120, 130) = 125.
+    let event = r.events[0].perturbation.unwrap();
+    assert!((event - (125.0 / 105.0 - 1.0)).abs() < 1e-12);
+    let r = build(
+        &p,
+        &ReportOptions {
+            perturbation_threshold: 0.5,
+            ..ReportOptions::default()
+        },
+    );
+    assert!(!r.perturbation.unwrap().flagged);
+    // Share uses the mean measured iteration.
+    assert!((r.events[0].share - 2.0 / 147.5).abs() < 1e-12);
+
+    // No usable warmup iteration: no perturbation.
+    for warmup in [0, 1] {
+        let r = build(
+            &profile(warmup, &walls, vec![e.clone()]),
+            &ReportOptions::default(),
+        );
+        assert!(r.perturbation.is_none());
+        assert!(r.events[0].perturbation.is_none());
+    }
+    // Stopped during warmup: every iteration is "measured", nothing to compare.
+    let r = build(&profile(10, &walls, vec![]), &ReportOptions::default());
+    assert_eq!(r.iteration.measured, 7);
+    assert!(r.perturbation.is_none());
+}
+
+#[test]
+fn sort_orders() {
+    let p = profile(
+        0,
+        &[1000],
+        vec![
+            ev(2, "c", None, None, &[50, 50], &[0, 0]),
+            ev(0, "a", None, None, &[10, 10], &[0, 0]),
+            ev(1, "b", None, None, &[30, 30, 300], &[0, 0, 0]),
+            {
+                let mut m = ev(3, "m", None, None, &[20, 20, 20, 20], &[0, 0, 0, 0]);
+                m.merged = true;
+                m
+            },
+        ],
+    );
+    let names = |sort| {
+        build(
+            &p,
+            &ReportOptions {
+                sort,
+                ..ReportOptions::default()
+            },
+        )
+        .events
+        .iter()
+        .map(|e| e.name.clone())
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(names(SortBy::Order), ["a", "b", "c", "m"]);
+    assert_eq!(names(SortBy::Median), ["c", "b", "m", "a"]);
+    // b: mean 120; m: 20 ns x 4 calls per iteration = 80.
+    assert_eq!(names(SortBy::Total), ["b", "m", "c", "a"]);
+    let p = profile(
+        0,
+        &[1000],
+        vec![
+            flat(0, "a", Some("x"), None, 10),
+            flat(1, "b", Some("y"), None, 30),
+            flat(2, "c", Some("z"), None, 20),
+        ],
+    );
+    let r = build(
+        &p,
+        &ReportOptions {
+            group_by: Some(GroupBy::Layer),
+            ..ReportOptions::default()
+        },
+    );
+    let keys: Vec<&str> = r.groups.iter().map(|g| g.key.as_str()).collect();
+    assert_eq!(keys, ["y", "z", "x"]);
+}
+
+/// Splits one CSV line, honouring quotes.
+fn csv_split(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                fields.last_mut().unwrap().push('"');
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => fields.push(String::new()),
+            c => fields.last_mut().unwrap().push(c),
+        }
+    }
+    fields
+}
+
+fn grouped(p: &Profile) -> Report {
+    build(
+        p,
+        &ReportOptions {
+            group_by: Some(GroupBy::Layer),
+            ..ReportOptions::default()
+        },
+    )
+}
+
+#[test]
+fn csv_has_a_header_and_one_row_per_event_and_group() {
+    let mut p = nested();
+    p.events[0].name = "a,\"b\"".to_owned();
+    let r = grouped(&p);
+    let text = render(&r, Format::Csv);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + 5 + 2);
+    let header = csv_split(lines[0]);
+    assert_eq!(header, render::CSV_HEADERS);
+    for line in &lines[1..] {
+        assert_eq!(csv_split(line).len(), header.len(), "{line}");
+    }
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let first = csv_split(lines[1]);
+    assert_eq!(first[col("row_type")], "event");
+    assert_eq!(first[col("name")], "a,\"b\"");
+    assert_eq!(first[col("total_ns")], "100");
+    assert_eq!(first[col("self_ns")], "50");
+    assert_eq!(first[col("share")], "0.1");
+    assert_eq!(first[col("perturbation")], "0");
+    let group = csv_split(lines[6]);
+    assert_eq!(group[col("row_type")], "group");
+    assert_eq!(group[col("group")], "m");
+    assert_eq!(group[col("total_ns")], "140");
+    assert_eq!(group[col("events")], "3");
+    assert_eq!(group[col("name")], "");
+    // Without groups, only events.
+    let text = render(&build(&p, &ReportOptions::default()), Format::Csv);
+    assert_eq!(text.lines().count(), 6);
+}
+
+#[test]
+fn json_is_the_whole_report() {
+    let r = grouped(&nested());
+    let text = render(&r, Format::Json);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["program"], "toy");
+    assert_eq!(v["mode"], "sample");
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["iteration"]["measured"], 2);
+    assert_eq!(v["events"].as_array().unwrap().len(), 5);
+    assert_eq!(v["events"][0]["self_ns"], 50.0);
+    assert_eq!(v["events"][1]["parent"], 0);
+    assert_eq!(v["events"][2]["depth"], 2);
+    for field in [
+        "calls_per_iter",
+        "p90_ns",
+        "cv",
+        "share",
+        "noisy",
+        "perturbation",
+    ] {
+        assert!(v["events"][0].get(field).is_some(), "{field}");
+    }
+    assert_eq!(v["groups"][0]["key"], "m");
+    assert_eq!(v["groups"][0]["total_ns"], 140.0);
+    assert_eq!(v["perturbation"]["ratio"], 1.0);
+    assert_eq!(v["cv_threshold"], 0.25);
+}
+
+#[test]
+fn markdown_has_pipe_tables() {
+    let mut p = nested();
+    p.events[0].name = "a|b".to_owned();
+    let text = render(&grouped(&p), Format::Markdown);
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("| layer | phase | name"))
+        .unwrap();
+    let columns = lines[header].matches(" | ").count() + 1;
+    assert!(
+        lines[header + 1].starts_with("|:---|"),
+        "{}",
+        lines[header + 1]
+    );
+    assert_eq!(lines[header + 1].matches('|').count(), columns + 1);
+    assert!(lines[header + 2].contains("a\\|b"));
+    for line in &lines[header + 2..header + 7] {
+        assert_eq!(line.replace("\\|", "").matches('|').count(), columns + 1);
+    }
+    assert_eq!(lines[header + 7], "");
+    assert!(lines[header + 8].starts_with("| group |"));
+    assert!(lines[header + 9].starts_with("|:---|---:|"));
+}
+
+#[test]
+fn table_is_aligned_and_marks_noisy_events() {
+    let mut p = nested();
+    p.events
+        .push(ev(5, "wild", None, None, &[10, 100, 1000], &[2, 2, 2]));
+    let text = render(&grouped(&p), Format::Table);
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines.iter().position(|l| l.contains("name")).unwrap();
+    assert!(lines[header].contains("self") && lines[header].contains("p90"));
+    // Six events, then a blank line and the group table.
+    let events = &lines[header + 1..header + 7];
+    assert!(events[5].contains("wild") && events[5].ends_with('!'));
+    assert!(!events[0].ends_with('!'));
+    // Nested names are indented by depth.
+    assert!(events[2].contains("    d"));
+    // The numbers are right-aligned: every row ends its median column at the same place.
+    let median_end = lines[header].find("median").unwrap() + "median".len();
+    for row in events {
+        assert_ne!(row.as_bytes()[median_end - 1], b' ', "{row}");
+    }
+    assert_eq!(lines[header + 7], "");
+    assert!(lines[header + 8].trim_start().starts_with("group"));
+    assert!(text.contains("! = noisy (cv above 25.0%)"));
+    assert!(text.contains("toy: sample mode"));
+}
+
+#[test]
+fn summary_says_complete_or_incomplete() {
+    let mut p = nested();
+    let text = summary(&p, "out/prof.json");
+    assert!(text.starts_with("profiler-core: sample mode, 4 iterations (2 warmup), 5 events"));
+    assert!(text.contains(", complete"));
+    assert!(!text.contains("INCOMPLETE"));
+    assert!(text.contains("share"));
+    assert!(text.contains("results in out/prof.json"));
+    assert!(text.contains("20ns"));
+    assert!(!text.ends_with('\n'));
+    // One row per event, in execution order.
+    let names: Vec<&str> = text
+        .lines()
+        .skip(2)
+        .take(5)
+        .map(|l| l.split_whitespace().nth(2).unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b", "d", "c", "e"]);
+    p.complete = false;
+    assert!(summary(&p, "prof.json").contains("INCOMPLETE"));
+    let empty = profile(0, &[], vec![]);
+    assert!(summary(&empty, "prof.json").contains("no iteration completed"));
+}
+
+#[test]
+fn human_units() {
+    assert_eq!(human_ns(850.0), "850ns");
+    assert_eq!(human_ns(12_345.0), "12.3µs");
+    assert_eq!(human_ns(4_560_000.0), "4.56ms");
+    assert_eq!(human_ns(1_200_000_000.0), "1.20s");
+    assert_eq!(human_ns(999.7), "1.0µs");
+    assert_eq!(human_ns(999_990.0), "1.00ms");
+    assert_eq!(human_ns(0.0), "0ns");
+}

@@ -1,0 +1,277 @@
+//! Unit tests of `analysis::trace`.
+
+use super::*;
+use crate::output::json::{Iterations, Run, Stats, SCHEMA};
+
+fn event(order: u32, name: &str, parent: Option<u32>) -> Event {
+    Event {
+        id: format!("t::{name}"),
+        name: name.into(),
+        layer: Some("l".into()),
+        phase: Some("fwd".into()),
+        kind: "fn".into(),
+        module: "t".into(),
+        file: "t.rs".into(),
+        line: 1,
+        occurrence: 0,
+        order,
+        device: None,
+        stream: None,
+        merged: false,
+        parent,
+        samples_ns: vec![],
+        offsets_ns: vec![],
+        sample_iters: vec![],
+        stats: Stats::default(),
+    }
+}
+
+fn with_samples(mut e: Event, samples: &[(u32, u64, u64)]) -> Event {
+    e.sample_iters = samples.iter().map(|s| s.0).collect();
+    e.offsets_ns = samples.iter().map(|s| s.1).collect();
+    e.samples_ns = samples.iter().map(|s| s.2).collect();
+    e.stats = Stats::of(&e.samples_ns);
+    e
+}
+
+fn profile(mode: &str, warmup: u32, repeat: u32, walls: Vec<u64>, events: Vec<Event>) -> Profile {
+    Profile {
+        schema: SCHEMA.into(),
+        complete: true,
+        run: Run {
+            program: "prog".into(),
+            pid: 42,
+            host: "h".into(),
+            rank: 3,
+            mode: mode.into(),
+            filter: String::new(),
+            warmup,
+            repeat,
+            clock: "fake".into(),
+            max_events: 4096,
+            timer_floor_ns: 0,
+            profiler_version: "0".into(),
+        },
+        iterations: Iterations {
+            count: walls.len() as u64,
+            wall_ns: walls,
+        },
+        events,
+    }
+}
+
+/// A drawn span: name, track (`pid * 1_000_000 + tid`), start and end (ns), args.
+type Span = (String, u64, u64, u64, Value);
+
+/// The X events, in the document's order.
+fn spans(trace: &Value) -> Vec<Span> {
+    trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| {
+            let ts = (e["ts"].as_f64().unwrap() * 1000.0).round() as u64;
+            let dur = (e["dur"].as_f64().unwrap() * 1000.0).round() as u64;
+            let track = e["pid"].as_u64().unwrap() * 1_000_000 + e["tid"].as_u64().unwrap();
+            let name = e["name"].as_str().unwrap().to_string();
+            (name, track, ts, ts + dur, e["args"].clone())
+        })
+        .collect()
+}
+
+/// On each track, every two spans are disjoint or nested.
+fn assert_nested(trace: &Value) {
+    let s = spans(trace);
+    for a in &s {
+        for b in &s {
+            if a.1 == b.1 && !std::ptr::eq(a, b) {
+                let disjoint = a.3 <= b.2 || b.3 <= a.2;
+                let nested = (a.2 <= b.2 && b.3 <= a.3) || (b.2 <= a.2 && a.3 <= b.3);
+                assert!(disjoint || nested, "{a:?} and {b:?} overlap");
+            }
+        }
+    }
+}
+
+#[test]
+fn trace_mode_draws_each_iteration_at_its_start() {
+    let a = with_samples(event(0, "a", None), &[(1, 10, 50), (2, 20, 40)]);
+    let b = with_samples(event(1, "b", Some(0)), &[(1, 15, 5), (2, 25, 10)]);
+    let p = profile("trace", 1, 2, vec![1000, 100, 200], vec![a, b]);
+    let t = chrome_trace(&p);
+    assert_eq!(t["distributedInfo"]["rank"], 3);
+    assert_eq!(t["otherData"]["time_zero_ns"], 1000);
+    let s = spans(&t);
+    let names: Vec<(&str, u64, u64)> = s.iter().map(|x| (x.0.as_str(), x.2, x.3)).collect();
+    assert_eq!(
+        names,
+        vec![
+            ("ProfilerStep#1", 0, 100),
+            ("a", 10, 60),
+            ("b", 15, 20),
+            ("ProfilerStep#2", 100, 300),
+            ("a", 120, 160),
+            ("b", 125, 135),
+        ]
+    );
+    // All on `main` (tid 1 of pid 42).
+    assert!(s.iter().all(|x| x.1 == 42_000_001));
+    assert_eq!(s[1].4["iteration"], 1);
+    assert_eq!(s[1].4["layer"], "l");
+    assert_nested(&t);
+}
+
+#[test]
+fn concurrent_events_get_their_own_track() {
+    // b starts inside a and ends after it: another thread.
+    let a = with_samples(event(0, "a", None), &[(0, 10, 50)]);
+    let b = with_samples(event(1, "b", None), &[(0, 30, 50)]);
+    let c = with_samples(event(2, "c", Some(1)), &[(0, 35, 10)]);
+    let p = profile("trace", 0, 1, vec![100], vec![a, b, c]);
+    let t = chrome_trace(&p);
+    let s = spans(&t);
+    let tid = |n: &str| s.iter().find(|x| x.0 == n).unwrap().1 % 1_000_000;
+    assert_eq!((tid("a"), tid("b"), tid("c")), (1, 2, 2));
+    let names: Vec<&str> = t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["main", "concurrent 1"]);
+    assert_nested(&t);
+}
+
+#[test]
+fn sample_mode_draws_one_consistent_average_iteration() {
+    // Medians that disagree: b starts before a ends, b's child starts before b and ends
+    // after it, and d is longer than its parent.
+    let a = with_samples(event(0, "a", None), &[(5, 100, 300)]);
+    let b = with_samples(event(1, "b", None), &[(6, 350, 200)]);
+    let c = with_samples(event(2, "c", Some(1)), &[(7, 200, 150)]);
+    let d = with_samples(event(3, "d", Some(1)), &[(8, 500, 500)]);
+    let p = profile("sample", 2, 1, vec![9, 9, 1000, 900, 800], vec![a, b, c, d]);
+    let t = chrome_trace(&p);
+    let s = spans(&t);
+    let got: Vec<(&str, u64, u64)> = s.iter().map(|x| (x.0.as_str(), x.2, x.3)).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("ProfilerStep#0", 0, 900),
+            ("a", 100, 400),
+            ("b", 400, 600),
+            ("c", 400, 550),
+            ("d", 550, 600),
+        ]
+    );
+    assert_eq!(s[0].4["median_wall_ns"], 900);
+    assert_eq!(s[4].4["median_ns"], 500);
+    assert_nested(&t);
+}
+
+#[test]
+fn sample_mode_step_stretches_to_hold_the_events() {
+    let a = with_samples(event(0, "a", None), &[(1, 50, 500)]);
+    let p = profile("sample", 1, 1, vec![9, 100], vec![a]);
+    let s = spans(&chrome_trace(&p));
+    assert_eq!((s[0].2, s[0].3), (0, 550));
+}
+
+#[test]
+fn gpu_events_go_on_stream_tracks() {
+    let mut a = with_samples(event(0, "a", None), &[(0, 10, 20)]);
+    a.device = Some(1);
+    a.stream = Some("7".into());
+    let mut b = with_samples(event(1, "b", None), &[(0, 10, 20)]);
+    b.device = Some(1);
+    b.stream = Some("copy".into());
+    let c = with_samples(event(2, "c", None), &[(0, 0, 90)]);
+    let p = profile("trace", 0, 1, vec![100], vec![a, b, c]);
+    let t = chrome_trace(&p);
+    let s = spans(&t);
+    let at = |n: &str| s.iter().find(|x| x.0 == n).unwrap().clone();
+    assert_eq!(at("a").1, 1_000_007);
+    assert_eq!(at("b").1, 1_000_008);
+    assert_eq!(at("b").4["stream"], 8);
+    assert_eq!(at("b").4["stream_name"], "copy");
+    assert_eq!(at("c").1, 42_000_001);
+    let evs = t["traceEvents"].as_array().unwrap();
+    let x = evs.iter().find(|e| e["name"] == "a").unwrap();
+    assert_eq!(x["cat"], GPU_CATEGORY);
+    assert!(evs
+        .iter()
+        .any(|e| e["name"] == "process_name" && e["pid"] == 1 && e["args"]["name"] == "GPU 1"));
+    assert!(evs.iter().any(|e| e["name"] == "thread_name"
+        && e["tid"] == 8
+        && e["args"]["name"] == "stream copy"));
+}
+
+#[test]
+fn ts_plus_dur_is_the_end_to_the_last_bit() {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut exact = 0;
+    for i in 0..200_000u64 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let start = if i % 2 == 0 {
+            state % 10_000_000_000
+        } else {
+            state % 100_000
+        };
+        let end = start + (state >> 40) % 5_000_000;
+        let (ts, dur) = ts_dur(start, end);
+        let end_f = end as f64 / 1000.0;
+        assert_eq!(ts, start as f64 / 1000.0);
+        assert!(ts + dur <= end_f, "{start} {end}");
+        if end - start <= start {
+            assert_eq!(ts + dur, end_f, "{start} {end}");
+        }
+        exact += usize::from(ts + dur == end_f);
+        // Perfetto's reading (llround of microseconds times 1000) gives the nanoseconds back.
+        assert_eq!((ts * 1000.0).round() as u64, start);
+        assert_eq!((dur * 1000.0).round() as u64, end - start);
+    }
+    assert!(exact > 190_000, "{exact}");
+    assert_eq!(ts_dur(5, 5), (0.005, 0.0));
+}
+
+#[test]
+fn cpu_pid_avoids_zero_and_devices() {
+    let mut a = with_samples(event(0, "a", None), &[(0, 10, 20)]);
+    a.device = Some(1);
+    let mut p = profile("trace", 0, 1, vec![100], vec![a]);
+    p.run.pid = 0;
+    let t = chrome_trace(&p);
+    let step = t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "ProfilerStep#0")
+        .unwrap();
+    assert_eq!(step["pid"], 2);
+}
+
+#[test]
+fn empty_profile_still_has_steps_and_names() {
+    let p = profile("trace", 1, 2, vec![10, 20, 30], vec![]);
+    let t = chrome_trace(&p);
+    let s = spans(&t);
+    let names: Vec<&str> = s.iter().map(|x| x.0.as_str()).collect();
+    assert_eq!(names, vec!["ProfilerStep#1", "ProfilerStep#2"]);
+    let p = profile("sample", 1, 2, vec![], vec![]);
+    assert_eq!(spans(&chrome_trace(&p)).len(), 1);
+}
+
+#[test]
+fn incomplete_iteration_ends_with_its_last_sample() {
+    let a = with_samples(event(0, "a", None), &[(0, 10, 20), (1, 5, 30)]);
+    let p = profile("trace", 0, 5, vec![100], vec![a]);
+    let s = spans(&chrome_trace(&p));
+    let step1 = s.iter().find(|x| x.0 == "ProfilerStep#1").unwrap();
+    assert_eq!((step1.2, step1.3), (100, 135));
+    assert_eq!(s[0].2, 0);
+    assert_eq!(step1.4["incomplete"], true);
+}
