@@ -4,9 +4,9 @@
 //! distribution of each event's samples, the average iteration as a timeline and, when a
 //! baseline is given, the comparison with it.
 //!
-//! The numbers come from [`report::build`](super::report::build) and
-//! [`diff::diff`](super::diff::diff), exactly as `prof report` and `prof diff` print them; the
-//! page only lays them out. They are embedded as JSON in a
+//! The numbers come from [`report::build`] and [`diff::diff`], exactly as `prof report` and
+//! `prof diff` print them; the page adds only each event's median start offset (for the
+//! timeline) and the samples themselves (for the histograms). They are embedded as JSON in a
 //! `<script type="application/json" id="data">` element (every `<`, `>` and `&` written as a
 //! `\u` escape, so no string from the profile can end the element), and the page's script builds
 //! the document from them with DOM calls (text nodes only, never markup from data). Without
@@ -27,6 +27,7 @@ use std::fmt::Write;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::diff::{self, DiffOptions};
 use super::report::{self, EventRow, GroupBy, GroupRow, ReportOptions};
 use super::{event_key, stats};
 use crate::output::json::{Event, Profile, Run};
@@ -238,7 +239,8 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
     };
 
     let diff = baseline.map(|before| {
-        tmp_diff(before, profile) // TMP-DIFF
+        serde_json::to_value(diff::diff(before, profile, &DiffOptions::default()))
+            .unwrap_or(Value::Null)
     });
 
     PageData {
@@ -256,53 +258,6 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
         baseline: baseline.map(RunInfo::of),
         diff,
     }
-}
-
-// TMP-DIFF: development stand-in until analysis::diff exists.
-fn tmp_diff(before: &Profile, after: &Profile) -> Value {
-    let b = report::build(before, &ReportOptions::default());
-    let a = report::build(after, &ReportOptions::default());
-    let mk = |id: &str,
-              name: &str,
-              layer: &Option<String>,
-              phase: &Option<String>,
-              occ: u32,
-              bm: f64,
-              am: f64| {
-        let r = if bm > 0.0 { am / bm } else { f64::NAN };
-        let v = if r > 1.05 {
-            "slower"
-        } else if r < 0.95 {
-            "faster"
-        } else {
-            "unchanged"
-        };
-        serde_json::json!({"id": id, "name": name, "layer": layer, "phase": phase, "occurrence": occ,
-          "before_n": 50, "after_n": 50, "before_median_ns": bm, "after_median_ns": am,
-          "ratio": r, "ci_low": r * 0.93, "ci_high": r * 1.08, "p_value": 0.01, "p_adjusted": 0.04, "verdict": v})
-    };
-    let events: Vec<Value> = a
-        .events
-        .iter()
-        .filter_map(|e| {
-            let o = b
-                .events
-                .iter()
-                .find(|x| x.id == e.id && x.occurrence == e.occurrence)?;
-            Some(mk(
-                &e.id,
-                &e.name,
-                &e.layer,
-                &e.phase,
-                e.occurrence,
-                o.median_ns,
-                e.median_ns,
-            ))
-        })
-        .collect();
-    serde_json::json!({"iteration": mk("iteration", "iteration", &None, &None, 0, b.iteration.median_ns, a.iteration.median_ns),
-      "events": events, "only_before": [], "only_after": [{"id": "x::y", "name": "new_thing", "layer": "mlp", "phase": null, "occurrence": 0, "median_ns": 1234.0}],
-      "threshold": 0.05, "alpha": 0.05})
 }
 
 /// Text for HTML content or a quoted attribute value.

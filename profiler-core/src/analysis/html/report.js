@@ -52,9 +52,9 @@
     v = num(v);
     if (v === null) { return '–'; }
     var a = Math.abs(v);
-    if (a < 1e3) { return Math.round(v) + 'ns'; }
-    if (a < 1e6) { return (v / 1e3).toFixed(1) + 'µs'; }
-    if (a < 1e9) { return (v / 1e6).toFixed(2) + 'ms'; }
+    if (a < 999.5) { return Math.round(v) + 'ns'; }
+    if (a < 999950) { return (v / 1e3).toFixed(1) + 'µs'; }
+    if (a < 999995000) { return (v / 1e6).toFixed(2) + 'ms'; }
     return (v / 1e9).toFixed(2) + 's';
   }
   function fmtPct(f, digits) {
@@ -62,6 +62,7 @@
     if (f === null) { return '–'; }
     return (f * 100).toFixed(digits === undefined ? 1 : digits) + '%';
   }
+  function fmtCi(a, b) { return num(a) === null && num(b) === null ? '–' : fmtRatio(a) + ' – ' + fmtRatio(b); }
   function fmtRatio(r) { r = num(r); return r === null ? '–' : r.toFixed(3) + '×'; }
   function fmtNum(v, d) {
     v = num(v);
@@ -112,6 +113,9 @@
     if (/fast|improv|better/.test(s)) { return 'faster'; }
     return 'neutral';
   }
+  function verdictText(v) { return v === null || v === undefined ? '–' : String(v).replace(/_/g, ' '); }
+  // An event that was never measured has no times (the report's zeros are placeholders).
+  function nsIfSampled(e, v) { return num(e.samples) ? fmtNs(v) : '–'; }
   function eventLabel(e) {
     var occ = num(e.occurrence);
     return String(e.name === undefined ? e.id : e.name) + (occ ? ' #' + occ : '');
@@ -123,8 +127,17 @@
   var rep = D.report || {};
   var it = rep.iteration || {};
   var events = arr(rep.events);
-  var phaseGroups = arr(D.groups && D.groups.phase);
-  var layerGroups = arr(D.groups && D.groups.layer);
+  // The report names a missing layer or phase '-'; the page calls it (none) everywhere.
+  function groupsOf(xs) {
+    return arr(xs).map(function (g) {
+      var c = {};
+      Object.keys(g).forEach(function (k) { c[k] = g[k]; });
+      c.key = g.key === '-' ? NONE : g.key;
+      return c;
+    });
+  }
+  var phaseGroups = groupsOf(D.groups && D.groups.phase);
+  var layerGroups = groupsOf(D.groups && D.groups.layer);
   var root = document.getElementById('app');
 
   var phaseColor = colorMap(phaseGroups.map(function (g) { return keyOf(g.key); })
@@ -170,9 +183,10 @@
     root.appendChild(card);
     var p = rep.perturbation;
     var tiles = [
-      tile('Median iteration', fmtNs(it.median_ns), 'mean ' + fmtNs(it.mean_ns) + ' · p90 ' + fmtNs(it.p90_ns)),
+      num(it.measured) ? tile('Median iteration', fmtNs(it.median_ns), 'mean ' + fmtNs(it.mean_ns) + ' · p90 ' + fmtNs(it.p90_ns))
+        : tile('Median iteration', '–', 'no iteration completed'),
       tile('Iterations', fmtNum(it.count), fmtNum(it.warmup) + ' warmup · ' + fmtNum(it.measured) + ' measured'),
-      tile('Iteration CV', fmtPct(it.cv), 'standard deviation / mean', num(it.cv) !== null && num(rep.cv_threshold) !== null && it.cv > rep.cv_threshold ? 'warn' : null),
+      tile('Iteration CV', num(it.measured) ? fmtPct(it.cv) : '–', 'standard deviation / mean', num(it.cv) !== null && num(rep.cv_threshold) !== null && it.cv > rep.cv_threshold ? 'warn' : null),
       tile('Events', fmtNum(events.length), events.filter(function (e) { return e.noisy; }).length + ' noisy (CV > ' + fmtPct(rep.cv_threshold, 0) + ')'),
       tile('Timer floor', fmtNs(rep.timer_floor_ns === undefined ? run.timer_floor_ns : rep.timer_floor_ns), 'included in every sample'),
       p ? tile('Perturbation', fmtRatio(p.ratio), 'armed median ' + fmtNs(p.armed_median_ns) + ' vs warmup ' + fmtNs(p.warmup_median_ns) + (p.flagged ? ' — measuring slows the loop' : ''), p.flagged ? 'warn' : null)
@@ -237,27 +251,40 @@
   function stackedBar(title, groups, colors) {
     var box = el('div', null, el('h3', { text: title }));
     if (!groups.length) { box.appendChild(el('p', { 'class': 'empty', text: 'No events.' })); return box; }
+    var iter = num(it.mean_ns);
+    var selfShare = function (g) { return iter && iter > 0 ? Math.max(0, num(g.self_ns) || 0) / iter : 0; };
+    var rows = groups.slice().sort(function (a, b) { return selfShare(b) - selfShare(a); });
+    var sum = rows.reduce(function (m, g) { return m + selfShare(g); }, 0);
+    var scale = sum > 1 ? 1 / sum : 1;
     var bar = el('div', { 'class': 'stack' });
     var list = el('ul', { 'class': 'legend' });
-    var sum = 0;
-    groups.slice().sort(function (a, b) { return (num(b.share) || 0) - (num(a.share) || 0); }).forEach(function (g) {
-      var k = keyOf(g.key), share = Math.max(0, num(g.share) || 0);
-      sum += share;
-      var label = k + ': ' + fmtPct(share) + ' of the median iteration, ' + fmtNs(g.self_ns) + ' self time per iteration, ' + fmtNum(g.events) + ' event(s)';
-      bar.appendChild(el('div', { title: label, style: { width: (Math.min(share, 1) * 100).toFixed(3) + '%', background: colors[k] } }));
+    var LEGEND = 12, restShare = 0, restSelf = 0;
+    rows.forEach(function (g, i) {
+      var k = keyOf(g.key), share = selfShare(g);
+      var label = k + ': self time ' + fmtNs(g.self_ns) + ' per iteration (' + fmtPct(share) + ' of the mean iteration); total ' + fmtNs(g.total_ns) + ' (' + fmtPct(g.share) + '), nested events included; ' + fmtNum(g.events) + ' event(s), ' + fmtNum(g.calls_per_iter) + ' call(s) per iteration';
+      bar.appendChild(el('div', { title: label, style: { width: (share * scale * 100).toFixed(3) + '%', background: colors[k] } }));
+      if (i >= LEGEND && rows.length > LEGEND + 1) { restShare += share; restSelf += num(g.self_ns) || 0; return; }
       list.appendChild(el('li', { title: label }, [
         el('span', { 'class': 'sw', style: { background: colors[k] } }),
         el('span', { 'class': 'lk', text: k }),
-        el('span', { 'class': 'lv' }, [el('b', { text: fmtPct(share) }), ' · ' + fmtNs(g.self_ns) + ' · ' + fmtNum(g.events) + ' ev'])
+        el('span', { 'class': 'lv' }, [el('b', { text: fmtPct(share) }), ' · ' + fmtNs(g.self_ns) + ' self · ' + fmtNum(g.events) + ' ev'])
       ]));
     });
-    var rest = 1 - sum;
-    if (rest > 0.0005) {
-      list.appendChild(el('li', { title: 'time in the median iteration outside every measured event' }, [
-        el('span', { 'class': 'sw', style: { background: '#e6e9ec', border: '1px solid #d0d7de' } }),
-        el('span', { 'class': 'lk', text: 'not in any event' }),
-        el('span', { 'class': 'lv' }, el('b', { text: fmtPct(rest) }))
+    if (rows.length > LEGEND + 1) {
+      list.appendChild(el('li', { title: 'hover the bar for each of them' }, [
+        el('span', { 'class': 'sw', style: { background: '#d0d7de' } }),
+        el('span', { 'class': 'lk', text: (rows.length - LEGEND) + ' more groups' }),
+        el('span', { 'class': 'lv' }, [el('b', { text: fmtPct(restShare) }), ' · ' + fmtNs(restSelf) + ' self'])
       ]));
+    }
+    if (sum < 0.9995 && iter) {
+      list.appendChild(el('li', { title: 'time of the mean iteration outside every measured event' }, [
+        el('span', { 'class': 'sw', style: { background: '#e6e9ec', border: '1px solid #d0d7de' } }),
+        el('span', { 'class': 'lk', text: 'outside every event' }),
+        el('span', { 'class': 'lv' }, [el('b', { text: fmtPct(1 - sum) }), ' · ' + fmtNs(iter * (1 - sum))])
+      ]));
+    } else if (sum > 1.0005) {
+      list.appendChild(el('li', { 'class': 'note', text: 'The groups add up to ' + fmtPct(sum) + ' of the mean iteration (bar scaled to fit): events were measured in different iterations, whose times varied (iteration CV ' + fmtPct(it.cv) + ').' }));
     }
     box.appendChild(bar);
     box.appendChild(list);
@@ -269,7 +296,7 @@
       stackedBar('By phase', phaseGroups, phaseColor),
       stackedBar('By layer', layerGroups, layerColor)
     ]));
-    card.appendChild(el('p', { 'class': 'note', text: 'Share of the median iteration taken by each group\'s self time (an event\'s time less that of the events nested in it), so nested events are not counted twice.' }));
+    card.appendChild(el('p', { 'class': 'note', text: 'Each group\'s self time (its events\' time less that of the events nested in them, so nothing is counted twice) as a share of the mean measured iteration. Hover for totals.' }));
     root.appendChild(card);
   }
 
@@ -283,7 +310,7 @@
     var maxDepth = evs.reduce(function (m, e) { return Math.max(m, depthOf(e)); }, 0);
     var end = evs.reduce(function (m, e) { return Math.max(m, e.offset_ns + (num(e.median_ns) || 0)); }, 0);
     var span = Math.max(end, num(it.median_ns) || 0, 1);
-    var W = containerWidth(card, 1300) - 36, rowH = 24, ml = 8, mr = 12, mt = 4, mb = 24;
+    var W = containerWidth(card, 1300) - 36, rowH = 24, ml = 22, mr = 12, mt = 4, mb = 24;
     var H = mt + (maxDepth + 1) * rowH + mb;
     var x = function (v) { return ml + (W - ml - mr) * v / span; };
     var g = sv('svg', { 'class': 'tl', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'average iteration timeline' });
@@ -302,7 +329,7 @@
       var x0 = x(e.offset_ns), w = Math.max(1.5, x(e.offset_ns + (num(e.median_ns) || 0)) - x0);
       var yy = mt + depthOf(e) * rowH;
       var k = keyOf(e.phase);
-      var text = eventLabel(e) + '\nlayer: ' + keyOf(e.layer) + ' · phase: ' + k + '\nstarts at ' + fmtNs(e.offset_ns) + ' (median offset), lasts ' + fmtNs(e.median_ns) + ' (median)\n' + fmtPct(e.share) + ' of the iteration' + (num(e.calls_per_iter) > 1 ? '\n' + fmtNum(e.calls_per_iter) + ' calls per iteration (first shown)' : '');
+      var text = eventLabel(e) + '\nlayer: ' + keyOf(e.layer) + ' · phase: ' + k + '\nstarts at ' + fmtNs(e.offset_ns) + ' (median offset), lasts ' + fmtNs(e.median_ns) + ' (median)\n' + fmtPct(e.share) + ' of the mean iteration' + (num(e.calls_per_iter) > 1 ? '\n' + fmtNum(e.calls_per_iter) + ' calls per iteration (first shown)' : '');
       var r = sv('rect', { 'class': 'ev', x: x0, y: yy + 1, width: w, height: rowH - 3, rx: 2, fill: phaseColor[k] || '#8c959f', onclick: function () { select(evKey(e)); } }, tip(text));
       r.__key = evKey(e);
       rects.push(r);
@@ -329,10 +356,10 @@
   // ---- distributions ---------------------------------------------------------------------
   function sparkline(samples) {
     var s = sortedNums(samples);
-    var W = 90, H = 18;
+    var W = 60, H = 18;
     var g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, 'aria-hidden': 'true' });
     if (!s.length) { return g; }
-    var lo = s[0], hi = s[s.length - 1], bins = 16, counts = new Array(bins).fill(0);
+    var lo = s[0], hi = s[s.length - 1], bins = Math.max(4, Math.min(16, Math.round(2 * Math.sqrt(s.length)))), counts = new Array(bins).fill(0);
     s.forEach(function (v) { counts[hi > lo ? Math.min(bins - 1, Math.floor((v - lo) / (hi - lo) * bins)) : Math.floor(bins / 2)] += 1; });
     var m = Math.max.apply(null, counts);
     counts.forEach(function (c, i) {
@@ -346,7 +373,7 @@
     var s = sortedNums(e.samples_ns);
     var W = 520, H = 170, ml = 34, mr = 12, mt = 16, mb = 28;
     var g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'histogram of samples' });
-    g.appendChild(sv('text', { x: ml, y: 11, 'class': 'muted', text: 'Histogram of durations (' + s.length + (e.samples_stride > 1 ? ' shown, every ' + e.samples_stride + 'th' : '') + ')' }));
+    g.appendChild(sv('text', { x: ml, y: 11, 'class': 'muted', text: 'Histogram of durations (' + s.length + (e.samples_stride > 1 ? ' shown, every ' + e.samples_stride + 'th' : '') + ') — red: median, dashed: p90, dotted: mean' }));
     if (!s.length) { g.appendChild(sv('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', 'class': 'muted', text: 'no samples' })); return g; }
     var lo = s[0], hi = s[s.length - 1];
     if (hi === lo) { lo -= Math.max(1, lo * 0.05); hi += Math.max(1, hi * 0.05); }
@@ -385,7 +412,7 @@
     var s = arr(e.samples_ns).filter(function (v) { return num(v) !== null; });
     var W = 420, H = 170, ml = 56, mr = 10, mt = 16, mb = 28;
     var g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'samples in order' });
-    g.appendChild(sv('text', { x: ml, y: 11, 'class': 'muted', text: 'Durations in the order measured' }));
+    g.appendChild(sv('text', { x: ml, y: 11, 'class': 'muted', text: 'Durations in the order measured — red: median' }));
     if (!s.length) { return g; }
     var sorted = s.slice().sort(function (a, b) { return a - b; });
     var lo = sorted[0], hi = sorted[sorted.length - 1];
@@ -401,6 +428,9 @@
     axis.appendChild(sv('line', { x1: ml, x2: W - mr, y1: H - mb, y2: H - mb }));
     axis.appendChild(sv('text', { x: (ml + W - mr) / 2, y: H - mb + 16, 'text-anchor': 'middle', 'class': 'muted', text: 'sample 1 … ' + n }));
     g.appendChild(axis);
+    if (num(e.median_ns) !== null && e.median_ns >= lo && e.median_ns <= hi) {
+      g.appendChild(sv('line', { x1: ml, x2: W - mr, y1: y(e.median_ns), y2: y(e.median_ns), stroke: '#cf222e', 'stroke-dasharray': '4 3' }, tip('median ' + fmtNs(e.median_ns))));
+    }
     var path = s.map(function (v, i) { return (i ? 'L' : 'M') + x(i).toFixed(1) + ' ' + y(v).toFixed(1); }).join(' ');
     g.appendChild(sv('path', { d: path, fill: 'none', stroke: '#4e79a7', 'stroke-opacity': 0.35 }));
     s.forEach(function (v, i) { g.appendChild(sv('circle', { cx: x(i), cy: y(v), r: 2.2, fill: '#4e79a7' }, tip('sample ' + (i + 1) + ': ' + fmtNs(v)))); });
@@ -460,21 +490,22 @@
     var cols = [
       { key: 'order', label: '#', title: 'execution order', asc: true, get: function (e) { return num(e.order); }, cell: function (e) { return fmtNum(e.order); } },
       { key: 'name', label: 'Event', left: true, get: function (e) { return eventLabel(e); }, cell: null },
-      { key: 'layer', label: 'Layer', left: true, get: function (e) { return keyOf(e.layer); }, cell: function (e, td) { td.appendChild(el('span', { 'class': 'dot', style: { background: layerColor[keyOf(e.layer)] } })); return keyOf(e.layer); } },
-      { key: 'phase', label: 'Phase', left: true, get: function (e) { return keyOf(e.phase); }, cell: function (e, td) { td.appendChild(el('span', { 'class': 'dot', style: { background: phaseColor[keyOf(e.phase)] } })); return keyOf(e.phase); } },
-      { key: 'samples', label: 'Samples', get: function (e) { return num(e.samples); }, cell: function (e) { return fmtNum(e.samples); } },
-      { key: 'calls', label: 'Calls/iter', title: 'runs per iteration (counted in warmup)', get: function (e) { return num(e.calls_per_iter); }, cell: function (e) { return fmtNum(e.calls_per_iter); } },
-      { key: 'median', label: 'Median', get: function (e) { return num(e.median_ns); }, cell: function (e) { return fmtNs(e.median_ns); } },
-      { key: 'mean', label: 'Mean', get: function (e) { return num(e.mean_ns); }, cell: function (e) { return fmtNs(e.mean_ns); } },
-      { key: 'min', label: 'Min', get: function (e) { return num(e.min_ns); }, cell: function (e) { return fmtNs(e.min_ns); } },
-      { key: 'max', label: 'Max', get: function (e) { return num(e.max_ns); }, cell: function (e) { return fmtNs(e.max_ns); } },
-      { key: 'p90', label: 'p90', get: function (e) { return num(e.p90_ns); }, cell: function (e) { return fmtNs(e.p90_ns); } },
-      { key: 'stddev', label: 'Std dev', get: function (e) { return num(e.stddev_ns); }, cell: function (e) { return fmtNs(e.stddev_ns); } },
-      { key: 'cv', label: 'CV', title: 'coefficient of variation: std dev / mean' + (cv !== null ? '; noisy above ' + fmtPct(cv, 0) : ''), get: function (e) { return num(e.cv); }, cell: function (e, td) { if (e.noisy) { td.className += ' cvbad'; } return fmtPct(e.cv); } },
-      { key: 'total', label: 'Total/iter', title: 'time per iteration, nested events included', get: function (e) { return num(e.total_ns); }, cell: function (e) { return fmtNs(e.total_ns); } },
-      { key: 'self', label: 'Self/iter', title: 'time per iteration less that of nested events', get: function (e) { return num(e.self_ns); }, cell: function (e) { return fmtNs(e.self_ns); } },
-      { key: 'share', label: 'Share', title: 'share of the median iteration', get: function (e) { return num(e.share); }, cell: function (e, td) { td.className += ' sharecell'; td.appendChild(el('span', { 'class': 'sharebar', style: { width: Math.round(Math.min(1, Math.max(0, num(e.share) || 0)) * 60) + 'px' } })); return fmtPct(e.share); } },
-      { key: 'dist', label: 'Distribution', title: 'histogram of the samples (click the row for details)', get: function (e) { return num(e.cv); }, cell: function (e, td) { td.appendChild(sparkline(e.samples_ns)); return null; } }
+      { key: 'layer', label: 'Layer', left: true, clip: true, get: function (e) { return keyOf(e.layer); }, cell: function (e, td) { td.appendChild(el('span', { 'class': 'dot', style: { background: layerColor[keyOf(e.layer)] } })); return keyOf(e.layer); } },
+      { key: 'phase', label: 'Phase', left: true, clip: true, get: function (e) { return keyOf(e.phase); }, cell: function (e, td) { td.appendChild(el('span', { 'class': 'dot', style: { background: phaseColor[keyOf(e.phase)] } })); return keyOf(e.phase); } },
+      { key: 'samples', label: 'n', title: 'number of samples (runs measured)', get: function (e) { return num(e.samples); }, cell: function (e) { return fmtNum(e.samples); } },
+      { key: 'calls', label: 'Calls', title: 'runs per iteration', get: function (e) { return num(e.calls_per_iter); }, cell: function (e) { return fmtNum(e.calls_per_iter); } },
+      { key: 'median', label: 'Median', get: function (e) { return num(e.median_ns); }, cell: function (e) { return nsIfSampled(e, e.median_ns); } },
+      { key: 'mean', label: 'Mean', get: function (e) { return num(e.mean_ns); }, cell: function (e) { return nsIfSampled(e, e.mean_ns); } },
+      { key: 'min', label: 'Min', get: function (e) { return num(e.min_ns); }, cell: function (e) { return nsIfSampled(e, e.min_ns); } },
+      { key: 'max', label: 'Max', get: function (e) { return num(e.max_ns); }, cell: function (e) { return nsIfSampled(e, e.max_ns); } },
+      { key: 'p90', label: 'p90', get: function (e) { return num(e.p90_ns); }, cell: function (e) { return nsIfSampled(e, e.p90_ns); } },
+      { key: 'stddev', label: 'Std dev', get: function (e) { return num(e.stddev_ns); }, cell: function (e) { return nsIfSampled(e, e.stddev_ns); } },
+      { key: 'cv', label: 'CV', title: 'coefficient of variation: std dev / mean' + (cv !== null ? '; noisy above ' + fmtPct(cv, 0) : ''), get: function (e) { return num(e.cv); }, cell: function (e, td) { if (e.noisy) { td.className += ' cvbad'; } return num(e.samples) ? fmtPct(e.cv) : '–'; } },
+      { key: 'total', label: 'Total', title: 'time per iteration (mean × calls), nested events included', get: function (e) { return num(e.total_ns); }, cell: function (e) { return fmtNs(e.total_ns); } },
+      { key: 'self', label: 'Self', title: 'total per iteration less that of the events nested in it', get: function (e) { return num(e.self_ns); }, cell: function (e) { return fmtNs(e.self_ns); } },
+      { key: 'pert', label: 'Perturb.', title: 'median wall time of the iterations this event was armed in, over that of the warmup iterations, minus 1', get: function (e) { return num(e.perturbation); }, cell: function (e) { var p = num(e.perturbation); return p === null ? '–' : (p > 0 ? '+' : '') + fmtPct(p); } },
+      { key: 'share', label: 'Share', title: 'total per iteration over the mean measured iteration', get: function (e) { return num(e.share); }, cell: function (e, td) { td.className += ' sharecell'; td.appendChild(el('span', { 'class': 'sharebar', style: { width: Math.round(Math.min(1, Math.max(0, num(e.share) || 0)) * 40) + 'px' } })); return fmtPct(e.share); } },
+      { key: 'dist', label: 'Samples', title: 'histogram of the samples (click the row for details)', get: function (e) { return num(e.cv); }, cell: function (e, td) { td.appendChild(sparkline(e.samples_ns)); return null; } }
     ];
     var open = {};
     var rowsByKey = {};
@@ -486,10 +517,6 @@
       if (num(e.occurrence)) { td.appendChild(el('span', { 'class': 'occ', text: '#' + e.occurrence })); }
       if (e.noisy) { td.appendChild(el('span', { 'class': 'tag noisy', title: 'CV above ' + fmtPct(cv, 0) + ': compare with care', text: 'noisy' })); }
       if (e.merged) { td.appendChild(el('span', { 'class': 'tag merged', title: 'holds every later run of this probe (PROF_MAX_EVENTS reached)', text: 'merged' })); }
-      var pert = e.perturbation;
-      if (pert === true || (pert && typeof pert === 'object' && pert.flagged)) {
-        td.appendChild(el('span', { 'class': 'tag pert', title: 'arming this event slowed its iterations', text: 'perturbs' }));
-      }
     }
     function detail(e) {
       var meta = el('div', { 'class': 'meta' }, [
@@ -506,7 +533,7 @@
         var tr = el('tr', { 'class': 'row' + (selectedKey === k ? ' sel' : '') });
         tr.addEventListener('click', function () { open[k] = !open[k]; select(k); });
         cols.forEach(function (c) {
-          var td = el('td', { 'class': c.left ? 'l' : '' });
+          var td = el('td', { 'class': (c.left ? 'l' : '') + (c.clip ? ' clip' : ''), title: c.clip ? c.get(e) : null });
           if (c.key === 'name') { nameCell(e, td, indent); } else {
             var v = c.cell(e, td);
             if (v !== null && v !== undefined) { td.appendChild(document.createTextNode(String(v))); }
@@ -532,7 +559,7 @@
 
   // ---- diff ------------------------------------------------------------------------------
   function forest(d, lo, hi, thr) {
-    var W = 170, H = 18, pad = 4;
+    var W = 150, H = 18, pad = 4;
     var L = function (v) { return Math.log(v); };
     var x = function (v) { return pad + (W - 2 * pad) * (L(Math.min(hi, Math.max(lo, v))) - L(lo)) / (L(hi) - L(lo)); };
     var g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, 'aria-hidden': 'true' });
@@ -557,10 +584,10 @@
     var idf = diff.iteration || {};
     var ic = verdictClass(idf.verdict);
     card.appendChild(el('div', { 'class': 'tiles' }, [
-      tile('Median iteration before', fmtNs(idf.before_median_ns), fmtNum(idf.before_n) + ' iterations'),
-      tile('Median iteration after', fmtNs(idf.after_median_ns), fmtNum(idf.after_n) + ' iterations'),
-      tile('Ratio after / before', fmtRatio(idf.ratio), '95% CI ' + fmtRatio(idf.ci_low) + ' – ' + fmtRatio(idf.ci_high), ic === 'slower' ? 'warn' : null),
-      tile('Verdict', keyOf(idf.verdict), 'p = ' + fmtP(idf.p_value) + (thr !== null ? ' · threshold ±' + fmtPct(thr, 0) : '') + (num(diff.alpha) !== null ? ' · α ' + diff.alpha : ''))
+      tile('Median iteration before', idf.before_n ? fmtNs(idf.before_median_ns) : '–', fmtNum(idf.before_n) + ' iterations'),
+      tile('Median iteration after', idf.after_n ? fmtNs(idf.after_median_ns) : '–', fmtNum(idf.after_n) + ' iterations'),
+      tile('Ratio after / before', fmtRatio(idf.ratio), (1 - (num(diff.alpha) || 0.05)) * 100 + '% CI ' + fmtCi(idf.ci_low, idf.ci_high)),
+      tile('Verdict', verdictText(idf.verdict), 'p = ' + fmtP(idf.p_value) + (thr !== null ? ' · threshold ±' + fmtPct(thr, 0) : '') + (num(diff.alpha) !== null ? ' · α ' + diff.alpha : ''), ic === 'slower' ? 'bad' : ic === 'faster' ? 'good' : null)
     ]));
     var devs = arr(diff.events);
     var lo = 0.5, hi = 2;
@@ -569,36 +596,40 @@
     });
     lo = Math.max(lo, 1 / 64); hi = Math.min(hi, 64);
     var m = Math.max(1 / lo, hi); lo = 1 / m; hi = m;
-    var counts = {};
-    devs.forEach(function (d) { var c = verdictClass(d.verdict); counts[c] = (counts[c] || 0) + 1; });
-    card.appendChild(el('p', { 'class': 'sub', style: { marginTop: '12px' } }, [
-      el('span', { 'class': 'verdict slower', text: (counts.slower || 0) + ' slower' }), ' ',
-      el('span', { 'class': 'verdict faster', text: (counts.faster || 0) + ' faster' }), ' ',
-      el('span', { 'class': 'verdict neutral', text: (counts.neutral || 0) + ' other' }),
-      '  ' + devs.length + ' events matched by probe id and occurrence.'
-    ]));
+    var counts = {}, order = [];
+    devs.forEach(function (d) {
+      var v = verdictText(d.verdict);
+      if (!(v in counts)) { counts[v] = 0; order.push(v); }
+      counts[v] += 1;
+    });
+    order.sort(function (a, b) { return counts[b] - counts[a]; });
+    var chips = [];
+    order.forEach(function (v) { chips.push(el('span', { 'class': 'verdict ' + verdictClass(v), text: counts[v] + ' ' + v }), ' '); });
+    card.appendChild(el('p', { 'class': 'sub', style: { marginTop: '12px' } }, chips.concat([
+      ' ' + devs.length + ' event(s) in both runs, matched by probe id and occurrence.'
+    ])));
     if (devs.length) {
       var cols = [
         { key: 'i', label: '#', asc: true, get: function (d) { return d.__i; }, cell: function (d) { return String(d.__i + 1); } },
         { key: 'name', label: 'Event', left: true, get: function (d) { return eventLabel(d); }, cell: function (d, td) { td.className += ' name'; td.title = String(d.id); return eventLabel(d); } },
-        { key: 'layer', label: 'Layer', left: true, get: function (d) { return keyOf(d.layer); }, cell: function (d) { return keyOf(d.layer); } },
-        { key: 'phase', label: 'Phase', left: true, get: function (d) { return keyOf(d.phase); }, cell: function (d) { return keyOf(d.phase); } },
-        { key: 'n', label: 'n before/after', get: function (d) { return num(d.after_n); }, cell: function (d) { return fmtNum(d.before_n) + ' / ' + fmtNum(d.after_n); } },
-        { key: 'before', label: 'Before', get: function (d) { return num(d.before_median_ns); }, cell: function (d) { return fmtNs(d.before_median_ns); } },
-        { key: 'after', label: 'After', get: function (d) { return num(d.after_median_ns); }, cell: function (d) { return fmtNs(d.after_median_ns); } },
+        { key: 'layer', label: 'Layer', left: true, clip: true, get: function (d) { return keyOf(d.layer); }, cell: function (d) { return keyOf(d.layer); } },
+        { key: 'phase', label: 'Phase', left: true, clip: true, get: function (d) { return keyOf(d.phase); }, cell: function (d) { return keyOf(d.phase); } },
+        { key: 'n', label: 'n', title: 'samples before / after', get: function (d) { return num(d.after_n); }, cell: function (d) { return fmtNum(d.before_n) + ' / ' + fmtNum(d.after_n); } },
+        { key: 'before', label: 'Before', get: function (d) { return num(d.before_median_ns); }, cell: function (d) { return d.before_n ? fmtNs(d.before_median_ns) : '–'; } },
+        { key: 'after', label: 'After', get: function (d) { return num(d.after_median_ns); }, cell: function (d) { return d.after_n ? fmtNs(d.after_median_ns) : '–'; } },
         { key: 'ratio', label: 'Ratio', title: 'after / before median', get: function (d) { return num(d.ratio); }, cell: function (d, td) { td.className += ' ratio ' + verdictClass(d.verdict); return fmtRatio(d.ratio); } },
-        { key: 'ci', label: '95% CI', get: function (d) { return num(d.ci_low); }, cell: function (d) { return fmtRatio(d.ci_low) + ' – ' + fmtRatio(d.ci_high); } },
-        { key: 'plot', label: 'ratio (log scale)', title: 'dot: ratio; bar: confidence interval; grey band: ±threshold; line: no change', get: function (d) { return num(d.ratio); }, cell: function (d, td) { td.appendChild(forest(d, lo, hi, thr)); return null; } },
+        { key: 'ci', label: 'CI', title: 'confidence interval of the ratio, at 1 - alpha, widened by the noise allowance', get: function (d) { return num(d.ci_low); }, cell: function (d) { return fmtCi(d.ci_low, d.ci_high); } },
+        { key: 'plot', label: 'Ratio, log scale', title: 'dot: ratio; bar: confidence interval; grey band: ±threshold; line: no change', get: function (d) { return num(d.ratio); }, cell: function (d, td) { td.appendChild(forest(d, lo, hi, thr)); return null; } },
         { key: 'p', label: 'p (adj.)', title: 'p-value adjusted for multiple comparisons', get: function (d) { return num(d.p_adjusted); }, cell: function (d) { return fmtP(d.p_adjusted); } },
-        { key: 'verdict', label: 'Verdict', left: true, get: function (d) { return String(d.verdict); }, cell: function (d, td) { td.appendChild(el('span', { 'class': 'verdict ' + verdictClass(d.verdict), text: keyOf(d.verdict) })); return null; } }
+        { key: 'verdict', label: 'Verdict', left: true, get: function (d) { return verdictText(d.verdict); }, cell: function (d, td) { td.appendChild(el('span', { 'class': 'verdict ' + verdictClass(d.verdict), text: verdictText(d.verdict) })); return null; } }
       ];
       var t = sortableTable(cols, devs, {
         defaultCol: 'i',
-        text: function (d) { return [d.name, d.id, keyOf(d.layer), keyOf(d.phase), d.verdict].join(' '); },
+        text: function (d) { return [d.name, d.id, keyOf(d.layer), keyOf(d.phase), verdictText(d.verdict)].join(' '); },
         row: function (d, tbody) {
           var tr = el('tr');
           cols.forEach(function (c) {
-            var td = el('td', { 'class': c.left ? 'l' : '' });
+            var td = el('td', { 'class': (c.left ? 'l' : '') + (c.clip ? ' clip' : ''), title: c.clip ? c.get(d) : null });
             var v = c.cell(d, td);
             if (v !== null && v !== undefined) { td.appendChild(document.createTextNode(String(v))); }
             tr.appendChild(td);
@@ -617,7 +648,7 @@
       var xs = arr(p[1]);
       if (!xs.length) { return; }
       card.appendChild(el('h3', { text: p[0] + ' — ' + xs.length }));
-      card.appendChild(el('ul', { 'class': 'plain' }, xs.map(function (m) {
+      card.appendChild(el('ul', { 'class': 'chips' }, xs.map(function (m) {
         var extra = [m.layer ? 'layer ' + m.layer : null, m.phase ? 'phase ' + m.phase : null, num(m.median_ns) !== null ? 'median ' + fmtNs(m.median_ns) : null].filter(Boolean).join(', ');
         return el('li', { title: String(m.id) }, eventLabel(m) + (extra ? ' (' + extra + ')' : ''));
       })));
@@ -636,5 +667,12 @@
   guarded('events', renderEvents);
   guarded('comparison', renderDiff);
   guarded('footer', renderFooter);
+  // `report.html#event-12` opens the event of order 12.
+  guarded('link', function () {
+    var m = /^#event-(\d+)$/.exec(window.location.hash || '');
+    if (!m) { return; }
+    var e = events.filter(function (x) { return String(x.order) === m[1]; })[0];
+    if (e) { select(evKey(e)); }
+  });
   document.body.dataset.rendered = failures ? 'error' : 'ok';
 }());

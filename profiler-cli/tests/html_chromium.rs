@@ -1,0 +1,307 @@
+//! The HTML report (`prof html`) drawn by a real browser: headless Chromium loads each page from a
+//! file, runs its script and dumps the resulting DOM, in which the page's script has set
+//! `data-rendered="ok"` on `<body>` and recorded no error (`data-errors`). Profiles: two real
+//! dlrm runs (`tests/data/html/`, made with PROF_WARMUP=3 PROF_REPEAT=5, the second with
+//! `--batch 256`), alone and compared, an edge case (one event without samples, no layer, no
+//! iteration), and one whose names try to break out of the page's markup.
+//!
+//! The browser is `$PROF_CHROMIUM`, else `/usr/bin/chromium`, else `chromium` on `PATH` (Debian's
+//! `chromium` package). Without one the browser checks are skipped with a message, unless
+//! `PROF_REQUIRE_CHROMIUM=1` (as in CI), which makes a missing browser a failure. The static
+//! checks (self-contained, parseable data, size) always run.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use profiler_core::analysis::html::html_report;
+use profiler_core::analysis::load_profile;
+use profiler_core::{Profile, Stats};
+
+/// How long one page may take to load and draw.
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn fixture(name: &str) -> Profile {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/html")
+        .join(name);
+    load_profile(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A fresh directory under the target's scratch space.
+fn scratch(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "html-chromium-{}-{}-{name}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The text of the `<script type="application/json" id="data">` element.
+fn data_block(html: &str) -> &str {
+    let open = "<script type=\"application/json\" id=\"data\">";
+    let start = html.find(open).expect("no data block") + open.len();
+    let len = html[start..]
+        .find("</script>")
+        .expect("data block not closed");
+    &html[start..start + len]
+}
+
+/// Checks that need no browser: nothing is fetched, the data parses, the fallback is there.
+fn check_static(html: &str) {
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    let lower = html.to_ascii_lowercase();
+    // The SVG namespace is a name, not a resource; any other URL would be.
+    let rest = lower.replace("'http://www.w3.org/2000/svg'", "");
+    for bad in [
+        "http://",
+        "https://",
+        "<script src",
+        "<link",
+        "src=",
+        "href=",
+        "url(",
+        "@import",
+        "<iframe",
+        "<img",
+    ] {
+        assert!(!rest.contains(bad), "the page references `{bad}`");
+    }
+    assert!(lower.contains("content-security-policy") && lower.contains("default-src 'none'"));
+    assert!(lower.contains("<noscript>"));
+    let data: serde_json::Value =
+        serde_json::from_str(data_block(html)).expect("the data block is not JSON");
+    assert!(data["report"]["events"].is_array());
+    // Three scripts: the error recorder, the data, the page's code.
+    assert_eq!(
+        lower.matches("<script").count(),
+        3,
+        "unexpected <script> elements"
+    );
+}
+
+/// The browser to use, or why there is none.
+fn chromium() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("PROF_CHROMIUM") {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("PROF_CHROMIUM={} is not a file", path.display()))
+        };
+    }
+    let default = PathBuf::from("/usr/bin/chromium");
+    if default.is_file() {
+        return Ok(default);
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            "no Chromium (set PROF_CHROMIUM, or install Debian's `chromium` package)".to_owned()
+        })
+}
+
+/// Loads `page` in headless Chromium and returns the DOM once the page has loaded, or `None` when
+/// there is no browser and none is required.
+fn dump_dom(page: &Path, dir: &Path) -> Option<String> {
+    let browser = match chromium() {
+        Ok(b) => b,
+        Err(why) => {
+            if std::env::var("PROF_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
+                panic!("PROF_REQUIRE_CHROMIUM=1 but {why}");
+            }
+            println!("Chromium check skipped: {why}");
+            return None;
+        }
+    };
+    let profile_dir = dir.join("chromium-profile");
+    let out_path = dir.join("dom.html");
+    let err_path = dir.join("chromium.stderr");
+    let mut child = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--mute-audio",
+        ])
+        .arg(format!("--user-data-dir={}", profile_dir.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(File::create(&out_path).unwrap())
+        .stderr(File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", browser.display()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > BROWSER_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{} did not finish in {BROWSER_TIMEOUT:?}; stderr:\n{}",
+                browser.display(),
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let dom = std::fs::read_to_string(&out_path).unwrap();
+    assert!(
+        status.success() && !dom.is_empty(),
+        "{} failed ({status}); stderr:\n{}",
+        browser.display(),
+        std::fs::read_to_string(&err_path).unwrap_or_default()
+    );
+    Some(dom)
+}
+
+/// Writes the page, checks it statically, then in the browser; returns the rendered DOM (`None`
+/// without a browser).
+fn render(name: &str, profile: &Profile, baseline: Option<&Profile>) -> Option<String> {
+    let html = html_report(profile, baseline);
+    check_static(&html);
+    let dir = scratch(name);
+    let page = dir.join("report.html");
+    std::fs::write(&page, &html).unwrap();
+    let dom = dump_dom(&page, &dir)?;
+    let body = dom
+        .find("<body")
+        .map(|i| &dom[i..i + dom[i..].find('>').unwrap_or(0)])
+        .unwrap_or_else(|| panic!("no <body> in the DOM of {}", page.display()));
+    assert!(
+        !body.contains("data-errors"),
+        "script errors in {}: {body}",
+        page.display()
+    );
+    assert!(
+        body.contains("data-rendered=\"ok\""),
+        "the page did not finish drawing ({body}): {}",
+        page.display()
+    );
+    assert!(
+        dom.contains("<div id=\"errors\" hidden=\"\">"),
+        "errors shown"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(dom)
+}
+
+/// Table rows drawn for events.
+fn event_rows(dom: &str) -> usize {
+    dom.matches("<tr class=\"row").count()
+}
+
+#[test]
+fn real_profile() {
+    let profile = fixture("before.json");
+    let Some(dom) = render("real", &profile, None) else {
+        return;
+    };
+    assert_eq!(event_rows(&dom), profile.events.len());
+    for section in ["overview", "breakdown", "timeline", "events"] {
+        assert!(dom.contains(&format!("id=\"{section}\"")), "no {section}");
+    }
+    assert!(!dom.contains("id=\"diff\""));
+    // One bar per event in the timeline, one sparkline per row.
+    assert_eq!(dom.matches("class=\"ev").count(), profile.events.len());
+}
+
+#[test]
+fn compared_with_a_baseline() {
+    let before = fixture("before.json");
+    let after = fixture("after.json");
+    let Some(dom) = render("diff", &after, Some(&before)) else {
+        return;
+    };
+    assert!(dom.contains("id=\"diff\""));
+    assert!(dom.contains("class=\"verdict"));
+    assert_eq!(event_rows(&dom), after.events.len());
+}
+
+/// One event that was never measured, no layer or phase, no completed iteration.
+#[test]
+fn edge_case_profile() {
+    let mut profile = fixture("before.json");
+    profile.events.truncate(1);
+    let e = &mut profile.events[0];
+    e.samples_ns.clear();
+    e.offsets_ns.clear();
+    e.sample_iters.clear();
+    e.stats = Stats::default();
+    e.layer = None;
+    e.phase = None;
+    e.parent = None;
+    profile.iterations.count = 0;
+    profile.iterations.wall_ns.clear();
+    profile.complete = false;
+    let Some(dom) = render("edge", &profile, None) else {
+        return;
+    };
+    assert_eq!(event_rows(&dom), 1);
+    // Compared with a real profile: 24 events only in the baseline, one with no sample.
+    let before = fixture("before.json");
+    render("edge-diff", &profile, Some(&before));
+}
+
+/// Names, layers and the program name cannot inject markup or end the data block.
+#[test]
+fn hostile_names_stay_text() {
+    let evil = "</script><script>document.body.dataset.pwned=1</script><b>&amp;\"'";
+    let mut profile = fixture("after.json");
+    profile.run.program = evil.to_owned();
+    profile.run.filter = evil.to_owned();
+    profile.events[0].name = evil.to_owned();
+    profile.events[1].layer = Some(evil.to_owned());
+    profile.events[2].phase = Some(evil.to_owned());
+    profile.events[3].id = format!("only::after::{evil}");
+    let before = fixture("before.json");
+    let html = html_report(&profile, Some(&before));
+    assert!(!html.contains(evil));
+    let Some(dom) = render("hostile", &profile, Some(&before)) else {
+        return;
+    };
+    assert!(!dom.contains("data-pwned"), "a name ran as a script");
+    assert!(dom.contains("&lt;/script&gt;&lt;script&gt;document.body.dataset"));
+}
+
+/// A profile of 25 events with 50 samples each makes a page well under 300 KB.
+#[test]
+fn page_size() {
+    let mut profile = fixture("before.json");
+    for e in &mut profile.events {
+        let n = e.samples_ns.len().max(1);
+        e.samples_ns = (0..50)
+            .map(|i| e.samples_ns.get(i % n).copied().unwrap_or(1000) + i as u64)
+            .collect();
+        e.offsets_ns = (0..50)
+            .map(|i| e.offsets_ns.get(i % n).copied().unwrap_or(0))
+            .collect();
+        e.sample_iters = (0..50).map(|i| 3 + e.order * 50 + i).collect();
+        e.stats = Stats::of(&e.samples_ns);
+    }
+    profile.iterations.wall_ns = (0..1260)
+        .map(|i| 1_200_000 + (i * 7919) % 100_000)
+        .collect();
+    profile.iterations.count = 1260;
+    let html = html_report(&profile, Some(&fixture("after.json")));
+    assert!(html.len() < 300_000, "{} bytes", html.len());
+    check_static(&html);
+}
