@@ -111,6 +111,9 @@ fn perturbation_line(report: &Report) -> String {
             signed_percent(p.ratio - 1.0),
             if p.flagged {
                 ", FLAGGED: the profiler may be distorting this program's timing"
+            } else if p.ratio < 0.95 {
+                "; warmup was slower (a cold start: caches, page faults, clock ramp-up), so \
+                 this says little; a longer PROF_WARMUP gives a better baseline"
             } else {
                 ""
             }
