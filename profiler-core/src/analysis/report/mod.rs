@@ -33,8 +33,10 @@
 //!   baseline (reported as `ratio`); `flagged` when `ratio - 1 > perturbation_threshold` (default
 //!   0.05). Absent without a baseline or without an iteration after warmup.
 //! - **Groups** (`--group-by layer|phase|layer,phase`): events are grouped by their `layer`, their
-//!   `phase`, or both (`"top_mlp/bwd"`); an event without the field goes in the group `"-"`
-//!   (`"-/bwd"` for a missing layer with both). A group's total is the sum of the totals of its
+//!   `phase`, or both (`"top_mlp/bwd"`). An event without the field takes it from its nearest
+//!   ancestor that has it (a `linear_forward` without a layer, called inside the `top_mlp`
+//!   probe, counts towards `top_mlp`); with no such ancestor it goes in the group `"-"` (`"-/bwd"`
+//!   for a missing layer with both). A group's total is the sum of the totals of its
 //!   members whose ancestors include no other member of the same group, so that nesting is never
 //!   counted twice; its self is the sum of its members' self times; its calls per iteration the
 //!   sum of its members'. Totals of different groups may overlap (an event of one group may run
@@ -279,12 +281,22 @@ fn ancestors(i: usize, parents: &[Option<usize>]) -> Vec<usize> {
     chain
 }
 
-fn group_key(e: &Event, by: GroupBy) -> String {
-    let field = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());
+/// The group of event `i`. A missing layer (or phase) is inherited from the nearest ancestor
+/// that has one, so a helper shared by several layers (a `linear_forward` without a layer)
+/// counts towards the layer that called it; `-` when no ancestor has one either.
+fn group_key(i: usize, events: &[Event], chain: &[usize], by: GroupBy) -> String {
+    let field = |get: fn(&Event) -> &Option<String>| {
+        std::iter::once(i)
+            .chain(chain.iter().copied())
+            .find_map(|j| get(&events[j]).clone())
+            .unwrap_or_else(|| "-".to_owned())
+    };
+    let layer = || field(|e| &e.layer);
+    let phase = || field(|e| &e.phase);
     match by {
-        GroupBy::Layer => field(&e.layer),
-        GroupBy::Phase => field(&e.phase),
-        GroupBy::LayerPhase => format!("{}/{}", field(&e.layer), field(&e.phase)),
+        GroupBy::Layer => layer(),
+        GroupBy::Phase => phase(),
+        GroupBy::LayerPhase => format!("{}/{}", layer(), phase()),
     }
 }
 
@@ -398,7 +410,9 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
 
     let mut groups: Vec<GroupRow> = Vec::new();
     if let Some(by) = options.group_by {
-        let keys: Vec<String> = events.iter().map(|e| group_key(e, by)).collect();
+        let keys: Vec<String> = (0..events.len())
+            .map(|i| group_key(i, events, &chains[i], by))
+            .collect();
         let mut index: HashMap<&str, usize> = HashMap::new();
         for (i, key) in keys.iter().enumerate() {
             let g = *index.entry(key.as_str()).or_insert_with(|| {

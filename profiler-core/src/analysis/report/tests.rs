@@ -185,12 +185,30 @@ fn groups_do_not_count_nesting_twice() {
         .iter()
         .map(|g| (g.key.as_str(), g.events, g.total_ns, g.self_ns))
         .collect();
-    // m: a (100, holding b) + e (40); self 50 + 20 + 40. "-": d and c, not nested in each
-    // other (d's ancestors are b and a, both in m).
-    assert_eq!(groups, [("m", 3, 140.0, 110.0), ("-", 2, 30.0, 30.0)]);
+    // m: a (100, holding b) + e (40). d and c have no layer: they inherit m from their
+    // ancestors, so m's self is 50 + 20 + 40 + 30 and nothing is counted twice.
+    assert_eq!(groups, [("m", 5, 140.0, 140.0)]);
     // The mean measured iteration is 1000.
     assert!((r.groups[0].share - 0.14).abs() < 1e-12);
-    assert_eq!(r.groups[0].calls_per_iter, 3.0);
+    assert_eq!(r.groups[0].calls_per_iter, 5.0);
+
+    // An event without a layer and without an ancestor that has one is in "-".
+    let p = profile(
+        0,
+        &[1000],
+        vec![
+            flat(0, "a", Some("m"), None, 100),
+            flat(1, "helper", None, Some(0), 30),
+            flat(2, "loose", None, None, 20),
+        ],
+    );
+    let r = build(&p, &options);
+    let groups: Vec<(&str, usize, f64, f64)> = r
+        .groups
+        .iter()
+        .map(|g| (g.key.as_str(), g.events, g.total_ns, g.self_ns))
+        .collect();
+    assert_eq!(groups, [("m", 2, 100.0, 100.0), ("-", 1, 20.0, 20.0)]);
 
     // A member nested in a member through an event of another group is still nested.
     let p = profile(
@@ -215,7 +233,7 @@ fn groups_do_not_count_nesting_twice() {
         },
     );
     let keys: Vec<&str> = r.groups.iter().map(|g| g.key.as_str()).collect();
-    assert_eq!(keys, ["m/fwd", "-/fwd"]);
+    assert_eq!(keys, ["m/fwd"]);
     let r = build(
         &nested(),
         &ReportOptions {
@@ -393,7 +411,7 @@ fn csv_has_a_header_and_one_row_per_event_and_group() {
     let r = grouped(&p);
     let text = render(&r, Format::Csv);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 1 + 5 + 2);
+    assert_eq!(lines.len(), 1 + 5 + 1);
     let header = csv_split(lines[0]);
     assert_eq!(header, render::CSV_HEADERS);
     for line in &lines[1..] {
@@ -411,7 +429,7 @@ fn csv_has_a_header_and_one_row_per_event_and_group() {
     assert_eq!(group[col("row_type")], "group");
     assert_eq!(group[col("group")], "m");
     assert_eq!(group[col("total_ns")], "140");
-    assert_eq!(group[col("events")], "3");
+    assert_eq!(group[col("events")], "5");
     assert_eq!(group[col("name")], "");
     // Without groups, only events.
     let text = render(&build(&p, &ReportOptions::default()), Format::Csv);
