@@ -169,7 +169,12 @@ impl ProbeGuard {
     /// Ends the measurement without keeping a sample.
     #[inline(always)]
     pub fn discard(mut self) {
-        self.armed = None;
+        if let Some(armed) = self.armed.take() {
+            if armed.event == LEARNING {
+                // Warmup still needs to know that the run ended, for nesting.
+                armed.session.finish_run(&armed);
+            }
+        }
     }
 }
 

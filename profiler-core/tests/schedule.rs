@@ -653,3 +653,34 @@ fn warmup_learns_which_event_contains_which() {
     // inner#1 runs inside `between` (a guard alive to the end of outer), inner#2 at top level.
     assert_eq!(parents, [None, Some(0), Some(0), Some(2), None]);
 }
+
+#[profiled(layer = "s14")]
+fn discarded_outer() {
+    let p = probe!("dropped_early", layer = "s14");
+    p.discard();
+    let _q = probe!("after_discard", layer = "s14");
+}
+
+#[test]
+fn a_discarded_guard_is_not_taken_for_a_parent() {
+    let _s = serial();
+    let _g = start("s14", "layer=s14", Mode::Sample, 2, 1);
+    while !profiler_core::finished() {
+        discarded_outer();
+        profiler_core::step();
+    }
+    let p = snapshot();
+    let parents: Vec<(String, Option<u32>)> = p
+        .events
+        .iter()
+        .map(|e| (e.name.clone(), e.parent))
+        .collect();
+    assert_eq!(
+        parents,
+        [
+            ("discarded_outer".to_owned(), None),
+            ("dropped_early".to_owned(), Some(0)),
+            ("after_discard".to_owned(), Some(0)),
+        ]
+    );
+}
