@@ -79,11 +79,13 @@ const TUNED_BATCH: usize = 128;
 const REPORT_EVERY: usize = 200;
 
 const USAGE: &str = "\
-usage: dlrm [--iters N] [--batch N] [--seed N] [--list-probes[=json]]
+usage: dlrm [--iters N] [--batch N] [--seed N] [--slow LAYER] [--list-probes[=json]]
   --iters N   train for at most N iterations (default 3000); a profiling run
               stops earlier, as soon as its schedule is complete
   --batch N   samples per iteration (default 128)
-  --seed N    seed of the synthetic data and of the initial weights (default 42)";
+  --seed N    seed of the synthetic data and of the initial weights (default 42)
+  --slow L    make layer L's backward pass slower on purpose (bottom_mlp or top_mlp),
+              with extra work that leaves the results alone: a regression for `prof diff`";
 
 // ---------------------------------------------------------------------------------------------
 // Random numbers and synthetic data
@@ -649,6 +651,24 @@ struct Dlrm {
     grad_pooled: Vec<f32>,
     learning_rate: f32,
     embedding_learning_rate: f32,
+    /// `--slow`: the layer whose backward pass does extra, useless work.
+    slow: Option<SlowLayer>,
+}
+
+/// A layer `--slow` can slow down.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SlowLayer {
+    BottomMlp,
+    TopMlp,
+}
+
+/// Useless work the optimizer cannot remove: a serial chain of `steps` multiply-adds.
+fn busy_work(steps: usize) -> f32 {
+    let mut acc = 1.0f32;
+    for i in 0..steps {
+        acc = acc.mul_add(0.999_999, i as f32 * 1e-9);
+    }
+    std::hint::black_box(acc)
 }
 
 impl Dlrm {
@@ -673,6 +693,7 @@ impl Dlrm {
             grad_pooled: Vec::new(),
             learning_rate: LEARNING_RATE * lr_scale,
             embedding_learning_rate: EMBEDDING_LEARNING_RATE * lr_scale,
+            slow: None,
         }
     }
 
@@ -732,6 +753,9 @@ impl Dlrm {
     fn backward(&mut self, batch: &Batch) {
         {
             let _p = probe!("top_backward", layer = "top_mlp", phase = "bwd");
+            if self.slow == Some(SlowLayer::TopMlp) {
+                busy_work(batch.len() * 512);
+            }
             self.top.backward(
                 &self.interacted,
                 &self.grad_logits,
@@ -748,6 +772,9 @@ impl Dlrm {
         probe!("bottom_backward", layer = "bottom_mlp", phase = "bwd" => {
             // The dense features are data, not parameters: no gradient w.r.t. them.
             self.bottom.backward(&batch.dense, &self.grad_bottom, None);
+            if self.slow == Some(SlowLayer::BottomMlp) {
+                busy_work(batch.len() * 256);
+            }
         });
         self.embedding.backward(&batch.ids, &self.grad_pooled);
     }
@@ -771,6 +798,7 @@ struct Args {
     iters: usize,
     batch: usize,
     seed: u64,
+    slow: Option<SlowLayer>,
 }
 
 impl Args {
@@ -780,6 +808,7 @@ impl Args {
             iters: 3000,
             batch: 128,
             seed: 42,
+            slow: None,
         };
         while let Some(arg) = args.next() {
             // The profiler acts on `--list-probes` before `main`'s body runs; in a build without
@@ -797,6 +826,18 @@ impl Args {
                 "--iters" => parsed.iters = number(&flag, value())?,
                 "--batch" => parsed.batch = number(&flag, value())?,
                 "--seed" => parsed.seed = number(&flag, value())?,
+                "--slow" => {
+                    parsed.slow = match value().as_deref() {
+                        Some("bottom_mlp") => Some(SlowLayer::BottomMlp),
+                        Some("top_mlp") => Some(SlowLayer::TopMlp),
+                        other => {
+                            return Err(format!(
+                                "--slow takes bottom_mlp or top_mlp, not {}",
+                                other.unwrap_or("nothing")
+                            ))
+                        }
+                    }
+                }
                 _ => return Err(format!("unknown argument `{flag}`")),
             }
         }
@@ -832,6 +873,7 @@ fn main() {
     let mut rng = Rng(args.seed);
     let teacher = Teacher::new(&mut rng);
     let mut model = Dlrm::new(args.batch, &mut rng);
+    model.slow = args.slow;
     let mut batch = Batch::default();
 
     let start = Instant::now();

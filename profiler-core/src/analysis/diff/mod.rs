@@ -59,7 +59,8 @@
 //! - **regressed**: `p_adjusted < alpha` and `ci_low > 1 + t`;
 //! - **improved**: `p_adjusted < alpha` and `ci_high < 1 - t`;
 //! - **within noise**: `p_adjusted < alpha` but neither: a difference that cannot be shown to
-//!   exceed the threshold;
+//!   exceed the threshold, or one smaller than the clock resolves (the medians differ by less
+//!   than twice `run.timer_floor_ns`, the cost of an empty measurement);
 //! - **no change**: `p_adjusted >= alpha`.
 //!
 //! A run of a busy machine differs from the next by tens of percent, event by event, and a test
@@ -274,10 +275,12 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
     p.extend(events.iter().map(|e| e.p_value));
     let adjusted = stats::holm(&p);
     iteration.p_adjusted = adjusted[0];
-    iteration.verdict = verdict(&iteration, options);
+    iteration.verdict = verdict(&iteration, options, 0.0);
+    // Below twice the cost of an empty measurement, a change is the clock's, not the code's.
+    let resolution = 2.0 * before.run.timer_floor_ns.max(after.run.timer_floor_ns) as f64;
     for (e, &q) in events.iter_mut().zip(&adjusted[1..]) {
         e.p_adjusted = q;
-        e.verdict = verdict(e, options);
+        e.verdict = verdict(e, options, resolution);
     }
 
     Diff {
@@ -298,11 +301,15 @@ fn missing(e: &Event) -> Missing {
     }
 }
 
-/// The verdict rule of the module documentation.
-fn verdict(d: &EventDiff, options: &DiffOptions) -> Verdict {
+/// The verdict rule of the module documentation; `resolution` is the smallest change in
+/// nanoseconds that can be called a regression or an improvement.
+fn verdict(d: &EventDiff, options: &DiffOptions, resolution: f64) -> Verdict {
     let significant = d.p_adjusted < options.alpha; // false for NaN
+    let resolved = (d.after_median_ns - d.before_median_ns).abs() >= resolution;
     if !significant {
         Verdict::NoChange
+    } else if !resolved {
+        Verdict::WithinNoise
     } else if d.ci_low > 1.0 + options.threshold {
         Verdict::Regressed
     } else if d.ci_high < 1.0 - options.threshold {

@@ -446,7 +446,9 @@ fn many_events_need_a_stronger_p_value() {
             .iter()
             .enumerate()
             .map(|(k, spec)| {
-                let samples = (0..5).map(|i| ((100 + i) as f64 * factor) as u64).collect();
+                let samples = (0..5)
+                    .map(|i| ((1000 + i) as f64 * factor) as u64)
+                    .collect();
                 event(spec, samples, (1..=5).collect(), k as u32)
             })
             .collect();
@@ -465,7 +467,9 @@ fn many_events_need_a_stronger_p_value() {
             .iter()
             .enumerate()
             .map(|(k, spec)| {
-                let samples = (0..6).map(|i| ((100 + i) as f64 * factor) as u64).collect();
+                let samples = (0..6)
+                    .map(|i| ((1000 + i) as f64 * factor) as u64)
+                    .collect();
                 event(spec, samples, (1..=6).collect(), k as u32)
             })
             .collect();
@@ -528,4 +532,31 @@ fn fast_enough_in_debug_builds() {
     assert_eq!(d.events.len(), 30);
     eprintln!("diff of 30 events: {elapsed:?}");
     assert!(elapsed.as_secs_f64() < 1.0, "{elapsed:?}");
+}
+
+#[test]
+fn changes_below_the_clock_resolution_are_never_verdicts() {
+    // 30 ns slower in every sample of an event of about 100 ns: significant, and far beyond the
+    // 2% threshold, but within twice the 20 ns timer floor.
+    let specs: Vec<Spec> = model().into_iter().take(1).collect();
+    let run = |extra: u64| {
+        let events = specs
+            .iter()
+            .enumerate()
+            .map(|(k, spec)| {
+                let samples = (0..40).map(|i| 100 + i % 3 + extra).collect();
+                event(spec, samples, (1..=40).collect(), k as u32)
+            })
+            .collect();
+        profile(0, 1, 40, vec![10_000; 41], events)
+    };
+    let d = diff(&run(0), &run(30), &DiffOptions::default());
+    assert_eq!(
+        d.events[0].verdict,
+        Verdict::WithinNoise,
+        "{:?}",
+        d.events[0]
+    );
+    let d = diff(&run(0), &run(60), &DiffOptions::default());
+    assert_eq!(d.events[0].verdict, Verdict::Regressed, "{:?}", d.events[0]);
 }
