@@ -754,7 +754,7 @@ impl Dlrm {
         {
             let _p = probe!("top_backward", layer = "top_mlp", phase = "bwd");
             if self.slow == Some(SlowLayer::TopMlp) {
-                busy_work(batch.len() * 512);
+                busy_work(batch.len() * 128);
             }
             self.top.backward(
                 &self.interacted,
