@@ -42,9 +42,7 @@ fn run(dir: &Path, vars: &[(&str, &str)], args: &[&str]) -> Output {
     let mut cmd = Command::new(dlrm());
     cmd.current_dir(dir)
         .args(["--batch", "8", "--iters", "400"])
-        .args(args)
-        .env("PROF_WARMUP", "2")
-        .env("PROF_REPEAT", "3");
+        .args(args);
     for (k, _) in std::env::vars() {
         if k.starts_with("PROF_") || k == "RANK" {
             cmd.env_remove(k);
@@ -302,26 +300,15 @@ fn off_mode_writes_nothing_and_out_placeholders_expand() {
         stdout(&out)
     );
 
-    let out = run(
-        &dir,
-        &[
-            ("PROF_OUT", "rank%r/prof-%p.json"),
-            ("RANK", "3"),
-            ("PROF_FILTER", "layer=embedding"),
-        ],
-        &[],
-    );
+    let ranked = [
+        ("PROF_OUT", "rank%r/prof-%p.json"),
+        ("RANK", "3"),
+        ("PROF_FILTER", "layer=embedding"),
+    ];
+    let out = run(&dir, &ranked, &[]);
     assert_eq!(out.status.code(), Some(2), "rank3/ does not exist yet");
     std::fs::create_dir_all(dir.join("rank3")).unwrap();
-    let out = run(
-        &dir,
-        &[
-            ("PROF_OUT", "rank%r/prof-%p.json"),
-            ("RANK", "3"),
-            ("PROF_FILTER", "layer=embedding"),
-        ],
-        &[],
-    );
+    let out = run(&dir, &ranked, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     let files: Vec<PathBuf> = std::fs::read_dir(dir.join("rank3"))
         .unwrap()
