@@ -123,3 +123,19 @@ fn g_step_nothing_armed(b: Bencher) {
     }
     b.bench(profiler_core::step);
 }
+
+#[cfg(feature = "cuda")]
+fn stream_site(x: u64) -> u64 {
+    const STREAM: profiler_core::Stream = profiler_core::Stream::new(1, 0);
+    let _p = probe!("bench_stream", layer = "bench", stream = STREAM);
+    bare(x)
+}
+
+/// 8. (`cuda` builds) an unarmed probe that names a stream: the stream expression is evaluated
+/// only past the same load and branch as (5).
+#[cfg(feature = "cuda")]
+#[divan::bench]
+fn h_unarmed_stream_probe(b: Bencher) {
+    let _session = start("name=bench_armed", 1);
+    b.bench(|| stream_site(black_box(7)));
+}

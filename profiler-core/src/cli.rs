@@ -4,6 +4,7 @@ use std::io::Write;
 
 use crate::clock::{Clock, CpuClock};
 use crate::config::{Config, ConfigError, Mode};
+use crate::device::Device;
 use crate::filter::Filter;
 use crate::info::ProbeInfo;
 use crate::registry::registry;
@@ -141,7 +142,11 @@ fn handle_listing(json: bool) -> ! {
 
 /// Starts a session with `config` and `clock` (for tests and programs that configure the
 /// profiler in code). Checks what [`init`](crate::init) checks but returns the error.
-pub fn start(config: Config, clock: Option<Box<dyn Clock>>) -> Result<InitGuard, ConfigError> {
+pub fn start(
+    config: Config,
+    clock: Option<Box<dyn Clock>>,
+    device: Option<Box<dyn Device>>,
+) -> Result<InitGuard, ConfigError> {
     config.validate()?;
     if config.mode == Mode::Off {
         return Ok(InitGuard::inert());
@@ -158,7 +163,7 @@ pub fn start(config: Config, clock: Option<Box<dyn Clock>>) -> Result<InitGuard,
         );
         return Ok(InitGuard::inert());
     }
-    let session = Session::new(config, clock);
+    let session = Session::new(config, clock, device);
     if session.selected_count() == 0 {
         let filter = session.config().filter.source().to_owned();
         let total = registry().entries.len();
@@ -195,7 +200,53 @@ pub fn init() -> InitGuard {
             crate::config::KNOWN_VARS.join(", ")
         );
     }
-    start(config, None).unwrap_or_else(|e| fail(e))
+    let device = if config.mode == Mode::Off {
+        None
+    } else {
+        open_device(&config)
+    };
+    start(config, None, device).unwrap_or_else(|e| fail(e))
+}
+
+/// The CUDA device, or `None` (with one line on stderr saying why) when there is none.
+#[cfg(feature = "cuda")]
+fn open_device(config: &Config) -> Option<Box<dyn Device>> {
+    let options = crate::cuda::CudaOptions {
+        nvtx: config.nvtx,
+        kernels: config.kernels,
+    };
+    match crate::cuda::CudaDevice::open(options) {
+        Ok(device) => Some(Box::new(device)),
+        Err(why) => {
+            eprintln!("profiler-core: {why}; timing on the CPU clock");
+            None
+        }
+    }
+}
+
+/// Without the `cuda` feature there is no device; the CUDA variables are accepted (so that one
+/// job script serves both builds) but said to do nothing.
+#[cfg(not(feature = "cuda"))]
+fn open_device(config: &Config) -> Option<Box<dyn Device>> {
+    let set: Vec<&str> = ["PROF_NVTX", "PROF_CAPTURE", "PROF_SYNC", "PROF_KERNELS"]
+        .iter()
+        .copied()
+        .filter(|var| match *var {
+            "PROF_NVTX" => config.nvtx,
+            "PROF_CAPTURE" => config.capture,
+            "PROF_SYNC" => config.sync > 0,
+            _ => config.kernels,
+        })
+        .collect();
+    if !set.is_empty() {
+        eprintln!(
+            "profiler-core: warning: {} ha{} no effect: this program was built without the \
+             `cuda` feature of profiler-core",
+            set.join(", "),
+            if set.len() == 1 { "s" } else { "ve" }
+        );
+    }
+    None
 }
 
 #[cfg(test)]

@@ -52,6 +52,14 @@ pub struct Config {
     /// The most memory reserved for samples (default 1 GiB); events past it are left out with
     /// a warning rather than risking the program on an allocation.
     pub sample_budget_bytes: usize,
+    /// Push an NVTX range around every selected probe (`PROF_NVTX=1`; `cuda` builds).
+    pub nvtx: bool,
+    /// Limit the CUDA profiler's capture to the measured iterations (`PROF_CAPTURE=1`).
+    pub capture: bool,
+    /// Device synchronization level, 0 to 3 (`PROF_SYNC`).
+    pub sync: u8,
+    /// Attribute kernels to the measured events through CUPTI (`PROF_KERNELS=1`).
+    pub kernels: bool,
 }
 
 impl Default for Config {
@@ -66,12 +74,16 @@ impl Default for Config {
             max_events: 4096,
             summary: true,
             sample_budget_bytes: 1 << 30,
+            nvtx: false,
+            capture: false,
+            sync: 0,
+            kernels: false,
         }
     }
 }
 
 /// The variables this build understands, for the unknown-variable warning.
-pub const KNOWN_VARS: [&str; 7] = [
+pub const KNOWN_VARS: [&str; 11] = [
     "PROF_FILTER",
     "PROF_MODE",
     "PROF_WARMUP",
@@ -79,6 +91,10 @@ pub const KNOWN_VARS: [&str; 7] = [
     "PROF_OUT",
     "PROF_EXIT",
     "PROF_MAX_EVENTS",
+    "PROF_NVTX",
+    "PROF_CAPTURE",
+    "PROF_SYNC",
+    "PROF_KERNELS",
 ];
 
 /// A `PROF_*` value that cannot be used. Its `Display` is the full message for the user.
@@ -214,6 +230,22 @@ fn check_out_template(value: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// A `0`/`1` switch.
+fn parse_flag(var: &'static str, value: &str, meaning: &str) -> Result<bool, ConfigError> {
+    match value.trim() {
+        "1" => Ok(true),
+        "0" | "" => Ok(false),
+        _ => Err(ConfigError::at(
+            var,
+            value,
+            1,
+            value.chars().count().max(1),
+            "unknown value",
+            &format!("1 ({meaning}) or 0"),
+        )),
+    }
+}
+
 impl Config {
     /// Reads the `PROF_*` variables of this process.
     pub fn from_env() -> Result<Config, ConfigError> {
@@ -254,17 +286,40 @@ impl Config {
             config.max_events = parse_count("PROF_MAX_EVENTS", &value, 1, MAX_EVENTS)?;
         }
         if let Some(value) = lookup("PROF_EXIT") {
-            config.exit = match value.trim() {
-                "1" => true,
-                "0" | "" => false,
+            config.exit = parse_flag("PROF_EXIT", &value, "exit once the results are written")?;
+        }
+        if let Some(value) = lookup("PROF_NVTX") {
+            config.nvtx = parse_flag("PROF_NVTX", &value, "an NVTX range around every probe")?;
+        }
+        if let Some(value) = lookup("PROF_CAPTURE") {
+            config.capture = parse_flag(
+                "PROF_CAPTURE",
+                &value,
+                "cuProfilerStart/Stop around the measured iterations",
+            )?;
+        }
+        if let Some(value) = lookup("PROF_KERNELS") {
+            config.kernels = parse_flag(
+                "PROF_KERNELS",
+                &value,
+                "attribute kernels to events through CUPTI",
+            )?;
+        }
+        if let Some(value) = lookup("PROF_SYNC") {
+            config.sync = match value.trim() {
+                "" | "0" => 0,
+                "1" => 1,
+                "2" => 2,
+                "3" => 3,
                 _ => {
                     return Err(ConfigError::at(
-                        "PROF_EXIT",
+                        "PROF_SYNC",
                         &value,
                         1,
                         value.chars().count().max(1),
-                        "unknown value",
-                        "1 (exit once the results are written) or 0",
+                        "unknown level",
+                        "0 (never), 1 (at each step), 2 (also around functions with a phase) \
+                         or 3 (around every probe)",
                     ))
                 }
             };

@@ -88,12 +88,16 @@ mod cli;
 mod clock;
 #[cfg(feature = "enable")]
 mod config;
+#[cfg(feature = "cuda")]
+mod cuda;
+#[cfg(feature = "enable")]
+mod device;
 #[cfg(feature = "enable")]
 mod filter;
 #[cfg(feature = "analysis")]
 mod output;
 #[cfg(feature = "analysis")]
-pub use output::json::{Event, Iterations, Profile, Run, Stats, SCHEMA};
+pub use output::json::{Event, Gpu, Iterations, Kernel, Kernels, Profile, Run, Stats, SCHEMA};
 #[cfg(feature = "analysis")]
 pub use output::write_atomic;
 #[cfg(feature = "enable")]
@@ -113,8 +117,14 @@ pub use enabled_api::*;
 #[cfg(feature = "enable")]
 mod enabled_api {
     pub use crate::cli::InitGuard;
-    pub use crate::clock::{Clock, CpuClock, FakeClock, Reading};
+    pub use crate::clock::{Clock, CpuClock, FakeClock, Reading, SimDevice};
     pub use crate::config::{Config, ConfigError, Mode};
+    #[cfg(feature = "cuda")]
+    pub use crate::cuda::{CudaDevice, CudaOptions};
+    pub use crate::device::{
+        decode_mark, encode_mark, AsStream, Correlation, Device, KernelActivity, Pool, RangeInfo,
+        Stream, NO_MARK,
+    };
     pub use crate::filter::{Filter, FilterError, Key};
     pub use crate::probe::ProbeGuard;
 
@@ -151,7 +161,18 @@ mod enabled_api {
         config: Config,
         clock: Option<Box<dyn Clock>>,
     ) -> Result<InitGuard, ConfigError> {
-        crate::cli::start(config, clock)
+        crate::cli::start(config, clock, None)
+    }
+
+    /// [`init_with`] and a device whose streams time the runs that name one: the simulated
+    /// device of the tests ([`SimDevice`]), or a [`CudaDevice`](crate::CudaDevice) opened by the
+    /// program itself. ([`init`] opens the CUDA device on its own in a `cuda` build.)
+    pub fn init_with_device(
+        config: Config,
+        clock: Option<Box<dyn Clock>>,
+        device: Box<dyn Device>,
+    ) -> Result<InitGuard, ConfigError> {
+        crate::cli::start(config, clock, Some(device))
     }
 
     /// Every registered probe, in file and line order; `selected` tells what the running
@@ -182,10 +203,25 @@ pub use disabled::*;
 pub mod __private {
     #[cfg(feature = "enable")]
     pub use crate::probe::{
-        enter, enter_async, AsyncGuard, Descriptor, Kind, Registration, StaticInfo,
+        active, enter, enter_async, enter_async_on, enter_on, AsyncGuard, Descriptor, Kind,
+        Registration, StaticInfo,
     };
     #[cfg(feature = "enable")]
     pub use inventory;
+
+    /// The guard of a probe that does not take part (for the stream form's unarmed branch).
+    #[cfg(feature = "enable")]
+    #[inline(always)]
+    pub fn inert() -> crate::ProbeGuard {
+        crate::ProbeGuard::inert()
+    }
+
+    /// The async guard of a probe that does not take part.
+    #[cfg(feature = "enable")]
+    #[inline(always)]
+    pub fn inert_async() -> AsyncGuard {
+        AsyncGuard::inert()
+    }
 
     /// The per-iteration run counter of the probe named `name`, so that the benchmark can
     /// re-arm one probe many times within one iteration.

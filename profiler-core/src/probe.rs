@@ -10,8 +10,12 @@
 //! Everything else (learning the events during warmup, arming, resolution, output) is the cold
 //! path in `session.rs`.
 
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicPtr, AtomicU32,
+    Ordering::{Acquire, Relaxed},
+};
 
+use crate::device::{AsStream, Stream, NO_MARK};
 use crate::session::Session;
 
 /// The probe takes no part: the fast path returns an inert guard.
@@ -20,11 +24,22 @@ pub(crate) const OFF: u32 = 0;
 pub(crate) const LEARN: u32 = 1;
 /// One of this probe's events is measured in the current iteration.
 pub(crate) const ARMED: u32 = 2;
+/// Nothing is measured, but the hooks apply (an NVTX range, `PROF_SYNC` around the run).
+pub(crate) const HOOK: u32 = 3;
 /// No event: an index that means "none".
 pub(crate) const NONE: u32 = u32::MAX;
 /// The event of a guard opened during warmup: it measures nothing, but its drop tells the
 /// learner that the run ended (so that nested runs learn their parent).
 pub(crate) const LEARNING: u32 = u32::MAX - 1;
+/// The event of a guard that measures nothing and only closes its hooks.
+pub(crate) const HOOKS_ONLY: u32 = u32::MAX - 2;
+
+/// Hook bits of a guard: an NVTX range was pushed.
+pub(crate) const HOOK_NVTX: u8 = 1;
+/// Hook bits of a guard: synchronize the device when the run ends.
+pub(crate) const HOOK_SYNC: u8 = 2;
+/// Hook bits of a guard: a kernel-attribution tag was pushed.
+pub(crate) const HOOK_KERNELS: u8 = 4;
 
 /// Whether a descriptor comes from `#[profiled]` or `probe!`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +98,39 @@ pub struct Descriptor {
     pub(crate) events: AtomicU32,
     /// The event later occurrences fold into, or `NONE`.
     pub(crate) merged_event: AtomicU32,
+    /// The events of this probe's runs on streams, when it ran on any during warmup (owned by
+    /// the session, which is never freed), else null.
+    pub(crate) routes: AtomicPtr<Routes>,
+    /// The probe's index in the registry, set when a session starts.
+    pub(crate) index: AtomicU32,
+}
+
+/// Where the runs of one probe on one stream go.
+#[derive(Debug)]
+pub(crate) struct Route {
+    pub stream: Stream,
+    /// Runs on this stream started in the current iteration.
+    pub calls: AtomicU32,
+    pub first_event: u32,
+    pub events: u32,
+    pub merged_event: u32,
+}
+
+/// A probe's routes, one per stream it ran on during warmup.
+#[derive(Debug)]
+pub(crate) struct Routes(pub Box<[Route]>);
+
+impl Route {
+    /// The event of the next run on this stream, or `NONE`.
+    #[inline]
+    pub(crate) fn next_event(&self) -> u32 {
+        let occ = self.calls.fetch_add(1, Relaxed);
+        if occ < self.events {
+            self.first_event + occ
+        } else {
+            self.merged_event
+        }
+    }
 }
 
 impl Descriptor {
@@ -95,7 +143,18 @@ impl Descriptor {
             first_event: AtomicU32::new(NONE),
             events: AtomicU32::new(0),
             merged_event: AtomicU32::new(NONE),
+            routes: AtomicPtr::new(std::ptr::null_mut()),
+            index: AtomicU32::new(0),
         }
+    }
+
+    /// The route of runs on `stream`, if warmup saw this probe run there.
+    #[inline]
+    pub(crate) fn route(&self, stream: Stream) -> Option<&Route> {
+        // SAFETY: a non-null pointer comes from a `Box<Routes>` owned by a session, and
+        // sessions are never freed.
+        let routes = unsafe { self.routes.load(Acquire).as_ref()? };
+        routes.0.iter().find(|r| r.stream == stream)
     }
 
     /// The compile-time facts of this annotation.
@@ -120,6 +179,7 @@ impl Descriptor {
         self.first_event.store(NONE, Relaxed);
         self.events.store(0, Relaxed);
         self.merged_event.store(NONE, Relaxed);
+        self.routes.store(std::ptr::null_mut(), Relaxed);
     }
 }
 
@@ -138,6 +198,28 @@ pub(crate) struct Armed {
     /// The iteration the run started in.
     pub(crate) iter: u32,
     pub(crate) start: u64,
+    /// The device mark at the start, or `NO_MARK` for a run timed on the CPU only.
+    pub(crate) dstart: u64,
+    /// The stream the run is timed on.
+    pub(crate) stream: Stream,
+    /// `HOOK_*` bits: what to undo when the run ends.
+    pub(crate) hooks: u8,
+}
+
+impl Armed {
+    /// A guard of `session` with no measurement.
+    pub(crate) fn bare(session: &'static Session, event: u32, hooks: u8) -> Armed {
+        Armed {
+            session,
+            event,
+            slot: 0,
+            iter: 0,
+            start: 0,
+            dstart: NO_MARK,
+            stream: Stream::new(0, 0),
+            hooks,
+        }
+    }
 }
 
 /// Measures from its creation until it is dropped (see [`probe!`](crate::probe)).
@@ -170,9 +252,9 @@ impl ProbeGuard {
     #[inline(always)]
     pub fn discard(mut self) {
         if let Some(armed) = self.armed.take() {
-            if armed.event == LEARNING {
-                // Warmup still needs to know that the run ended, for nesting.
-                armed.session.finish_run(&armed);
+            if armed.event == LEARNING || armed.hooks != 0 {
+                // Warmup still needs to know that the run ended, for nesting; hooks close.
+                armed.session.discard_run(&armed);
             }
         }
     }
@@ -205,17 +287,48 @@ pub fn enter(desc: &'static Descriptor) -> ProbeGuard {
     if state == OFF {
         return ProbeGuard::inert();
     }
-    enter_slow(desc, state, true)
+    enter_slow(desc, state, true, None)
+}
+
+/// The state of `desc` when it takes part (anything but off): the unarmed cost of a probe that
+/// names a stream is this load and branch, and its stream expression is evaluated only past it.
+#[inline(always)]
+pub fn active(desc: &'static Descriptor) -> Option<u32> {
+    let state = desc.state.load(Relaxed);
+    if state == OFF {
+        None
+    } else {
+        Some(state)
+    }
+}
+
+/// Starts a measurement of `desc`, in state `state` (from [`active`]), whose work runs on
+/// `stream`.
+#[inline(never)]
+pub fn enter_on<S: AsStream + ?Sized>(
+    desc: &'static Descriptor,
+    state: u32,
+    stream: &S,
+) -> ProbeGuard {
+    enter_slow(desc, state, true, Some(stream.as_stream()))
 }
 
 /// `nests`: whether the run ends on the thread it started on, so that the learner may take it
 /// as the parent of runs that start inside it (not so for an `async fn`, which may move).
 #[inline(never)]
-fn enter_slow(desc: &'static Descriptor, state: u32, nests: bool) -> ProbeGuard {
+fn enter_slow(
+    desc: &'static Descriptor,
+    state: u32,
+    nests: bool,
+    stream: Option<Stream>,
+) -> ProbeGuard {
     match crate::session::current() {
-        Some(session) => ProbeGuard {
-            armed: session.start_run(desc, state, nests),
-        },
+        Some(session) => {
+            let stream = stream.filter(|_| session.has_device());
+            ProbeGuard {
+                armed: session.start_run(desc, state, nests, stream),
+            }
+        }
         None => ProbeGuard::inert(),
     }
 }
@@ -227,6 +340,14 @@ pub struct AsyncGuard {
 }
 
 impl AsyncGuard {
+    /// A guard that measures nothing.
+    #[inline(always)]
+    pub fn inert() -> AsyncGuard {
+        AsyncGuard {
+            inner: ProbeGuard::inert(),
+        }
+    }
+
     /// The future completed: keep the sample.
     #[inline(always)]
     pub fn complete(mut self) {
@@ -239,8 +360,13 @@ impl AsyncGuard {
 impl Drop for AsyncGuard {
     #[inline(always)]
     fn drop(&mut self) {
-        // Dropped before completion (cancelled, or a panic inside a poll): no sample.
-        self.inner.armed = None;
+        // Dropped before completion (cancelled, or a panic inside a poll): no sample, but the
+        // hooks still close.
+        if let Some(armed) = self.inner.armed.take() {
+            if armed.hooks != 0 {
+                armed.session.discard_run(&armed);
+            }
+        }
     }
 }
 
@@ -251,7 +377,20 @@ pub fn enter_async(desc: &'static Descriptor) -> AsyncGuard {
     let inner = if state == OFF {
         ProbeGuard::inert()
     } else {
-        enter_slow(desc, state, false)
+        enter_slow(desc, state, false, None)
     };
     AsyncGuard { inner }
+}
+
+/// [`enter_async`] for an `async fn` whose work runs on `stream`, in state `state` (from
+/// [`active`]).
+#[inline(never)]
+pub fn enter_async_on<S: AsStream + ?Sized>(
+    desc: &'static Descriptor,
+    state: u32,
+    stream: &S,
+) -> AsyncGuard {
+    AsyncGuard {
+        inner: enter_slow(desc, state, false, Some(stream.as_stream())),
+    }
 }

@@ -12,12 +12,19 @@ use std::sync::atomic::{
 
 use crate::clock::ActiveClock;
 use crate::clock::Reading;
+use crate::device::{Device, NO_MARK};
 
 /// How many runs of a merged event are kept for its median and p90.
 pub(crate) const RESERVOIR: usize = 1024;
 
 /// Bytes of storage per sample slot (start, stop, iteration).
 pub(crate) const SAMPLE_BYTES: usize = 8 + 8 + 4;
+
+/// Extra bytes per slot of an event timed on a device stream (its two device marks).
+pub(crate) const DEVICE_SAMPLE_BYTES: usize = 8 + 8;
+
+/// Device marks (start, stop) of each slot.
+type DeviceMarks = (Box<[AtomicU64]>, Box<[AtomicU64]>);
 
 /// Raw marks of one event's samples, one slot per measured iteration.
 #[derive(Debug)]
@@ -26,6 +33,8 @@ pub(crate) struct Samples {
     stop: Box<[AtomicU64]>,
     /// The iteration index plus one; 0 while the slot is empty.
     iter: Box<[AtomicU32]>,
+    /// Device marks (start, stop) for an event timed on a stream.
+    device: Option<DeviceMarks>,
 }
 
 fn atomics64(n: usize) -> Box<[AtomicU64]> {
@@ -33,21 +42,46 @@ fn atomics64(n: usize) -> Box<[AtomicU64]> {
 }
 
 impl Samples {
-    pub fn new(slots: usize) -> Samples {
+    pub fn new(slots: usize, device: bool) -> Samples {
         Samples {
             start: atomics64(slots),
             stop: atomics64(slots),
             iter: (0..slots).map(|_| AtomicU32::new(0)).collect(),
+            device: device.then(|| (atomics64(slots), atomics64(slots))),
         }
+    }
+
+    /// Whether this event is timed on a device stream.
+    #[inline]
+    pub fn has_device(&self) -> bool {
+        self.device.is_some()
     }
 
     #[inline]
     pub fn write(&self, slot: usize, start: u64, stop: u64, iter: u32) {
+        self.write_all(slot, (start, stop), (NO_MARK, NO_MARK), iter);
+    }
+
+    #[inline]
+    pub fn write_all(&self, slot: usize, cpu: (u64, u64), device: (u64, u64), iter: u32) {
         if slot < self.iter.len() {
-            self.start[slot].store(start, Relaxed);
-            self.stop[slot].store(stop, Relaxed);
+            self.start[slot].store(cpu.0, Relaxed);
+            self.stop[slot].store(cpu.1, Relaxed);
+            if let Some((dstart, dstop)) = &self.device {
+                dstart[slot].store(device.0, Relaxed);
+                dstop[slot].store(device.1, Relaxed);
+            }
             self.iter[slot].store(iter + 1, Release);
         }
+    }
+
+    /// The device marks of a filled slot of an event timed on a stream.
+    pub fn read_device(&self, slot: usize) -> Option<(u64, u64)> {
+        let (dstart, dstop) = self.device.as_ref()?;
+        Some((
+            dstart.get(slot)?.load(Relaxed),
+            dstop.get(slot)?.load(Relaxed),
+        ))
     }
 
     /// `(start, stop, iteration)` of a filled slot.
@@ -118,18 +152,22 @@ pub(crate) struct Store {
 }
 
 impl Store {
-    pub fn new(slots: usize, merged: bool) -> Store {
+    /// `device`: the event is timed on a stream (never so for a merged event, whose reservoir
+    /// overwrites slots and so could not give device marks back to their pool).
+    pub fn new(slots: usize, merged: bool, device: bool) -> Store {
         Store {
-            samples: Samples::new(if merged { RESERVOIR } else { slots }),
+            samples: Samples::new(if merged { RESERVOIR } else { slots }, device && !merged),
             totals: merged.then(Totals::new),
         }
     }
 
-    /// Stores one run. `linear` says whether raw deltas can be summed.
+    /// Stores one run: its CPU marks and, for an event timed on a stream, its device marks.
+    /// `linear` says whether raw CPU deltas can be summed.
     #[inline]
-    pub fn record(&self, slot: u32, iter: u32, start: u64, stop: u64, linear: bool) {
+    pub fn record(&self, slot: u32, iter: u32, cpu: (u64, u64), device: (u64, u64), linear: bool) {
+        let (start, stop) = cpu;
         match &self.totals {
-            None => self.samples.write(slot as usize, start, stop, iter),
+            None => self.samples.write_all(slot as usize, cpu, device, iter),
             Some(totals) => {
                 let n = totals.add(linear.then(|| stop.saturating_sub(start)));
                 // Reservoir sampling (algorithm R) with a hash of n as the random draw.
@@ -158,9 +196,15 @@ fn mix(mut x: u64) -> u64 {
 /// Resolved samples of one event.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Resolved {
+    /// Durations: device time for an event timed on a stream, else CPU time.
     pub durations: Vec<u64>,
+    /// Offsets from the start of the iteration, on the same time line as `durations`.
     pub offsets: Vec<u64>,
     pub iters: Vec<u32>,
+    /// CPU time of each sample of an event timed on a stream (empty otherwise).
+    pub cpu: Vec<u64>,
+    /// Samples dropped because a device mark could not be taken or read.
+    pub lost: u64,
 }
 
 /// The outcome of trying to resolve one slot.
@@ -170,41 +214,72 @@ pub(crate) enum Outcome {
     Pending,
 }
 
-/// Tries to turn one slot into a sample. `iter_start` gives the mark at which an iteration began;
-/// `consume` empties the slot and releases its marks once read.
+/// Where an iteration began, for offsets: on the CPU, and on each stream's device time line.
+pub(crate) trait IterationStarts {
+    /// The CPU mark at which iteration `iter` began.
+    fn cpu(&self, iter: u32) -> Option<u64>;
+    /// The device mark recorded on the event's stream when iteration `iter` began.
+    fn device(&self, iter: u32) -> Option<u64>;
+}
+
+/// Tries to turn one slot into a sample. `consume` empties the slot and releases its marks once
+/// read.
 pub(crate) fn resolve_slot(
     clock: &ActiveClock,
+    device: Option<&dyn Device>,
     store: &Store,
     slot: usize,
-    iter_start: impl Fn(u32) -> Option<u64>,
+    starts: &dyn IterationStarts,
     consume: bool,
     out: &mut Resolved,
 ) -> Outcome {
     let Some((start, stop, iter)) = store.samples.read(slot) else {
         return Outcome::Empty;
     };
-    let duration = clock.elapsed(start, stop);
-    let offset = match iter_start(iter) {
-        Some(base) => clock.elapsed(base, start),
-        None => Reading::Ready(0),
+    let cpu = clock.elapsed(start, stop);
+    let device_marks = store.samples.read_device(slot);
+    let (duration, offset) = match (device_marks, device) {
+        (Some((dstart, dstop)), Some(device)) => (
+            device.elapsed(dstart, dstop),
+            match starts.device(iter) {
+                Some(base) => device.elapsed(base, dstart),
+                None => Reading::Lost,
+            },
+        ),
+        (Some(_), None) => (Reading::Lost, Reading::Lost),
+        (None, _) => (
+            cpu,
+            match starts.cpu(iter) {
+                Some(base) => clock.elapsed(base, start),
+                None => Reading::Ready(0),
+            },
+        ),
     };
-    match (duration, offset) {
-        (Reading::Pending, _) | (_, Reading::Pending) => Outcome::Pending,
-        (duration, offset) => {
-            if let (Reading::Ready(d), Reading::Ready(o)) = (duration, offset) {
-                out.durations.push(d);
-                out.offsets.push(o);
-                out.iters.push(iter);
+    if [duration, offset, cpu].contains(&Reading::Pending) {
+        return Outcome::Pending;
+    }
+    match (duration, offset, cpu) {
+        (Reading::Ready(d), Reading::Ready(o), Reading::Ready(c)) => {
+            out.durations.push(d);
+            out.offsets.push(o);
+            out.iters.push(iter);
+            if device_marks.is_some() {
+                out.cpu.push(c);
             }
-            // Lost readings are dropped.
-            if consume {
-                store.samples.clear(slot);
-                clock.release(start);
-                clock.release(stop);
-            }
-            Outcome::Done
+        }
+        // Lost readings are dropped, and counted.
+        _ => out.lost += 1,
+    }
+    if consume {
+        store.samples.clear(slot);
+        clock.release(start);
+        clock.release(stop);
+        if let (Some((dstart, dstop)), Some(device)) = (device_marks, device) {
+            device.release(dstart);
+            device.release(dstop);
         }
     }
+    Outcome::Done
 }
 
 #[cfg(test)]
@@ -213,7 +288,7 @@ mod tests {
 
     #[test]
     fn slots_fill_and_clear() {
-        let s = Samples::new(2);
+        let s = Samples::new(2, false);
         assert_eq!(s.read(0), None);
         s.write(1, 10, 25, 7);
         s.write(5, 1, 2, 3); // out of range: ignored, never a panic
@@ -224,9 +299,9 @@ mod tests {
 
     #[test]
     fn merged_totals_are_exact_and_reservoir_bounded() {
-        let store = Store::new(4, true);
+        let store = Store::new(4, true, false);
         for i in 0..5000u64 {
-            store.record(0, 0, 100, 100 + i, true);
+            store.record(0, 0, (100, 100 + i), (NO_MARK, NO_MARK), true);
         }
         let t = store.totals.as_ref().unwrap();
         assert_eq!(t.count.load(Relaxed), 5000);

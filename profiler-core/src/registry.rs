@@ -55,7 +55,6 @@ impl Entry {
 #[derive(Debug)]
 pub(crate) struct Registry {
     pub entries: Vec<Entry>,
-    index: HashMap<usize, usize>,
 }
 
 impl Registry {
@@ -80,19 +79,13 @@ impl Registry {
                 Entry { desc, id }
             })
             .collect();
-        let index = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.desc as *const Descriptor as usize, i))
-            .collect();
-        Registry { entries, index }
-    }
-
-    /// The position of `desc` in `entries`.
-    pub fn position(&self, desc: &'static Descriptor) -> Option<usize> {
-        self.index
-            .get(&(desc as *const Descriptor as usize))
-            .copied()
+        for (i, e) in entries.iter().enumerate() {
+            // Each descriptor knows its position, so that the probe path never searches.
+            e.desc
+                .index
+                .store(i as u32, std::sync::atomic::Ordering::Relaxed);
+        }
+        Registry { entries }
     }
 }
 

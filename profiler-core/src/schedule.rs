@@ -9,15 +9,22 @@
 
 use std::collections::HashMap;
 
+use crate::device::Stream;
+
 /// The occurrence value of a probe's merged event.
 pub(crate) const MERGED: u32 = u32::MAX;
+
+/// An event's identity: (registry entry, lane, occurrence or `MERGED`). The lane is 0 for runs
+/// that name no stream, else 1 + the stream's index in [`Learner::streams`]: occurrences are
+/// counted per probe and stream.
+pub(crate) type Key = (usize, u32, u32);
 
 #[derive(Clone, Copy, Debug)]
 struct Seen {
     first: (u32, u32),
     last: (u32, u32),
     /// The run that contained the most recent run of this event.
-    parent: Option<(usize, u32)>,
+    parent: Option<Key>,
 }
 
 /// An event the schedule will measure.
@@ -25,10 +32,12 @@ struct Seen {
 pub(crate) struct Planned {
     /// Index of the probe in the registry.
     pub entry: usize,
+    /// 0, or 1 + the index of the event's stream.
+    pub lane: u32,
     /// Occurrence within the iteration, or `MERGED`.
     pub occurrence: u32,
-    /// The (entry, occurrence) of the event that contained it, if any.
-    pub parent: Option<(usize, u32)>,
+    /// The key of the event that contained it, if any.
+    pub parent: Option<Key>,
 }
 
 /// What warmup has seen so far.
@@ -38,7 +47,11 @@ pub(crate) struct Learner {
     iteration: u32,
     seq: u32,
     distinct: usize,
-    seen: HashMap<(usize, u32), Seen>,
+    seen: HashMap<Key, Seen>,
+    /// The streams seen, in order of first appearance (lane = index + 1).
+    streams: Vec<Stream>,
+    /// Runs per (entry, lane) in the current iteration, for runs on a stream.
+    lane_calls: HashMap<(usize, u32), u32>,
 }
 
 impl Learner {
@@ -49,23 +62,45 @@ impl Learner {
             seq: 0,
             distinct: 0,
             seen: HashMap::new(),
+            streams: Vec::new(),
+            lane_calls: HashMap::new(),
         }
     }
 
-    /// Occurrence `occ` of probe `entry` started inside `parent` (a key this returned before).
-    /// Returns the event's key: `(entry, occ)`, or `(entry, MERGED)` past the bound.
-    pub fn observe(
-        &mut self,
-        entry: usize,
-        occ: u32,
-        parent: Option<(usize, u32)>,
-    ) -> (usize, u32) {
+    /// The lane of `stream`, assigned on first sight.
+    pub fn lane_of(&mut self, stream: Stream) -> u32 {
+        match self.streams.iter().position(|&s| s == stream) {
+            Some(i) => i as u32 + 1,
+            None => {
+                self.streams.push(stream);
+                self.streams.len() as u32
+            }
+        }
+    }
+
+    /// The streams seen so far; lane `k` is `streams()[k - 1]`.
+    pub fn streams(&self) -> &[Stream] {
+        &self.streams
+    }
+
+    /// The occurrence of a run of `entry` on `lane` in this iteration.
+    pub fn next_occurrence(&mut self, entry: usize, lane: u32) -> u32 {
+        let n = self.lane_calls.entry((entry, lane)).or_insert(0);
+        *n += 1;
+        *n - 1
+    }
+
+    /// Occurrence `occ` of probe `entry` on `lane` started inside `parent` (a key this
+    /// returned before). Returns the event's key: `(entry, lane, occ)`, or
+    /// `(entry, lane, MERGED)` past the bound.
+    pub fn observe(&mut self, entry: usize, lane: u32, occ: u32, parent: Option<Key>) -> Key {
         let now = (self.iteration, self.seq);
         self.seq += 1;
-        let key = if self.seen.contains_key(&(entry, occ)) || self.distinct < self.max_events {
-            (entry, occ)
+        let key = if self.seen.contains_key(&(entry, lane, occ)) || self.distinct < self.max_events
+        {
+            (entry, lane, occ)
         } else {
-            (entry, MERGED)
+            (entry, lane, MERGED)
         };
         let distinct = &mut self.distinct;
         self.seen
@@ -75,7 +110,7 @@ impl Learner {
                 s.parent = parent;
             })
             .or_insert_with(|| {
-                if key.1 != MERGED {
+                if key.2 != MERGED {
                     *distinct += 1;
                 }
                 Seen {
@@ -91,6 +126,7 @@ impl Learner {
     pub fn next_iteration(&mut self) {
         self.iteration += 1;
         self.seq = 0;
+        self.lane_calls.clear();
     }
 
     /// How many more distinct events the bound allows.
@@ -105,12 +141,13 @@ impl Learner {
 
     /// The events in execution order.
     pub fn plan(&self) -> Vec<Planned> {
-        let mut events: Vec<(&(usize, u32), &Seen)> = self.seen.iter().collect();
-        events.sort_by_key(|(key, seen)| (seen.last.1, seen.first, key.0, key.1));
+        let mut events: Vec<(&Key, &Seen)> = self.seen.iter().collect();
+        events.sort_by_key(|(key, seen)| (seen.last.1, seen.first, **key));
         events
             .into_iter()
-            .map(|(&(entry, occurrence), seen)| Planned {
+            .map(|(&(entry, lane, occurrence), seen)| Planned {
                 entry,
+                lane,
                 occurrence,
                 parent: seen.parent,
             })
@@ -126,7 +163,7 @@ mod tests {
         let mut counts: HashMap<usize, u32> = HashMap::new();
         for &p in iteration {
             let c = counts.entry(p).or_default();
-            l.observe(p, *c, None);
+            l.observe(p, 0, *c, None);
             *c += 1;
         }
         l.next_iteration();
@@ -134,6 +171,23 @@ mod tests {
 
     fn plan(l: &Learner) -> Vec<(usize, u32)> {
         l.plan().iter().map(|p| (p.entry, p.occurrence)).collect()
+    }
+
+    #[test]
+    fn occurrences_are_counted_per_stream() {
+        let mut l = Learner::new(100);
+        let (a, b) = (Stream::new(1, 0), Stream::new(2, 0));
+        let (la, lb) = (l.lane_of(a), l.lane_of(b));
+        assert_eq!((la, lb, l.lane_of(a)), (1, 2, 1));
+        for _ in 0..2 {
+            for lane in [la, lb, la] {
+                let occ = l.next_occurrence(7, lane);
+                l.observe(7, lane, occ, None);
+            }
+            l.next_iteration();
+        }
+        let keys: Vec<(u32, u32)> = l.plan().iter().map(|p| (p.lane, p.occurrence)).collect();
+        assert_eq!(keys, vec![(1, 0), (2, 0), (1, 1)]);
     }
 
     #[test]

@@ -58,6 +58,34 @@ pub fn registration(name: &LitStr, args: &Args, kind: Kind, span: Span) -> Token
     }
 }
 
+/// The expression that starts the measurement: `enter` (or `enter_async`), or, in a `cuda`
+/// build with `stream = <expr>`, the same load and branch followed by `enter_on` with a
+/// reference to the stream. The expression is evaluated in the user's scope (a temporary such
+/// as `s.clone()` lives until the guard is made; a place such as `self.stream` is only
+/// borrowed), and only when the probe takes part.
+fn enter_call(args: &Args, is_async: bool) -> TokenStream {
+    let p = quote!(::profiler_core::__private);
+    match &args.stream {
+        Some(stream) if cfg!(feature = "cuda") => {
+            let (on, inert) = if is_async {
+                (quote!(#p::enter_async_on), quote!(#p::inert_async()))
+            } else {
+                (quote!(#p::enter_on), quote!(#p::inert()))
+            };
+            quote! {
+                match #p::active(&__PROFILER_DESC) {
+                    ::core::option::Option::None => #inert,
+                    ::core::option::Option::Some(__profiler_state) => {
+                        #on(&__PROFILER_DESC, __profiler_state, &(#stream))
+                    }
+                }
+            }
+        }
+        _ if is_async => quote!(#p::enter_async(&__PROFILER_DESC)),
+        _ => quote!(#p::enter(&__PROFILER_DESC)),
+    }
+}
+
 /// `#[profiled]` on a function: the measurement wraps the original body.
 pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
     let ItemFn {
@@ -77,8 +105,9 @@ pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
     let stmts = &block.stmts;
     let body = if sig.asyncness.is_some() {
         let fake_return = fake_return_edge(&sig.output);
+        let enter = enter_call(args, true);
         quote! {
-            let __profiler_guard = ::profiler_core::__private::enter_async(&__PROFILER_DESC);
+            let __profiler_guard = #enter;
             let __profiler_result = async move {
                 #fake_return
                 #(#stmts)*
@@ -88,8 +117,9 @@ pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
             __profiler_result
         }
     } else {
+        let enter = enter_call(args, false);
         quote! {
-            let __profiler_guard = ::profiler_core::__private::enter(&__PROFILER_DESC);
+            let __profiler_guard = #enter;
             #(#stmts)*
         }
     };
@@ -130,17 +160,18 @@ fn mentions_impl_trait(ty: &Type) -> bool {
 pub fn probe(args: &Args, block: Option<Block>) -> TokenStream {
     let name = args.name.as_ref().expect("probe name is positional");
     let registration = registration(name, args, Kind::Probe, name.span());
+    let enter = enter_call(args, false);
     match block {
         None => quote! {
             {
                 #registration
-                ::profiler_core::__private::enter(&__PROFILER_DESC)
+                #enter
             }
         },
         Some(block) => quote! {
             {
                 #registration
-                let __profiler_guard = ::profiler_core::__private::enter(&__PROFILER_DESC);
+                let __profiler_guard = #enter;
                 let __profiler_value = #block;
                 ::core::mem::drop(__profiler_guard);
                 __profiler_value

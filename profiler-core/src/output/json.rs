@@ -107,6 +107,71 @@ pub struct Event {
     pub sample_iters: Vec<u32>,
     /// Summary statistics of the durations.
     pub stats: Stats,
+    /// Present for an event timed on a device stream, or one whose kernels were attributed
+    /// (`PROF_KERNELS=1`): what the device adds to the picture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<Gpu>,
+}
+
+/// The device side of an event.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Gpu {
+    /// For an event timed on a stream (where `samples_ns` is device time): the CPU time of the
+    /// same calls, from entry to return, one per sample in the same order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_samples_ns: Vec<u64>,
+    /// Statistics of `cpu_samples_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_stats: Option<Stats>,
+    /// Samples dropped because a device timestamp could not be taken (the stream's event pool
+    /// was exhausted: the device lagged the CPU by many iterations) or read.
+    #[serde(default)]
+    pub lost: u64,
+    /// Kernels launched inside the event's runs (`PROF_KERNELS=1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernels: Option<Kernels>,
+}
+
+/// The kernels attributed to an event (`PROF_KERNELS=1`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Kernels {
+    /// Per sample (the order of `samples_ns`): the sum of the durations of the kernels the run
+    /// launched. Overlapping kernels count twice; gaps count zero.
+    pub sum_ns: Vec<u64>,
+    /// Per sample: from the start of the run's first kernel to the end of its last (the
+    /// projection of the run on the device's time line). Gaps count; overlaps count once.
+    pub projection_ns: Vec<u64>,
+    /// Statistics of `sum_ns`.
+    pub sum_stats: Stats,
+    /// Statistics of `projection_ns`.
+    pub projection_stats: Stats,
+    /// Each distinct kernel (name, device, stream, grid, block) and its durations.
+    pub list: Vec<Kernel>,
+}
+
+/// One kernel launched by an event's runs, aggregated over the samples.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Kernel {
+    /// The kernel's name, as the driver reports it (mangled for C++ kernels).
+    pub name: String,
+    /// Device ordinal.
+    pub device: u32,
+    /// Stream id.
+    pub stream: u64,
+    /// Grid dimensions.
+    pub grid: [u32; 3],
+    /// Block dimensions.
+    pub block: [u32; 3],
+    /// Launches seen.
+    pub count: u64,
+    /// Sum of their durations.
+    pub total_ns: u64,
+    /// Mean duration.
+    pub mean_ns: u64,
+    /// Shortest.
+    pub min_ns: u64,
+    /// Longest.
+    pub max_ns: u64,
 }
 
 /// Summary statistics, in nanoseconds.

@@ -5,6 +5,7 @@
 //! path lives beside this file: `step.rs` (warmup, arming at `step()`, resolution, the end) and
 //! `results.rs` (turning what was stored into a [`Profile`](crate::Profile)).
 
+mod kernels;
 mod results;
 mod step;
 
@@ -16,19 +17,25 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 pub(crate) use crate::clock::ActiveClock;
 use crate::config::{Config, Mode};
-use crate::probe::{Armed, Descriptor, ARMED, LEARN, LEARNING, NONE};
+use crate::device::{Device, Stream, NO_MARK};
+use crate::probe::{
+    Armed, Descriptor, Routes, ARMED, HOOK, HOOKS_ONLY, HOOK_KERNELS, HOOK_NVTX, HOOK_SYNC, LEARN,
+    LEARNING, NONE, OFF,
+};
 use crate::record::{Resolved, Store};
 use crate::registry::registry;
-use crate::schedule::Learner;
+use crate::schedule::{Key, Learner};
 
 /// A scheduled event and its storage.
 #[derive(Debug)]
 pub(crate) struct Event {
     entry: usize,
+    /// 0 (no stream), or 1 + the index of the stream in `Control::streams`.
+    lane: u32,
     occurrence: u32,
     order: u32,
     /// The learner key of the run that contained this one, if any.
-    parent: Option<(usize, u32)>,
+    parent: Option<Key>,
     store: Store,
 }
 
@@ -47,14 +54,26 @@ struct Control {
     armed: Vec<u32>,
     /// The probe armed in `sample` mode.
     armed_entry: Option<usize>,
-    /// Slots written (or about to be) and not yet resolved.
-    pending: Vec<(u32, u32)>,
+    /// Slots written (or about to be) and not yet resolved: (event, slot, iteration).
+    pending: Vec<(u32, u32, u32)>,
+    /// The streams of the events, lane `k` being `streams[k - 1]`.
+    streams: Vec<Stream>,
+    /// Per-stream iteration starts on the device: (iteration, lane, mark), not yet released.
+    stream_marks: Vec<(u32, u32, u64)>,
+    /// The route tables descriptors point to (kept alive here; boxed so that their addresses
+    /// stay put when the vector grows).
+    #[allow(clippy::vec_box)]
+    routes: Vec<Box<Routes>>,
+    /// Kernel attribution (`PROF_KERNELS`).
+    kernels: kernels::Attribution,
     /// Resolved samples, per event.
     resolved: Vec<Resolved>,
     /// Selected probes not seen yet; they stay in learning state.
     late: Vec<usize>,
     finished: bool,
     written: bool,
+    /// `cuProfilerStop` was called.
+    capture_stopped: bool,
     /// Bytes reserved for samples so far.
     sample_bytes: usize,
     /// Events left out because their storage would pass the budget.
@@ -67,6 +86,15 @@ struct Control {
 pub struct Session {
     config: Config,
     clock: ActiveClock,
+    /// The device whose streams time the runs that name one (CUDA, or a simulated one).
+    device: Option<Box<dyn Device>>,
+    /// NVTX ranges are pushed (`PROF_NVTX=1` and the device has NVTX).
+    nvtx: bool,
+    /// Some probe has hooks (NVTX, or `PROF_SYNC` of 2 or more): selected probes are never
+    /// fully off while the session runs.
+    hooked: bool,
+    /// Kernel activity is being gathered (`PROF_KERNELS=1`, while measuring).
+    kernels_on: AtomicBool,
     linear: bool,
     selected: Vec<usize>,
     events: Box<[OnceLock<Event>]>,
@@ -81,6 +109,11 @@ pub struct Session {
     learner: Mutex<Learner>,
 }
 
+/// The stream of `lane` (0: none).
+pub(crate) fn lane_stream(streams: &[Stream], lane: u32) -> Option<&Stream> {
+    streams.get((lane as usize).checked_sub(1)?)
+}
+
 /// Locks, shrugging off poisoning: a panic elsewhere must not take the profiler down with it.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -88,7 +121,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 thread_local! {
     /// The runs open on this thread during warmup, innermost last, as learner keys.
-    static OPEN: std::cell::RefCell<Vec<(usize, u32)>> = const { std::cell::RefCell::new(Vec::new()) };
+    static OPEN: std::cell::RefCell<Vec<Key>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 static CURRENT: AtomicPtr<Session> = AtomicPtr::new(std::ptr::null_mut());
@@ -117,7 +150,11 @@ pub(crate) fn install(session: Session) -> &'static Session {
 
 impl Session {
     /// A session over the registered probes that `config.filter` selects.
-    pub(crate) fn new(config: Config, clock: ActiveClock) -> Session {
+    pub(crate) fn new(
+        config: Config,
+        clock: ActiveClock,
+        device: Option<Box<dyn Device>>,
+    ) -> Session {
         let reg = registry();
         for entry in &reg.entries {
             entry.desc.reset();
@@ -140,8 +177,28 @@ impl Session {
             },
             ..Control::default()
         };
+        let nvtx = match &device {
+            Some(device) if config.nvtx && config.mode != Mode::Off => {
+                let ranges: Vec<crate::device::RangeInfo> = reg
+                    .entries
+                    .iter()
+                    .map(|e| crate::device::RangeInfo {
+                        name: e.desc.info.name.to_owned(),
+                        layer: e.desc.info.layer.map(str::to_owned),
+                        phase: e.desc.info.phase.map(str::to_owned),
+                    })
+                    .collect();
+                device.set_ranges(&ranges)
+            }
+            _ => false,
+        };
+        let hooked = device.is_some() && (nvtx || config.sync >= 2);
         Session {
             floor_ns: clock.empty_measurement_ns(),
+            device,
+            nvtx,
+            hooked,
+            kernels_on: AtomicBool::new(false),
             linear: clock.is_linear(),
             learner: Mutex::new(Learner::new(config.max_events)),
             config,
@@ -171,6 +228,35 @@ impl Session {
         registry().entries[entry].desc
     }
 
+    /// Whether runs that name a stream are timed on a device.
+    #[inline]
+    pub(crate) fn has_device(&self) -> bool {
+        self.device.is_some()
+    }
+
+    /// The hooks a run of `desc` opens.
+    fn hooks_for(&self, desc: &Descriptor, nests: bool) -> u8 {
+        let mut hooks = 0;
+        let sync = self.config.sync;
+        if sync >= 3 || (sync == 2 && desc.info.phase.is_some()) {
+            hooks |= HOOK_SYNC;
+        }
+        // NVTX ranges are a per-thread stack: an `async fn` may end on another thread.
+        if self.nvtx && nests {
+            hooks |= HOOK_NVTX;
+        }
+        hooks
+    }
+
+    /// The state of a selected probe that is not measured: `HOOK` when its runs have hooks.
+    fn idle_state(&self, entry: usize) -> u32 {
+        if self.hooked && self.hooks_for(self.desc(entry), true) != 0 {
+            HOOK
+        } else {
+            OFF
+        }
+    }
+
     /// Puts every selected probe in learning state.
     fn arm_initial(&self) {
         for &entry in &self.selected {
@@ -186,59 +272,123 @@ impl Session {
 
     // ---- the slow path of a probe (called from probe.rs) ----
 
-    /// A run of `desc` starts; returns the measurement if this run is the armed event.
+    /// A run of `desc` starts; returns the measurement if this run is the armed event (or a
+    /// guard that only closes hooks).
     #[inline]
     pub(crate) fn start_run(
         &'static self,
         desc: &'static Descriptor,
         state: u32,
         nests: bool,
+        stream: Option<Stream>,
     ) -> Option<Armed> {
-        let occ = desc.calls.fetch_add(1, Relaxed);
+        let hooks = if self.hooked {
+            self.hooks_for(desc, nests)
+        } else {
+            0
+        };
+        if let (Some(device), true) = (&self.device, hooks != 0) {
+            if hooks & HOOK_SYNC != 0 {
+                device.synchronize();
+            }
+            if hooks & HOOK_NVTX != 0 {
+                device.range_push(desc.index.load(Relaxed));
+            }
+        }
+        match self.start_measure(desc, state, nests, stream, hooks) {
+            Some(armed) => Some(armed),
+            None if hooks != 0 => Some(Armed::bare(self, HOOKS_ONLY, hooks)),
+            None => None,
+        }
+    }
+
+    #[inline]
+    fn start_measure(
+        &'static self,
+        desc: &'static Descriptor,
+        state: u32,
+        nests: bool,
+        stream: Option<Stream>,
+        hooks: u8,
+    ) -> Option<Armed> {
+        if state == HOOK {
+            return None;
+        }
         if state != ARMED {
             // Learning. During warmup the cold path notes the run and its parent; after warmup
             // a probe not seen yet is only counted, lock-free, and picked up at `step()`.
             if !self.learning.load(Relaxed) {
+                desc.calls.fetch_add(1, Relaxed);
                 return None;
             }
-            let entry = registry().position(desc)?;
+            let entry = desc.index.load(Relaxed) as usize;
             let parent = OPEN.with(|open| open.borrow().last().copied());
-            let key = lock(&self.learner).observe(entry, occ, parent);
+            let mut learner = lock(&self.learner);
+            let (lane, occ) = match stream {
+                Some(stream) => {
+                    let lane = learner.lane_of(stream);
+                    (lane, learner.next_occurrence(entry, lane))
+                }
+                None => (0, desc.calls.fetch_add(1, Relaxed)),
+            };
+            let key = learner.observe(entry, lane, occ, parent);
+            drop(learner);
             if !nests {
                 return None;
             }
             OPEN.with(|open| open.borrow_mut().push(key));
-            return Some(Armed {
-                session: self,
-                event: LEARNING,
-                slot: 0,
-                iter: 0,
-                start: 0,
-            });
+            return Some(Armed::bare(self, LEARNING, hooks));
         }
-        let event = desc.event_for(occ);
+        let route = stream.and_then(|s| desc.route(s));
+        let event = match route {
+            Some(route) => route.next_event(),
+            None => desc.event_for(desc.calls.fetch_add(1, Relaxed)),
+        };
         if event == NONE
             || (self.config.mode == Mode::Sample && event != self.armed_event.load(Relaxed))
         {
             return None;
         }
+        let ev = self.events.get(event as usize).and_then(OnceLock::get)?;
+        let iter = self.cur_iter.load(Relaxed);
+        let mut hooks = hooks;
+        let device = self.device.as_deref();
+        if let (Some(device), true) = (device, self.kernels_on.load(Relaxed)) {
+            device.kernels_push(kernels::tag(event, iter));
+            hooks |= HOOK_KERNELS;
+        }
+        let on_device = route.filter(|_| ev.store.samples.has_device());
+        let start = self.clock.mark();
+        let (dstart, stream) = match (on_device, device) {
+            (Some(route), Some(device)) => (device.mark_on(route.stream), route.stream),
+            _ => (NO_MARK, Stream::new(0, 0)),
+        };
         Some(Armed {
             session: self,
             event,
             slot: self.cur_slot.load(Relaxed),
-            iter: self.cur_iter.load(Relaxed),
-            start: self.clock.mark(),
+            iter,
+            start,
+            dstart,
+            stream,
+            hooks,
         })
     }
 
-    /// A measured run ends: store its marks.
+    /// A measured run ends: store its marks, and close its hooks.
     #[inline]
     pub(crate) fn finish_run(&self, armed: &Armed) {
-        if armed.event == LEARNING {
-            OPEN.with(|open| {
-                open.borrow_mut().pop();
-            });
+        if armed.event == LEARNING || armed.event == HOOKS_ONLY {
+            self.discard_run(armed);
             return;
+        }
+        let device = self.device.as_deref();
+        let dstop = match device {
+            Some(device) if armed.dstart != NO_MARK => device.mark_on(armed.stream),
+            _ => NO_MARK,
+        };
+        if let (Some(device), true) = (device, armed.hooks & HOOK_SYNC != 0) {
+            device.synchronize();
         }
         let stop = self.clock.mark();
         if let Some(event) = self
@@ -246,9 +396,42 @@ impl Session {
             .get(armed.event as usize)
             .and_then(OnceLock::get)
         {
-            event
-                .store
-                .record(armed.slot, armed.iter, armed.start, stop, self.linear);
+            event.store.record(
+                armed.slot,
+                armed.iter,
+                (armed.start, stop),
+                (armed.dstart, dstop),
+                self.linear,
+            );
+        }
+        self.close_hooks(armed.hooks & !HOOK_SYNC);
+    }
+
+    /// A run ends without a sample: warmup's nesting, a discarded guard, or hooks only.
+    pub(crate) fn discard_run(&self, armed: &Armed) {
+        if armed.event == LEARNING {
+            OPEN.with(|open| {
+                open.borrow_mut().pop();
+            });
+        }
+        if let (Some(device), true) = (&self.device, armed.dstart != NO_MARK) {
+            device.release(armed.dstart);
+        }
+        self.close_hooks(armed.hooks);
+    }
+
+    fn close_hooks(&self, hooks: u8) {
+        let Some(device) = self.device.as_deref() else {
+            return;
+        };
+        if hooks & HOOK_KERNELS != 0 {
+            device.kernels_pop();
+        }
+        if hooks & HOOK_SYNC != 0 {
+            device.synchronize();
+        }
+        if hooks & HOOK_NVTX != 0 {
+            device.range_pop();
         }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::{lock, Control, Event, Session};
 use crate::clock::Reading;
 use crate::output::json::{self, Profile, Stats};
-use crate::record::{resolve_slot, Resolved, RESERVOIR};
+use crate::record::{resolve_slot, IterationStarts, Resolved, RESERVOIR};
 use crate::registry::registry;
 use crate::schedule::MERGED;
 
@@ -21,12 +21,17 @@ impl Session {
     pub(super) fn profile(&self, c: &mut Control, complete: bool, last_chance: bool) -> Profile {
         if !c.armed.is_empty() && last_chance {
             let slot = self.cur_slot.load(Relaxed);
+            let iter = self.cur_iter.load(Relaxed);
             let armed = c.armed.clone();
-            c.pending.extend(armed.iter().map(|&e| (e, slot)));
+            c.pending.extend(armed.iter().map(|&e| (e, slot, iter)));
         }
         if last_chance {
             self.clock.settle();
+            if let Some(device) = &self.device {
+                device.settle();
+            }
         }
+        self.gather_kernels(c, last_chance);
         self.resolve(c, last_chance);
         let reg = registry();
         let marks = &c.iter_marks;
@@ -38,11 +43,11 @@ impl Session {
             })
             .collect();
         // Learner key -> order, to name each event's parent.
-        let order_of: std::collections::HashMap<(usize, u32), u32> = c
+        let order_of: std::collections::HashMap<crate::schedule::Key, u32> = c
             .schedule
             .iter()
             .filter_map(|&e| self.events[e as usize].get())
-            .map(|ev| ((ev.entry, ev.occurrence), ev.order))
+            .map(|ev| ((ev.entry, ev.lane, ev.occurrence), ev.order))
             .collect();
         let events = c
             .schedule
@@ -60,6 +65,15 @@ impl Session {
                     }
                     Some(_) => self.merged_samples(ev, marks),
                 };
+                let stream =
+                    super::lane_stream(&c.streams, ev.lane).filter(|_| self.device.is_some());
+                let kernels = c.kernels.of(e, &resolved.iters);
+                let gpu = (ev.store.samples.has_device() || kernels.is_some()).then(|| json::Gpu {
+                    cpu_stats: (!resolved.cpu.is_empty()).then(|| Stats::of(&resolved.cpu)),
+                    cpu_samples_ns: resolved.cpu.clone(),
+                    lost: resolved.lost,
+                    kernels,
+                });
                 let occurrence = if ev.occurrence == MERGED {
                     entry.desc.events.load(Relaxed)
                 } else {
@@ -76,14 +90,16 @@ impl Session {
                     line: info.line,
                     occurrence,
                     order: ev.order,
-                    device: None,
-                    stream: None,
+                    device: stream.map(|s| s.device()),
+                    stream: stream
+                        .and_then(|&s| Some(self.device.as_ref()?.stream_id(s).to_string())),
                     merged: ev.occurrence == MERGED,
                     parent: ev.parent.and_then(|key| order_of.get(&key).copied()),
                     samples_ns: resolved.durations,
                     offsets_ns: resolved.offsets,
                     sample_iters: resolved.iters,
                     stats,
+                    gpu,
                 })
             })
             .collect::<Vec<_>>();
@@ -101,7 +117,10 @@ impl Session {
                 filter: self.config.filter.source().to_owned(),
                 warmup: self.config.warmup,
                 repeat: self.config.repeat,
-                clock: self.clock.name().to_owned(),
+                clock: match &self.device {
+                    Some(device) => device.name().to_owned(),
+                    None => self.clock.name().to_owned(),
+                },
                 max_events: self.config.max_events,
                 timer_floor_ns: self.floor_ns,
                 profiler_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -116,13 +135,23 @@ impl Session {
 
     /// A merged event: exact totals, and the reservoir for median and p90.
     fn merged_samples(&self, ev: &Event, marks: &[u64]) -> (Resolved, Stats) {
+        struct Cpu<'a>(&'a [u64]);
+        impl IterationStarts for Cpu<'_> {
+            fn cpu(&self, iter: u32) -> Option<u64> {
+                self.0.get(iter as usize).copied()
+            }
+            fn device(&self, _: u32) -> Option<u64> {
+                None
+            }
+        }
         let mut r = Resolved::default();
         for slot in 0..RESERVOIR {
             let _ = resolve_slot(
                 &self.clock,
+                None,
                 &ev.store,
                 slot,
-                |iter| marks.get(iter as usize).copied(),
+                &Cpu(marks),
                 false,
                 &mut r,
             );
@@ -163,6 +192,9 @@ fn sort_by_iteration(r: &mut Resolved) {
     r.durations = idx.iter().map(|&i| r.durations[i]).collect();
     r.offsets = idx.iter().map(|&i| r.offsets[i]).collect();
     r.iters = idx.iter().map(|&i| r.iters[i]).collect();
+    if r.cpu.len() == idx.len() {
+        r.cpu = idx.iter().map(|&i| r.cpu[i]).collect();
+    }
 }
 
 fn program_name() -> String {

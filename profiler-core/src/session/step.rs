@@ -4,15 +4,47 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
-use super::{lock, Control, Event, Session};
+use super::{lane_stream, lock, Control, Event, Session};
 use crate::config::Mode;
-use crate::probe::{ARMED, NONE, OFF};
-use crate::record::{resolve_slot, Outcome, Resolved, Store, RESERVOIR, SAMPLE_BYTES};
+use crate::device::Stream;
+use crate::probe::{Route, Routes, ARMED, NONE, OFF};
+use crate::record::{
+    resolve_slot, IterationStarts, Outcome, Resolved, Store, DEVICE_SAMPLE_BYTES, RESERVOIR,
+    SAMPLE_BYTES,
+};
 
-use crate::schedule::{Planned, MERGED};
+use crate::schedule::{Key, Planned, MERGED};
 
-/// A learner key: (registry entry, occurrence or `MERGED`).
-type Key = (usize, u32);
+/// Where each iteration began, for one event's offsets.
+struct Starts<'a> {
+    cpu: &'a [u64],
+    stream_marks: &'a [(u32, u32, u64)],
+    lane: u32,
+}
+
+impl IterationStarts for Starts<'_> {
+    fn cpu(&self, iter: u32) -> Option<u64> {
+        self.cpu.get(iter as usize).copied()
+    }
+
+    fn device(&self, iter: u32) -> Option<u64> {
+        self.stream_marks
+            .iter()
+            .find(|&&(i, lane, _)| i == iter && lane == self.lane)
+            .map(|&(_, _, mark)| mark)
+    }
+}
+
+/// The events allocated for one (probe, lane).
+struct Allocated {
+    first: u32,
+    count: u32,
+    merged: Option<u32>,
+}
+
+/// How many iterations' worth of device marks a stream's pool holds: the device may lag the
+/// CPU by this many iterations before samples are lost.
+const POOL_ITERATIONS: usize = 16;
 
 impl Session {
     // ---- the cold path ----
@@ -21,6 +53,10 @@ impl Session {
     pub(crate) fn step(&'static self) {
         if self.config.mode == Mode::Off {
             return;
+        }
+        if let (Some(device), true) = (&self.device, self.config.sync >= 1) {
+            // PROF_SYNC=1: the iteration ends when the device's work for it is done.
+            device.synchronize();
         }
         let now = self.clock.mark();
         let mut c = lock(&self.control);
@@ -35,16 +71,19 @@ impl Session {
             if completed >= self.config.warmup {
                 self.learning.store(false, Relaxed);
                 self.plan_after_warmup(&mut c);
+                self.begin_measuring();
                 self.arm(&mut c, completed);
             }
             return;
         }
         if !c.armed.is_empty() {
             let slot = self.cur_slot.load(Relaxed);
+            let iter = self.cur_iter.load(Relaxed);
             let armed = std::mem::take(&mut c.armed);
-            c.pending.extend(armed.iter().map(|&e| (e, slot)));
+            c.pending.extend(armed.iter().map(|&e| (e, slot, iter)));
             c.armed_iterations += 1;
         }
+        self.gather_kernels(&mut c, false);
         self.resolve(&mut c, false);
         self.discover_late(&mut c);
         let total = self.total_armed_iterations(&c);
@@ -67,30 +106,81 @@ impl Session {
 
     fn reset_calls(&self) {
         for &entry in &self.selected {
-            self.desc(entry).calls.store(0, Relaxed);
+            let desc = self.desc(entry);
+            desc.calls.store(0, Relaxed);
+            if let Some(routes) = desc_routes(desc) {
+                for route in routes.0.iter() {
+                    route.calls.store(0, Relaxed);
+                }
+            }
         }
     }
 
-    /// Allocates the events of one probe (occurrences `0..occurrences`, plus a merged event)
-    /// and points its descriptor at them.
+    /// Warmup is over: the focused capture and the kernel records start.
+    fn begin_measuring(&self) {
+        let Some(device) = &self.device else {
+            return;
+        };
+        if self.config.capture {
+            device.capture(true);
+        }
+        if self.config.kernels {
+            let on = device.kernels_enable(true);
+            self.kernels_on.store(on, Relaxed);
+        }
+    }
+
+    /// The schedule is complete (or the program ends): the capture and the kernel records stop.
+    fn end_measuring(&self, c: &mut Control) {
+        let Some(device) = &self.device else {
+            return;
+        };
+        if self.config.capture && !c.capture_stopped {
+            c.capture_stopped = true;
+            device.capture(false);
+        }
+        if self.kernels_on.swap(false, Relaxed) {
+            device.kernels_enable(false);
+        }
+    }
+
+    /// Moves the device's activity records into the attribution (`PROF_KERNELS`).
+    pub(super) fn gather_kernels(&self, c: &mut Control, last: bool) {
+        let Some(device) = &self.device else {
+            return;
+        };
+        if !self.config.kernels {
+            return;
+        }
+        let mut kernels = Vec::new();
+        let mut correlations = Vec::new();
+        device.drain_kernels(&mut kernels, &mut correlations);
+        c.kernels.absorb(kernels, correlations, last);
+    }
+
+    /// Allocates the events of one probe on one lane (occurrences `0..occurrences`, plus a
+    /// merged event).
     fn add_probe_events(
         &self,
         c: &mut Control,
         entry: usize,
+        lane: u32,
         occurrences: u32,
         merged: bool,
-        place: &mut dyn FnMut(u32) -> (u32, Option<(usize, u32)>),
-    ) {
+        place: &mut dyn FnMut(u32) -> (u32, Option<Key>),
+    ) -> Allocated {
         let first = c.allocated as u32;
         let repeat = self.config.repeat as usize;
+        let timed_on_device = lane > 0 && self.device.is_some();
         let mut make = |c: &mut Control, occurrence: u32| {
             let index = c.allocated;
-            let bytes = SAMPLE_BYTES
-                * if occurrence == MERGED {
-                    RESERVOIR
-                } else {
-                    repeat
-                };
+            let is_merged = occurrence == MERGED;
+            let per_slot = if timed_on_device && !is_merged {
+                SAMPLE_BYTES + DEVICE_SAMPLE_BYTES
+            } else {
+                SAMPLE_BYTES
+            };
+            let bytes = per_slot * if is_merged { RESERVOIR } else { repeat };
             if c.sample_bytes + bytes > self.config().sample_budget_bytes {
                 c.events_over_budget += 1;
                 return None;
@@ -99,13 +189,14 @@ impl Session {
             let (order, parent) = place(occurrence);
             let event = Event {
                 entry,
+                lane,
                 occurrence,
                 order,
                 parent,
-                store: Store::new(repeat, occurrence == MERGED),
+                store: Store::new(repeat, is_merged, timed_on_device),
             };
-            // Capacity is max_events plus one merged event per selected probe, which the
-            // learner's bound guarantees.
+            // Capacity is max_events plus one merged event per selected probe and lane, which
+            // the learner's bound guarantees.
             let stored = self
                 .events
                 .get(index)
@@ -124,25 +215,37 @@ impl Session {
                 count += 1;
             }
         }
-        let merged_index = if merged { make(c, MERGED) } else { None };
+        let merged = if merged { make(c, MERGED) } else { None };
+        Allocated {
+            first,
+            count,
+            merged,
+        }
+    }
+
+    /// Points probe `entry`'s descriptor at its stream-less events.
+    fn route_plain(&self, entry: usize, a: &Allocated) {
         let desc = self.desc(entry);
-        desc.first_event.store(first, Relaxed);
-        desc.events.store(count, Relaxed);
-        desc.merged_event
-            .store(merged_index.unwrap_or(NONE), Relaxed);
+        desc.first_event.store(a.first, Relaxed);
+        desc.events.store(a.count, Relaxed);
+        desc.merged_event.store(a.merged.unwrap_or(NONE), Relaxed);
     }
 
     /// Warmup is over: turn what it saw into events in execution order.
     fn plan_after_warmup(&self, c: &mut Control) {
-        let plan: Vec<Planned> = lock(&self.learner).plan();
-        // Per probe, in order of first appearance: its occurrence count and whether it has a
-        // merged event; and each event's place in the plan.
-        let mut entries: Vec<usize> = Vec::new();
-        let mut per_entry: HashMap<usize, (u32, bool)> = HashMap::new();
+        let (plan, streams): (Vec<Planned>, Vec<Stream>) = {
+            let learner = lock(&self.learner);
+            (learner.plan(), learner.streams().to_vec())
+        };
+        c.streams = streams;
+        // Per (probe, lane), in order of first appearance: its occurrence count and whether it
+        // has a merged event; and each event's place in the plan.
+        let mut groups: Vec<(usize, u32)> = Vec::new();
+        let mut per_group: HashMap<(usize, u32), (u32, bool)> = HashMap::new();
         let mut place: HashMap<Key, (u32, Option<Key>)> = HashMap::new();
         for (i, p) in plan.iter().enumerate() {
-            let counts = per_entry.entry(p.entry).or_insert_with(|| {
-                entries.push(p.entry);
+            let counts = per_group.entry((p.entry, p.lane)).or_insert_with(|| {
+                groups.push((p.entry, p.lane));
                 (0, false)
             });
             if p.occurrence == MERGED {
@@ -150,13 +253,38 @@ impl Session {
             } else {
                 counts.0 += 1;
             }
-            place.insert((p.entry, p.occurrence), (i as u32, p.parent));
+            place.insert((p.entry, p.lane, p.occurrence), (i as u32, p.parent));
         }
-        for &entry in &entries {
-            let (occurrences, merged) = per_entry[&entry];
-            let mut at = |occ: u32| place.get(&(entry, occ)).copied().unwrap_or((0, None));
-            self.add_probe_events(c, entry, occurrences, merged, &mut at);
+        let mut routes: HashMap<usize, Vec<Route>> = HashMap::new();
+        for &(entry, lane) in &groups {
+            let (occurrences, merged) = per_group[&(entry, lane)];
+            let mut at = |occ: u32| place.get(&(entry, lane, occ)).copied().unwrap_or((0, None));
+            let a = self.add_probe_events(c, entry, lane, occurrences, merged, &mut at);
+            match lane_stream(&c.streams, lane) {
+                None => self.route_plain(entry, &a),
+                Some(&stream) => routes.entry(entry).or_default().push(Route {
+                    stream,
+                    calls: Default::default(),
+                    first_event: a.first,
+                    events: a.count,
+                    merged_event: a.merged.unwrap_or(NONE),
+                }),
+            }
         }
+        for (entry, list) in routes {
+            let table = Box::new(Routes(list.into_boxed_slice()));
+            let ptr = &*table as *const Routes as *mut Routes;
+            c.routes.push(table);
+            self.desc(entry).routes.store(ptr, Release);
+        }
+        let entries: Vec<usize> = {
+            let mut seen = std::collections::HashSet::new();
+            groups
+                .iter()
+                .map(|&(e, _)| e)
+                .filter(|e| seen.insert(*e))
+                .collect()
+        };
         let mut schedule: Vec<u32> = (0..c.allocated as u32).collect();
         schedule.sort_by_key(|&e| {
             self.events[e as usize]
@@ -168,11 +296,14 @@ impl Session {
             .selected
             .iter()
             .copied()
-            .filter(|e| !per_entry.contains_key(e))
+            .filter(|e| !entries.contains(e))
             .collect();
         for &entry in &entries {
-            self.desc(entry).state.store(OFF, Relaxed);
+            self.desc(entry)
+                .state
+                .store(self.idle_state(entry), Relaxed);
         }
+        self.prepare_streams(c);
         if plan.is_empty() {
             eprintln!(
                 "profiler-core: warning: none of the {} selected probes ran during the {} warmup \
@@ -210,9 +341,11 @@ impl Session {
             let base = c.schedule.len() as u32;
             let before = c.allocated as u32;
             let mut at = |occ: u32| (base + if occ == MERGED { occurrences } else { occ }, None);
-            self.add_probe_events(c, entry, occurrences, calls > occurrences, &mut at);
+            // A probe first seen after warmup is timed without its stream (on the CPU).
+            let a = self.add_probe_events(c, entry, 0, occurrences, calls > occurrences, &mut at);
+            self.route_plain(entry, &a);
             c.schedule.extend(before..c.allocated as u32);
-            desc.state.store(OFF, Relaxed);
+            desc.state.store(self.idle_state(entry), Relaxed);
         }
         c.late = still_unseen;
         self.warn_over_budget(c);
@@ -246,7 +379,7 @@ impl Session {
                 let event = c.schedule[(k / repeat) as usize];
                 let entry = self.events[event as usize].get().map(|e| e.entry);
                 if let (Some(old), true) = (c.armed_entry, c.armed_entry != entry) {
-                    self.desc(old).state.store(OFF, Relaxed);
+                    self.desc(old).state.store(self.idle_state(old), Relaxed);
                 }
                 self.cur_slot.store((k % repeat) as u32, Relaxed);
                 self.armed_event.store(event, Relaxed);
@@ -267,25 +400,87 @@ impl Session {
             }
             Mode::Off => {}
         }
+        self.mark_iteration_on_streams(c, iter);
     }
 
-    /// Turns stored marks into samples where the clock can already tell.
+    /// Like HugeCTR, records the start of iteration `iter` on each stream an armed event is
+    /// timed on, so that samples get their offset on the device's time line.
+    fn mark_iteration_on_streams(&self, c: &mut Control, iter: u32) {
+        let Some(device) = &self.device else {
+            return;
+        };
+        let mut lanes: Vec<u32> = c
+            .armed
+            .iter()
+            .filter_map(|&e| self.events[e as usize].get())
+            .filter(|ev| ev.store.samples.has_device())
+            .map(|ev| ev.lane)
+            .collect();
+        lanes.sort_unstable();
+        lanes.dedup();
+        for lane in lanes {
+            if let Some(&stream) = lane_stream(&c.streams, lane) {
+                let mark = device.mark_on(stream);
+                c.stream_marks.push((iter, lane, mark));
+            }
+        }
+    }
+
+    /// Reserves each stream's event pool: enough marks for the events that may be armed on it
+    /// in one iteration, for `POOL_ITERATIONS` iterations.
+    fn prepare_streams(&self, c: &mut Control) {
+        let Some(device) = &self.device else {
+            return;
+        };
+        let mut per_lane: HashMap<u32, usize> = HashMap::new();
+        for e in 0..c.allocated {
+            if let Some(ev) = self.events[e].get() {
+                if ev.store.samples.has_device() {
+                    *per_lane.entry(ev.lane).or_default() += 1;
+                }
+            }
+        }
+        let streams: Vec<(Stream, usize)> = per_lane
+            .into_iter()
+            .filter_map(|(lane, events)| {
+                let stream = *lane_stream(&c.streams, lane)?;
+                let armed = match self.config.mode {
+                    Mode::Trace => events,
+                    _ => 1,
+                };
+                Some((stream, (2 * armed + 1) * POOL_ITERATIONS))
+            })
+            .collect();
+        if !streams.is_empty() {
+            device.prepare(&streams);
+        }
+        c.stream_marks.reserve(2 * POOL_ITERATIONS * streams.len());
+    }
+
+    /// Turns stored marks into samples where the clocks can already tell.
     pub(super) fn resolve(&self, c: &mut Control, last_chance: bool) {
         let pending = std::mem::take(&mut c.pending);
         let marks = std::mem::take(&mut c.iter_marks);
+        let stream_marks = std::mem::take(&mut c.stream_marks);
         let mut kept = Vec::with_capacity(pending.len());
-        for (event, slot) in pending {
+        for (event, slot, iter) in pending {
             let Some(ev) = self.events[event as usize].get() else {
                 continue;
             };
             if ev.store.totals.is_some() {
                 continue; // merged events are read whole at the end
             }
+            let starts = Starts {
+                cpu: &marks,
+                stream_marks: &stream_marks,
+                lane: ev.lane,
+            };
             let outcome = resolve_slot(
                 &self.clock,
+                self.device.as_deref(),
                 &ev.store,
                 slot as usize,
-                |iter| marks.get(iter as usize).copied(),
+                &starts,
                 true,
                 &mut c.resolved[event as usize],
             );
@@ -295,16 +490,30 @@ impl Session {
                 Outcome::Empty | Outcome::Pending => !last_chance,
             };
             if keep {
-                kept.push((event, slot));
+                kept.push((event, slot, iter));
             }
         }
         c.iter_marks = marks;
         c.pending = kept;
+        // An iteration's marks on the streams are read by that iteration's samples only: give
+        // them back once none is pending (and the iteration is over).
+        let current = self.cur_iter.load(Relaxed);
+        let oldest_pending = c.pending.iter().map(|&(_, _, i)| i).min();
+        let (done, live): (Vec<_>, Vec<_>) = stream_marks.into_iter().partition(|&(i, _, _)| {
+            last_chance || (i < current && oldest_pending.is_none_or(|p| i < p))
+        });
+        c.stream_marks = live;
+        if let Some(device) = &self.device {
+            for (_, _, mark) in done {
+                device.release(mark);
+            }
+        }
     }
 
     fn finish(&self, c: &mut Control) {
         c.finished = true;
         self.done.store(true, Relaxed);
+        self.end_measuring(c);
         for &entry in &self.selected {
             self.desc(entry).state.store(OFF, Relaxed);
         }
@@ -334,6 +543,16 @@ impl Session {
             self.desc(entry).state.store(OFF, Relaxed);
         }
         let complete = c.finished;
+        self.end_measuring(&mut c);
         self.write(&mut c, complete);
+    }
+}
+
+fn desc_routes(desc: &crate::probe::Descriptor) -> Option<&Routes> {
+    // SAFETY: as in `Descriptor::route`: the table is owned by a session, never freed.
+    unsafe {
+        desc.routes
+            .load(std::sync::atomic::Ordering::Acquire)
+            .as_ref()
     }
 }

@@ -34,6 +34,7 @@ pub(crate) fn event(spec: &Spec, samples: Vec<u64>, iters: Vec<u32>, order: u32)
         offsets_ns: vec![0; samples.len()],
         samples_ns: samples,
         sample_iters: iters,
+        gpu: None,
     }
 }
 

@@ -30,6 +30,7 @@ fn ev(
         samples_ns: samples.to_vec(),
         offsets_ns: vec![0; samples.len()],
         sample_iters: iters.to_vec(),
+        gpu: None,
         stats: Stats::of(samples),
     }
 }

@@ -22,6 +22,7 @@ fn event(order: u32, name: &str, parent: Option<u32>) -> Event {
         samples_ns: vec![],
         offsets_ns: vec![],
         sample_iters: vec![],
+        gpu: None,
         stats: Stats::default(),
     }
 }

@@ -1,0 +1,244 @@
+//! Thin helpers over the CUDA driver API (`cudarc::driver::sys`), loaded at run time.
+//!
+//! `cudarc` loads each entry point on its first call and panics when the library or the symbol
+//! is missing, so [`check_driver`] runs before anything else: it makes sure `libcuda` loads and
+//! exports every function this backend calls unconditionally. After it succeeds, those calls
+//! cannot hit that panic; the optional ones are guarded by [`Optional`].
+
+use std::ptr;
+
+use cudarc::driver::sys::{self, CUresult};
+
+/// Every driver function this backend (and `cudarc`'s `CudaContext::new`, which it uses to
+/// retain primary contexts) calls unconditionally.
+const REQUIRED: &[&str] = &[
+    "cuInit",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuCtxSynchronize",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventQuery",
+    "cuEventElapsedTime",
+    "cuStreamGetCtx",
+    "cuGetErrorString",
+];
+
+/// What the driver library offers beyond [`REQUIRED`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Optional {
+    /// `cuStreamGetId` (CUDA 12.0 and later).
+    pub stream_get_id: bool,
+    /// `cuProfilerStart` and `cuProfilerStop`.
+    pub profiler: bool,
+}
+
+/// Whether `libcuda` exports `name`.
+fn driver_has(name: &str) -> bool {
+    // SAFETY: only called after `is_culib_present()` returned true, so `culib()` loads the
+    // library instead of panicking; looking a symbol up runs none of the library's code, and
+    // the pointer type is never called through.
+    unsafe {
+        sys::culib()
+            .get::<unsafe extern "C" fn()>(name.as_bytes())
+            .is_ok()
+    }
+}
+
+/// Whether `libnvToolsExt` loads and exports every name in `names`.
+pub(crate) fn nvtx_has(names: &[&str]) -> Result<(), String> {
+    use cudarc::nvtx::sys as nvtx;
+    // SAFETY: `is_culib_present` only tries to open the library by its usual names.
+    if !unsafe { nvtx::is_culib_present() } {
+        return Err("the NVTX library (libnvToolsExt) could not be loaded".to_owned());
+    }
+    for name in names {
+        // SAFETY: the library is present (checked above), so `culib()` does not panic; only
+        // a symbol look-up, nothing is called.
+        let found = unsafe {
+            nvtx::culib()
+                .get::<unsafe extern "C" fn()>(name.as_bytes())
+                .is_ok()
+        };
+        if !found {
+            return Err(format!("the NVTX library does not export {name}"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `libcupti` loads and exports every name in `names`.
+pub(crate) fn cupti_has(names: &[&str]) -> Result<(), String> {
+    use cudarc::cupti::sys as cupti;
+    // SAFETY: `is_culib_present` only tries to open the library by its usual names.
+    if !unsafe { cupti::is_culib_present() } {
+        return Err("the CUPTI library (libcupti) could not be loaded".to_owned());
+    }
+    for name in names {
+        // SAFETY: the library is present (checked above), so `culib()` does not panic; only
+        // a symbol look-up, nothing is called.
+        let found = unsafe {
+            cupti::culib()
+                .get::<unsafe extern "C" fn()>(name.as_bytes())
+                .is_ok()
+        };
+        if !found {
+            return Err(format!("the CUPTI library does not export {name}"));
+        }
+    }
+    Ok(())
+}
+
+/// Loads the driver, checks its entry points, initializes it and counts the devices.
+pub(crate) fn check_driver() -> Result<Optional, String> {
+    // SAFETY: `is_culib_present` only tries to open the library by its usual names.
+    if !unsafe { sys::is_culib_present() } {
+        return Err("no CUDA driver: libcuda.so could not be loaded".to_owned());
+    }
+    if let Some(missing) = REQUIRED.iter().find(|name| !driver_has(name)) {
+        return Err(format!(
+            "the CUDA driver is too old: libcuda does not export {missing}"
+        ));
+    }
+    // SAFETY: the symbol exists (checked above); cuInit takes flags, 0 is the only valid value.
+    let r = unsafe { sys::cuInit(0) };
+    if r != CUresult::CUDA_SUCCESS {
+        if r == CUresult::CUDA_ERROR_NO_DEVICE {
+            return Err("no CUDA device".to_owned());
+        }
+        return Err(format!("cuInit failed: {}", describe(r)));
+    }
+    let mut count: std::ffi::c_int = 0;
+    // SAFETY: `count` is a valid out-pointer; the driver is initialized.
+    let r = unsafe { sys::cuDeviceGetCount(&mut count) };
+    if r != CUresult::CUDA_SUCCESS {
+        return Err(format!("cuDeviceGetCount failed: {}", describe(r)));
+    }
+    if count <= 0 {
+        return Err("no CUDA device".to_owned());
+    }
+    Ok(Optional {
+        stream_get_id: driver_has("cuStreamGetId"),
+        profiler: driver_has("cuProfilerStart") && driver_has("cuProfilerStop"),
+    })
+}
+
+/// A driver result as one short phrase: its name and, where the driver gives one, its
+/// description.
+pub(crate) fn describe(r: CUresult) -> String {
+    let mut text: *const std::ffi::c_char = ptr::null();
+    // SAFETY: only called once `check_driver` found `cuGetErrorString`; `text` is a valid
+    // out-pointer, set to a static string owned by the driver or left null.
+    let ok = unsafe { sys::cuGetErrorString(r, &mut text) } == CUresult::CUDA_SUCCESS;
+    if ok && !text.is_null() {
+        // SAFETY: the driver returned a NUL-terminated static string.
+        let text = unsafe { std::ffi::CStr::from_ptr(text) }.to_string_lossy();
+        format!("{r:?} ({text})")
+    } else {
+        format!("{r:?}")
+    }
+}
+
+/// Makes a context current on this thread for the guard's lifetime, then puts back the
+/// context that was current before (possibly none). Cold path only.
+pub(crate) struct Bound {
+    previous: Option<sys::CUcontext>,
+}
+
+impl Bound {
+    /// Makes `ctx` current unless it already is. Failures are ignored: the calls that follow
+    /// then report their own errors.
+    pub(crate) fn new(ctx: sys::CUcontext) -> Bound {
+        let mut current: sys::CUcontext = ptr::null_mut();
+        // SAFETY: `current` is a valid out-pointer.
+        let r = unsafe { sys::cuCtxGetCurrent(&mut current) };
+        if r == CUresult::CUDA_SUCCESS && current == ctx {
+            return Bound { previous: None };
+        }
+        // SAFETY: `ctx` is a primary context this device keeps retained (or null, which only
+        // unbinds).
+        let r = unsafe { sys::cuCtxSetCurrent(ctx) };
+        if r == CUresult::CUDA_SUCCESS {
+            Bound {
+                previous: Some(current),
+            }
+        } else {
+            Bound { previous: None }
+        }
+    }
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous {
+            // SAFETY: `previous` was current on this thread when the guard was made (or null,
+            // which unbinds); the caller's context is put back as it was.
+            let _ = unsafe { sys::cuCtxSetCurrent(previous) };
+        }
+    }
+}
+
+/// Saves the current context and restores it when dropped, whatever was made current in
+/// between (by `cudarc`'s `CudaContext::new`, which binds the context it retains).
+pub(crate) struct Restore {
+    previous: Option<sys::CUcontext>,
+}
+
+impl Restore {
+    /// Remembers the context current on this thread now.
+    pub(crate) fn new() -> Restore {
+        let mut current: sys::CUcontext = ptr::null_mut();
+        // SAFETY: `current` is a valid out-pointer.
+        let r = unsafe { sys::cuCtxGetCurrent(&mut current) };
+        Restore {
+            previous: (r == CUresult::CUDA_SUCCESS).then_some(current),
+        }
+    }
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous {
+            let mut current: sys::CUcontext = ptr::null_mut();
+            // SAFETY: `current` is a valid out-pointer.
+            let r = unsafe { sys::cuCtxGetCurrent(&mut current) };
+            if r != CUresult::CUDA_SUCCESS || current != previous {
+                // SAFETY: `previous` was current on this thread before (or null, which unbinds).
+                let _ = unsafe { sys::cuCtxSetCurrent(previous) };
+            }
+        }
+    }
+}
+
+/// The context current on this thread, if any.
+pub(crate) fn current_context() -> Option<sys::CUcontext> {
+    let mut current: sys::CUcontext = ptr::null_mut();
+    // SAFETY: `current` is a valid out-pointer.
+    let r = unsafe { sys::cuCtxGetCurrent(&mut current) };
+    (r == CUresult::CUDA_SUCCESS && !current.is_null()).then_some(current)
+}
+
+/// The context a stream was created in, or `None` for the special handles (the legacy and
+/// per-thread default streams, which belong to whatever context is current) or on error.
+pub(crate) fn stream_context(handle: u64) -> Option<sys::CUcontext> {
+    if is_special_stream(handle) {
+        return None;
+    }
+    let mut ctx: sys::CUcontext = ptr::null_mut();
+    // SAFETY: `handle` is a stream handle the caller named; the driver validates it and
+    // returns an error for a bad one. `ctx` is a valid out-pointer.
+    let r = unsafe { sys::cuStreamGetCtx(handle as usize as sys::CUstream, &mut ctx) };
+    (r == CUresult::CUDA_SUCCESS && !ctx.is_null()).then_some(ctx)
+}
+
+/// The null stream (0), `CU_STREAM_LEGACY` (1) and `CU_STREAM_PER_THREAD` (2): handles that
+/// stand for the default stream of the current context.
+pub(crate) fn is_special_stream(handle: u64) -> bool {
+    handle <= 2
+}

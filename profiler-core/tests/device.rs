@@ -1,0 +1,318 @@
+//! The `cuda` feature's logic against a simulated device (no GPU needed): samples pending until
+//! the device has passed them, events per stream, the bounded event pools, offsets on the
+//! device's time line, kernel attribution, and the NVTX, sync and capture hooks.
+//!
+//! The probes below name their stream with `stream = <expr>`, as users do with a `CudaStream`;
+//! the expression is a `profiler_core::Stream` here. The host clock is a `FakeClock` advanced by
+//! hand, the device a `SimDevice` whose kernels are scripted.
+#![cfg(feature = "cuda")]
+
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use profiler_core::{
+    probe, profiled, Config, Event, FakeClock, Filter, InitGuard, Mode, Profile, SimDevice, Stream,
+};
+
+const A: Stream = Stream::new(0xa0, 0);
+const B: Stream = Stream::new(0xb0, 1);
+
+fn host() -> &'static FakeClock {
+    static CLOCK: OnceLock<FakeClock> = OnceLock::new();
+    CLOCK.get_or_init(FakeClock::new)
+}
+
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn config(name: &str, filter: &str, mode: Mode, warmup: u32, repeat: u32) -> Config {
+    let dir = std::env::temp_dir().join(format!("prof-device-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    Config {
+        filter: Filter::parse(filter).unwrap(),
+        mode,
+        warmup,
+        repeat,
+        out: dir.join(format!("{name}.json")).display().to_string(),
+        summary: false,
+        ..Config::default()
+    }
+}
+
+fn start(config: Config, sim: &SimDevice) -> InitGuard {
+    profiler_core::init_with_device(
+        config,
+        Some(Box::new(host().clone())),
+        Box::new(sim.clone()),
+    )
+    .unwrap()
+}
+
+fn snapshot() -> Profile {
+    profiler_core::snapshot().expect("a session runs")
+}
+
+fn event<'a>(p: &'a Profile, name: &str, stream: &str, occurrence: u32) -> &'a Event {
+    p.events
+        .iter()
+        .find(|e| {
+            e.name == name && e.stream.as_deref() == Some(stream) && e.occurrence == occurrence
+        })
+        .unwrap_or_else(|| {
+            let have: Vec<String> = p
+                .events
+                .iter()
+                .map(|e| format!("{}@{:?}#{}", e.name, e.stream, e.occurrence))
+                .collect();
+            panic!("no event {name}@{stream}#{occurrence} in {have:?}")
+        })
+}
+
+// ---- the code under measurement ----
+
+/// A layer whose call takes 40 ns of CPU time and queues a kernel of `gpu_ns` on `stream`.
+#[profiled(layer = "mlp", phase = "fwd", stream = stream)]
+fn dev_gemm(sim: &SimDevice, stream: Stream, gpu_ns: u64) {
+    host().advance(40);
+    sim.launch(stream, gpu_ns, "gemm");
+}
+
+/// The same with a probe guard and two kernels on two streams.
+fn dev_pair(sim: &SimDevice) {
+    let _p = probe!("dev_pair", layer = "attn", phase = "bwd", stream = A);
+    host().advance(10);
+    sim.launch(A, 100, "qk");
+    sim.launch(B, 300, "softmax");
+}
+
+#[profiled(layer = "opt")]
+fn dev_plain() {
+    host().advance(7);
+}
+
+// ---- tests ----
+
+#[test]
+fn device_samples_stay_pending_until_the_device_passes_them() {
+    let _s = serial();
+    let sim = SimDevice::new();
+    let _g = start(config("pending", "name=dev_gemm", Mode::Sample, 2, 4), &sim);
+    for _ in 0..2 {
+        dev_gemm(&sim, A, 1000);
+        sim.advance(1000);
+        profiler_core::step();
+    }
+    // Iterations 2 and 3 are measured, but the device lags behind: their samples cannot be
+    // read at their step(), and nothing waits for them.
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        dev_gemm(&sim, A, 1000);
+        profiler_core::step();
+        let p = snapshot();
+        seen.push(
+            event(&p, "dev_gemm", &A.handle().to_string(), 0)
+                .samples_ns
+                .len(),
+        );
+    }
+    assert_eq!(
+        seen,
+        vec![0, 0],
+        "a sample was read before the device completed it"
+    );
+    // The device catches up: the next step() resolves both.
+    sim.advance(10_000);
+    dev_gemm(&sim, A, 1000);
+    profiler_core::step();
+    let p = snapshot();
+    let e = event(&p, "dev_gemm", &A.handle().to_string(), 0);
+    assert_eq!(e.samples_ns, vec![1000, 1000], "device time of the kernel");
+    assert_eq!(e.sample_iters, vec![2, 3]);
+    // Iteration 3's start was recorded on the stream behind iteration 2's kernel: offsets
+    // count from where the stream reached the iteration, not from the CPU's step().
+    assert_eq!(e.offsets_ns, vec![0, 0]);
+    let gpu = e.gpu.as_ref().expect("gpu fields");
+    assert_eq!(gpu.cpu_samples_ns, vec![40, 40], "CPU time of the call");
+    assert_eq!(p.run.clock, "sim");
+    assert_eq!(e.device, Some(0));
+}
+
+#[test]
+fn a_probe_on_two_streams_is_one_event_per_stream_and_occurrence() {
+    let _s = serial();
+    let sim = SimDevice::new();
+    let _g = start(config("streams", "name=dev_gemm", Mode::Trace, 2, 4), &sim);
+    for _ in 0..8 {
+        dev_gemm(&sim, A, 100);
+        dev_gemm(&sim, B, 200);
+        dev_gemm(&sim, A, 300);
+        profiler_core::step();
+        sim.advance(100_000);
+    }
+    let p = snapshot();
+    assert_eq!(p.events.len(), 3, "{:?}", p.events);
+    let (a0, b0, a1) = (
+        event(&p, "dev_gemm", "160", 0),
+        event(&p, "dev_gemm", "176", 0),
+        event(&p, "dev_gemm", "160", 1),
+    );
+    assert_eq!((a0.order, b0.order, a1.order), (0, 1, 2));
+    assert_eq!(a0.samples_ns, vec![100; 4]);
+    assert_eq!(b0.samples_ns, vec![200; 4]);
+    assert_eq!(a1.samples_ns, vec![300; 4]);
+    assert_eq!((a0.device, b0.device), (Some(0), Some(1)));
+    assert_eq!(a0.id, b0.id, "one probe, two events");
+}
+
+#[test]
+fn offsets_are_measured_on_the_stream_from_the_iteration_start() {
+    let _s = serial();
+    let sim = SimDevice::new();
+    let _g = start(config("offsets", "name=dev_gemm", Mode::Sample, 2, 3), &sim);
+    for _ in 0..6 {
+        // Work queued on the stream before the layer: 500 ns of data preparation.
+        sim.launch(A, 500, "prep");
+        dev_gemm(&sim, A, 250);
+        sim.advance(100_000); // the device finishes the iteration's work
+        profiler_core::step();
+    }
+    let p = snapshot();
+    let e = event(&p, "dev_gemm", "160", 0);
+    assert_eq!(e.samples_ns, vec![250; 3]);
+    assert_eq!(e.offsets_ns, vec![500; 3], "offset on the device time line");
+    assert_eq!(e.sample_iters, vec![2, 3, 4]);
+}
+
+#[test]
+fn event_pools_are_bounded_and_given_back() {
+    let _s = serial();
+    let sim = SimDevice::new();
+    let _g = start(config("pool", "name=dev_gemm", Mode::Sample, 2, 40), &sim);
+    for _ in 0..42 {
+        dev_gemm(&sim, A, 10);
+        profiler_core::step();
+        sim.advance(1000);
+    }
+    let capacity = sim
+        .pool_capacity(A)
+        .expect("the stream's pool was prepared");
+    assert!(capacity < 100, "pool of {capacity} events for 40 samples");
+    let p = snapshot();
+    assert_eq!(event(&p, "dev_gemm", "160", 0).samples_ns.len(), 40);
+    assert!(profiler_core::finished());
+    assert_eq!(sim.events_in_use(), 0, "every event went back to its pool");
+}
+
+#[test]
+fn an_exhausted_pool_loses_samples_and_says_so() {
+    let _s = serial();
+    // Three events per stream: a device that lags never lets the marks go back in time.
+    let sim = SimDevice::new().with_pool_limit(3);
+    let _g = start(config("lost", "name=dev_gemm", Mode::Trace, 1, 4), &sim);
+    for _ in 0..5 {
+        dev_gemm(&sim, A, 10);
+        profiler_core::step();
+    }
+    let p = snapshot();
+    let e = event(&p, "dev_gemm", "160", 0);
+    let gpu = e.gpu.as_ref().unwrap();
+    assert!(gpu.lost > 0, "lost samples are counted");
+    assert_eq!(e.samples_ns.len() as u64 + gpu.lost, 4);
+}
+
+#[test]
+fn kernels_are_attributed_with_their_sum_and_projection() {
+    let _s = serial();
+    let sim = SimDevice::new();
+    let mut c = config("kernels", "name=dev_pair", Mode::Sample, 2, 3);
+    c.kernels = true;
+    let _g = start(c, &sim);
+    for _ in 0..6 {
+        sim.launch(A, 50, "outside"); // not inside a measured run
+        dev_pair(&sim);
+        profiler_core::step();
+        sim.advance(100_000);
+    }
+    let p = snapshot();
+    let e = event(&p, "dev_pair", "160", 0);
+    let k = e.gpu.as_ref().unwrap().kernels.as_ref().expect("kernels");
+    // qk (100 ns on A) and softmax (300 ns on B) run side by side.
+    assert_eq!(k.sum_ns, vec![400; 3]);
+    assert_eq!(k.projection_ns, vec![300; 3]);
+    let names: Vec<&str> = k.list.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, vec!["softmax", "qk"]);
+    assert_eq!(k.list[0].count, 3);
+    assert!(sim.log().contains(&"kernels on".to_owned()));
+}
+
+#[test]
+fn nvtx_ranges_wrap_every_selected_probe_every_iteration() {
+    let _s = serial();
+    let sim = SimDevice::new();
+    let mut c = config("nvtx", "name=dev_gemm|name=dev_plain", Mode::Sample, 2, 2);
+    c.nvtx = true;
+    let _g = start(c, &sim);
+    for _ in 0..6 {
+        dev_gemm(&sim, A, 10);
+        dev_plain();
+        profiler_core::step();
+        sim.advance(1000);
+    }
+    let log = sim.log();
+    let pushes = |name: &str| log.iter().filter(|l| *l == &format!("push {name}")).count();
+    assert_eq!(pushes("dev_gemm"), 6, "{log:?}");
+    assert_eq!(pushes("dev_plain"), 6, "{log:?}");
+    assert_eq!(log.iter().filter(|l| *l == "pop").count(), 12);
+}
+
+#[test]
+fn sync_levels_and_capture() {
+    let _s = serial();
+    let sim = SimDevice::new();
+    let mut c = config("sync", "name=dev_gemm|name=dev_plain", Mode::Sample, 2, 2);
+    c.sync = 2;
+    c.capture = true;
+    let _g = start(c, &sim);
+    for _ in 0..6 {
+        dev_gemm(&sim, A, 10); // has a phase: synchronized before and after
+        dev_plain(); // no phase: not at level 2
+        profiler_core::step(); // synchronized at every level from 1
+        sim.advance(1000);
+    }
+    // 6 steps, 2 per dev_gemm run while the schedule ran (it completes at step 6), and the
+    // settling before the results are written.
+    assert_eq!(sim.synchronizations(), 6 + 2 * 6 + 1, "{:?}", sim.log());
+    let log = sim.log();
+    let on = log
+        .iter()
+        .position(|l| l == "capture on")
+        .expect("capture on");
+    let off = log
+        .iter()
+        .position(|l| l == "capture off")
+        .expect("capture off");
+    assert!(on < off);
+    // Capture starts when measuring begins: after the 2 warmup steps.
+    let syncs_before_on = log[..on].iter().filter(|l| *l == "sync").count();
+    assert_eq!(syncs_before_on, 2 * 2 + 2);
+}
+
+#[test]
+fn without_a_device_stream_probes_are_timed_on_the_cpu() {
+    let _s = serial();
+    let sim = SimDevice::new();
+    let c = config("nodevice", "name=dev_gemm", Mode::Sample, 2, 2);
+    let _g = profiler_core::init_with(c, Some(Box::new(host().clone()))).unwrap();
+    for _ in 0..5 {
+        dev_gemm(&sim, A, 1000);
+        profiler_core::step();
+    }
+    let p = snapshot();
+    assert_eq!(p.events.len(), 1);
+    let e = &p.events[0];
+    assert_eq!((e.stream.as_deref(), e.device), (None, None));
+    assert_eq!(e.samples_ns, vec![40, 40]);
+    assert!(e.gpu.is_none());
+    assert_eq!(p.run.clock, "fake");
+}
