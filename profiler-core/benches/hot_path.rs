@@ -131,8 +131,8 @@ fn stream_site(x: u64) -> u64 {
     bare(x)
 }
 
-/// 8. (`cuda` builds) an unarmed probe that names a stream: the stream expression is evaluated
-/// only past the same load and branch as (5).
+/// Case 8, `cuda` builds: an unarmed probe that names a stream, whose stream expression is
+/// evaluated only past the same load and branch as case 5.
 #[cfg(feature = "cuda")]
 #[divan::bench]
 fn h_unarmed_stream_probe(b: Bencher) {
