@@ -349,19 +349,28 @@ impl Session {
         {
             return None;
         }
-        let ev = self.events.get(event as usize).and_then(OnceLock::get)?;
         let iter = self.cur_iter.load(Relaxed);
         let mut hooks = hooks;
-        let device = self.device.as_deref();
-        if let (Some(device), true) = (device, self.kernels_on.load(Relaxed)) {
-            device.kernels_push(kernels::tag(event, iter));
-            hooks |= HOOK_KERNELS;
-        }
-        let on_device = route.filter(|_| ev.store.samples.has_device());
-        let start = self.clock.mark();
-        let (dstart, stream) = match (on_device, device) {
-            (Some(route), Some(device)) => (device.mark_on(route.stream), route.stream),
-            _ => (NO_MARK, Stream::new(0, 0)),
+        let (start, dstart, at) = match self.device.as_deref() {
+            // The CPU-only path: nothing more than before streams existed.
+            None => (self.clock.mark(), NO_MARK, Stream::new(0, 0)),
+            Some(device) => {
+                if self.kernels_on.load(Relaxed) {
+                    device.kernels_push(kernels::tag(event, iter));
+                    hooks |= HOOK_KERNELS;
+                }
+                let on_device = route.filter(|_| {
+                    self.events
+                        .get(event as usize)
+                        .and_then(OnceLock::get)
+                        .is_some_and(|ev| ev.store.samples.has_device())
+                });
+                let start = self.clock.mark();
+                match on_device {
+                    Some(route) => (start, device.mark_on(route.stream), route.stream),
+                    None => (start, NO_MARK, Stream::new(0, 0)),
+                }
+            }
         };
         Some(Armed {
             session: self,
@@ -370,7 +379,7 @@ impl Session {
             iter,
             start,
             dstart,
-            stream,
+            stream: at,
             hooks,
         })
     }
