@@ -320,3 +320,26 @@ fn off_mode_writes_nothing_and_out_placeholders_expand() {
     let pid = p["run"]["pid"].as_u64().unwrap();
     assert!(files[0].ends_with(format!("prof-{pid}.json")));
 }
+
+/// Without the `cuda` feature the CUDA variables are accepted, so that one job script serves
+/// both builds, and one warning says they do nothing.
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn cuda_variables_in_a_build_without_cuda_are_said_to_do_nothing() {
+    let dir = scratch("cuda-vars");
+    let out = run(
+        &dir,
+        &[
+            ("PROF_NVTX", "1"),
+            ("PROF_KERNELS", "1"),
+            ("PROF_FILTER", "layer=top_mlp"),
+        ],
+        &["--iters", "60"],
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("no effect")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains("PROF_NVTX, PROF_KERNELS"), "{err}");
+    assert!(warnings[0].contains("`cuda` feature"), "{err}");
+}
