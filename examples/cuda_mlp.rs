@@ -24,8 +24,11 @@
 //! # Profile every probe, one per iteration, with CUDA events; write prof.json.
 //! cargo run --release --example cuda_mlp --features cuda
 //!
-//! # Only the backward passes, with NVTX ranges for Nsight Systems.
-//! PROF_FILTER='phase=bwd' PROF_NVTX=1 nsys run cargo run --release --example cuda_mlp --features cuda
+//! # Only the backward passes, with NVTX ranges, recorded by Nsight Systems over the measured
+//! # iterations only.
+//! cargo build --release --example cuda_mlp --features cuda
+//! PROF_FILTER='phase=bwd' PROF_NVTX=1 PROF_CAPTURE=1 \
+//!   nsys profile -c cudaProfilerApi -t cuda,nvtx target/release/examples/cuda_mlp
 //!
 //! # A bigger batch, more iterations.
 //! cargo run --release --example cuda_mlp --features cuda -- --iters 2000 --batch 4096
