@@ -165,7 +165,7 @@ mod enabled_api {
     }
 
     /// [`init_with`] and a device whose streams time the runs that name one: the simulated
-    /// device of the tests ([`SimDevice`]), or a [`CudaDevice`](crate::CudaDevice) opened by the
+    /// device of the tests ([`SimDevice`]), or a `CudaDevice` (feature `cuda`) opened by the
     /// program itself. ([`init`] opens the CUDA device on its own in a `cuda` build.)
     pub fn init_with_device(
         config: Config,
