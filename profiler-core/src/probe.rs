@@ -252,10 +252,9 @@ impl ProbeGuard {
     #[inline(always)]
     pub fn discard(mut self) {
         if let Some(armed) = self.armed.take() {
-            if armed.event == LEARNING || armed.hooks != 0 {
-                // Warmup still needs to know that the run ended, for nesting; hooks close.
-                armed.session.discard_run(&armed);
-            }
+            // Warmup still needs to know that the run ended, for nesting; hooks close, and a
+            // device mark goes back to its pool.
+            armed.session.discard_run(&armed);
         }
     }
 }
@@ -361,11 +360,9 @@ impl Drop for AsyncGuard {
     #[inline(always)]
     fn drop(&mut self) {
         // Dropped before completion (cancelled, or a panic inside a poll): no sample, but the
-        // hooks still close.
+        // hooks still close and a device mark goes back to its pool.
         if let Some(armed) = self.inner.armed.take() {
-            if armed.hooks != 0 {
-                armed.session.discard_run(&armed);
-            }
+            armed.session.discard_run(&armed);
         }
     }
 }

@@ -10,7 +10,8 @@
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use profiler_core::{
-    probe, profiled, Config, Event, FakeClock, Filter, InitGuard, Mode, Profile, SimDevice, Stream,
+    probe, profiled, Config, Device, Event, FakeClock, Filter, InitGuard, Mode, Profile, SimDevice,
+    Stream,
 };
 
 const A: Stream = Stream::new(0xa0, 0);
@@ -84,6 +85,13 @@ fn dev_pair(sim: &SimDevice) {
     host().advance(10);
     sim.launch(A, 100, "qk");
     sim.launch(B, 300, "softmax");
+}
+
+/// A run that is abandoned: its guard is discarded.
+fn dev_discarded(sim: &SimDevice) {
+    let p = probe!("dev_discarded", layer = "mlp", stream = A);
+    sim.launch(A, 10, "partial");
+    p.discard();
 }
 
 #[profiled(layer = "opt")]
@@ -202,6 +210,30 @@ fn event_pools_are_bounded_and_given_back() {
     assert_eq!(event(&p, "dev_gemm", "160", 0).samples_ns.len(), 40);
     assert!(profiler_core::finished());
     assert_eq!(sim.events_in_use(), 0, "every event went back to its pool");
+}
+
+#[test]
+fn a_discarded_run_gives_its_event_back() {
+    let _s = serial();
+    let sim = SimDevice::new();
+    let _g = start(
+        config("discard", "name=dev_discarded", Mode::Sample, 2, 40),
+        &sim,
+    );
+    for _ in 0..42 {
+        dev_discarded(&sim);
+        sim.advance(1000);
+        profiler_core::step();
+    }
+    assert!(profiler_core::finished());
+    let p = snapshot();
+    assert!(p.events[0].samples_ns.is_empty());
+    assert_eq!(
+        sim.events_in_use(),
+        0,
+        "a discarded run kept its start event"
+    );
+    assert_eq!(sim.lost_marks(), 0);
 }
 
 #[test]

@@ -355,7 +355,8 @@ impl Session {
             // The CPU-only path: nothing more than before streams existed.
             None => (self.clock.mark(), NO_MARK, Stream::new(0, 0)),
             Some(device) => {
-                if self.kernels_on.load(Relaxed) {
+                // Tags are a per-thread stack: an `async fn` may end on another thread.
+                if nests && self.kernels_on.load(Relaxed) {
                     device.kernels_push(kernels::tag(event, iter));
                     hooks |= HOOK_KERNELS;
                 }
