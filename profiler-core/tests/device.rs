@@ -237,6 +237,28 @@ fn a_discarded_run_gives_its_event_back() {
 }
 
 #[test]
+fn an_event_skipped_in_its_iteration_holds_no_stream_marks_back() {
+    let _s = serial();
+    let sim = SimDevice::new();
+    // More iterations than the pool holds iteration marks (its size is (2 x 2 + 1) x 16).
+    let _g = start(config("skip", "name=dev_gemm", Mode::Trace, 2, 150), &sim);
+    for i in 0..152 {
+        dev_gemm(&sim, A, 10);
+        if i != 5 {
+            dev_gemm(&sim, A, 20); // occurrence 1 runs in every iteration but one
+        }
+        sim.advance(1000);
+        profiler_core::step();
+    }
+    assert!(profiler_core::finished());
+    let p = snapshot();
+    assert_eq!(event(&p, "dev_gemm", "160", 0).samples_ns.len(), 150);
+    assert_eq!(event(&p, "dev_gemm", "160", 1).samples_ns.len(), 149);
+    assert_eq!(sim.lost_marks(), 0, "the pool ran out");
+    assert_eq!(sim.events_in_use(), 0);
+}
+
+#[test]
 fn an_exhausted_pool_loses_samples_and_says_so() {
     let _s = serial();
     // Three events per stream: a device that lags never lets the marks go back in time.

@@ -463,6 +463,7 @@ impl Session {
         let marks = std::mem::take(&mut c.iter_marks);
         let stream_marks = std::mem::take(&mut c.stream_marks);
         let mut kept = Vec::with_capacity(pending.len());
+        let current = self.cur_iter.load(Relaxed);
         for (event, slot, iter) in pending {
             let Some(ev) = self.events[event as usize].get() else {
                 continue;
@@ -486,8 +487,11 @@ impl Session {
             );
             let keep = match outcome {
                 Outcome::Done => false,
-                // Empty: the event did not run (or a late thread has not written yet).
-                Outcome::Empty | Outcome::Pending => !last_chance,
+                // Empty: the event did not run, or a thread still inside the run has not
+                // written yet: one more chance at the next step, then it did not run (so that
+                // an event skipped in its iteration holds nothing back).
+                Outcome::Empty => !last_chance && iter >= current,
+                Outcome::Pending => !last_chance,
             };
             if keep {
                 kept.push((event, slot, iter));
@@ -497,7 +501,6 @@ impl Session {
         c.pending = kept;
         // An iteration's marks on the streams are read by that iteration's samples only: give
         // them back once none is pending (and the iteration is over).
-        let current = self.cur_iter.load(Relaxed);
         let oldest_pending = c.pending.iter().map(|&(_, _, i)| i).min();
         let (done, live): (Vec<_>, Vec<_>) = stream_marks.into_iter().partition(|&(i, _, _)| {
             last_chance || (i < current && oldest_pending.is_none_or(|p| i < p))
