@@ -99,7 +99,7 @@ mod output;
 #[cfg(feature = "analysis")]
 pub use output::json::{Event, Gpu, Iterations, Kernel, Kernels, Profile, Run, Stats, SCHEMA};
 #[cfg(feature = "analysis")]
-pub use output::write_atomic;
+pub use output::{check_target, write_atomic};
 #[cfg(feature = "enable")]
 mod probe;
 #[cfg(feature = "enable")]
