@@ -33,12 +33,13 @@ impl Drop for InitGuard {
     }
 }
 
-/// Every registered probe, in file and line order, marked with what `filter` selects.
+/// Every registered probe, in file and line order, marked with what `filter` selects (with no
+/// filter, every probe is selected).
 pub fn list(filter: Option<&Filter>) -> Vec<ProbeInfo> {
     registry()
         .entries
         .iter()
-        .map(|e| e.info(filter.is_some_and(|f| e.selected_by(f))))
+        .map(|e| e.info(filter.is_none_or(|f| e.selected_by(f))))
         .collect()
 }
 
@@ -101,7 +102,7 @@ pub fn render_list(probes: &[ProbeInfo], filter: Option<&Filter>) -> String {
             out.push_str(&format!(
                 "{} probes, {n} selected by PROF_FILTER={} (marked *)\n",
                 probes.len(),
-                f.source()
+                crate::config::shorten(f.source(), 200)
             ));
         }
         None => out.push_str(&format!(
@@ -119,12 +120,13 @@ fn fail(message: impl std::fmt::Display) -> ! {
 
 /// `--list-probes`: print and exit 0 (exit 2 on a filter that does not parse).
 fn handle_listing(json: bool) -> ! {
-    let filter = match std::env::var("PROF_FILTER") {
-        Ok(text) if !text.trim().is_empty() => match Filter::parse(&text) {
+    let filter = match crate::config::env_text("PROF_FILTER") {
+        Ok(Some(text)) if !text.trim().is_empty() => match Filter::parse(&text) {
             Ok(f) => Some(f),
             Err(e) => fail(e),
         },
-        _ => None,
+        Ok(_) => None,
+        Err(e) => fail(e),
     };
     let probes = list(filter.as_ref());
     let text = if json {
@@ -170,9 +172,10 @@ pub fn start(
         return Err(ConfigError::new(
             "PROF_FILTER",
             format!(
-                "error: PROF_FILTER={filter} selects none of the {total} probes\n  = help: run \
+                "error: PROF_FILTER={} selects none of the {total} probes\n  = help: run \
                  the program with --list-probes (and the same PROF_FILTER) to see every probe \
-                 and what the filter selects"
+                 and what the filter selects",
+                crate::config::shorten(&filter, 200)
             ),
         ));
     }
@@ -199,6 +202,11 @@ pub fn init() -> InitGuard {
             "profiler-core: warning: {var} is not a variable this build knows (known: {})",
             crate::config::KNOWN_VARS.join(", ")
         );
+    }
+    if config.mode != Mode::Off && !config.out.contains("%r") {
+        if let Err(why) = crate::config::rank_checked() {
+            eprintln!("profiler-core: warning: {why}; the run is recorded as rank 0");
+        }
     }
     let device = if config.mode == Mode::Off {
         None

@@ -6,6 +6,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+pub(crate) use crate::filter::shorten;
 use crate::filter::{render_error, Filter};
 
 /// What the profiler does after warmup.
@@ -248,7 +249,12 @@ fn parse_flag(var: &'static str, value: &str, meaning: &str) -> Result<bool, Con
 
 impl Config {
     /// Reads the `PROF_*` variables of this process.
+    ///
+    /// A variable whose value is not valid UTF-8 is an error naming it (never treated as unset).
     pub fn from_env() -> Result<Config, ConfigError> {
+        for var in KNOWN_VARS {
+            env_text(var)?;
+        }
         Config::from_lookup(|var| std::env::var(var).ok())
     }
 
@@ -376,23 +382,40 @@ impl Config {
         PathBuf::from(out)
     }
 
-    /// Checks, before training starts, that the output can be written: its directory exists and
-    /// accepts a new file.
+    /// Checks, before training starts, that the output can be written: the path names a file
+    /// (not a directory, a FIFO or a device), its directory exists, and the temporary file
+    /// that the final write renames into place can be created there (so a name too long for
+    /// the file system fails now, not after training). A rank that `%r` cannot use is an error
+    /// too.
     pub fn check_output(&self) -> Result<(), ConfigError> {
+        if self.out.contains("%r") {
+            if let Err(why) = rank_checked() {
+                return Err(ConfigError::new(
+                    "PROF_OUT",
+                    format!(
+                        "error: PROF_OUT={} uses %r, but {why}\n  = help: set the rank variable \
+                         to a whole number from 0 to {}, or leave %r out of PROF_OUT",
+                        shorten(&self.out, 200),
+                        u32::MAX
+                    ),
+                ));
+            }
+        }
         let path = self.output_path();
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
         let fail = |reason: String| {
             ConfigError::new(
                 "PROF_OUT",
                 format!(
                     "error: PROF_OUT={} cannot be written: {reason}\n  = help: point PROF_OUT \
-                     at a file in an existing, writable directory",
-                    self.out
+                     at a regular file in an existing, writable directory",
+                    shorten(&self.out, 200)
                 ),
             )
+        };
+        let target = crate::output::check_target(&path).map_err(fail)?;
+        let dir = match target.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
         };
         if !dir.is_dir() {
             return Err(fail(format!(
@@ -400,23 +423,72 @@ impl Config {
                 dir.display()
             )));
         }
-        if path.is_dir() {
-            return Err(fail(format!("{} is a directory", path.display())));
-        }
-        let probe = dir.join(format!(".prof-write-check.{}", std::process::id()));
-        std::fs::write(&probe, b"")
-            .map_err(|e| fail(format!("cannot create a file in {}: {e}", dir.display())))?;
+        // The very name the final write will use first: checks permission and name length.
+        let probe = crate::output::temp_path(&target);
+        std::fs::File::create(&probe)
+            .map_err(|e| fail(format!("cannot create {}: {e}", probe.display())))?;
         let _ = std::fs::remove_file(&probe);
         Ok(())
     }
 }
 
-/// This process's rank: `RANK`, `OMPI_COMM_WORLD_RANK` or `SLURM_PROCID`, else 0.
+/// The value of `var`, or an error naming it when the value is not valid UTF-8.
+pub(crate) fn env_text(var: &'static str) -> Result<Option<String>, ConfigError> {
+    let Some(value) = std::env::var_os(var) else {
+        return Ok(None);
+    };
+    match value.into_string() {
+        Ok(text) => Ok(Some(text)),
+        Err(raw) => {
+            let bytes = raw.as_encoded_bytes();
+            let valid = match std::str::from_utf8(bytes) {
+                Ok(_) => bytes.len(),
+                Err(e) => e.valid_up_to(),
+            };
+            let shown = shorten(&String::from_utf8_lossy(bytes), 200);
+            Err(ConfigError::new(
+                var,
+                format!(
+                    "error: {var} is not valid UTF-8: byte {} (0x{:02x}) of `{shown}`\n  = help: \
+                     {var} takes plain text; check the script that sets it for a stray byte or \
+                     a non-UTF-8 locale",
+                    valid + 1,
+                    bytes[valid]
+                ),
+            ))
+        }
+    }
+}
+
+/// The variables a rank is read from, in order.
+pub const RANK_VARS: [&str; 3] = ["RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"];
+
+/// This process's rank: the first of `RANK`, `OMPI_COMM_WORLD_RANK`, `SLURM_PROCID` that is
+/// set; 0 when none is. A set value that is not a whole number from 0 to `u32::MAX` is an
+/// error naming the variable (it is not skipped, nor read as 0).
+pub fn rank_checked() -> Result<u32, String> {
+    for var in RANK_VARS {
+        let Some(value) = std::env::var_os(var) else {
+            continue;
+        };
+        let Some(text) = value.to_str() else {
+            return Err(format!("{var} is not valid UTF-8"));
+        };
+        return text.trim().parse::<u32>().map_err(|_| {
+            format!(
+                "{var}={} is not a rank (a whole number from 0 to {})",
+                shorten(text, 60),
+                u32::MAX
+            )
+        });
+    }
+    Ok(0)
+}
+
+/// This process's rank, as [`rank_checked`], with 0 for a value it rejects (start-up warns or,
+/// when `PROF_OUT` uses `%r`, stops before that can happen).
 pub fn rank() -> u32 {
-    ["RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"]
-        .iter()
-        .find_map(|var| std::env::var(var).ok()?.trim().parse().ok())
-        .unwrap_or(0)
+    rank_checked().unwrap_or(0)
 }
 
 /// `PROF_*` variables in the environment that this build does not know (likely typos).

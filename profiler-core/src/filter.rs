@@ -213,8 +213,11 @@ impl std::error::Error for FilterError {}
 /// ```
 ///
 /// `column` (1-based) and `width` count characters, not bytes. Control characters in `input`
-/// are shown as one space each so that the caret stays under the offending character. A column
-/// of 0 is treated as 1 and a width of 0 as 1. The result has no trailing newline.
+/// are shown as one space each, and the carets are placed by display width (a CJK character or
+/// an emoji takes two columns), so that they stay under the offending characters. A long input
+/// is shown as a window of about [`SHOWN_CHARS`] characters around the column, with `…` where it
+/// is cut; a long `problem` is cut the same way. A column of 0 is treated as 1 and a width of 0
+/// as 1. The result has no trailing newline.
 pub fn render_error(
     var: &str,
     input: &str,
@@ -223,20 +226,59 @@ pub fn render_error(
     problem: &str,
     expected: &str,
 ) -> String {
-    let shown: String = input
+    use unicode_width::UnicodeWidthChar;
+    let chars: Vec<char> = input
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    let pad = " ".repeat(column.max(1) - 1);
-    let carets = "^".repeat(width.max(1));
-    let mut out = format!("error: invalid {var} at column {column}: {problem}\n  |\n");
+    let at = (column.max(1) - 1).min(chars.len());
+    let (lo, hi) = if chars.len() <= SHOWN_CHARS {
+        (0, chars.len())
+    } else {
+        let lo = at.saturating_sub(SHOWN_CHARS / 3);
+        let hi = (lo + SHOWN_CHARS).min(chars.len());
+        (hi.saturating_sub(SHOWN_CHARS).min(lo), hi)
+    };
+    let cols = |cs: &[char]| -> usize { cs.iter().map(|c| c.width().unwrap_or(0)).sum() };
+    let mut shown = String::new();
+    let mut pad = 0;
+    if lo > 0 {
+        shown.push('…');
+        pad += 1;
+    }
+    shown.extend(&chars[lo..hi]);
+    if hi < chars.len() {
+        shown.push('…');
+    }
+    pad += cols(&chars[lo..at]);
+    let end = (at + width.max(1)).min(hi);
+    let carets = cols(&chars[at.min(end)..end]).max(1);
+    let mut out = format!(
+        "error: invalid {var} at column {column}: {}\n  |\n",
+        shorten(problem, SHOWN_CHARS)
+    );
     out.push_str(format!("  | {shown}").trim_end());
-    out.push_str(&format!("\n  | {pad}{carets}"));
+    out.push_str(&format!("\n  | {}{}", " ".repeat(pad), "^".repeat(carets)));
     if !expected.is_empty() {
         out.push_str(" expected ");
         out.push_str(expected);
     }
     out
+}
+
+/// About how many characters of a value an error message shows.
+pub const SHOWN_CHARS: usize = 120;
+
+/// `text` itself when it has at most `max` characters, else its start and end around `…` and
+/// its length: messages never echo a huge value whole.
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(max / 2).collect();
+    let tail: String = text.chars().skip(n - max / 2).collect();
+    format!("{head}…{tail} ({n} characters)")
 }
 
 /// Whole-string glob match where `*` in `pattern` matches any run of characters (including
@@ -900,6 +942,66 @@ error: invalid PROF_FILTER at column 1: unknown key `layr`; did you mean `layer`
             render_error("PROF_MODE", "", 0, 0, "empty", ""),
             "error: invalid PROF_MODE at column 0: empty\n  |\n  |\n  | ^"
         );
+    }
+
+    #[test]
+    fn carets_under_wide_characters() {
+        // `層` and the emoji take two terminal columns each: two carets under each.
+        let e = err("layer=mlp&層=x");
+        assert_eq!((e.column, e.width), (11, 1));
+        let lines: Vec<String> = e.to_string().lines().map(str::to_owned).collect();
+        assert_eq!(lines[2], "  | layer=mlp&層=x");
+        assert!(
+            lines[3].starts_with(&format!("  | {}^^ expected", " ".repeat(10))),
+            "{}",
+            lines[3]
+        );
+        let e = err("name=x|🚀");
+        let lines: Vec<String> = e.to_string().lines().map(str::to_owned).collect();
+        assert!(
+            lines[3].starts_with(&format!("  | {}^^ expected", " ".repeat(7))),
+            "{}",
+            lines[3]
+        );
+        // The window's `…` is one column: a wide character after it still lines up.
+        let e = err(&format!("{}名", "name=a|".repeat(40)));
+        let lines: Vec<String> = e.to_string().lines().map(str::to_owned).collect();
+        let caret = lines[3].find('^').unwrap();
+        assert_eq!(
+            lines[2].chars().nth(caret),
+            Some('名'),
+            "{}\n{}",
+            lines[2],
+            lines[3]
+        );
+        assert!(
+            lines[3].ends_with(&format!("^^ expected {KEYS_EXPECTED}"))
+                || lines[3].contains("^^ expected")
+        );
+    }
+
+    #[test]
+    fn huge_values_are_not_echoed_whole() {
+        // A 131 KB filter with its mistake in the middle.
+        let half = "name=a|".repeat(9_400);
+        let input = format!("{half}layr=x|{half}name=b");
+        let e = err(&input);
+        let text = e.to_string();
+        assert!(text.len() < 1_000, "{} bytes echoed", text.len());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[2].starts_with("  | …") && lines[2].ends_with('…'),
+            "{}",
+            lines[2]
+        );
+        // The carets still sit under `layr`.
+        let caret = lines[3].find('^').unwrap();
+        let under: String = lines[2].chars().skip(caret).take(4).collect();
+        assert_eq!(under, "layr");
+        // A huge token is cut in the problem too.
+        let e = err(&format!("{}=x", "k".repeat(200_000)));
+        assert!(e.to_string().len() < 1_000);
+        assert!(e.to_string().contains(" characters)"), "{e}");
     }
 
     /// (input, column, width, a fragment of the problem, a fragment of what was expected)
