@@ -11,7 +11,8 @@ use crate::registry::registry;
 use crate::session::{self, ActiveClock, Session};
 
 /// Returned by [`init`](crate::init): writes the results (marked incomplete if the schedule has
-/// not finished) when dropped, normally when `main` returns.
+/// not finished) when dropped, normally when `main` returns. If the results cannot be written
+/// (not even at this last try), dropping it ends the process with exit status 1.
 #[must_use = "the results are written when this guard is dropped; keep it alive until the end of main"]
 #[derive(Debug)]
 pub struct InitGuard {
@@ -28,7 +29,15 @@ impl InitGuard {
 impl Drop for InitGuard {
     fn drop(&mut self) {
         if let Some(session) = self.session {
-            session.end();
+            // Results that could not be written make the program's exit status say so (not
+            // while unwinding: the panic's own status stands).
+            if !session.end() && !std::thread::panicking() {
+                eprintln!(
+                    "profiler-core: exiting with status 1 because the results could not be \
+                     written"
+                );
+                std::process::exit(1);
+            }
         }
     }
 }
@@ -179,8 +188,11 @@ pub fn start(
             ),
         ));
     }
+    let session = session::install(session);
+    #[cfg(unix)]
+    crate::signals::install();
     Ok(InitGuard {
-        session: Some(session::install(session)),
+        session: Some(session),
     })
 }
 

@@ -110,6 +110,8 @@ mod registry;
 mod schedule;
 #[cfg(feature = "enable")]
 mod session;
+#[cfg(all(feature = "enable", unix))]
+mod signals;
 
 #[cfg(feature = "enable")]
 pub use enabled_api::*;

@@ -122,17 +122,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 #[cfg(feature = "enable")]
+/// Encodes `profile` and writes it to `path` atomically; the error says why it could not.
+pub fn write_profile(profile: &json::Profile, path: &Path) -> Result<(), String> {
+    let text = serde_json::to_vec_pretty(profile)
+        .map_err(|e| format!("cannot encode the results: {e}"))?;
+    write_atomic(path, &text).map_err(|e| e.to_string())
+}
+
+#[cfg(feature = "enable")]
 /// Writes the profile to `path` and the summary to stderr. A failure is reported on stderr
-/// with the path and the reason; the program goes on.
+/// with the path and the reason, and the summary says that nothing was written; the program
+/// goes on.
 pub fn emit(profile: &json::Profile, path: &Path, print_summary: bool) -> bool {
-    let text = match serde_json::to_vec_pretty(profile) {
-        Ok(text) => text,
-        Err(e) => {
-            eprintln!("profiler-core: error: cannot encode the results: {e}");
-            return false;
-        }
-    };
-    let written = match write_atomic(path, &text) {
+    let written = match write_profile(profile, path) {
         Ok(()) => true,
         Err(e) => {
             eprintln!(
@@ -143,9 +145,14 @@ pub fn emit(profile: &json::Profile, path: &Path, print_summary: bool) -> bool {
         }
     };
     if print_summary {
+        let shown = path.display().to_string();
         eprintln!(
             "{}",
-            crate::analysis::report::summary(profile, &path.display().to_string())
+            if written {
+                crate::analysis::report::summary(profile, &shown)
+            } else {
+                crate::analysis::report::summary_unwritten(profile, &shown)
+            }
         );
     }
     written

@@ -71,7 +71,10 @@ struct Control {
     /// Selected probes not seen yet; they stay in learning state.
     late: Vec<usize>,
     finished: bool,
+    /// The results are on disk.
     written: bool,
+    /// Results whose write failed, kept to try once more at the end.
+    unwritten: Option<Box<crate::output::json::Profile>>,
     /// `cuProfilerStop` was called.
     capture_stopped: bool,
     /// Bytes reserved for samples so far.

@@ -521,25 +521,60 @@ impl Session {
             self.desc(entry).state.store(OFF, Relaxed);
         }
         c.armed.clear();
-        self.write(c, true);
+        let written = self.write(c, true);
         if self.config.exit {
-            eprintln!("profiler-core: PROF_EXIT=1: the schedule is complete, exiting");
-            std::process::exit(0);
+            if written {
+                eprintln!("profiler-core: PROF_EXIT=1: the schedule is complete, exiting");
+                std::process::exit(0);
+            }
+            eprintln!(
+                "profiler-core: PROF_EXIT=1: the schedule is complete but its results could not \
+                 be written; exiting with status 1"
+            );
+            std::process::exit(1);
         }
     }
 
-    fn write(&self, c: &mut Control, complete: bool) {
+    /// Writes the results once; `false` when they are not on disk. A failed write keeps them
+    /// for one more try at the end of the program.
+    fn write(&self, c: &mut Control, complete: bool) -> bool {
         if c.written || self.config.mode == Mode::Off {
-            return;
+            return true;
         }
-        c.written = true;
+        let path = self.config.output_path();
+        if let Some(profile) = c.unwritten.take() {
+            // The earlier write failed: the same results, once more, without the table.
+            return match crate::output::write_profile(&profile, &path) {
+                Ok(()) => {
+                    c.written = true;
+                    eprintln!(
+                        "profiler-core: results in {} (written at the end, after the earlier \
+                         failure)",
+                        path.display()
+                    );
+                    true
+                }
+                Err(why) => {
+                    eprintln!(
+                        "profiler-core: error: the results could not be written to {} ({why}); \
+                         nothing was saved",
+                        path.display()
+                    );
+                    false
+                }
+            };
+        }
         let profile = self.profile(c, complete, true);
-        crate::output::emit(&profile, &self.config.output_path(), self.config.summary);
+        c.written = crate::output::emit(&profile, &path, self.config.summary);
+        if !c.written {
+            c.unwritten = Some(Box::new(profile));
+        }
+        c.written
     }
 
     /// The program is ending: write what there is, marked incomplete if the schedule is not
-    /// done.
-    pub(crate) fn end(&self) {
+    /// done. `false` when the results are not on disk.
+    pub(crate) fn end(&self) -> bool {
         let mut c = lock(&self.control);
         self.done.store(true, Relaxed);
         for &entry in &self.selected {
@@ -547,7 +582,7 @@ impl Session {
         }
         let complete = c.finished;
         self.end_measuring(&mut c);
-        self.write(&mut c, complete);
+        self.write(&mut c, complete)
     }
 }
 

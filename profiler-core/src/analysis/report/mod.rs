@@ -462,7 +462,7 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
 }
 
 mod render;
-pub use render::{human_ns, render, summary};
+pub use render::{human_ns, render, summary, summary_unwritten};
 
 #[cfg(test)]
 mod tests;

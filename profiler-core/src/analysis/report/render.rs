@@ -393,6 +393,25 @@ pub fn render(report: &Report, format: Format) -> String {
 /// what share means, the timer floor, noisy events, the perturbation, and `results in {path}`).
 /// No trailing newline.
 pub fn summary(profile: &Profile, path: &str) -> String {
+    summary_with(
+        profile,
+        &format!("results in {path} (`prof report {path}` for self times, p90, groups)"),
+    )
+}
+
+/// The end-of-run summary of results that could not be written to `path`: the same table, and
+/// a last line saying that nothing was written (so that it never points at a stale file).
+pub fn summary_unwritten(profile: &Profile, path: &str) -> String {
+    summary_with(
+        profile,
+        &format!(
+            "NOTHING WAS WRITTEN: {path} could not be written (the error is above); the table \
+             above is all that is left of these results"
+        ),
+    )
+}
+
+fn summary_with(profile: &Profile, last_line: &str) -> String {
     let report = build(profile, &ReportOptions::default());
     let mut out = String::new();
     let _ = writeln!(
@@ -457,9 +476,6 @@ pub fn summary(profile: &Profile, path: &str) -> String {
     );
     let _ = writeln!(out, "  {}", noisy_line(&report));
     let _ = writeln!(out, "  {}", perturbation_line(&report));
-    let _ = write!(
-        out,
-        "  results in {path} (`prof report {path}` for self times, p90, groups)"
-    );
+    let _ = write!(out, "  {last_line}");
     out
 }

@@ -1,0 +1,79 @@
+//! SIGINT, SIGTERM and SIGHUP in the middle of a run (Ctrl-C, a scheduler's time limit, a
+//! closed terminal): the results measured so far are written, marked incomplete, and the process
+//! then ends of the same signal, as it would have without the profiler (status 130, 143 and 129
+//! in a shell).
+//!
+//! Only signals whose disposition is still the default are taken: a program with its own
+//! handler (a graceful shutdown) keeps it and writes its results when its guard drops, and a
+//! signal that is ignored (`nohup` ignores SIGHUP) stays ignored. A second signal while the
+//! results are being written ends the process at once.
+//!
+//! The handlers only set a flag and write to a pipe (`signal-hook`); the results are written by
+//! a thread of ours, off the signal handler, with the ordinary cold-path code.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// Whether `signal`'s disposition is the default one (not ignored, no handler).
+fn has_default_disposition(signal: libc::c_int) -> bool {
+    // SAFETY: a null new action only reads the current one into `old`, which is a valid,
+    // writable `sigaction`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_DFL
+    }
+}
+
+/// Takes SIGINT, SIGTERM and SIGHUP (those still at their default), once per process; a signal
+/// ends the session current when it arrives. Failing to is not fatal: the run goes on, with one
+/// warning.
+pub(crate) fn install() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(install_now);
+}
+
+fn install_now() {
+    let taken: Vec<libc::c_int> = [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .filter(|&s| has_default_disposition(s))
+        .collect();
+    if taken.is_empty() {
+        return;
+    }
+    if let Err(e) = try_install(&taken) {
+        eprintln!(
+            "profiler-core: warning: cannot handle SIGINT/SIGTERM ({e}); a run stopped by one \
+             of them writes no results"
+        );
+    }
+}
+
+fn try_install(taken: &[libc::c_int]) -> std::io::Result<()> {
+    let got_one = Arc::new(AtomicBool::new(false));
+    for &signal in taken {
+        // Registered first, so it runs first: the second signal finds the flag set and ends
+        // the process at once with the default action.
+        signal_hook::flag::register_conditional_default(signal, Arc::clone(&got_one))?;
+        signal_hook::flag::register(signal, Arc::clone(&got_one))?;
+    }
+    let mut signals = Signals::new(taken)?;
+    std::thread::Builder::new()
+        .name("profiler-signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                let name = signal_hook::low_level::signal_name(signal).unwrap_or("a signal");
+                if let Some(session) = crate::session::current() {
+                    eprintln!("profiler-core: {name}: writing the results measured so far");
+                    session.end();
+                }
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+                // Only reached if the default action did not end the process.
+                std::process::exit(128 + signal);
+            }
+        })?;
+    Ok(())
+}
