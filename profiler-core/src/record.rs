@@ -220,6 +220,20 @@ pub(crate) trait IterationStarts {
     fn cpu(&self, iter: u32) -> Option<u64>;
     /// The device mark recorded on the event's stream when iteration `iter` began.
     fn device(&self, iter: u32) -> Option<u64>;
+    /// Every iteration's CPU start mark so far, in order (for a linear clock: points on one
+    /// time line).
+    fn cpu_marks(&self) -> &[u64];
+}
+
+/// The iteration in which a run that began at CPU mark `start` (on a linear clock) ran: the last
+/// one that began at or before it. A run on another thread may read the iteration index just
+/// before `step()` publishes the next one, so the index it recorded can be one behind; its start
+/// mark cannot.
+fn iteration_of(marks: &[u64], start: u64, recorded: u32) -> u32 {
+    match marks.partition_point(|&m| m <= start) {
+        0 => recorded,
+        n => (n - 1) as u32,
+    }
 }
 
 /// Tries to turn one slot into a sample. `consume` empties the slot and releases its marks once
@@ -238,6 +252,13 @@ pub(crate) fn resolve_slot(
     };
     let cpu = clock.elapsed(start, stop);
     let device_marks = store.samples.read_device(slot);
+    // A run timed on the CPU belongs to the iteration its start mark falls in. (A run timed on
+    // a stream keeps its recorded iteration: its offset is on that iteration's device marks.)
+    let iter = if device_marks.is_none() && clock.is_linear() {
+        iteration_of(starts.cpu_marks(), start, iter)
+    } else {
+        iter
+    };
     let (duration, offset) = match (device_marks, device) {
         (Some((dstart, dstop)), Some(device)) => (
             device.elapsed(dstart, dstop),
@@ -285,6 +306,19 @@ pub(crate) fn resolve_slot(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_belongs_to_the_iteration_its_start_falls_in() {
+        let marks = [100, 200, 300];
+        assert_eq!(iteration_of(&marks, 150, 0), 0);
+        // Recorded as iteration 0 (the index was read just before step() published 1).
+        assert_eq!(iteration_of(&marks, 200, 0), 1);
+        assert_eq!(iteration_of(&marks, 250, 0), 1);
+        assert_eq!(iteration_of(&marks, 999, 1), 2);
+        // Before the first mark (cannot happen on a monotonic clock): as recorded.
+        assert_eq!(iteration_of(&marks, 50, 0), 0);
+        assert_eq!(iteration_of(&[], 50, 4), 4);
+    }
 
     #[test]
     fn slots_fill_and_clear() {

@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 
 use profiler_core::{Filter, FilterError, Key};
+use unicode_width::UnicodeWidthChar;
 
 /// The reference glob: straightforward recursion on characters.
 fn ref_glob(pattern: &[char], text: &[char]) -> bool {
@@ -177,18 +178,59 @@ fn check_error(input: &str, e: &FilterError) -> Result<(), TestCaseError> {
     prop_assert_eq!(lines.len(), 4, "{}", rendered);
     let header = format!("error: invalid PROF_FILTER at column {}: ", e.column);
     prop_assert!(lines[0].starts_with(&header));
-    // The input line shows one character per input character; the carets start under the
-    // offending column and span `width` characters.
+    // The input line shows the input (control characters as spaces), or a window of it cut
+    // with `…`; the carets start under the offending character, counted in display columns
+    // (two for a wide character), and span the display width of `width` characters.
     let shown: Vec<char> = lines[2].chars().skip(4).collect();
-    prop_assert!(shown.len() <= chars);
     let caret_line: Vec<char> = lines[3].chars().collect();
     let first_caret = caret_line.iter().position(|&c| c == '^').unwrap();
-    prop_assert_eq!(first_caret, 4 + e.column - 1);
     let carets = caret_line[first_caret..]
         .iter()
         .take_while(|&&c| c == '^')
         .count();
-    prop_assert_eq!(carets, e.width);
+    let input_chars: Vec<char> = input
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    // Walk the shown line to the caret's display column.
+    let mut col = 0;
+    let mut at = 0;
+    while at < shown.len() && col < first_caret - 4 {
+        col += shown[at].width().unwrap_or(0);
+        at += 1;
+    }
+    // (Past the end of the right-trimmed line, the caret stands over trimmed spaces.)
+    if at < shown.len() {
+        prop_assert_eq!(
+            col,
+            first_caret - 4,
+            "caret inside a wide character:\n{}",
+            rendered
+        );
+    }
+    let offending = input_chars.get(e.column - 1);
+    match (shown.get(at), offending) {
+        (Some(&c), Some(&o)) => prop_assert_eq!(c, o, "caret not under the column:\n{}", rendered),
+        // Past the end of the (right-trimmed) line: the column is at or after trailing spaces.
+        (None, o) => prop_assert!(o.is_none_or(|&o| o == ' ' || o.is_whitespace())),
+        (Some(_), None) => prop_assert!(false, "caret before the end of input:\n{}", rendered),
+    }
+    let end = (e.column - 1 + e.width).min(input_chars.len());
+    let want: usize = input_chars[(e.column - 1).min(end)..end]
+        .iter()
+        .map(|c| c.width().unwrap_or(0))
+        .sum();
+    // The window may cut a wide span short; never more carets than the span's width.
+    prop_assert!(
+        carets <= want.max(1) && carets >= 1,
+        "{} carets, want {}",
+        carets,
+        want
+    );
+    if input_chars.len() <= 120 {
+        prop_assert_eq!(carets, want.max(1));
+        prop_assert!(shown.len() <= chars);
+    }
     Ok(())
 }
 

@@ -14,6 +14,8 @@ pub enum LoadError {
     Missing(PathBuf),
     /// The file could not be read.
     Io(PathBuf, std::io::Error),
+    /// The file holds nothing, or only whitespace.
+    Empty(PathBuf),
     /// The file ends in the middle of the JSON (an interrupted write or copy).
     Truncated(PathBuf),
     /// The file is not JSON.
@@ -36,6 +38,13 @@ impl fmt::Display for LoadError {
                 p.display()
             ),
             LoadError::Io(p, e) => write!(f, "error: cannot read {}: {e}", p.display()),
+            LoadError::Empty(p) => write!(
+                f,
+                "error: {}: the file is empty\n  = help: the run that should have written it \
+                 may have failed or not finished; profiles are written when the schedule \
+                 completes or the program exits",
+                p.display()
+            ),
             LoadError::Truncated(p) => write!(
                 f,
                 "error: {}: the JSON ends early (the file is truncated)\n  = help: the run that \
@@ -172,5 +181,121 @@ mod tests {
         assert!(matches!(parse(&empty), Err(LoadError::NoEvents(_))));
         let e = load_profile("/nonexistent/prof.json").unwrap_err();
         assert!(matches!(e, LoadError::Missing(_)), "{e}");
+    }
+
+    /// GOOD with two more events, changed by `edit`, as text.
+    fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(GOOD).unwrap();
+        let first = v["events"][0].clone();
+        for order in [1, 2] {
+            let mut e = first.clone();
+            e["id"] = format!("a::f{order}").into();
+            e["order"] = order.into();
+            e["parent"] = (order - 1).into();
+            v["events"].as_array_mut().unwrap().push(e);
+        }
+        edit(&mut v);
+        v.to_string()
+    }
+
+    fn invalid(text: &str) -> String {
+        match parse(text) {
+            Err(e @ LoadError::Invalid(..)) => e.to_string(),
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn profiles_that_do_not_add_up_are_invalid() {
+        assert!(parse(&edited(|_| {})).is_ok());
+        let e = invalid(&edited(|v| v["events"][0]["parent"] = 2.into()));
+        assert!(e.starts_with("error: p.json: not a valid"), "{e}");
+        assert!(e.contains("parent cycle") && e.contains("`a::f`"), "{e}");
+        assert!(e.contains("`a::f2` (occurrence 0, order 2)"), "{e}");
+        let e = invalid(&edited(|v| v["events"][1]["parent"] = 1.into()));
+        assert!(e.contains("parent cycle") && e.contains("`a::f1`"), "{e}");
+        let e = invalid(&edited(|v| v["events"][2]["parent"] = 9.into()));
+        assert!(
+            e.contains("`a::f2`") && e.contains("no event has order 9"),
+            "{e}"
+        );
+        let e = invalid(&edited(|v| v["events"][1]["sample_iters"][1] = 3.into()));
+        assert!(
+            e.contains("`a::f1`") && e.contains("sample_iters[1] is 3"),
+            "{e}"
+        );
+        let e = invalid(&edited(|v| v["events"][2]["stats"]["count"] = 3.into()));
+        assert!(
+            e.contains("`a::f2`") && e.contains("stats.count is 3"),
+            "{e}"
+        );
+        let e = invalid(&edited(|v| {
+            v["events"][2]["merged"] = true.into();
+            v["events"][2]["stats"]["count"] = 1.into();
+        }));
+        assert!(e.contains("`a::f2`") && e.contains("merged"), "{e}");
+        let e = invalid(&edited(|v| v["run"]["mode"] = "fast".into()));
+        assert!(e.contains("run.mode `fast`"), "{e}");
+        let e = invalid(&edited(|v| v["run"]["repeat"] = 0.into()));
+        assert!(e.contains("run.repeat is 0"), "{e}");
+        let e = invalid(&edited(|v| v["iterations"]["count"] = 4.into()));
+        assert!(
+            e.contains("iterations.count is 4") && e.contains("3 wall_ns"),
+            "{e}"
+        );
+    }
+
+    /// What the core really writes stays valid: a recursion past `PROF_MAX_EVENTS` makes merged
+    /// events each other's parents (or their own), a merged event counts every run but keeps a
+    /// bounded sample, and a run stopped mid-iteration keeps samples of the iteration that never
+    /// completed.
+    #[test]
+    fn what_the_core_writes_stays_valid() {
+        for mode in ["sample", "trace", "off"] {
+            assert!(parse(&edited(|v| v["run"]["mode"] = mode.into())).is_ok());
+        }
+        let merged = |v: &mut serde_json::Value, i: usize| {
+            v["events"][i]["merged"] = true.into();
+            v["events"][i]["stats"]["count"] = 1000.into();
+        };
+        // f1 and f2 merged, each the other's parent; f2 its own parent.
+        let cycle = edited(|v| {
+            merged(v, 1);
+            merged(v, 2);
+            v["events"][1]["parent"] = 2.into();
+        });
+        assert!(parse(&cycle).is_ok(), "{:?}", parse(&cycle).err());
+        let own = edited(|v| {
+            merged(v, 2);
+            v["events"][2]["parent"] = 2.into();
+        });
+        assert!(parse(&own).is_ok());
+        // One merged event in a cycle is enough: f1 (merged) inside f2 inside f1.
+        let mixed = edited(|v| {
+            merged(v, 1);
+            v["events"][1]["parent"] = 2.into();
+        });
+        assert!(parse(&mixed).is_ok());
+        let unfinished = edited(|v| {
+            v["complete"] = false.into();
+            v["events"][0]["sample_iters"][1] = 3.into();
+        });
+        assert!(parse(&unfinished).is_ok());
+        let e = invalid(&edited(|v| {
+            v["complete"] = false.into();
+            v["events"][0]["sample_iters"][1] = 4.into();
+        }));
+        assert!(e.contains("sample_iters[1] is 4"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_file_is_empty_not_truncated() {
+        for text in ["", "  \n\t\r\n"] {
+            let e = parse(text).unwrap_err();
+            assert!(matches!(e, LoadError::Empty(_)), "{e}");
+            let e = e.to_string();
+            assert!(e.starts_with("error: p.json: the file is empty"), "{e}");
+            assert!(e.contains("help:"), "{e}");
+        }
     }
 }

@@ -27,6 +27,10 @@ impl IterationStarts for Starts<'_> {
         self.cpu.get(iter as usize).copied()
     }
 
+    fn cpu_marks(&self) -> &[u64] {
+        self.cpu
+    }
+
     fn device(&self, iter: u32) -> Option<u64> {
         self.stream_marks
             .iter()

@@ -1,0 +1,86 @@
+//! Probes on free-running worker threads while the main thread calls `step()`: each sample
+//! belongs to the iteration in which its run started, whatever the race with `step()`.
+#![cfg(feature = "enable")]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use profiler_core::{profiled, Config, Filter, Mode};
+
+fn spin(d: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+#[profiled(layer = "worker", phase = "fwd")]
+fn work() {
+    spin(Duration::from_micros(15));
+}
+
+#[test]
+fn samples_of_worker_threads_belong_to_the_iteration_they_started_in() {
+    let out = std::env::temp_dir().join(format!("prof-threads-{}.json", std::process::id()));
+    let config = Config {
+        filter: Filter::parse("layer=worker").unwrap(),
+        mode: Mode::Trace,
+        warmup: 3,
+        repeat: 150,
+        out: out.display().to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, None).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    work();
+                }
+            })
+        })
+        .collect();
+    for _ in 0..200 {
+        spin(Duration::from_micros(400));
+        profiler_core::step();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    drop(guard);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let p: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let wall: Vec<u64> = p["iterations"]["wall_ns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let (mut checked, mut beyond) = (0, Vec::new());
+    for e in p["events"].as_array().unwrap() {
+        let iters = e["sample_iters"].as_array().unwrap();
+        let offsets = e["offsets_ns"].as_array().unwrap();
+        for (i, o) in iters.iter().zip(offsets) {
+            let (i, o) = (i.as_u64().unwrap() as usize, o.as_u64().unwrap());
+            // The last iteration never ended: it has no wall time to compare with.
+            let Some(&w) = wall.get(i) else { continue };
+            checked += 1;
+            if o >= w {
+                beyond.push((e["occurrence"].clone(), i, o, w));
+            }
+        }
+    }
+    assert!(checked > 1000, "only {checked} samples");
+    assert!(
+        beyond.is_empty(),
+        "{} of {checked} samples start after the end of their iteration: {:?}",
+        beyond.len(),
+        &beyond[..beyond.len().min(5)]
+    );
+}
