@@ -1,11 +1,12 @@
 //! Reading `prof.json` back, with a clear message for every way the input can be wrong.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_json::error::Category;
 
-use crate::output::json::{Profile, SCHEMA};
+use crate::output::json::{Event, Profile, SCHEMA};
 
 /// Why a profile could not be used. Its `Display` names the file, the problem and the fix.
 #[derive(Debug)]
@@ -105,6 +106,12 @@ pub fn load_profile(path: impl AsRef<Path>) -> Result<Profile, LoadError> {
 /// Parses and checks the bytes of a profile; `path` is used in messages.
 pub fn parse_profile(bytes: &[u8], path: &Path) -> Result<Profile, LoadError> {
     let owned = || path.to_path_buf();
+    if bytes
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        return Err(LoadError::Empty(owned()));
+    }
     let value: serde_json::Value =
         serde_json::from_slice(bytes).map_err(|e| match e.classify() {
             Category::Eof => LoadError::Truncated(owned()),
@@ -118,26 +125,175 @@ pub fn parse_profile(bytes: &[u8], path: &Path) -> Result<Profile, LoadError> {
     }
     let profile: Profile =
         serde_json::from_value(value).map_err(|e| LoadError::Invalid(owned(), e.to_string()))?;
-    for e in &profile.events {
-        let n = e.samples_ns.len();
-        if e.offsets_ns.len() != n || e.sample_iters.len() != n {
-            return Err(LoadError::Invalid(
-                owned(),
-                format!(
-                    "event `{}` (occurrence {}) has {n} samples_ns but {} offsets_ns and {} \
-                     sample_iters",
-                    e.id,
-                    e.occurrence,
-                    e.offsets_ns.len(),
-                    e.sample_iters.len()
-                ),
-            ));
-        }
-    }
+    check(&profile).map_err(|why| LoadError::Invalid(owned(), why))?;
     if profile.events.is_empty() {
         return Err(LoadError::NoEvents(owned()));
     }
     Ok(profile)
+}
+
+/// The values of `run.mode` the core writes (`PROF_MODE`).
+const MODES: [&str; 3] = ["sample", "trace", "off"];
+
+/// `text` whole when it has at most `max` characters, else its ends around an ellipsis (a
+/// file may hold anything, and a message should stay readable).
+fn shorten(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(max / 2).collect();
+    let tail: String = text.chars().skip(n - max / 2).collect();
+    format!("{head}…{tail} ({n} characters)")
+}
+
+/// How an event is named in messages: its id, occurrence and order.
+fn describe(e: &Event) -> String {
+    format!(
+        "event `{}` (occurrence {}, order {})",
+        shorten(&e.id, 120),
+        e.occurrence,
+        e.order
+    )
+}
+
+/// Checks that a parsed profile adds up; the error says what does not.
+fn check(profile: &Profile) -> Result<(), String> {
+    let run = &profile.run;
+    if !MODES.contains(&run.mode.as_str()) {
+        return Err(format!(
+            "run.mode `{}` is not one of {}",
+            shorten(&run.mode, 80),
+            MODES.join(", ")
+        ));
+    }
+    if run.repeat == 0 {
+        return Err("run.repeat is 0 (PROF_REPEAT is at least 1)".to_owned());
+    }
+    let iterations = &profile.iterations;
+    if iterations.count != iterations.wall_ns.len() as u64 {
+        return Err(format!(
+            "iterations.count is {} but there are {} wall_ns (one per completed iteration)",
+            iterations.count,
+            iterations.wall_ns.len()
+        ));
+    }
+    // A run that ended between two `step()`s keeps the samples of the iteration it was in:
+    // index `count`, which never completed.
+    let iteration_bound = match profile.complete {
+        true => iterations.count,
+        false => iterations.count.saturating_add(1),
+    };
+    for e in &profile.events {
+        let n = e.samples_ns.len();
+        if e.offsets_ns.len() != n || e.sample_iters.len() != n {
+            return Err(format!(
+                "{} has {n} samples_ns but {} offsets_ns and {} sample_iters",
+                describe(e),
+                e.offsets_ns.len(),
+                e.sample_iters.len()
+            ));
+        }
+        if let Some((i, &iter)) = e
+            .sample_iters
+            .iter()
+            .enumerate()
+            .find(|(_, &iter)| u64::from(iter) >= iteration_bound)
+        {
+            return Err(format!(
+                "{}: sample_iters[{i}] is {iter}, but iterations.count is {} (indices run \
+                 from 0{})",
+                describe(e),
+                iterations.count,
+                match profile.complete {
+                    true => format!(" to {}", iterations.count.saturating_sub(1)),
+                    false => format!(
+                        " to {}, the iteration an incomplete run ended in",
+                        iterations.count
+                    ),
+                }
+            ));
+        }
+        let count = e.stats.count;
+        if e.merged && count < n as u64 {
+            return Err(format!(
+                "{}: stats.count is {count}, fewer than its {n} samples_ns (a merged event \
+                 counts every run and keeps a bounded sample of them)",
+                describe(e)
+            ));
+        }
+        if !e.merged && count != n as u64 {
+            return Err(format!(
+                "{}: stats.count is {count} but it has {n} samples_ns (they must be equal for \
+                 an event that is not merged)",
+                describe(e)
+            ));
+        }
+    }
+    check_parents(&profile.events)
+}
+
+/// Every `parent` is the `order` of an event, and following parents never comes back to where
+/// it started, except through a merged event: a recursion past `PROF_MAX_EVENTS` folds runs at
+/// several depths into one merged event, which then contains itself or an event it contains.
+fn check_parents(events: &[Event]) -> Result<(), String> {
+    let mut by_order: HashMap<u32, usize> = HashMap::with_capacity(events.len());
+    for (i, e) in events.iter().enumerate() {
+        by_order.entry(e.order).or_insert(i);
+    }
+    let mut parents = Vec::with_capacity(events.len());
+    for e in events {
+        parents.push(match e.parent {
+            None => None,
+            Some(p) => match by_order.get(&p) {
+                Some(&j) => Some(j),
+                None => {
+                    return Err(format!(
+                        "{} has parent {p}, but no event has order {p}",
+                        describe(e)
+                    ))
+                }
+            },
+        });
+    }
+    // Each event has at most one parent: walk up from each event, marking the walk, until a
+    // top-level event, an event already cleared, or an event of this walk (a cycle).
+    const NEW: u8 = 0;
+    const ON_WALK: u8 = 1;
+    const CLEARED: u8 = 2;
+    let mut state = vec![NEW; events.len()];
+    for start in 0..events.len() {
+        let mut walk = Vec::new();
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            match state[i] {
+                CLEARED => break,
+                ON_WALK => {
+                    let at = walk.iter().position(|&j| j == i).unwrap_or(0);
+                    let cycle = &walk[at..];
+                    if !cycle.iter().any(|&j: &usize| events[j].merged) {
+                        let mut path: Vec<String> =
+                            cycle.iter().map(|&j| describe(&events[j])).collect();
+                        path.push(describe(&events[i]));
+                        return Err(format!(
+                            "parent cycle: {} (an event cannot contain itself)",
+                            path.join(" has parent ")
+                        ));
+                    }
+                    break;
+                }
+                _ => {
+                    state[i] = ON_WALK;
+                    walk.push(i);
+                    cur = parents[i];
+                }
+            }
+        }
+        for j in walk {
+            state[j] = CLEARED;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
