@@ -68,8 +68,8 @@ enum Command {
         /// Significance level, after Holm's correction across events.
         #[arg(long, default_value_t = 0.05, value_parser = probability)]
         alpha: f64,
-        /// Bootstrap resamples.
-        #[arg(long, default_value_t = 2000)]
+        /// Bootstrap resamples, from 100 to 1000000.
+        #[arg(long, default_value_t = 2000, value_parser = resamples_range())]
         resamples: usize,
         /// Seed of the bootstrap (results are reproducible).
         #[arg(long, default_value_t = 0x5eed)]
@@ -165,6 +165,12 @@ impl From<FormatArg> for Format {
     }
 }
 
+/// The values `--resamples` accepts: fewer than 100 resamples make a confidence interval of
+/// little use, and each resample of each event costs time (and the ratios, memory).
+fn resamples_range() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(100..=1_000_000)
+}
+
 fn non_negative(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
@@ -217,12 +223,24 @@ fn parse_param(text: &str) -> Result<(String, Vec<f64>), String> {
     Ok((name.to_owned(), values))
 }
 
-/// A failure the user can fix: the message, and exit status 2.
+/// A failure the user can fix: the message, which starts with `error:`, and exit status 2.
 struct Failure(String);
+
+impl Failure {
+    /// `message`, with `error: ` in front unless it starts with it already.
+    fn new(message: impl std::fmt::Display) -> Failure {
+        let message = message.to_string();
+        if message.starts_with("error:") {
+            Failure(message)
+        } else {
+            Failure(format!("error: {message}"))
+        }
+    }
+}
 
 impl<E: std::fmt::Display> From<E> for Failure {
     fn from(e: E) -> Failure {
-        Failure(e.to_string())
+        Failure::new(e)
     }
 }
 
@@ -230,13 +248,74 @@ fn load(path: &Path) -> Result<Profile, Failure> {
     Ok(analysis::load_profile(path)?)
 }
 
+/// `error: cannot write PATH: WHY`, with a help line.
+fn cannot_write(path: &Path, why: impl std::fmt::Display) -> Failure {
+    Failure(format!(
+        "error: cannot write {}: {why}\n  = help: -o takes the path of a regular file (new, or \
+         one to replace) in an existing, writable directory",
+        path.display()
+    ))
+}
+
+/// Checks, before any input is read, that `path` can take the output: it names a regular file
+/// or nothing yet (not a directory, a FIFO, a device or a link to one), in a directory that
+/// exists.
+fn check_output(path: &Path) -> Result<(), Failure> {
+    let target = profiler_core::check_target(path).map_err(|why| cannot_write(path, why))?;
+    // What the kernel finds at the end of the links, too: `/dev/stdout` leads through
+    // `/proc/self/fd/1` to a pipe that has no path of its own.
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() {
+            return Err(cannot_write(
+                path,
+                format_args!(
+                    "{} leads to {}, not a regular file",
+                    path.display(),
+                    kind_of(&meta.file_type())
+                ),
+            ));
+        }
+    }
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(cannot_write(
+            path,
+            format_args!("the directory {} does not exist", dir.display()),
+        ));
+    }
+    Ok(())
+}
+
+/// What a file that is not a regular file is, in words.
+fn kind_of(kind: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a pipe (FIFO)";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else {
+        "something else"
+    }
+}
+
 fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    profiler_core::write_atomic(path, bytes).map_err(|e| {
-        Failure(format!(
-            "error: cannot write {}: {e}\n  = help: check that the directory exists and is writable",
-            path.display()
-        ))
-    })
+    profiler_core::write_atomic(path, bytes).map_err(|e| cannot_write(path, e))
 }
 
 fn print(text: &str) {
@@ -285,6 +364,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             ));
         }
         Command::Trace { file, output } => {
+            check_output(&output)?;
             let profile = load(&file)?;
             let doc = trace::chrome_trace(&profile);
             // Pretty: HolisticTraceAnalysis finds the rank with a regex that wants `"rank": N`.
@@ -312,7 +392,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let options = diff::DiffOptions {
                 threshold,
                 alpha,
-                resamples: resamples.max(100),
+                resamples,
                 seed,
             };
             let result = diff::diff(&b, &a, &options);
@@ -327,7 +407,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             ideal,
             format,
         } => {
-            let (name, values) = parse_param(&param).map_err(Failure)?;
+            let (name, values) = parse_param(&param)?;
             if values.len() != files.len() {
                 return Err(Failure(format!(
                     "error: --param gives {} values for {} files: give one value per file, in \
@@ -346,8 +426,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 IdealArg::Inverse => scale::Ideal::Inverse,
                 IdealArg::Constant => scale::Ideal::Constant,
             };
-            let scaling =
-                scale::scale(&runs, &name, ideal).map_err(|e| Failure(format!("error: {e}")))?;
+            let scaling = scale::scale(&runs, &name, ideal)?;
             print(&scale::render(&scaling, format.into()));
         }
         Command::Merge {
@@ -355,11 +434,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             output,
             format,
         } => {
+            if let Some(output) = &output {
+                check_output(output)?;
+            }
             let profiles = files
                 .iter()
                 .map(|f| load(f))
                 .collect::<Result<Vec<_>, _>>()?;
-            let merged = merge::merge(&profiles).map_err(|e| Failure(format!("error: {e}")))?;
+            let merged = merge::merge(&profiles)?;
             if let Some(output) = output {
                 write_output(&output, &serde_json::to_vec_pretty(&merged)?)?;
                 eprintln!("prof: wrote {}", output.display());
@@ -367,6 +449,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             print(&merge::render(&merged, format.into()));
         }
         Command::Html { file, diff, output } => {
+            check_output(&output)?;
             let profile = load(&file)?;
             let baseline = diff.as_deref().map(load).transpose()?;
             let page = html::html_report(&profile, baseline.as_ref());
@@ -382,6 +465,8 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(Failure(message)) => {
+            // Every message starts with `error:`; `Failure::new` and the constructors see to it.
+            debug_assert!(message.starts_with("error:"), "{message}");
             eprintln!("{message}");
             ExitCode::from(2)
         }

@@ -279,3 +279,237 @@ fn bad_input_exits_2_with_a_clear_message() {
     }
     assert!(!dir.join("x.html").exists());
 }
+
+/// Runs `prof` and checks that it failed as bad input does: status 2, a first line that starts
+/// with `error:`, no panic. Returns stderr.
+fn fails_with_2(args: &[&str]) -> String {
+    let out = prof(args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.starts_with("error:"), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    err
+}
+
+/// `--resamples` has a stated range: values that used to panic (capacity overflow) or abort
+/// (allocation failure), and values below the floor that used to be raised silently, are
+/// usage errors.
+#[test]
+fn resamples_outside_its_range_is_a_usage_error() {
+    let a = data("batch32.json");
+    for bad in ["18446744073709551615", "100000000000", "1000001", "99", "0"] {
+        let err = fails_with_2(&["diff", p(&a), p(&a), "--resamples", bad]);
+        assert!(err.contains("--resamples"), "{bad}: {err}");
+        assert!(err.contains("100..=1000000"), "{bad}: {err}");
+    }
+    ok(&prof(&["diff", p(&a), p(&a), "--resamples", "100"]));
+    let help = ok(&prof(&["diff", "--help"]));
+    assert!(help.contains("100 to 1000000"), "{help}");
+}
+
+/// A copy of batch32.json, changed by `edit`, written to `dir/name`.
+fn mutated(dir: &Path, name: &str, edit: impl FnOnce(&mut Value)) -> PathBuf {
+    let mut v: Value =
+        serde_json::from_slice(&std::fs::read(data("batch32.json")).unwrap()).unwrap();
+    edit(&mut v);
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    path
+}
+
+/// Files that parse but do not add up are refused, naming the file, the event and the fault.
+#[test]
+fn profiles_that_do_not_add_up_are_refused() {
+    let dir = scratch("inconsistent");
+    // Each case: the file, then what the message must say besides the file name.
+    let cases: Vec<(PathBuf, Vec<&str>)> = vec![
+        (
+            mutated(&dir, "cycle.json", |v| {
+                // Events 1 and 2 each name the other as parent.
+                let (o1, o2) = (
+                    v["events"][1]["order"].clone(),
+                    v["events"][2]["order"].clone(),
+                );
+                v["events"][1]["parent"] = o2;
+                v["events"][2]["parent"] = o1;
+            }),
+            vec!["parent", "cycle"],
+        ),
+        (
+            mutated(&dir, "self-parent.json", |v| {
+                v["events"][3]["parent"] = v["events"][3]["order"].clone();
+            }),
+            vec!["parent", "cycle"],
+        ),
+        (
+            mutated(&dir, "parent-range.json", |v| {
+                v["events"][4]["parent"] = 4000.into()
+            }),
+            vec!["parent 4000", "no event has order 4000"],
+        ),
+        (
+            mutated(&dir, "iters.json", |v| {
+                let count = v["iterations"]["count"].as_u64().unwrap();
+                v["events"][5]["sample_iters"][0] = (count + 7).into();
+            }),
+            vec!["sample_iters", "1012"],
+        ),
+        (
+            mutated(&dir, "count.json", |v| {
+                let n = v["events"][6]["samples_ns"].as_array().unwrap().len();
+                v["events"][6]["stats"]["count"] = (n + 1).into();
+            }),
+            vec!["stats.count", "samples_ns"],
+        ),
+        (
+            mutated(&dir, "merged-count.json", |v| {
+                v["events"][6]["merged"] = true.into();
+                v["events"][6]["stats"]["count"] = 1.into();
+            }),
+            vec!["stats.count", "merged"],
+        ),
+        (
+            mutated(&dir, "mode.json", |v| v["run"]["mode"] = "turbo".into()),
+            vec!["run.mode", "turbo"],
+        ),
+        (
+            mutated(&dir, "repeat.json", |v| v["run"]["repeat"] = 0.into()),
+            vec!["run.repeat"],
+        ),
+        (
+            mutated(&dir, "walls.json", |v| {
+                v["iterations"]["wall_ns"].as_array_mut().unwrap().pop();
+            }),
+            vec!["iterations.count", "wall_ns"],
+        ),
+    ];
+    for (file, expected) in &cases {
+        let err = fails_with_2(&["report", p(file)]);
+        assert!(
+            err.contains(&format!("error: {}: not a valid", file.display())),
+            "{}: {err}",
+            file.display()
+        );
+        for word in expected {
+            assert!(
+                err.contains(word),
+                "{}: expected {word:?} in:\n{err}",
+                file.display()
+            );
+        }
+    }
+    // The event is named: its id.
+    let v: Value = serde_json::from_slice(&std::fs::read(data("batch32.json")).unwrap()).unwrap();
+    for (i, (file, _)) in cases.iter().enumerate().take(6) {
+        let err = text(&prof(&["report", p(file)]).stderr);
+        let ids: Vec<&str> = (0..8)
+            .map(|k| v["events"][k]["id"].as_str().unwrap())
+            .collect();
+        assert!(ids.iter().any(|id| err.contains(id)), "case {i}: {err}");
+    }
+}
+
+/// Every stored profile still loads: the checks refuse nothing the core writes.
+#[test]
+fn every_stored_profile_loads() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut seen = 0;
+    for dir in std::fs::read_dir(&root).unwrap() {
+        for file in std::fs::read_dir(dir.unwrap().path()).unwrap() {
+            let file = file.unwrap().path();
+            if file.extension().is_some_and(|e| e == "json") {
+                ok(&prof(&["report", p(&file)]));
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen >= 8, "{seen}");
+}
+
+/// A file with nothing in it says so, not "truncated".
+#[test]
+fn an_empty_file_is_called_empty() {
+    let dir = scratch("empty-file");
+    for (name, body) in [("zero.json", ""), ("blank.json", " \n\t\r\n")] {
+        let path = dir.join(name);
+        std::fs::write(&path, body).unwrap();
+        let err = fails_with_2(&["report", p(&path)]);
+        assert!(
+            err.contains(&format!("error: {}: the file is empty", path.display())),
+            "{err}"
+        );
+        assert!(
+            err.contains("help:") && err.contains("may have failed"),
+            "{err}"
+        );
+        assert!(!err.contains("truncated"), "{err}");
+    }
+}
+
+/// Every message `prof` prints for a failure starts with `error:`, whatever produced it.
+#[test]
+fn every_failure_message_starts_with_error() {
+    let a = data("batch32.json");
+    let b = data("batch64.json");
+    for args in [
+        vec!["scale", p(&a), p(&b), "--param", "32,64"],
+        vec!["scale", p(&a), p(&b), "--param", "=32,64"],
+        vec!["scale", p(&a), p(&b), "--param", "batch=32,x"],
+        vec!["scale", p(&a), p(&b), "--param", "batch=32"],
+        vec!["scale", p(&a), p(&b), "--param", "batch=32,32"],
+        vec!["trace", p(&a), "-o", "/nonexistent-dir/t.json"],
+        vec!["merge", p(&a), "-o", "/nonexistent-dir/m.json"],
+        vec!["report", "/nonexistent-dir/p.json"],
+    ] {
+        fails_with_2(&args);
+    }
+}
+
+/// An output path that is not a regular file (a device, a FIFO, a directory, a link to a
+/// device) is refused before any input is read, and left as it was.
+#[cfg(unix)]
+#[test]
+fn outputs_that_are_not_files_are_refused_up_front() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = scratch("special-outputs");
+    let fifo = dir.join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let link = dir.join("to-stdout");
+    std::os::unix::fs::symlink("/dev/stdout", &link).unwrap();
+    let sub = dir.join("subdir");
+    std::fs::create_dir(&sub).unwrap();
+    // A missing input: the output is checked first, so the message is about the output.
+    let missing = dir.join("missing.json");
+    let good = data("batch32.json");
+    for target in [Path::new("/dev/null"), &fifo, &link, &sub] {
+        for input in [&missing, &good] {
+            for args in [
+                vec!["trace", p(input), "-o", p(target)],
+                vec!["html", p(input), "-o", p(target)],
+                vec!["merge", p(input), "-o", p(target)],
+            ] {
+                let err = fails_with_2(&args);
+                assert!(
+                    err.starts_with(&format!("error: cannot write {}: ", target.display())),
+                    "{args:?}: {err}"
+                );
+                assert!(err.contains("help:"), "{args:?}: {err}");
+            }
+        }
+    }
+    let t = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(t.is_fifo(), "the FIFO was replaced");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(sub.is_dir());
+    // A missing directory is refused up front too.
+    let err = fails_with_2(&["trace", p(&missing), "-o", "/nonexistent-dir/t.json"]);
+    assert!(
+        err.contains("cannot write /nonexistent-dir/t.json"),
+        "{err}"
+    );
+    assert!(err.contains("does not exist"), "{err}");
+}
