@@ -178,12 +178,11 @@ fn check(profile: &Profile) -> Result<(), String> {
             iterations.wall_ns.len()
         ));
     }
-    // A run that ended between two `step()`s keeps the samples of the iteration it was in:
-    // index `count`, which never completed.
-    let iteration_bound = match profile.complete {
-        true => iterations.count,
-        false => iterations.count.saturating_add(1),
-    };
+    // A sample belongs to the iteration its run started in, by its start mark. A run that
+    // started after the last `step()` (the program ended between two steps, or a run on
+    // another thread began just after the step that completed the schedule) is in iteration
+    // `count`, which never completed; nothing is ever in a later one.
+    let iteration_bound = iterations.count.saturating_add(1);
     for e in &profile.events {
         let n = e.samples_ns.len();
         if e.offsets_ns.len() != n || e.sample_iters.len() != n {
@@ -202,16 +201,10 @@ fn check(profile: &Profile) -> Result<(), String> {
         {
             return Err(format!(
                 "{}: sample_iters[{i}] is {iter}, but iterations.count is {} (indices run \
-                 from 0{})",
+                 from 0 to {}, the last for runs that began after the last completed iteration)",
                 describe(e),
                 iterations.count,
-                match profile.complete {
-                    true => format!(" to {}", iterations.count.saturating_sub(1)),
-                    false => format!(
-                        " to {}, the iteration an incomplete run ended in",
-                        iterations.count
-                    ),
-                }
+                iterations.count
             ));
         }
         let count = e.stats.count;
@@ -375,9 +368,9 @@ mod tests {
             e.contains("`a::f2`") && e.contains("no event has order 9"),
             "{e}"
         );
-        let e = invalid(&edited(|v| v["events"][1]["sample_iters"][1] = 3.into()));
+        let e = invalid(&edited(|v| v["events"][1]["sample_iters"][1] = 4.into()));
         assert!(
-            e.contains("`a::f1`") && e.contains("sample_iters[1] is 3"),
+            e.contains("`a::f1`") && e.contains("sample_iters[1] is 4"),
             "{e}"
         );
         let e = invalid(&edited(|v| v["events"][2]["stats"]["count"] = 3.into()));
@@ -403,8 +396,9 @@ mod tests {
 
     /// What the core really writes stays valid: a recursion past `PROF_MAX_EVENTS` makes merged
     /// events each other's parents (or their own), a merged event counts every run but keeps a
-    /// bounded sample, and a run stopped mid-iteration keeps samples of the iteration that never
-    /// completed.
+    /// bounded sample, and a run that started after the last `step()` (the program stopped
+    /// mid-iteration, or another thread's run began as the schedule completed) is in the
+    /// iteration that never completed.
     #[test]
     fn what_the_core_writes_stays_valid() {
         for mode in ["sample", "trace", "off"] {
@@ -432,16 +426,18 @@ mod tests {
             v["events"][1]["parent"] = 2.into();
         });
         assert!(parse(&mixed).is_ok());
-        let unfinished = edited(|v| {
-            v["complete"] = false.into();
-            v["events"][0]["sample_iters"][1] = 3.into();
-        });
-        assert!(parse(&unfinished).is_ok());
-        let e = invalid(&edited(|v| {
-            v["complete"] = false.into();
-            v["events"][0]["sample_iters"][1] = 4.into();
-        }));
-        assert!(e.contains("sample_iters[1] is 4"), "{e}");
+        for complete in [false, true] {
+            let after_last_step = edited(|v| {
+                v["complete"] = complete.into();
+                v["events"][0]["sample_iters"][1] = 3.into();
+            });
+            assert!(parse(&after_last_step).is_ok());
+            let e = invalid(&edited(|v| {
+                v["complete"] = complete.into();
+                v["events"][0]["sample_iters"][1] = 4.into();
+            }));
+            assert!(e.contains("sample_iters[1] is 4"), "{e}");
+        }
     }
 
     #[test]
