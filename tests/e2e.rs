@@ -2,72 +2,12 @@
 //! `prof.json`, the listing, and the exit status and message of each bad variable.
 #![cfg(feature = "enable")]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// The example binary that `cargo test` built next to this test.
-fn dlrm() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let path = profile_dir
-        .join("examples")
-        .join(format!("dlrm{}", std::env::consts::EXE_SUFFIX));
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--example", "dlrm"]);
-        if profile_dir.ends_with("release") {
-            cmd.arg("--release");
-        }
-        assert!(
-            cmd.status().unwrap().success(),
-            "building the example failed"
-        );
-    }
-    path
-}
-
-/// A fresh directory for one test's output.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("prof-e2e-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Runs the example in `dir` with a small, fast schedule plus `vars`.
-fn run(dir: &Path, vars: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut cmd = Command::new(dlrm());
-    cmd.current_dir(dir)
-        .args(["--batch", "8", "--iters", "400"])
-        .args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("PROF_") || k == "RANK" {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("PROF_WARMUP", "2").env("PROF_REPEAT", "3");
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    cmd.output().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
-}
+mod common;
+use common::{read_json, run, scratch, stderr, stdout};
 
 fn events(profile: &Value) -> &Vec<Value> {
     profile["events"].as_array().unwrap()

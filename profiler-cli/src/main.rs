@@ -261,21 +261,8 @@ fn cannot_write(path: &Path, why: impl std::fmt::Display) -> Failure {
 /// or nothing yet (not a directory, a FIFO, a device or a link to one), in a directory that
 /// exists.
 fn check_output(path: &Path) -> Result<(), Failure> {
+    // Follows links, the kernel's too (`/dev/stdout` leads through `/proc/self/fd/1` to a pipe).
     let target = profiler_core::check_target(path).map_err(|why| cannot_write(path, why))?;
-    // What the kernel finds at the end of the links, too: `/dev/stdout` leads through
-    // `/proc/self/fd/1` to a pipe that has no path of its own.
-    if let Ok(meta) = std::fs::metadata(path) {
-        if !meta.is_file() {
-            return Err(cannot_write(
-                path,
-                format_args!(
-                    "{} leads to {}, not a regular file",
-                    path.display(),
-                    kind_of(&meta.file_type())
-                ),
-            ));
-        }
-    }
     let dir = match target.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -287,31 +274,6 @@ fn check_output(path: &Path) -> Result<(), Failure> {
         ));
     }
     Ok(())
-}
-
-/// What a file that is not a regular file is, in words.
-fn kind_of(kind: &std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return "a pipe (FIFO)";
-        }
-        if kind.is_char_device() {
-            return "a character device";
-        }
-        if kind.is_block_device() {
-            return "a block device";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-    }
-    if kind.is_dir() {
-        "a directory"
-    } else {
-        "something else"
-    }
 }
 
 fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Failure> {

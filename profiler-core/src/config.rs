@@ -6,8 +6,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-pub(crate) use crate::filter::shorten;
 use crate::filter::{render_error, Filter};
+pub(crate) use crate::output::shorten;
 
 /// What the profiler does after warmup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -18,6 +18,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::output::shorten;
+
 /// The deepest nesting of `(` and `!` a filter may use; deeper input is rejected (this bounds
 /// the recursion of the parser and of the evaluator).
 const MAX_DEPTH: usize = 64;
@@ -268,18 +270,6 @@ pub fn render_error(
 
 /// About how many characters of a value an error message shows.
 pub const SHOWN_CHARS: usize = 120;
-
-/// `text` itself when it has at most `max` characters, else its start and end around `…` and
-/// its length: messages never echo a huge value whole.
-pub(crate) fn shorten(text: &str, max: usize) -> String {
-    let n = text.chars().count();
-    if n <= max {
-        return text.to_owned();
-    }
-    let head: String = text.chars().take(max / 2).collect();
-    let tail: String = text.chars().skip(n - max / 2).collect();
-    format!("{head}…{tail} ({n} characters)")
-}
 
 /// Whole-string glob match where `*` in `pattern` matches any run of characters (including
 /// none) and every other character matches itself.

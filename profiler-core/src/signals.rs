@@ -68,7 +68,7 @@ fn try_install(taken: &[libc::c_int]) -> std::io::Result<()> {
                 let name = signal_hook::low_level::signal_name(signal).unwrap_or("a signal");
                 if let Some(session) = crate::session::current() {
                     eprintln!("profiler-core: {name}: writing the results measured so far");
-                    session.end();
+                    session.end_on_signal();
                 }
                 let _ = signal_hook::low_level::emulate_default_handler(signal);
                 // Only reached if the default action did not end the process.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::error::Category;
 
 use crate::output::json::{Event, Profile, SCHEMA};
+use crate::output::shorten;
 
 /// Why a profile could not be used. Its `Display` names the file, the problem and the fix.
 #[derive(Debug)]
@@ -137,17 +138,6 @@ const MODES: [&str; 3] = ["sample", "trace", "off"];
 
 /// `text` whole when it has at most `max` characters, else its ends around an ellipsis (a
 /// file may hold anything, and a message should stay readable).
-fn shorten(text: &str, max: usize) -> String {
-    let n = text.chars().count();
-    if n <= max {
-        return text.to_owned();
-    }
-    let head: String = text.chars().take(max / 2).collect();
-    let tail: String = text.chars().skip(n - max / 2).collect();
-    format!("{head}…{tail} ({n} characters)")
-}
-
-/// How an event is named in messages: its id, occurrence and order.
 fn describe(e: &Event) -> String {
     format!(
         "event `{}` (occurrence {}, order {})",

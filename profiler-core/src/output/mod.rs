@@ -45,8 +45,24 @@ pub fn check_target(path: &Path) -> Result<PathBuf, String> {
     if text.ends_with(b"/") || path.file_name().is_none() {
         return Err(format!(
             "{} names a directory, not a file (add a file name such as prof.json)",
-            path.display()
+            shorten(&path.display().to_string(), 200)
         ));
+    }
+    let shown = shorten(&path.display().to_string(), 200);
+    // What the path leads to, all links followed (also the kernel's magic links, such as
+    // /dev/stdout -> /proc/self/fd/1 -> a pipe).
+    if let Ok(meta) = std::fs::metadata(path) {
+        if let Some(kind) = special_kind(&meta) {
+            return Err(format!(
+                "{shown} is {kind}{}; results are written to a new file renamed over the old \
+                 one, which must not replace {kind}",
+                if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+                    " (through a symbolic link)"
+                } else {
+                    ""
+                }
+            ));
+        }
     }
     let mut target = path.to_path_buf();
     for _ in 0..40 {
@@ -54,11 +70,16 @@ pub fn check_target(path: &Path) -> Result<PathBuf, String> {
             Ok(meta) => meta,
             // Nothing there yet: the write creates it.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(target),
-            Err(e) => return Err(format!("cannot inspect {}: {e}", target.display())),
+            Err(e) => {
+                return Err(format!(
+                    "cannot inspect {}: {e}",
+                    shorten(&target.display().to_string(), 200)
+                ))
+            }
         };
         if meta.file_type().is_symlink() {
             let link = std::fs::read_link(&target)
-                .map_err(|e| format!("cannot read the link {}: {e}", target.display()))?;
+                .map_err(|e| format!("cannot read the link {shown}: {e}"))?;
             target = match target.parent() {
                 Some(dir) if link.is_relative() => dir.join(link),
                 _ => link,
@@ -67,23 +88,26 @@ pub fn check_target(path: &Path) -> Result<PathBuf, String> {
         }
         return match special_kind(&meta) {
             None => Ok(target),
-            Some(kind) if target == path => Err(format!(
-                "{} is {kind}; results are written to a new file renamed over the old one, \
-                 which must not replace {kind}",
-                path.display()
-            )),
             Some(kind) => Err(format!(
-                "{} links to {}, which is {kind}; results are written to a new file renamed \
-                 over the old one, which must not replace {kind}",
-                path.display(),
-                target.display()
+                "{shown} links to {}, which is {kind}; results are written to a new file \
+                 renamed over the old one, which must not replace {kind}",
+                shorten(&target.display().to_string(), 200)
             )),
         };
     }
-    Err(format!(
-        "{}: too many levels of symbolic links",
-        path.display()
-    ))
+    Err(format!("{shown}: too many levels of symbolic links"))
+}
+
+/// `text` itself when it has at most `max` characters, else its start and end around `…` and
+/// its length: messages never echo a huge value whole.
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(max / 2).collect();
+    let tail: String = text.chars().skip(n - max / 2).collect();
+    format!("{head}…{tail} ({n} characters)")
 }
 
 /// The temporary file [`write_atomic`] writes first, beside `target`.
@@ -210,7 +234,7 @@ mod tests {
         let link = dir.join("out.json");
         std::os::unix::fs::symlink("/dev/null", &link).unwrap();
         let err = write_atomic(&link, b"x").unwrap_err();
-        assert!(err.to_string().contains("links to /dev/null"), "{err}");
+        assert!(err.to_string().contains("through a symbolic link"), "{err}");
         assert!(std::fs::symlink_metadata(&link)
             .unwrap()
             .file_type()

@@ -64,7 +64,7 @@ impl Session {
         }
         let now = self.clock.mark();
         let mut c = lock(&self.control);
-        if c.finished {
+        if c.finished || c.written {
             return;
         }
         c.iter_marks.push(now);
@@ -579,8 +579,21 @@ impl Session {
     /// The program is ending: write what there is, marked incomplete if the schedule is not
     /// done. `false` when the results are not on disk.
     pub(crate) fn end(&self) -> bool {
+        self.end_as(true)
+    }
+
+    /// A signal ends the process: as [`Session::end`], but `finished()` stays as it was, so
+    /// that the program does not take the signal for the end of the schedule and exit cleanly
+    /// first.
+    pub(crate) fn end_on_signal(&self) -> bool {
+        self.end_as(false)
+    }
+
+    fn end_as(&self, mark_done: bool) -> bool {
         let mut c = lock(&self.control);
-        self.done.store(true, Relaxed);
+        if mark_done {
+            self.done.store(true, Relaxed);
+        }
         for &entry in &self.selected {
             self.desc(entry).state.store(OFF, Relaxed);
         }
