@@ -16,6 +16,9 @@ pub enum Mode {
     Sample,
     /// Every selected event measured in each of `repeat` iterations.
     Trace,
+    /// `sample` forever: each pass of the schedule is a window whose statistics are kept (up
+    /// to `windows` of them) and written as the run goes.
+    Continuous,
     /// Nothing armed, nothing written.
     Off,
 }
@@ -26,6 +29,7 @@ impl Mode {
         match self {
             Mode::Sample => "sample",
             Mode::Trace => "trace",
+            Mode::Continuous => "continuous",
             Mode::Off => "off",
         }
     }
@@ -48,6 +52,8 @@ pub struct Config {
     pub exit: bool,
     /// Bound on distinct events kept (`PROF_MAX_EVENTS`).
     pub max_events: u32,
+    /// `continuous` mode: the most windows kept (`PROF_WINDOWS`); the oldest is dropped first.
+    pub windows: u32,
     /// Print the summary table on stderr when the results are written.
     pub summary: bool,
     /// The most memory reserved for samples (default 1 GiB); events past it are left out with
@@ -73,6 +79,7 @@ impl Default for Config {
             out: "prof.json".to_owned(),
             exit: false,
             max_events: 4096,
+            windows: 100,
             summary: true,
             sample_budget_bytes: 1 << 30,
             nvtx: false,
@@ -84,7 +91,7 @@ impl Default for Config {
 }
 
 /// The variables this build understands, for the unknown-variable warning.
-pub const KNOWN_VARS: [&str; 11] = [
+pub const KNOWN_VARS: [&str; 12] = [
     "PROF_FILTER",
     "PROF_MODE",
     "PROF_WARMUP",
@@ -92,6 +99,7 @@ pub const KNOWN_VARS: [&str; 11] = [
     "PROF_OUT",
     "PROF_EXIT",
     "PROF_MAX_EVENTS",
+    "PROF_WINDOWS",
     "PROF_NVTX",
     "PROF_CAPTURE",
     "PROF_SYNC",
@@ -143,6 +151,8 @@ impl std::error::Error for ConfigError {}
 pub const MAX_REPEAT: u32 = 1_000_000;
 /// See [`MAX_REPEAT`].
 pub const MAX_EVENTS: u32 = 1_000_000;
+/// The most windows `continuous` mode may keep (`PROF_WINDOWS`).
+pub const MAX_WINDOWS: u32 = 100_000;
 
 fn parse_count(var: &'static str, value: &str, min: u32, max: u32) -> Result<u32, ConfigError> {
     let trimmed = value.trim();
@@ -269,6 +279,7 @@ impl Config {
             config.mode = match value.trim() {
                 "sample" | "" => Mode::Sample,
                 "trace" => Mode::Trace,
+                "continuous" => Mode::Continuous,
                 "off" => Mode::Off,
                 _ => {
                     return Err(ConfigError::at(
@@ -277,7 +288,7 @@ impl Config {
                         1,
                         value.chars().count().max(1),
                         &format!("unknown mode `{value}`"),
-                        "one of: sample, trace, off",
+                        "one of: sample, trace, continuous, off",
                     ))
                 }
             };
@@ -290,6 +301,9 @@ impl Config {
         }
         if let Some(value) = lookup("PROF_MAX_EVENTS") {
             config.max_events = parse_count("PROF_MAX_EVENTS", &value, 1, MAX_EVENTS)?;
+        }
+        if let Some(value) = lookup("PROF_WINDOWS") {
+            config.windows = parse_count("PROF_WINDOWS", &value, 1, MAX_WINDOWS)?;
         }
         if let Some(value) = lookup("PROF_EXIT") {
             config.exit = parse_flag("PROF_EXIT", &value, "exit once the results are written")?;
@@ -340,12 +354,21 @@ impl Config {
 
     /// Checks the combinations of values that are wrong together.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.mode == Mode::Sample && self.warmup == 0 {
+        if matches!(self.mode, Mode::Sample | Mode::Continuous) && self.warmup == 0 {
             return Err(ConfigError::new(
                 "PROF_WARMUP",
-                "error: PROF_WARMUP=0 cannot be used in sample mode: the warmup iterations are \
-                 how the events and their order are learned.\n  = help: set PROF_WARMUP to 1 or \
-                 more (default 10), or use PROF_MODE=trace",
+                format!(
+                    "error: PROF_WARMUP=0 cannot be used in {} mode: the warmup iterations are \
+                     how the events and their order are learned.\n  = help: set PROF_WARMUP to \
+                     1 or more (default 10), or use PROF_MODE=trace",
+                    self.mode.as_str()
+                ),
+            ));
+        }
+        if self.windows == 0 || self.windows > MAX_WINDOWS {
+            return Err(ConfigError::new(
+                "PROF_WINDOWS",
+                format!("error: PROF_WINDOWS must be from 1 to {MAX_WINDOWS}"),
             ));
         }
         if self.repeat == 0 || self.repeat > MAX_REPEAT {

@@ -16,8 +16,46 @@ pub struct Profile {
     pub run: Run,
     /// Iteration count and wall times.
     pub iterations: Iterations,
-    /// The events, in execution order.
+    /// The events, in execution order. In `continuous` mode: those of the last completed
+    /// window (every window's statistics are in `windows`).
     pub events: Vec<Event>,
+    /// `continuous` mode: the completed windows kept (at most `run.windows`, oldest dropped
+    /// first), oldest first. Absent in the other modes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<Window>,
+}
+
+/// `continuous` mode: one full pass of the schedule (every event measured `run.repeat` times).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// 0 for the run's first window; windows dropped by the `run.windows` cap leave a gap
+    /// before the first one kept.
+    pub index: u64,
+    /// The index of the window's first iteration.
+    pub first_iteration: u64,
+    /// Wall time of each of the window's iterations, in order.
+    pub wall_ns: Vec<u64>,
+    /// Each event measured in the window (merged events are not), in execution order.
+    pub events: Vec<WindowEvent>,
+}
+
+impl Window {
+    /// How many iterations the window spans.
+    pub fn iterations(&self) -> u64 {
+        self.wall_ns.len() as u64
+    }
+}
+
+/// One event in one window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowEvent {
+    /// The event's `order`, as in `events` (the same across windows; a probe first seen late
+    /// gets a new one).
+    pub order: u32,
+    /// Durations, one per sample.
+    pub samples_ns: Vec<u64>,
+    /// Statistics of `samples_ns`.
+    pub stats: Stats,
 }
 
 /// How the run was made.
@@ -31,7 +69,7 @@ pub struct Run {
     pub host: String,
     /// Rank (from `RANK`, `OMPI_COMM_WORLD_RANK`, `SLURM_PROCID`, else 0).
     pub rank: u32,
-    /// `sample` or `trace`.
+    /// `sample`, `trace` or `continuous`.
     pub mode: String,
     /// `PROF_FILTER` as given (empty: every probe).
     pub filter: String,
@@ -51,15 +89,36 @@ pub struct Run {
     /// Version of profiler-core that wrote the file.
     #[serde(default)]
     pub profiler_version: String,
+    /// `continuous` mode: the most windows kept (`PROF_WINDOWS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<u32>,
 }
 
-/// Every completed iteration, warmup included.
+/// Every completed iteration, warmup included (in `continuous` mode: those of the last
+/// completed window, whose first is iteration `first`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Iterations {
     /// How many iterations completed.
     pub count: u64,
-    /// Wall time of each, from the previous `step()` (the first: from start-up) to this one.
+    /// The index of the iteration `wall_ns[0]` is the wall time of: 0, except in `continuous`
+    /// mode, where memory is bounded and only the last window's iterations are listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub first: u64,
+    /// Wall time of each, from the previous `step()` (the first: from start-up) to this one:
+    /// `wall_ns[k]` is iteration `first + k`.
     pub wall_ns: Vec<u64>,
+}
+
+impl Iterations {
+    /// The wall time of iteration `iter`, if listed.
+    pub fn wall_of(&self, iter: u64) -> Option<u64> {
+        let k = iter.checked_sub(self.first)?;
+        self.wall_ns.get(usize::try_from(k).ok()?).copied()
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One event: a (probe, occurrence within the iteration) pair, or a probe's merged occurrences.

@@ -348,7 +348,7 @@ impl Session {
             None => desc.event_for(desc.calls.fetch_add(1, Relaxed)),
         };
         if event == NONE
-            || (self.config.mode == Mode::Sample && event != self.armed_event.load(Relaxed))
+            || (self.config.mode != Mode::Trace && event != self.armed_event.load(Relaxed))
         {
             return None;
         }

@@ -124,12 +124,16 @@ impl Session {
                 max_events: self.config.max_events,
                 timer_floor_ns: self.floor_ns,
                 profiler_version: env!("CARGO_PKG_VERSION").to_owned(),
+                windows: (self.config.mode == crate::config::Mode::Continuous)
+                    .then_some(self.config.windows),
             },
             iterations: json::Iterations {
+                first: 0,
                 count: wall_ns.len() as u64,
                 wall_ns,
             },
             events,
+            windows: Vec::new(),
         }
     }
 

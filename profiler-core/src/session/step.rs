@@ -101,7 +101,7 @@ impl Session {
     fn total_armed_iterations(&self, c: &Control) -> u64 {
         let repeat = u64::from(self.config.repeat);
         match self.config.mode {
-            Mode::Sample => c.schedule.len() as u64 * repeat,
+            Mode::Sample | Mode::Continuous => c.schedule.len() as u64 * repeat,
             Mode::Trace if c.schedule.is_empty() => 0,
             Mode::Trace => repeat,
             Mode::Off => 0,
@@ -379,7 +379,7 @@ impl Session {
         let repeat = u64::from(self.config.repeat);
         self.cur_iter.store(iter, Relaxed);
         match self.config.mode {
-            Mode::Sample => {
+            Mode::Sample | Mode::Continuous => {
                 let event = c.schedule[(k / repeat) as usize];
                 let entry = self.events[event as usize].get().map(|e| e.entry);
                 if let (Some(old), true) = (c.armed_entry, c.armed_entry != entry) {

@@ -63,6 +63,7 @@ pub(crate) fn profile(
             profiler_version: "0".to_owned(),
         },
         iterations: Iterations {
+            first: 0,
             count: walls.len() as u64,
             wall_ns: walls,
         },

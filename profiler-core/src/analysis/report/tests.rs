@@ -59,6 +59,7 @@ fn profile(warmup: u32, walls: &[u64], events: Vec<Event>) -> Profile {
             profiler_version: "0".to_owned(),
         },
         iterations: Iterations {
+            first: 0,
             count: walls.len() as u64,
             wall_ns: walls.to_vec(),
         },

@@ -54,6 +54,7 @@ fn profile(mode: &str, warmup: u32, repeat: u32, walls: Vec<u64>, events: Vec<Ev
             profiler_version: "0".into(),
         },
         iterations: Iterations {
+            first: 0,
             count: walls.len() as u64,
             wall_ns: walls,
         },
