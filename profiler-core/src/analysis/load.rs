@@ -1,6 +1,6 @@
 //! Reading `prof.json` back, with a clear message for every way the input can be wrong.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -134,7 +134,7 @@ pub fn parse_profile(bytes: &[u8], path: &Path) -> Result<Profile, LoadError> {
 }
 
 /// The values of `run.mode` the core writes (`PROF_MODE`).
-const MODES: [&str; 3] = ["sample", "trace", "off"];
+const MODES: [&str; 4] = ["sample", "trace", "continuous", "off"];
 
 /// `text` whole when it has at most `max` characters, else its ends around an ellipsis (a
 /// file may hold anything, and a message should stay readable).
@@ -161,12 +161,38 @@ fn check(profile: &Profile) -> Result<(), String> {
         return Err("run.repeat is 0 (PROF_REPEAT is at least 1)".to_owned());
     }
     let iterations = &profile.iterations;
-    if iterations.count != iterations.wall_ns.len() as u64 {
-        return Err(format!(
-            "iterations.count is {} but there are {} wall_ns (one per completed iteration)",
-            iterations.count,
-            iterations.wall_ns.len()
-        ));
+    // `wall_ns[k]` is iteration `first + k`, and the last listed is the last completed, except
+    // in `continuous` mode, which lists the last completed window's iterations: those of the
+    // window still running when the file was written come after them.
+    let listed_end = iterations
+        .first
+        .checked_add(iterations.wall_ns.len() as u64);
+    let adds_up = match listed_end {
+        Some(end) if run.mode == "continuous" => end <= iterations.count,
+        Some(end) => end == iterations.count,
+        None => false,
+    };
+    if !adds_up {
+        return Err(if iterations.first == 0 && run.mode != "continuous" {
+            format!(
+                "iterations.count is {} but there are {} wall_ns (one per completed iteration)",
+                iterations.count,
+                iterations.wall_ns.len()
+            )
+        } else {
+            format!(
+                "iterations.count is {} but iterations.first + the number of wall_ns is {} + {} \
+                 (wall_ns lists the iterations from first on, {})",
+                iterations.count,
+                iterations.first,
+                iterations.wall_ns.len(),
+                if run.mode == "continuous" {
+                    "none past the last completed one"
+                } else {
+                    "to the last completed one"
+                }
+            )
+        });
     }
     // A sample belongs to the iteration its run started in, by its start mark. A run that
     // started after the last `step()` (the program ended between two steps, or a run on
@@ -213,7 +239,51 @@ fn check(profile: &Profile) -> Result<(), String> {
             ));
         }
     }
-    check_parents(&profile.events)
+    check_parents(&profile.events)?;
+    check_windows(profile)
+}
+
+/// `continuous` mode's windows: increasing `index`, and in each, events that name an event of
+/// `events` (by `order`) at most once each, with `stats.count` equal to their number of samples.
+fn check_windows(profile: &Profile) -> Result<(), String> {
+    let orders: HashSet<u32> = profile.events.iter().map(|e| e.order).collect();
+    let mut previous: Option<u64> = None;
+    for (i, w) in profile.windows.iter().enumerate() {
+        if let Some(p) = previous.filter(|&p| w.index <= p) {
+            return Err(format!(
+                "windows[{i}] has index {}, not above the previous window's {p} (windows are \
+                 listed oldest first)",
+                w.index
+            ));
+        }
+        previous = Some(w.index);
+        let mut seen = HashSet::with_capacity(w.events.len());
+        for (j, e) in w.events.iter().enumerate() {
+            if !orders.contains(&e.order) {
+                return Err(format!(
+                    "windows[{i}] (index {}): events[{j}] has order {}, but no event has that \
+                     order",
+                    w.index, e.order
+                ));
+            }
+            if !seen.insert(e.order) {
+                return Err(format!(
+                    "windows[{i}] (index {}): order {} is listed twice (each event is measured \
+                     once per window)",
+                    w.index, e.order
+                ));
+            }
+            let n = e.samples_ns.len() as u64;
+            if e.stats.count != n {
+                return Err(format!(
+                    "windows[{i}] (index {}): the event of order {} has stats.count {} but {n} \
+                     samples_ns (they must be equal)",
+                    w.index, e.order, e.stats.count
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every `parent` is the `order` of an event, and following parents never comes back to where
@@ -391,7 +461,7 @@ mod tests {
     /// iteration that never completed.
     #[test]
     fn what_the_core_writes_stays_valid() {
-        for mode in ["sample", "trace", "off"] {
+        for mode in ["sample", "trace", "continuous", "off"] {
             assert!(parse(&edited(|v| v["run"]["mode"] = mode.into())).is_ok());
         }
         let merged = |v: &mut serde_json::Value, i: usize| {
@@ -428,6 +498,115 @@ mod tests {
             }));
             assert!(e.contains("sample_iters[1] is 4"), "{e}");
         }
+    }
+
+    /// GOOD (three events) as a `continuous`-mode profile: 20 iterations completed, the last
+    /// window's 3 listed (from iteration 17), two windows kept (indices 4 and 6), changed by
+    /// `edit`.
+    fn continuous(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+        let text = edited(|v| {
+            v["run"]["mode"] = "continuous".into();
+            v["run"]["windows"] = 2.into();
+            v["iterations"] = serde_json::json!({"count": 20, "first": 17, "wall_ns": [5, 6, 7]});
+            for e in v["events"].as_array_mut().unwrap() {
+                e["sample_iters"] = serde_json::json!([17, 19]);
+            }
+            let window = |index: u64, first: u64| {
+                let event = |order: u32| {
+                    serde_json::json!({"order": order, "samples_ns": [1, 2],
+                        "stats": {"count": 2, "mean_ns": 2, "median_ns": 2, "min_ns": 1,
+                                  "max_ns": 2, "stddev_ns": 1, "p90_ns": 2}})
+                };
+                serde_json::json!({"index": index, "first_iteration": first,
+                    "wall_ns": [5, 6, 7], "events": [event(0), event(1), event(2)]})
+            };
+            v["windows"] = serde_json::json!([window(4, 11), window(6, 17)]);
+        });
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        edit(&mut v);
+        v.to_string()
+    }
+
+    #[test]
+    fn a_continuous_profile_loads() {
+        let p = parse(&continuous(|_| {})).unwrap();
+        assert_eq!(p.run.mode, "continuous");
+        assert_eq!(p.iterations.first, 17);
+        assert_eq!(p.iterations.wall_of(19), Some(7));
+        assert_eq!(p.windows.len(), 2);
+        assert_eq!(p.windows[1].events[2].order, 2);
+        // The run went on past the last window it completed (the next was under way).
+        let p = parse(&continuous(|v| v["iterations"]["count"] = 25.into())).unwrap();
+        assert_eq!(p.iterations.count, 25);
+        // A sample in the iteration that never completed (20) is fine; past it is not.
+        assert!(parse(&continuous(
+            |v| v["events"][0]["sample_iters"][1] = 20.into()
+        ))
+        .is_ok());
+        let e = invalid(&continuous(|v| {
+            v["events"][0]["sample_iters"][1] = 21.into()
+        }));
+        assert!(e.contains("sample_iters[1] is 21"), "{e}");
+        // An event missing from a window (it did not run, or is merged) is fine.
+        assert!(parse(&continuous(|v| {
+            v["windows"][0]["events"].as_array_mut().unwrap().remove(1);
+        }))
+        .is_ok());
+    }
+
+    #[test]
+    fn continuous_profiles_that_do_not_add_up_are_invalid() {
+        let e = invalid(&continuous(|v| v["iterations"]["count"] = 19.into()));
+        assert!(
+            e.contains("iterations.count is 19") && e.contains("17 + 3"),
+            "{e}"
+        );
+        let e = invalid(&continuous(|v| v["iterations"]["first"] = 18.into()));
+        assert!(
+            e.contains("iterations.count is 20") && e.contains("18 + 3"),
+            "{e}"
+        );
+        // Outside continuous mode, the listed iterations end with the last completed one.
+        let e = invalid(&continuous(|v| {
+            v["run"]["mode"] = "sample".into();
+            v["iterations"]["count"] = 25.into();
+        }));
+        assert!(
+            e.contains("iterations.count is 25") && e.contains("17 + 3"),
+            "{e}"
+        );
+        let e = invalid(&continuous(|v| v["windows"][1]["index"] = 4.into()));
+        assert!(
+            e.contains("windows[1] has index 4") && e.contains("previous window's 4"),
+            "{e}"
+        );
+        let e = invalid(&continuous(|v| v["windows"][0]["index"] = 9.into()));
+        assert!(e.contains("windows[1] has index 6"), "{e}");
+        let e = invalid(&continuous(|v| {
+            v["windows"][1]["events"][2]["order"] = 7.into()
+        }));
+        assert!(
+            e.contains("windows[1] (index 6): events[2] has order 7"),
+            "{e}"
+        );
+        let e = invalid(&continuous(|v| {
+            v["windows"][0]["events"][2]["order"] = 0.into()
+        }));
+        assert!(
+            e.contains("windows[0] (index 4): order 0 is listed twice"),
+            "{e}"
+        );
+        let e = invalid(&continuous(|v| {
+            v["windows"][1]["events"][1]["stats"]["count"] = 3.into()
+        }));
+        assert!(
+            e.contains("the event of order 1 has stats.count 3 but 2 samples_ns"),
+            "{e}"
+        );
+        let e = invalid(&continuous(|v| {
+            v["windows"][1]["events"][1]["samples_ns"] = serde_json::json!([1]);
+        }));
+        assert!(e.contains("stats.count 2 but 1 samples_ns"), "{e}");
     }
 
     #[test]

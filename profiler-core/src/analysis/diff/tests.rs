@@ -61,6 +61,7 @@ pub(crate) fn profile(
             max_events: 4096,
             timer_floor_ns: 20,
             profiler_version: "0".to_owned(),
+            windows: None,
         },
         iterations: Iterations {
             first: 0,
@@ -68,6 +69,7 @@ pub(crate) fn profile(
             wall_ns: walls,
         },
         events,
+        windows: Vec::new(),
     }
 }
 

@@ -57,6 +57,7 @@ fn profile(warmup: u32, walls: &[u64], events: Vec<Event>) -> Profile {
             max_events: 4096,
             timer_floor_ns: 20,
             profiler_version: "0".to_owned(),
+            windows: None,
         },
         iterations: Iterations {
             first: 0,
@@ -64,6 +65,7 @@ fn profile(warmup: u32, walls: &[u64], events: Vec<Event>) -> Profile {
             wall_ns: walls.to_vec(),
         },
         events,
+        windows: Vec::new(),
     }
 }
 

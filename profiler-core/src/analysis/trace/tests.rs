@@ -52,6 +52,7 @@ fn profile(mode: &str, warmup: u32, repeat: u32, walls: Vec<u64>, events: Vec<Ev
             max_events: 4096,
             timer_floor_ns: 0,
             profiler_version: "0".into(),
+            windows: None,
         },
         iterations: Iterations {
             first: 0,
@@ -59,6 +60,7 @@ fn profile(mode: &str, warmup: u32, repeat: u32, walls: Vec<u64>, events: Vec<Ev
             wall_ns: walls,
         },
         events,
+        windows: Vec::new(),
     }
 }
 
