@@ -3,6 +3,7 @@
 //! tool share these functions. Available with the `analysis` feature (implied by `enable`).
 
 pub mod diff;
+pub mod drift;
 pub mod html;
 pub mod load;
 pub mod merge;
@@ -34,14 +35,26 @@ pub fn event_key(event: &crate::Event) -> (String, u32) {
     (event.id.clone(), event.occurrence)
 }
 
-/// The wall times of the measured iterations (those after warmup: index `>= run.warmup` in
-/// `iterations.wall_ns`), or of all iterations when the run stopped during warmup.
+/// The wall times of the measured iterations: those listed in `iterations.wall_ns` whose
+/// index is `>= run.warmup` (`wall_ns[k]` is iteration `iterations.first + k`), or all listed
+/// iterations when the run stopped during warmup. In `continuous` mode the listed iterations are
+/// the last window's, long after the warmup, so all of them are measured ones.
 pub fn measured_walls(profile: &crate::Profile) -> &[u64] {
     let walls = &profile.iterations.wall_ns;
-    let warmup = (profile.run.warmup as usize).min(walls.len());
+    let warmup = warmup_listed(profile);
     if walls.len() > warmup {
         &walls[warmup..]
     } else {
         walls
     }
+}
+
+/// How many of the iterations listed in `iterations.wall_ns` are warmup iterations (index
+/// `< run.warmup`): 0 when the list starts after the warmup (`continuous` mode).
+pub fn warmup_listed(profile: &crate::Profile) -> usize {
+    let walls = &profile.iterations.wall_ns;
+    let warmup = u64::from(profile.run.warmup).saturating_sub(profile.iterations.first);
+    usize::try_from(warmup)
+        .unwrap_or(usize::MAX)
+        .min(walls.len())
 }

@@ -7,7 +7,8 @@
 //! has no time there. An event's time t_i in run i is the median of its samples (`samples_ns`;
 //! the recorded `stats.median_ns` when the samples were not kept); the whole iteration is a row
 //! too, with the median wall time of the run's measured iterations (index >= `run.warmup`; all
-//! of them when there is none).
+//! of them when there is none; in `continuous` mode, the last window's, see
+//! [`measured_walls`](super::measured_walls)).
 //!
 //! - **ratio** r_i = t_i / t_0: how the time grew from the first (smallest) value.
 //! - **efficiency** e_i: the ideal growth over the actual one, against run 0; 1 is ideal scaling,

@@ -3,8 +3,9 @@
 //! Events are matched by identity, their probe's id and occurrence ([`event_key`]); those found
 //! in one run only are listed ([`Diff::only_before`], [`Diff::only_after`]). Each matched event's
 //! samples (`samples_ns`) are compared between the runs, and so is the whole iteration, through
-//! the wall times of the measured iterations (`iterations.wall_ns[i]` for `i >= run.warmup`; all
-//! of them when there is none).
+//! the wall times of the measured iterations (iteration `i >= run.warmup`, `wall_ns[i - first]`;
+//! all of them when there is none; in `continuous` mode, every iteration listed: the last
+//! window's).
 //!
 //! # An event
 //!
@@ -335,13 +336,13 @@ struct Prepared {
 impl Prepared {
     fn of(profile: &Profile, event: &Event) -> Prepared {
         let raw = stats::as_f64(&event.samples_ns);
-        let walls = &profile.iterations.wall_ns;
+        let iterations = &profile.iterations;
         let aligned = !raw.is_empty()
             && event.sample_iters.len() == raw.len()
             && event
                 .sample_iters
                 .iter()
-                .all(|&i| (i as usize) < walls.len());
+                .all(|&i| iterations.wall_of(u64::from(i)).is_some());
         if !aligned {
             return Prepared {
                 adjusted: raw.clone(),
@@ -353,7 +354,7 @@ impl Prepared {
         let wall: Vec<f64> = event
             .sample_iters
             .iter()
-            .map(|&i| walls[i as usize] as f64)
+            .map(|&i| iterations.wall_of(u64::from(i)).unwrap_or(0) as f64)
             .collect();
         let rest: Vec<f64> = wall.iter().zip(&raw).map(|(w, s)| w - s).collect();
         let window_wall = Some(stats::median(&wall)).filter(|&w| w > 0.0);

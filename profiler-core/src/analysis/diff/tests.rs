@@ -564,3 +564,25 @@ fn changes_below_the_clock_resolution_are_never_verdicts() {
     let d = diff(&run(0), &run(60), &DiffOptions::default());
     assert_eq!(d.events[0].verdict, Verdict::Regressed, "{:?}", d.events[0]);
 }
+
+/// `sample_iters` are iteration numbers: with `iterations.first` past 0 (a `continuous`-mode
+/// file), each sample is still matched with its own iteration's wall time.
+#[test]
+fn samples_meet_their_iterations_when_the_list_starts_late() {
+    let spec: Spec = ("a", None, None, 0, 1.0);
+    let e = event(&spec, vec![10, 20], vec![41, 42], 0);
+    let mut p = profile(0, 10, 2, vec![100, 200, 300], vec![e]);
+    p.run.mode = "continuous".to_owned();
+    p.iterations.first = 40;
+    p.iterations.count = 43;
+    let prepared = Prepared::of(&p, &p.events[0]);
+    assert_eq!(prepared.window_wall, Some(250.0));
+    assert_eq!(prepared.window_rest, Some(235.0)); // median(190, 280)
+    assert_eq!(
+        prepared.adjusted,
+        [10.0 * 235.0 / 190.0, 20.0 * 235.0 / 280.0]
+    );
+    // Every listed iteration is measured: the iteration row compares all three.
+    let d = diff(&p, &p, &DiffOptions::default());
+    assert_eq!((d.iteration.before_n, d.iteration.after_n), (3, 3));
+}

@@ -10,14 +10,17 @@
 //!   `ProfilerStep#k` span that starts at the sum of the wall times before it and lasts
 //!   `wall_ns[k]`. Each sample is drawn at its iteration's start plus its offset, with its own
 //!   duration. Time 0 is the start of the first measured iteration (`otherData.time_zero_ns`
-//!   says when that was, from the program's start-up).
-//! - **`sample` mode**: one *average iteration*, `ProfilerStep#0`, starting at time 0. Every event
-//!   is drawn once, with its median duration, at its median offset; since each event was measured
-//!   in different iterations, those medians need not agree with one another, so the drawing is
+//!   says when that was, from the program's start-up; from the start of iteration
+//!   `iterations.first` when the file does not list the first iterations).
+//! - **`sample` mode** (and `continuous` mode, whose events are its last window's samples): one
+//!   *average iteration*, `ProfilerStep#0`, starting at time 0. Every event is drawn once, with
+//!   its median duration, at its median offset; since each event was measured in different
+//!   iterations, those medians need not agree with one another, so the drawing is
 //!   made consistent: events are placed in execution order (`order`), an event starts no earlier
 //!   than the end of the previous event with the same parent, a child lies inside its parent
 //!   (moved earlier if it would end after its parent, cut short only if it is longer than its
-//!   parent), and the step lasts the median measured iteration (iterations from `warmup` on),
+//!   parent), and the step lasts the median measured iteration (iterations from `warmup` on;
+//!   in `continuous` mode, every listed iteration),
 //!   stretched if needed to hold every event. Each slice's `args` keep the measured statistics
 //!   (`median_ns`, `p90_ns`, `median_offset_ns`, ...), which is what to read for numbers. One
 //!   step only: HTA accepts a single iteration (with a warning that one iteration may not be
@@ -464,13 +467,20 @@ fn trace_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
         t = t.saturating_add(*w);
     }
     let end_of_walls = t;
-    let iter_start = |k: u64| -> u64 { starts.get(k as usize).copied().unwrap_or(end_of_walls) };
+    // `wall_ns[k]` is iteration `first + k` (`first` is 0 but for a `continuous`-mode file).
+    let first = profile.iterations.first;
+    let listed_end = first.saturating_add(walls.len() as u64);
+    let iter_start = |k: u64| -> u64 {
+        k.checked_sub(first)
+            .and_then(|i| starts.get(usize::try_from(i).ok()?).copied())
+            .unwrap_or(if k < first { 0 } else { end_of_walls })
+    };
 
     // The measured iterations: the active window, and any iteration holding a sample.
-    let warmup = profile.run.warmup as u64;
+    let warmup = (profile.run.warmup as u64).max(first);
     let window_end = warmup
         .saturating_add(profile.run.repeat as u64)
-        .min(walls.len() as u64);
+        .min(listed_end);
     let mut iterations: BTreeSet<u64> = (warmup..window_end).collect();
     for e in events {
         iterations.extend(e.sample_iters.iter().map(|&k| k as u64));
@@ -480,7 +490,7 @@ fn trace_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
     let mut step_of = HashMap::new();
     for &k in &iterations {
         let start = iter_start(k);
-        let wall = walls.get(k as usize).copied();
+        let wall = profile.iterations.wall_of(k);
         step_of.insert(k, slices.len());
         slices.push(Slice {
             start,
@@ -539,7 +549,7 @@ fn trace_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
     }
     // An iteration that did not complete ends with its last sample.
     for (&k, &s) in &step_of {
-        if walls.get(k as usize).is_none() {
+        if profile.iterations.wall_of(k).is_none() {
             let last = slices
                 .iter()
                 .filter(|c| c.parent == Some(s))

@@ -279,3 +279,36 @@ fn incomplete_iteration_ends_with_its_last_sample() {
     assert_eq!(s[0].2, 0);
     assert_eq!(step1.4["incomplete"], true);
 }
+
+/// `wall_ns[k]` is iteration `first + k`: the average iteration of a `continuous`-mode file
+/// lasts the median of every listed iteration (all measured), and a trace-mode drawing starts
+/// each iteration where its wall times say.
+#[test]
+fn iterations_are_numbered_from_first() {
+    let a = with_samples(event(0, "a", None), &[(41, 10, 50), (42, 20, 40)]);
+    let mut p = profile("continuous", 10, 2, vec![900, 1000, 2000], vec![a]);
+    p.iterations.first = 40;
+    p.iterations.count = 43;
+    let t = chrome_trace(&p);
+    let s = spans(&t);
+    assert_eq!(s[0].0, "ProfilerStep#0");
+    assert_eq!(s[0].4["median_wall_ns"], 1000);
+    assert_eq!(s[0].4["measured_iterations"], 3);
+
+    let a = with_samples(event(0, "a", None), &[(5, 10, 50), (6, 20, 40)]);
+    let mut p = profile("trace", 1, 2, vec![100, 200], vec![a]);
+    p.iterations.first = 5;
+    p.iterations.count = 7;
+    let s = spans(&chrome_trace(&p));
+    let drawn: Vec<(&str, u64, u64)> = s.iter().map(|x| (x.0.as_str(), x.2, x.3)).collect();
+    assert_eq!(
+        drawn,
+        vec![
+            ("ProfilerStep#5", 0, 100),
+            ("a", 10, 60),
+            ("ProfilerStep#6", 100, 300),
+            ("a", 120, 160),
+        ]
+    );
+    assert_eq!(s[2].4["wall_ns"], 200);
+}

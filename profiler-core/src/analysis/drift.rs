@@ -1,0 +1,439 @@
+//! `continuous` mode: each event's median per window over time, and whether an event's recent
+//! windows *drift* from the earlier ones. `prof report` and `prof html` show what [`windows`]
+//! computes.
+//!
+//! # The series
+//!
+//! For every kept window (`windows`, oldest first) and every event measured in at least one of
+//! them (matched by `order`; merged events are not in windows), the median of the event's samples
+//! in that window (`stats.median_ns`; none where the event had no sample in the window). The
+//! iteration has a series too: the median wall time of each window's iterations.
+//!
+//! # The split
+//!
+//! With K kept windows (K >= [`MIN_WINDOWS`]):
+//!
+//! - **baseline** = the first half, `max(1, K / 2)` windows (rounded down: windows 0..K/2);
+//! - **recent** = the last quarter, `max(1, K / 4)` windows (rounded down).
+//!
+//! The windows between the two are left out, so that a change that is under way does not blur
+//! both sides. With 2 windows: the first against the second; 3: the first against the third; 8:
+//! the first 4 against the last 2. With fewer than [`MIN_WINDOWS`] windows there is no
+//! comparison ("not enough windows").
+//!
+//! # The statistics: those of `prof diff`
+//!
+//! Each side becomes a synthetic [`Profile`]: one event per event of the file (same identity),
+//! whose samples are the samples of all that side's windows pooled, and whose iterations are the
+//! wall times of all that side's windows, in order (no warmup; blocks of `run.repeat` iterations
+//! for the iteration's block bootstrap). The two are compared by [`diff::diff`] with
+//! [`DiffOptions::default`] (baseline = before, recent = after), so the ratio, the confidence
+//! interval, the p-value, the Holm adjustment over the iteration and every event, the noise
+//! allowance (here the spread of the events' ratios between the two sides: windows do not record
+//! which iteration each sample was taken in, so no per-sample adjustment and no per-event drift
+//! of the machine is applied) and the verdict are exactly `prof diff`'s. An event is **slower**
+//! when the verdict is `regressed`, **faster** when it is `improved`, **stable** otherwise, and
+//! **unknown** when a side has no sample (or there are not enough windows).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::diff::{self, DiffOptions, EventDiff, Verdict};
+use super::{event_key, stats};
+use crate::output::json::{Event, Iterations, Profile, Stats, Window};
+
+/// Fewest kept windows for a comparison.
+pub const MIN_WINDOWS: usize = 2;
+
+/// What the comparison says about one event (or the iteration).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftStatus {
+    /// The recent windows are slower (`prof diff` would say `regressed`).
+    Slower,
+    /// The recent windows are faster (`prof diff` would say `improved`).
+    Faster,
+    /// No change beyond the noise (`no change` or `within noise`).
+    Stable,
+    /// Not enough windows, or no sample on one side.
+    Unknown,
+}
+
+impl DriftStatus {
+    /// `"slower"`, `"faster"`, `"stable"` or `"unknown"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftStatus::Slower => "slower",
+            DriftStatus::Faster => "faster",
+            DriftStatus::Stable => "stable",
+            DriftStatus::Unknown => "unknown",
+        }
+    }
+
+    /// Slower or faster.
+    pub fn drifted(self) -> bool {
+        matches!(self, DriftStatus::Slower | DriftStatus::Faster)
+    }
+}
+
+/// A run of consecutive kept windows, by their `index`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Span {
+    /// `index` of the first window.
+    pub first: u64,
+    /// `index` of the last window.
+    pub last: u64,
+    /// How many windows.
+    pub windows: usize,
+}
+
+/// One event's (or the iteration's) median per window, and its drift.
+#[derive(Clone, Debug, Serialize)]
+pub struct Series {
+    /// The event's `order` (`None` for the iteration).
+    pub order: Option<u32>,
+    /// The probe's id (`"iteration"` for the iteration).
+    pub id: String,
+    /// The probe's name (`"iteration"` for the iteration).
+    pub name: String,
+    /// The `layer` key.
+    pub layer: Option<String>,
+    /// The `phase` key.
+    pub phase: Option<String>,
+    /// Which run of the probe within an iteration.
+    pub occurrence: u32,
+    /// Median per kept window, oldest first; `None` where it had no sample.
+    pub medians_ns: Vec<Option<u64>>,
+    /// The first known median.
+    pub first_median_ns: Option<u64>,
+    /// The last known median.
+    pub last_median_ns: Option<u64>,
+    /// `last / first - 1`; `None` when either is unknown or the first is 0.
+    pub change: Option<f64>,
+    /// Recent windows against the baseline, as `prof diff` compares two runs; `None` without a
+    /// comparison.
+    pub comparison: Option<EventDiff>,
+    /// The verdict.
+    pub drift: DriftStatus,
+}
+
+/// The windows of a `continuous`-mode profile: per event, the series and the drift.
+#[derive(Clone, Debug, Serialize)]
+pub struct Windows {
+    /// Windows kept in the file.
+    pub kept: usize,
+    /// Windows closed by the run (kept or dropped): the last one's `index` + 1.
+    pub closed: u64,
+    /// The most windows kept (`run.windows`, `PROF_WINDOWS`).
+    pub cap: Option<u32>,
+    /// Median number of iterations per window.
+    pub iterations_per_window: u64,
+    /// `index` of each kept window, oldest first (the x axis of every series).
+    pub indices: Vec<u64>,
+    /// First iteration of each kept window.
+    pub first_iterations: Vec<u64>,
+    /// The windows compared as the baseline (`None`: not enough windows).
+    pub baseline: Option<Span>,
+    /// The windows compared as recent (`None`: not enough windows).
+    pub recent: Option<Span>,
+    /// Why there is no comparison, when there is none.
+    pub note: Option<String>,
+    /// The iteration: median wall time per window.
+    pub iteration: Series,
+    /// The events measured in at least one kept window, in execution order.
+    pub events: Vec<Series>,
+    /// The threshold of the comparison.
+    pub threshold: f64,
+    /// The significance level of the comparison.
+    pub alpha: f64,
+}
+
+impl Windows {
+    /// The events that drifted (slower or faster).
+    pub fn drifted(&self) -> impl Iterator<Item = &Series> {
+        self.events.iter().filter(|s| s.drift.drifted())
+    }
+}
+
+/// The indices (into the kept windows) of the baseline and of the recent windows, for `k`
+/// kept windows; `None` below [`MIN_WINDOWS`]. See the module documentation.
+pub fn split(k: usize) -> Option<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    if k < MIN_WINDOWS {
+        return None;
+    }
+    let baseline = (k / 2).max(1);
+    let recent = (k / 4).max(1);
+    Some((0..baseline, k - recent..k))
+}
+
+/// The series and the drift of every event of a profile with windows; `None` when it has none.
+pub fn windows(profile: &Profile, options: &DiffOptions) -> Option<Windows> {
+    let kept = &profile.windows;
+    if kept.is_empty() {
+        return None;
+    }
+    let k = kept.len();
+    // Every order measured in a window, in execution order, with its event when the file has it.
+    let mut orders: Vec<u32> = kept
+        .iter()
+        .flat_map(|w| w.events.iter().map(|e| e.order))
+        .collect();
+    orders.sort_unstable();
+    orders.dedup();
+    let by_order: HashMap<u32, &Event> =
+        profile.events.iter().rev().map(|e| (e.order, e)).collect();
+    let identity: Vec<Event> = orders
+        .iter()
+        .map(|&o| match by_order.get(&o) {
+            Some(e) => (*e).clone(),
+            None => placeholder(o),
+        })
+        .collect();
+    let window_medians = |order: u32| -> Vec<Option<u64>> {
+        kept.iter()
+            .map(|w| {
+                w.events
+                    .iter()
+                    .find(|e| e.order == order)
+                    .filter(|e| e.stats.count > 0)
+                    .map(|e| e.stats.median_ns)
+            })
+            .collect()
+    };
+    let wall_medians: Vec<Option<u64>> = kept
+        .iter()
+        .map(|w| (!w.wall_ns.is_empty()).then(|| Stats::of(&w.wall_ns).median_ns))
+        .collect();
+
+    let mut iteration = series(None, "iteration", "iteration", None, None, 0, wall_medians);
+    let mut events: Vec<Series> = orders
+        .iter()
+        .zip(&identity)
+        .map(|(&o, e)| {
+            series(
+                Some(o),
+                &e.id,
+                &e.name,
+                e.layer.clone(),
+                e.phase.clone(),
+                e.occurrence,
+                window_medians(o),
+            )
+        })
+        .collect();
+
+    let span = |r: &std::ops::Range<usize>| Span {
+        first: kept[r.start].index,
+        last: kept[r.end - 1].index,
+        windows: r.len(),
+    };
+    let (baseline, recent, note) = match split(k) {
+        Some((b, r)) => {
+            let before = pooled(profile, &identity, &kept[b.clone()]);
+            let after = pooled(profile, &identity, &kept[r.clone()]);
+            let d = diff::diff(&before, &after, options);
+            let by_key: HashMap<(String, u32), &EventDiff> = d
+                .events
+                .iter()
+                .map(|e| ((e.id.clone(), e.occurrence), e))
+                .collect();
+            for (s, e) in events.iter_mut().zip(&identity) {
+                if let Some(c) = by_key.get(&event_key(e)) {
+                    s.comparison = Some((*c).clone());
+                }
+                s.drift = status(s.comparison.as_ref());
+            }
+            iteration.comparison = Some(d.iteration.clone());
+            iteration.drift = status(iteration.comparison.as_ref());
+            (Some(span(&b)), Some(span(&r)), None)
+        }
+        None => (
+            None,
+            None,
+            Some(format!(
+                "not enough windows: {k} kept, {MIN_WINDOWS} needed to compare recent windows \
+                 with earlier ones"
+            )),
+        ),
+    };
+
+    let mut lengths: Vec<u64> = kept.iter().map(Window::iterations).collect();
+    lengths.sort_unstable();
+    Some(Windows {
+        kept: k,
+        closed: kept.last().map_or(0, |w| w.index + 1),
+        cap: profile.run.windows,
+        iterations_per_window: lengths[lengths.len() / 2],
+        indices: kept.iter().map(|w| w.index).collect(),
+        first_iterations: kept.iter().map(|w| w.first_iteration).collect(),
+        baseline,
+        recent,
+        note,
+        iteration,
+        events,
+        threshold: options.threshold,
+        alpha: options.alpha,
+    })
+}
+
+fn status(c: Option<&EventDiff>) -> DriftStatus {
+    match c {
+        Some(c) if c.before_n > 0 && c.after_n > 0 => match c.verdict {
+            Verdict::Regressed => DriftStatus::Slower,
+            Verdict::Improved => DriftStatus::Faster,
+            Verdict::NoChange | Verdict::WithinNoise => DriftStatus::Stable,
+        },
+        _ => DriftStatus::Unknown,
+    }
+}
+
+fn series(
+    order: Option<u32>,
+    id: &str,
+    name: &str,
+    layer: Option<String>,
+    phase: Option<String>,
+    occurrence: u32,
+    medians_ns: Vec<Option<u64>>,
+) -> Series {
+    let first = medians_ns.iter().flatten().next().copied();
+    let last = medians_ns.iter().rev().flatten().next().copied();
+    let change = match (first, last) {
+        (Some(f), Some(l)) if f > 0 => Some(l as f64 / f as f64 - 1.0),
+        _ => None,
+    };
+    Series {
+        order,
+        id: id.to_owned(),
+        name: name.to_owned(),
+        layer,
+        phase,
+        occurrence,
+        medians_ns,
+        first_median_ns: first,
+        last_median_ns: last,
+        change,
+        comparison: None,
+        drift: DriftStatus::Unknown,
+    }
+}
+
+/// An event measured in a window but absent from `events`: named after its order.
+fn placeholder(order: u32) -> Event {
+    Event {
+        id: format!("order {order}"),
+        name: format!("order {order}"),
+        layer: None,
+        phase: None,
+        kind: "fn".to_owned(),
+        module: String::new(),
+        file: String::new(),
+        line: 0,
+        occurrence: 0,
+        order,
+        device: None,
+        stream: None,
+        merged: false,
+        parent: None,
+        samples_ns: Vec::new(),
+        offsets_ns: Vec::new(),
+        sample_iters: Vec::new(),
+        stats: Stats::default(),
+        gpu: None,
+    }
+}
+
+/// A synthetic profile of some windows: per event of `identity`, its samples in those windows
+/// pooled; the windows' iterations in order, none of them warmup.
+fn pooled(profile: &Profile, identity: &[Event], windows: &[Window]) -> Profile {
+    let events = identity
+        .iter()
+        .map(|e| {
+            let samples: Vec<u64> = windows
+                .iter()
+                .flat_map(|w| w.events.iter().filter(|we| we.order == e.order))
+                .flat_map(|we| we.samples_ns.iter().copied())
+                .collect();
+            Event {
+                stats: Stats::of(&samples),
+                samples_ns: samples,
+                offsets_ns: Vec::new(),
+                sample_iters: Vec::new(),
+                merged: false,
+                gpu: None,
+                ..e.clone()
+            }
+        })
+        .collect();
+    let wall_ns: Vec<u64> = windows
+        .iter()
+        .flat_map(|w| w.wall_ns.iter().copied())
+        .collect();
+    let mut run = profile.run.clone();
+    run.mode = "sample".to_owned();
+    run.warmup = 0;
+    Profile {
+        schema: profile.schema.clone(),
+        complete: true,
+        run,
+        iterations: Iterations {
+            count: wall_ns.len() as u64,
+            first: 0,
+            wall_ns,
+        },
+        events,
+        windows: Vec::new(),
+    }
+}
+
+/// Eight levels, lowest first.
+const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// The most characters of a sparkline: longer series are shown as the median of consecutive
+/// groups of windows.
+pub const SPARK_WIDTH: usize = 40;
+
+/// A series as a unicode sparkline (`▁▂▃▅▇`), at most [`SPARK_WIDTH`] characters (each the
+/// median of consecutive windows when there are more), `·` where unknown. The scale runs from
+/// the series' minimum to its maximum, but spans at least 10% of its median, centred, so that a
+/// steady series with a little noise stays flat.
+pub fn sparkline(values: &[Option<u64>]) -> String {
+    let group = values.len().div_ceil(SPARK_WIDTH).max(1);
+    let points: Vec<Option<f64>> = values
+        .chunks(group)
+        .map(|c| {
+            let known: Vec<f64> = c.iter().flatten().map(|&v| v as f64).collect();
+            (!known.is_empty()).then(|| stats::median(&known))
+        })
+        .collect();
+    let known: Vec<f64> = points.iter().flatten().copied().collect();
+    if known.is_empty() {
+        return "·".repeat(points.len());
+    }
+    let (mut lo, mut hi) = known
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        });
+    let least = 0.1 * stats::median(&known);
+    if hi - lo < least {
+        let mid = (lo + hi) / 2.0;
+        lo = mid - least / 2.0;
+        hi = mid + least / 2.0;
+    }
+    points
+        .iter()
+        .map(|p| match p {
+            None => '·',
+            Some(v) if hi > lo => {
+                let level = ((v - lo) / (hi - lo) * BARS.len() as f64) as usize;
+                BARS[level.min(BARS.len() - 1)]
+            }
+            Some(_) => BARS[0],
+        })
+        .collect()
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

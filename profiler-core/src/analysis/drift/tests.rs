@@ -1,0 +1,242 @@
+//! Unit tests of `analysis::drift`, and the continuous-mode profile builder that the tests of
+//! `report` and `html` use too.
+
+use super::*;
+use crate::analysis::diff::tests::{event, model, profile, Spec};
+use crate::analysis::stats::SplitMix64;
+
+/// A `continuous`-mode run of `specs`: `warmup` 10, then `closed` windows of `repeat` iterations
+/// per event, in order, of which the last `kept` are kept. In window w every event takes its
+/// median x a uniform noise of +-`noise`/2, times `factor` for the events named in `slow` from
+/// their window on; the iteration's wall time is their sum plus 5µs. The top-level events and
+/// iterations are the last window's.
+pub(crate) fn continuous(
+    specs: &[Spec],
+    repeat: usize,
+    closed: usize,
+    kept: usize,
+    noise: f64,
+    slow: &[(&str, f64, usize)],
+    seed: u64,
+) -> Profile {
+    let warmup = 10usize;
+    let per_window = specs.len() * repeat;
+    let mut rng = SplitMix64::new(seed);
+    let mut windows = Vec::new();
+    let mut last = (Vec::new(), vec![(Vec::new(), Vec::new()); specs.len()]);
+    for w in 0..closed {
+        let first = warmup + w * per_window;
+        let mut walls = Vec::with_capacity(per_window);
+        let mut samples = vec![(Vec::new(), Vec::new()); specs.len()];
+        for i in 0..per_window {
+            let mut wall = 5_000.0;
+            for (k, spec) in specs.iter().enumerate() {
+                let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                let factor = slow
+                    .iter()
+                    .find(|(name, _, from)| *name == spec.0 && w >= *from)
+                    .map_or(1.0, |s| s.1);
+                let t = spec.4 * factor * (1.0 + noise * (u - 0.5));
+                wall += t;
+                if i / repeat == k {
+                    samples[k].0.push(t.round() as u64);
+                    samples[k].1.push((first + i) as u32);
+                }
+            }
+            walls.push(wall.round() as u64);
+        }
+        windows.push(Window {
+            index: w as u64,
+            first_iteration: first as u64,
+            wall_ns: walls.clone(),
+            events: samples
+                .iter()
+                .enumerate()
+                .map(|(k, (s, _))| crate::output::json::WindowEvent {
+                    order: k as u32,
+                    samples_ns: s.clone(),
+                    stats: Stats::of(s),
+                })
+                .collect(),
+        });
+        last = (walls, samples);
+    }
+    let events = specs
+        .iter()
+        .zip(last.1)
+        .enumerate()
+        .map(|(k, (spec, (s, it)))| event(spec, s, it, k as u32))
+        .collect();
+    let mut p = profile(0, warmup as u32, repeat as u32, last.0, events);
+    p.run.mode = "continuous".to_owned();
+    p.run.windows = Some(kept as u32);
+    p.iterations.first = (warmup + (closed - 1) * per_window) as u64;
+    p.iterations.count = (warmup + closed * per_window) as u64;
+    p.windows = windows.split_off(closed - kept.min(closed));
+    p
+}
+
+fn of<'a>(w: &'a Windows, name: &str) -> &'a Series {
+    w.events.iter().find(|s| s.name == name).unwrap()
+}
+
+#[test]
+fn the_split_takes_the_first_half_and_the_last_quarter() {
+    assert_eq!(split(0), None);
+    assert_eq!(split(1), None);
+    assert_eq!(split(2), Some((0..1, 1..2)));
+    assert_eq!(split(3), Some((0..1, 2..3)));
+    assert_eq!(split(4), Some((0..2, 3..4)));
+    assert_eq!(split(8), Some((0..4, 6..8)));
+    assert_eq!(split(100), Some((0..50, 75..100)));
+}
+
+#[test]
+fn a_steady_run_drifts_nowhere() {
+    for seed in 1..4 {
+        let p = continuous(&model(), 20, 12, 12, 0.1, &[], seed);
+        let w = windows(&p, &DiffOptions::default()).unwrap();
+        assert_eq!((w.kept, w.closed, w.iterations_per_window), (12, 12, 500));
+        assert_eq!(w.events.len(), 25);
+        assert_eq!(w.drifted().count(), 0, "seed {seed}");
+        assert!(w.events.iter().all(|s| s.drift == DriftStatus::Stable));
+        assert_eq!(w.iteration.drift, DriftStatus::Stable);
+        assert_eq!(
+            w.baseline,
+            Some(Span {
+                first: 0,
+                last: 5,
+                windows: 6
+            })
+        );
+        assert_eq!(
+            w.recent,
+            Some(Span {
+                first: 9,
+                last: 11,
+                windows: 3
+            })
+        );
+    }
+}
+
+#[test]
+fn an_event_20_percent_slower_in_the_recent_windows_is_flagged() {
+    let p = continuous(&model(), 20, 12, 12, 0.1, &[("top_backward", 1.2, 9)], 7);
+    let w = windows(&p, &DiffOptions::default()).unwrap();
+    let drifted: Vec<&str> = w.drifted().map(|s| s.name.as_str()).collect();
+    assert_eq!(drifted, ["top_backward"]);
+    let s = of(&w, "top_backward");
+    assert_eq!(s.drift, DriftStatus::Slower);
+    let c = s.comparison.as_ref().unwrap();
+    assert!((c.ratio - 1.2).abs() < 0.03, "{c:?}");
+    assert!(c.ci_low > 1.1 && c.ci_high < 1.3, "{c:?}");
+    assert_eq!(c.verdict, Verdict::Regressed);
+    assert!((s.change.unwrap() - 0.2).abs() < 0.05, "{s:?}");
+    // Faster: the mirror image.
+    let p = continuous(&model(), 20, 12, 12, 0.1, &[("lookup", 0.8, 9)], 7);
+    let w = windows(&p, &DiffOptions::default()).unwrap();
+    assert_eq!(of(&w, "lookup").drift, DriftStatus::Faster);
+    assert_eq!(w.drifted().count(), 1);
+}
+
+#[test]
+fn a_change_at_the_noise_level_is_not_flagged() {
+    for seed in 1..4 {
+        let p = continuous(
+            &model(),
+            20,
+            12,
+            12,
+            0.2,
+            &[("top_backward", 1.01, 9)],
+            seed,
+        );
+        let w = windows(&p, &DiffOptions::default()).unwrap();
+        assert_eq!(w.drifted().count(), 0, "seed {seed}");
+    }
+}
+
+#[test]
+fn a_change_before_the_recent_windows_but_after_the_baseline_still_counts() {
+    // Slower from window 6 on: the baseline (0-5) is before it, the recent windows after it.
+    let p = continuous(&model(), 20, 12, 12, 0.1, &[("interact", 1.3, 6)], 3);
+    let w = windows(&p, &DiffOptions::default()).unwrap();
+    assert_eq!(of(&w, "interact").drift, DriftStatus::Slower);
+}
+
+#[test]
+fn one_window_is_not_enough() {
+    let p = continuous(&model(), 20, 5, 1, 0.1, &[], 1);
+    let w = windows(&p, &DiffOptions::default()).unwrap();
+    assert_eq!((w.kept, w.closed), (1, 5));
+    assert_eq!(w.indices, [4]);
+    assert!(w.note.as_deref().unwrap().contains("not enough windows"));
+    assert!(w.baseline.is_none() && w.recent.is_none());
+    assert!(w.events.iter().all(|s| s.drift == DriftStatus::Unknown));
+    assert!(w.events.iter().all(|s| s.medians_ns.len() == 1));
+    let mut sample = p.clone();
+    sample.windows.clear();
+    assert!(windows(&sample, &DiffOptions::default()).is_none());
+}
+
+#[test]
+fn dropped_windows_leave_a_gap_and_series_follow_the_kept_ones() {
+    let p = continuous(&model(), 10, 9, 4, 0.0, &[("loss", 2.0, 7)], 1);
+    let w = windows(&p, &DiffOptions::default()).unwrap();
+    assert_eq!((w.kept, w.closed, w.cap), (4, 9, Some(4)));
+    assert_eq!(w.indices, [5, 6, 7, 8]);
+    assert_eq!(w.first_iterations[0], 10 + 5 * 250);
+    let s = of(&w, "loss");
+    assert_eq!(
+        s.medians_ns,
+        [Some(3000), Some(3000), Some(6000), Some(6000)]
+    );
+    assert_eq!(
+        (s.first_median_ns, s.last_median_ns),
+        (Some(3000), Some(6000))
+    );
+    assert_eq!(s.change, Some(1.0));
+    assert_eq!(s.drift, DriftStatus::Slower);
+}
+
+#[test]
+fn an_event_missing_from_some_windows_has_gaps_and_no_verdict_without_a_side() {
+    let mut p = continuous(&model(), 10, 4, 4, 0.1, &[], 1);
+    // A probe first seen in window 3 (a new order); one that stopped running after window 0.
+    let new = crate::output::json::WindowEvent {
+        order: 99,
+        samples_ns: vec![10; 5],
+        stats: Stats::of(&[10; 5]),
+    };
+    p.windows[3].events.push(new);
+    for w in &mut p.windows[1..] {
+        w.events[0].samples_ns.clear();
+        w.events[0].stats = Stats::default();
+    }
+    let w = windows(&p, &DiffOptions::default()).unwrap();
+    let s = w.events.iter().find(|s| s.order == Some(99)).unwrap();
+    assert_eq!(s.name, "order 99");
+    assert_eq!(s.medians_ns, [None, None, None, Some(10)]);
+    assert_eq!(s.drift, DriftStatus::Unknown);
+    let lookup = of(&w, "lookup");
+    assert_eq!(lookup.medians_ns[1..], [None, None, None]);
+    assert_eq!(lookup.drift, DriftStatus::Unknown);
+    assert_eq!(sparkline(&s.medians_ns), "···▅");
+}
+
+#[test]
+fn sparklines() {
+    let v = |xs: &[u64]| xs.iter().map(|&x| Some(x)).collect::<Vec<_>>();
+    assert_eq!(sparkline(&v(&[100, 200, 300, 400])), "▁▃▆█");
+    // A little noise stays flat.
+    let flat = sparkline(&v(&[1000, 1010, 995, 1005]));
+    assert!(flat.chars().all(|c| "▃▄▅".contains(c)), "{flat}");
+    assert_eq!(sparkline(&[]), "");
+    assert_eq!(sparkline(&[None, None]), "··");
+    assert_eq!(sparkline(&v(&[0, 0])), "▁▁");
+    let long: Vec<Option<u64>> = (0..100).map(Some).collect();
+    let s = sparkline(&long);
+    assert_eq!(s.chars().count(), 34); // groups of 3
+    assert!(s.starts_with('▁') && s.ends_with('█'), "{s}");
+}
