@@ -183,6 +183,7 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
         profile,
         &ReportOptions {
             group_by: Some(GroupBy::Layer),
+            windows: false,
             ..options.clone()
         },
     );

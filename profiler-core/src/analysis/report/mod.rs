@@ -3,12 +3,15 @@
 //!
 //! # Definitions
 //!
-//! - **Measured iterations** are the iterations after warmup (index `>= run.warmup` in
-//!   `iterations.wall_ns`); if there are none (the program stopped during warmup), all
-//!   iterations. The iteration row (median, mean, p90, CV) describes them.
+//! - **Measured iterations** are the iterations after warmup (index `>= run.warmup`;
+//!   `iterations.wall_ns[k]` is iteration `iterations.first + k`); if there are none (the program
+//!   stopped during warmup), all iterations. The iteration row (median, mean, p90, CV) describes
+//!   them. In `continuous` mode only the last completed window's iterations are listed, all of
+//!   them measured, and the events are that window's too.
 //! - **Warmup baseline**: the median wall time of the warmup iterations, leaving out iteration 0
 //!   (it includes the program's start-up). It therefore needs `run.warmup >= 2` and at least one
-//!   such iteration in the file; otherwise there is no baseline and no perturbation is reported.
+//!   such iteration in the file; otherwise there is no baseline and no perturbation is reported
+//!   (never in `continuous` mode, whose file no longer lists the warmup).
 //! - **Calls per iteration**: 1 for an ordinary (probe, occurrence) event; for a merged event
 //!   (which holds every run of its probe from `occurrence` on), `stats.count` divided by the
 //!   number of distinct iterations in its `sample_iters` (at least 1).
@@ -43,25 +46,43 @@
 //!   inside an event of another); self times do not.
 //! - **Sorting**: `order` (execution order), `median` (descending median), `total` (descending
 //!   total); ties keep execution order. Groups are always sorted by descending total.
+//! - **Windows** (`continuous` mode): each event's median per kept window, and whether its recent
+//!   windows drifted from the earlier ones, by the statistics of `prof diff`; see
+//!   [`drift`](crate::analysis::drift) for the split and the verdicts.
 //!
 //! # Formats
 //!
 //! - `table`: a header (program, mode, iterations, perturbation), the events as aligned columns
 //!   in human units (names indented by depth when the rows are in execution order), then, after
 //!   a blank line, the groups, then a legend. Noisy events are marked `!` in the last column.
+//!   With windows, then a `windows` section: a line with the windows kept, closed and their
+//!   length and which windows were compared, then one row per event (the iteration first) with
+//!   its median per window as a sparkline (`▁▂▃▅▇`, see [`drift::sparkline`]), its first and
+//!   last median, the change between them, and the drift verdict (`SLOWER` or `FASTER` with the
+//!   change of the median and its confidence interval, `stable`, or `-` when unknown), and a
+//!   line naming the drifted events.
 //! - `csv`: one header row, then one row per event and one per group, told apart by the first
 //!   column, `row_type` (`event` or `group`). Group rows fill `calls_per_iter`, `total_ns`,
 //!   `self_ns`, `share`, `group` and `events`, and leave the event columns empty. Times are in
 //!   nanoseconds, ratios (`cv`, `share`, `perturbation`) as fractions, absent values empty.
-//! - `json`: the whole [`Report`], pretty-printed; times in nanoseconds.
-//! - `markdown`: the header as a paragraph, the events and the groups as pipe tables, the legend.
+//!   With windows, seven more columns: `window`, `first_iteration`, `drift`, `drift_ratio`,
+//!   `drift_ci_low`, `drift_ci_high`, `drift_p_adjusted`; event rows fill the drift columns, and
+//!   rows of type `window` (one per event, the iteration first with id `iteration`, and kept
+//!   window where it was measured) give the window's `index`, its first iteration and the
+//!   event's `median_ns` in it.
+//! - `json`: the whole [`Report`], pretty-printed; times in nanoseconds. With windows, its
+//!   `windows` member is [`drift::Windows`]: per event the series (`medians_ns`), the
+//!   `comparison` (as in `prof diff --format json`) and the `drift` verdict.
+//! - `markdown`: the header as a paragraph, the events and the groups as pipe tables, the legend;
+//!   with windows, the windows section as a paragraph and a pipe table.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::{stats, text};
+use super::diff::DiffOptions;
+use super::{drift, stats, text};
 use crate::analysis::Format;
 use crate::output::json::{Event, Profile};
 
@@ -99,6 +120,10 @@ pub struct ReportOptions {
     pub cv_threshold: f64,
     /// The overall perturbation is flagged above this fraction (default 0.05, that is 5%).
     pub perturbation_threshold: f64,
+    /// For a profile with windows (`continuous` mode): also compute each event's median per
+    /// window and its drift ([`drift::windows`], default true). The comparison costs about as
+    /// much as a `prof diff`.
+    pub windows: bool,
 }
 
 impl Default for ReportOptions {
@@ -108,6 +133,7 @@ impl Default for ReportOptions {
             sort: SortBy::Order,
             cv_threshold: 0.25,
             perturbation_threshold: 0.05,
+            windows: true,
         }
     }
 }
@@ -187,9 +213,13 @@ pub struct GroupRow {
 pub struct IterationRow {
     /// Iterations completed (`iterations.count`).
     pub count: u64,
+    /// The first iteration listed (`iterations.first`): 0, except in `continuous` mode, where
+    /// the iterations described are the last window's.
+    pub first: u64,
     /// Warmup iterations asked for (`run.warmup`).
     pub warmup: u32,
-    /// Measured iterations (after warmup, or all if none is).
+    /// Measured iterations (after warmup, or all if none is; in `continuous` mode, the last
+    /// window's).
     pub measured: u64,
     /// Median wall time of the measured iterations.
     pub median_ns: f64,
@@ -219,7 +249,7 @@ pub struct Perturbation {
 pub struct Report {
     /// The program's name.
     pub program: String,
-    /// `sample` or `trace`.
+    /// `sample`, `trace` or `continuous`.
     pub mode: String,
     /// False when the program ended before the schedule completed.
     pub complete: bool,
@@ -235,17 +265,24 @@ pub struct Report {
     pub groups: Vec<GroupRow>,
     /// The CV threshold the `noisy` flags were set with.
     pub cv_threshold: f64,
+    /// `continuous` mode: each event's median per window and its drift; absent (`null` is
+    /// never written) without windows or when [`ReportOptions::windows`] is false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub windows: Option<drift::Windows>,
 }
 
-/// Median warmup iteration, leaving out iteration 0 (start-up); `None` if there is none or it
+/// Median warmup iteration listed, leaving out iteration 0 (start-up); `None` if there is none
+/// (always so in `continuous` mode, whose listed iterations come long after the warmup) or it
 /// is 0.
 fn warmup_baseline(profile: &Profile) -> Option<f64> {
     let walls = &profile.iterations.wall_ns;
-    let end = (profile.run.warmup as usize).min(walls.len());
-    if end < 2 {
+    // `wall_ns[k]` is iteration `first + k`: iteration 0, when listed, is `wall_ns[0]`.
+    let start = usize::from(profile.iterations.first == 0);
+    let end = crate::analysis::warmup_listed(profile);
+    if end <= start {
         return None;
     }
-    let base = stats::median(&stats::as_f64(&walls[1..end]));
+    let base = stats::median(&stats::as_f64(&walls[start..end]));
     (base > 0.0).then_some(base)
 }
 
@@ -315,6 +352,7 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
     let measured_sorted = stats::sorted(&measured);
     let iteration = IterationRow {
         count: profile.iterations.count,
+        first: profile.iterations.first,
         warmup: profile.run.warmup,
         measured: measured.len() as u64,
         median_ns: stats::quantile_sorted(&measured_sorted, 0.5),
@@ -324,7 +362,7 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
     };
     let iter_mean = iteration.mean_ns;
     let baseline = warmup_baseline(profile);
-    let after_warmup = walls.len() > profile.run.warmup as usize;
+    let after_warmup = walls.len() > crate::analysis::warmup_listed(profile);
     let perturbation = baseline.filter(|_| after_warmup).map(|base| {
         let armed = iteration.median_ns;
         let ratio = armed / base;
@@ -362,7 +400,7 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
             let total_ns = mean_ns * calls_per_iter;
             let armed_walls: Vec<f64> = armed
                 .iter()
-                .filter_map(|&it| walls.get(it as usize).map(|&w| w as f64))
+                .filter_map(|&it| profile.iterations.wall_of(u64::from(it)).map(|w| w as f64))
                 .collect();
             let perturbation = match baseline {
                 Some(base) if !armed_walls.is_empty() => {
@@ -458,6 +496,10 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
         events: rows,
         groups,
         cv_threshold: options.cv_threshold,
+        windows: options
+            .windows
+            .then(|| drift::windows(profile, &DiffOptions::default()))
+            .flatten(),
     }
 }
 

@@ -79,6 +79,19 @@ fn status(report: &Report) -> &'static str {
 
 fn headline(report: &Report) -> String {
     let it = &report.iteration;
+    if report.mode == "continuous" {
+        return format!(
+            "{}: continuous mode, {} iterations ({} warmup); the last window's {} iterations \
+             (from iteration {}) and {} events below, {}",
+            report.program,
+            it.count,
+            it.warmup,
+            it.measured,
+            it.first,
+            report.events.len(),
+            status(report)
+        );
+    }
     format!(
         "{}: {} mode, {} iterations ({} warmup, {} measured), {} events, {}",
         report.program,
@@ -118,6 +131,9 @@ fn perturbation_line(report: &Report) -> String {
                 ""
             }
         ),
+        None if report.mode == "continuous" => "perturbation: unknown (continuous mode keeps the \
+            last window's iterations only; the warmup's are not in the file)"
+            .to_owned(),
         None => "perturbation: unknown (needs 2 or more warmup iterations and one after them)"
             .to_owned(),
     }
@@ -249,7 +265,137 @@ fn render_table(report: &Report) -> String {
     }
     lines.push(String::new());
     lines.push(legend(report));
+    if let Some(w) = &report.windows {
+        lines.push(String::new());
+        lines.push(windows_line(w));
+        let rows = windows_rows(w);
+        lines.extend(aligned(&WINDOW_HEADERS, &rows, 5));
+        lines.push(drifted_line(w));
+    }
     lines.join("\n") + "\n"
+}
+
+const WINDOW_HEADERS: [&str; 9] = [
+    "layer",
+    "phase",
+    "name",
+    "occ",
+    "median per window",
+    "first",
+    "last",
+    "change",
+    "drift",
+];
+
+/// `windows: 12 kept of 40 closed (PROF_WINDOWS=12), 500 iterations each; ...`.
+fn windows_line(w: &drift::Windows) -> String {
+    let cap = w
+        .cap
+        .map(|c| format!(" (PROF_WINDOWS={c})"))
+        .unwrap_or_default();
+    let compared = match (&w.baseline, &w.recent) {
+        (Some(b), Some(r)) => format!(
+            "drift: recent {} against baseline {}, by prof diff's statistics (threshold {}, \
+             alpha {})",
+            span(r),
+            span(b),
+            percent(w.threshold),
+            w.alpha
+        ),
+        _ => format!("drift: {}", w.note.as_deref().unwrap_or("no comparison")),
+    };
+    format!(
+        "windows: {} kept of {} closed{cap}, {} iterations each; {compared}",
+        w.kept, w.closed, w.iterations_per_window
+    )
+}
+
+fn span(s: &drift::Span) -> String {
+    if s.first == s.last {
+        format!("window {}", s.first)
+    } else {
+        format!("windows {}-{} ({})", s.first, s.last, s.windows)
+    }
+}
+
+/// The drift cell: `SLOWER +20.1% (95% CI +15.0% .. +25.3%)`, `stable`, or `-`.
+fn drift_cell(s: &drift::Series, alpha: f64) -> String {
+    let change = |r: f64| {
+        if r.is_finite() {
+            signed_percent(r - 1.0)
+        } else {
+            "-".to_owned()
+        }
+    };
+    match (s.drift, &s.comparison) {
+        (drift::DriftStatus::Slower | drift::DriftStatus::Faster, Some(c)) => format!(
+            "{} {} ({:.0}% CI {} .. {})",
+            s.drift.as_str().to_uppercase(),
+            change(c.ratio),
+            100.0 * (1.0 - alpha),
+            change(c.ci_low),
+            change(c.ci_high)
+        ),
+        (drift::DriftStatus::Stable, _) => "stable".to_owned(),
+        _ => "-".to_owned(),
+    }
+}
+
+fn windows_rows(w: &drift::Windows) -> Vec<Vec<String>> {
+    let known = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| human_ns(v as f64));
+    std::iter::once(&w.iteration)
+        .chain(&w.events)
+        .map(|s| {
+            vec![
+                opt(&s.layer),
+                opt(&s.phase),
+                s.name.clone(),
+                if s.order.is_none() {
+                    "-".to_owned()
+                } else {
+                    s.occurrence.to_string()
+                },
+                drift::sparkline(&s.medians_ns),
+                known(s.first_median_ns),
+                known(s.last_median_ns),
+                s.change
+                    .map(signed_percent)
+                    .unwrap_or_else(|| "-".to_owned()),
+                drift_cell(s, w.alpha),
+            ]
+        })
+        .collect()
+}
+
+/// `drifted: top_mlp/bwd top_backward (slower), ... (2 of 25 events)` or `no event drifted`.
+fn drifted_line(w: &drift::Windows) -> String {
+    let drifted: Vec<String> = w
+        .drifted()
+        .map(|s| {
+            format!(
+                "{} ({})",
+                text::label(
+                    &s.name,
+                    s.occurrence,
+                    s.layer.as_deref(),
+                    s.phase.as_deref()
+                ),
+                s.drift.as_str()
+            )
+        })
+        .collect();
+    if w.baseline.is_none() {
+        "no drift verdict: not enough windows yet".to_owned()
+    } else if drifted.is_empty() {
+        format!("no event drifted ({} events compared)", w.events.len())
+    } else {
+        format!(
+            "! drifted: {} ({} of {} events)",
+            drifted.join(", "),
+            drifted.len(),
+            w.events.len()
+        )
+    }
 }
 
 pub(super) const CSV_HEADERS: [&str; 26] = [
@@ -281,8 +427,51 @@ pub(super) const CSV_HEADERS: [&str; 26] = [
     "events",
 ];
 
+/// The columns a report with windows adds to [`CSV_HEADERS`].
+pub(super) const WINDOW_CSV_HEADERS: [&str; 7] = [
+    "window",
+    "first_iteration",
+    "drift",
+    "drift_ratio",
+    "drift_ci_low",
+    "drift_ci_high",
+    "drift_p_adjusted",
+];
+
 fn render_csv(report: &Report) -> String {
-    let mut out = CSV_HEADERS.join(",") + "\n";
+    let windows = report.windows.as_ref();
+    let mut headers = CSV_HEADERS.to_vec();
+    if windows.is_some() {
+        headers.extend(WINDOW_CSV_HEADERS);
+    }
+    let mut out = headers.join(",") + "\n";
+    // The drift columns of the event of `order` (`None`: the iteration).
+    let drift_cells = |order: Option<u32>| -> Vec<String> {
+        let Some(w) = windows else {
+            return Vec::new();
+        };
+        let series = match order {
+            None => Some(&w.iteration),
+            Some(o) => w.events.iter().find(|s| s.order == Some(o)),
+        };
+        let mut cells = vec![String::new(); 2];
+        match series {
+            Some(s) => {
+                cells.push(s.drift.as_str().to_owned());
+                let c = s.comparison.as_ref();
+                for v in [
+                    c.map(|c| c.ratio),
+                    c.map(|c| c.ci_low),
+                    c.map(|c| c.ci_high),
+                    c.map(|c| c.p_adjusted),
+                ] {
+                    cells.push(v.map(|v| num(v, 6)).unwrap_or_default());
+                }
+            }
+            None => cells.extend(std::iter::repeat_n(String::new(), 5)),
+        }
+        cells
+    };
     for e in &report.events {
         let cells = [
             "event".to_owned(),
@@ -312,11 +501,13 @@ fn render_csv(report: &Report) -> String {
             String::new(),
             String::new(),
         ];
+        let mut cells = cells.to_vec();
+        cells.extend(drift_cells(Some(e.order)));
         out.push_str(&cells.join(","));
         out.push('\n');
     }
     for g in &report.groups {
-        let mut cells = vec![String::new(); CSV_HEADERS.len()];
+        let mut cells = vec![String::new(); headers.len()];
         cells[0] = "group".to_owned();
         cells[11] = num(g.calls_per_iter, 6);
         cells[19] = num(g.total_ns, 3);
@@ -326,6 +517,26 @@ fn render_csv(report: &Report) -> String {
         cells[25] = g.events.to_string();
         out.push_str(&cells.join(","));
         out.push('\n');
+    }
+    if let Some(w) = windows {
+        for s in std::iter::once(&w.iteration).chain(&w.events) {
+            for (k, median) in s.medians_ns.iter().enumerate() {
+                let Some(median) = median else { continue };
+                let mut cells = vec![String::new(); headers.len()];
+                cells[0] = "window".to_owned();
+                cells[1] = s.order.map(|o| o.to_string()).unwrap_or_default();
+                cells[2] = text::csv_field(&s.id);
+                cells[3] = text::csv_field(&s.name);
+                cells[4] = text::csv_field(s.layer.as_deref().unwrap_or(""));
+                cells[5] = text::csv_field(s.phase.as_deref().unwrap_or(""));
+                cells[6] = s.occurrence.to_string();
+                cells[12] = median.to_string();
+                cells[26] = w.indices[k].to_string();
+                cells[27] = w.first_iterations[k].to_string();
+                out.push_str(&cells.join(","));
+                out.push('\n');
+            }
+        }
     }
     out
 }
@@ -370,6 +581,14 @@ fn render_markdown(report: &Report) -> String {
     }
     lines.push(String::new());
     lines.push(text::md_cell(&legend(report)));
+    if let Some(w) = &report.windows {
+        lines.push(String::new());
+        lines.push(format!("**{}**", text::md_cell(&windows_line(w))));
+        lines.push(String::new());
+        lines.extend(md_table(&WINDOW_HEADERS, &windows_rows(w), 5));
+        lines.push(String::new());
+        lines.push(text::md_cell(&drifted_line(w)));
+    }
     lines.join("\n") + "\n"
 }
 
@@ -412,7 +631,13 @@ pub fn summary_unwritten(profile: &Profile, path: &str) -> String {
 }
 
 fn summary_with(profile: &Profile, last_line: &str) -> String {
-    let report = build(profile, &ReportOptions::default());
+    let report = build(
+        profile,
+        &ReportOptions {
+            windows: false,
+            ..ReportOptions::default()
+        },
+    );
     let mut out = String::new();
     let _ = writeln!(
         out,

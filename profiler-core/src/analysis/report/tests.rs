@@ -556,3 +556,224 @@ fn human_units() {
     assert_eq!(human_ns(999_990.0), "1.00ms");
     assert_eq!(human_ns(0.0), "0ns");
 }
+
+/// `wall_ns[k]` is iteration `first + k`: the warmup, the measured iterations and the armed
+/// iterations are found by iteration number, not by position.
+#[test]
+fn iterations_are_numbered_from_first() {
+    // Iteration 0 is not listed; 1 and 2 are warmup (median 105), 3 to 6 measured.
+    let walls = [100, 110, 120, 130, 140, 200];
+    let e = ev(0, "a", None, None, &[1, 2, 3], &[3, 3, 4]);
+    let mut p = profile(3, &walls, vec![e]);
+    p.iterations.first = 1;
+    p.iterations.count = 7;
+    assert_eq!(crate::analysis::measured_walls(&p), [120, 130, 140, 200]);
+    let r = build(&p, &ReportOptions::default());
+    assert_eq!((r.iteration.first, r.iteration.measured), (1, 4));
+    assert_eq!(r.iteration.median_ns, 135.0);
+    let pert = r.perturbation.as_ref().unwrap();
+    assert_eq!(pert.warmup_median_ns, 105.0);
+    // Armed in iterations 3 and 4: median(120, 130) = 125.
+    let event = r.events[0].perturbation.unwrap();
+    assert!((event - (125.0 / 105.0 - 1.0)).abs() < 1e-12, "{event}");
+
+    // Continuous mode: the listed iterations (the last window's) come long after the warmup,
+    // all are measured, and there is no baseline to measure a perturbation against.
+    let e = ev(0, "a", None, None, &[1, 2, 3], &[43, 43, 44]);
+    let mut p = profile(3, &walls, vec![e]);
+    p.run.mode = "continuous".to_owned();
+    p.iterations.first = 40;
+    p.iterations.count = 46;
+    assert_eq!(crate::analysis::measured_walls(&p), walls);
+    let r = build(&p, &ReportOptions::default());
+    assert_eq!((r.iteration.first, r.iteration.measured), (40, 6));
+    assert_eq!(r.iteration.median_ns, 125.0);
+    assert!(r.perturbation.is_none() && r.events[0].perturbation.is_none());
+    assert!(r.windows.is_none());
+    let table = render(&r, Format::Table);
+    assert!(
+        table.starts_with(
+            "toy: continuous mode, 46 iterations (3 warmup); the last window's 6 iterations \
+             (from iteration 40)"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains("perturbation: unknown (continuous mode keeps the last window's"),
+        "{table}"
+    );
+}
+
+fn continuous_report(slow: &[(&str, f64, usize)]) -> Report {
+    let p = crate::analysis::drift::tests::continuous(
+        &crate::analysis::diff::tests::model(),
+        10,
+        10,
+        8,
+        0.1,
+        slow,
+        5,
+    );
+    build(&p, &ReportOptions::default())
+}
+
+#[test]
+fn continuous_mode_has_a_windows_section_in_every_format() {
+    let r = continuous_report(&[("top_backward", 1.25, 7)]);
+    let w = r.windows.as_ref().unwrap();
+    assert_eq!((w.kept, w.closed, w.iterations_per_window), (8, 10, 250));
+    let table = render(&r, Format::Table);
+    let section = &table[table.find("\nwindows: ").expect("no windows section") + 1..];
+    let lines: Vec<&str> = section.lines().collect();
+    assert_eq!(
+        lines[0],
+        "windows: 8 kept of 10 closed (PROF_WINDOWS=8), 250 iterations each; drift: recent \
+         windows 8-9 (2) against baseline windows 2-5 (4), by prof diff's statistics \
+         (threshold 2.0%, alpha 0.05)"
+    );
+    assert!(lines[1].contains("median per window") && lines[1].contains("drift"));
+    assert!(lines[2].contains("iteration"), "{}", lines[2]);
+    // The iteration, 25 events, and the closing line.
+    assert_eq!(lines.len(), 2 + 1 + 25 + 1, "{section}");
+    let row = lines.iter().find(|l| l.contains("top_backward")).unwrap();
+    let spark: String = row.chars().filter(|c| ('▁'..='█').contains(c)).collect();
+    assert_eq!(spark.chars().count(), 8, "{row}");
+    assert!(spark.ends_with("███"), "{row}");
+    assert!(spark.chars().take(5).all(|c| "▁▂▃".contains(c)), "{row}");
+    assert!(
+        row.contains("SLOWER +2") && row.contains("(95% CI +"),
+        "{row}"
+    );
+    let stable = lines.iter().find(|l| l.contains(" lookup ")).unwrap();
+    assert!(stable.trim_end().ends_with("stable"), "{stable}");
+    assert_eq!(
+        lines.last().unwrap(),
+        &"! drifted: top_mlp/bwd top_backward (slower) (1 of 25 events)"
+    );
+
+    let json: serde_json::Value = serde_json::from_str(&render(&r, Format::Json)).unwrap();
+    let windows = &json["windows"];
+    assert_eq!(windows["kept"], 8);
+    assert_eq!(
+        windows["indices"],
+        serde_json::json!([2, 3, 4, 5, 6, 7, 8, 9])
+    );
+    let tb = windows["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "top_backward")
+        .unwrap();
+    assert_eq!(tb["drift"], "slower");
+    assert_eq!(tb["medians_ns"].as_array().unwrap().len(), 8);
+    assert_eq!(tb["comparison"]["verdict"], "regressed");
+    assert!(tb["comparison"]["ci_low"].as_f64().unwrap() > 1.1);
+    assert_eq!(windows["iteration"]["id"], "iteration");
+
+    let csv = render(&r, Format::Csv);
+    let header = csv_split(csv.lines().next().unwrap());
+    assert_eq!(header.len(), render::CSV_HEADERS.len() + 7);
+    assert_eq!(
+        header[26..],
+        [
+            "window",
+            "first_iteration",
+            "drift",
+            "drift_ratio",
+            "drift_ci_low",
+            "drift_ci_high",
+            "drift_p_adjusted"
+        ]
+    );
+    let rows: Vec<Vec<String>> = csv.lines().skip(1).map(csv_split).collect();
+    assert!(rows.iter().all(|r| r.len() == header.len()));
+    let tb_event = rows
+        .iter()
+        .find(|r| r[0] == "event" && r[3] == "top_backward")
+        .unwrap();
+    assert_eq!(tb_event[28], "slower");
+    assert!(tb_event[29].parse::<f64>().unwrap() > 1.2);
+    // One window row per event and kept window, and per kept window for the iteration.
+    let window_rows: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == "window").collect();
+    assert_eq!(window_rows.len(), 26 * 8);
+    assert_eq!(window_rows[0][2], "iteration");
+    assert_eq!(
+        (window_rows[0][26].as_str(), window_rows[0][27].as_str()),
+        ("2", "510")
+    );
+    assert!(window_rows
+        .iter()
+        .all(|r| r[12].parse::<u64>().unwrap() > 0));
+
+    let md = render(&r, Format::Markdown);
+    assert!(md.contains("**windows: 8 kept of 10 closed"), "{md}");
+    assert!(
+        md.contains("| layer | phase | name | occ | median per window |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("! drifted: top_mlp/bwd top_backward (slower)"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_steady_continuous_run_drifts_nowhere_and_the_summary_leaves_windows_out() {
+    let r = continuous_report(&[]);
+    let table = render(&r, Format::Table);
+    assert!(
+        table
+            .trim_end()
+            .ends_with("no event drifted (25 events compared)"),
+        "{table}"
+    );
+    assert!(!table.contains("SLOWER") && !table.contains("FASTER"));
+    // Without windows (or with them turned off), no section and no columns.
+    let p = crate::analysis::drift::tests::continuous(
+        &crate::analysis::diff::tests::model(),
+        10,
+        3,
+        3,
+        0.1,
+        &[],
+        5,
+    );
+    let off = build(
+        &p,
+        &ReportOptions {
+            windows: false,
+            ..ReportOptions::default()
+        },
+    );
+    assert!(off.windows.is_none());
+    assert!(!render(&off, Format::Table).contains("\nwindows: "));
+    assert_eq!(
+        render(&off, Format::Csv).lines().next().unwrap(),
+        render::CSV_HEADERS.join(",")
+    );
+    assert!(!summary(&p, "prof.json").contains("windows"));
+}
+
+#[test]
+fn one_window_says_it_is_not_enough() {
+    let p = crate::analysis::drift::tests::continuous(
+        &crate::analysis::diff::tests::model(),
+        10,
+        1,
+        5,
+        0.1,
+        &[],
+        5,
+    );
+    let table = render(&build(&p, &ReportOptions::default()), Format::Table);
+    assert!(
+        table.contains(
+            "windows: 1 kept of 1 closed (PROF_WINDOWS=5), 250 iterations each; drift: not \
+             enough windows: 1 kept, 2 needed"
+        ),
+        "{table}"
+    );
+    assert!(table
+        .trim_end()
+        .ends_with("no drift verdict: not enough windows yet"));
+}
