@@ -220,19 +220,19 @@ pub(crate) trait IterationStarts {
     fn cpu(&self, iter: u32) -> Option<u64>;
     /// The device mark recorded on the event's stream when iteration `iter` began.
     fn device(&self, iter: u32) -> Option<u64>;
-    /// Every iteration's CPU start mark so far, in order (for a linear clock: points on one
-    /// time line).
-    fn cpu_marks(&self) -> &[u64];
+    /// The CPU start marks of iterations `base, base + 1, ...` (for a linear clock: points on
+    /// one time line), and `base`.
+    fn cpu_marks(&self) -> (&[u64], u32);
 }
 
 /// The iteration in which a run that began at CPU mark `start` (on a linear clock) ran: the last
 /// one that began at or before it. A run on another thread may read the iteration index just
 /// before `step()` publishes the next one, so the index it recorded can be one behind; its start
 /// mark cannot.
-fn iteration_of(marks: &[u64], start: u64, recorded: u32) -> u32 {
+fn iteration_of((marks, base): (&[u64], u32), start: u64, recorded: u32) -> u32 {
     match marks.partition_point(|&m| m <= start) {
         0 => recorded,
-        n => (n - 1) as u32,
+        n => base + (n - 1) as u32,
     }
 }
 
@@ -309,15 +309,17 @@ mod tests {
 
     #[test]
     fn a_run_belongs_to_the_iteration_its_start_falls_in() {
-        let marks = [100, 200, 300];
-        assert_eq!(iteration_of(&marks, 150, 0), 0);
+        let marks = (&[100, 200, 300][..], 0);
+        assert_eq!(iteration_of(marks, 150, 0), 0);
         // Recorded as iteration 0 (the index was read just before step() published 1).
-        assert_eq!(iteration_of(&marks, 200, 0), 1);
-        assert_eq!(iteration_of(&marks, 250, 0), 1);
-        assert_eq!(iteration_of(&marks, 999, 1), 2);
+        assert_eq!(iteration_of(marks, 200, 0), 1);
+        assert_eq!(iteration_of(marks, 250, 0), 1);
+        assert_eq!(iteration_of(marks, 999, 1), 2);
         // Before the first mark (cannot happen on a monotonic clock): as recorded.
-        assert_eq!(iteration_of(&marks, 50, 0), 0);
-        assert_eq!(iteration_of(&[], 50, 4), 4);
+        assert_eq!(iteration_of(marks, 50, 0), 0);
+        assert_eq!(iteration_of((&[], 0), 50, 4), 4);
+        // Marks kept from iteration 40 on (continuous mode drops older ones).
+        assert_eq!(iteration_of((&[100, 200, 300], 40), 250, 40), 41);
     }
 
     #[test]

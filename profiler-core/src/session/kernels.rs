@@ -109,6 +109,12 @@ impl Attribution {
         d.max = d.max.max(duration);
     }
 
+    /// Forgets the per-run records of iterations before `iter` (`continuous` mode: their
+    /// samples are no longer shown). The per-kernel totals stay.
+    pub fn forget_before(&mut self, iter: u32) {
+        self.runs.retain(|&(_, i), _| i >= iter);
+    }
+
     /// The kernels of `event`, with per-sample sums and projections for the samples taken in
     /// `iters` (0 where a sample launched no kernel that was seen). `None` when no kernel was
     /// attributed to the event.

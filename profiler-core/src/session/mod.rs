@@ -8,6 +8,7 @@
 mod kernels;
 mod results;
 mod step;
+mod windows;
 
 use std::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU32,
@@ -42,8 +43,23 @@ pub(crate) struct Event {
 /// Cold-path state, behind one lock.
 #[derive(Debug, Default)]
 struct Control {
-    /// `iter_marks[i]` is the mark at which iteration `i` began; one more than completed.
+    /// `iter_marks[i]` is the mark at which iteration `iter_base + i` began; one more than
+    /// completed.
     iter_marks: Vec<u64>,
+    /// The iteration `iter_marks[0]` began: 0, except in `continuous` mode, where marks older
+    /// than the current window (and than any pending sample) are dropped.
+    iter_base: u32,
+    /// `continuous` mode: the windows closed and kept, oldest first, and the last one's
+    /// samples (what `events` shows).
+    windows: std::collections::VecDeque<crate::output::json::Window>,
+    /// `continuous` mode: windows closed so far (kept or dropped).
+    windows_closed: u64,
+    /// `continuous` mode: the first iteration of the window now running.
+    window_first_iter: u32,
+    /// `continuous` mode: the resolved samples of the last closed window, per event.
+    shown: Option<Vec<Resolved>>,
+    /// When `continuous` mode last handed results to the background writer.
+    last_background_write: Option<std::time::Instant>,
     /// Iterations in which something was armed, after warmup.
     armed_iterations: u64,
     /// Event indices in execution order.
@@ -110,6 +126,13 @@ pub struct Session {
     floor_ns: u64,
     control: Mutex<Control>,
     learner: Mutex<Learner>,
+    /// Serializes writes of the results (the end's and `continuous` mode's background ones),
+    /// holding the generation last written so that an older profile never replaces a newer.
+    written_generation: Mutex<u64>,
+    /// A background write is under way (`continuous` mode skips a window rather than queue).
+    background_writing: AtomicBool,
+    /// A background write failed (said once).
+    background_failed: AtomicBool,
 }
 
 /// The stream of `lane` (0: none).
@@ -214,6 +237,9 @@ impl Session {
             learning: AtomicBool::new(learning),
             done: AtomicBool::new(false),
             control: Mutex::new(control),
+            written_generation: Mutex::new(0),
+            background_writing: AtomicBool::new(false),
+            background_failed: AtomicBool::new(false),
         }
     }
 

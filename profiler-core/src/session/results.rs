@@ -35,13 +35,23 @@ impl Session {
         self.resolve(c, last_chance);
         let reg = registry();
         let marks = &c.iter_marks;
-        let wall_ns: Vec<u64> = marks
-            .windows(2)
-            .map(|w| match self.clock.elapsed(w[0], w[1]) {
-                Reading::Ready(ns) => ns,
-                _ => 0,
-            })
-            .collect();
+        let count = u64::from(c.iter_base) + (marks.len() as u64).saturating_sub(1);
+        // In continuous mode, what `events` shows is the last closed window: its iterations.
+        let (first, wall_ns): (u64, Vec<u64>) = match (c.windows.back(), &c.shown) {
+            (Some(window), Some(_)) => (window.first_iteration, window.wall_ns.clone()),
+            _ => (
+                u64::from(c.iter_base),
+                marks
+                    .windows(2)
+                    .map(|w| match self.clock.elapsed(w[0], w[1]) {
+                        Reading::Ready(ns) => ns,
+                        _ => 0,
+                    })
+                    .collect(),
+            ),
+        };
+        let shown = c.shown.as_ref().unwrap_or(&c.resolved);
+        let base = c.iter_base;
         // Learner key -> order, to name each event's parent.
         let order_of: std::collections::HashMap<crate::schedule::Key, u32> = c
             .schedule
@@ -58,12 +68,12 @@ impl Session {
                 let info = &entry.desc.info;
                 let (resolved, stats) = match &ev.store.totals {
                     None => {
-                        let mut r = c.resolved[e as usize].clone();
+                        let mut r = shown.get(e as usize).cloned().unwrap_or_default();
                         sort_by_iteration(&mut r);
                         let stats = Stats::of(&r.durations);
                         (r, stats)
                     }
-                    Some(_) => self.merged_samples(ev, marks),
+                    Some(_) => self.merged_samples(ev, marks, base),
                 };
                 let stream =
                     super::lane_stream(&c.streams, ev.lane).filter(|_| self.device.is_some());
@@ -107,7 +117,8 @@ impl Session {
         events.sort_by_key(|e| e.order);
         Profile {
             schema: json::SCHEMA.to_owned(),
-            complete,
+            // In continuous mode, what is shown is complete once a window has closed.
+            complete: complete || c.windows_closed > 0,
             run: json::Run {
                 program: program_name(),
                 pid: std::process::id(),
@@ -128,27 +139,27 @@ impl Session {
                     .then_some(self.config.windows),
             },
             iterations: json::Iterations {
-                first: 0,
-                count: wall_ns.len() as u64,
+                count,
+                first,
                 wall_ns,
             },
             events,
-            windows: Vec::new(),
+            windows: c.windows.iter().cloned().collect(),
         }
     }
 
     /// A merged event: exact totals, and the reservoir for median and p90.
-    fn merged_samples(&self, ev: &Event, marks: &[u64]) -> (Resolved, Stats) {
-        struct Cpu<'a>(&'a [u64]);
+    fn merged_samples(&self, ev: &Event, marks: &[u64], base: u32) -> (Resolved, Stats) {
+        struct Cpu<'a>(&'a [u64], u32);
         impl IterationStarts for Cpu<'_> {
             fn cpu(&self, iter: u32) -> Option<u64> {
-                self.0.get(iter as usize).copied()
+                self.0.get(iter.checked_sub(self.1)? as usize).copied()
             }
             fn device(&self, _: u32) -> Option<u64> {
                 None
             }
-            fn cpu_marks(&self) -> &[u64] {
-                self.0
+            fn cpu_marks(&self) -> (&[u64], u32) {
+                (self.0, self.1)
             }
         }
         let mut r = Resolved::default();
@@ -158,7 +169,7 @@ impl Session {
                 None,
                 &ev.store,
                 slot,
-                &Cpu(marks),
+                &Cpu(marks, base),
                 false,
                 &mut r,
             );

@@ -17,18 +17,21 @@ use crate::schedule::{Key, Planned, MERGED};
 
 /// Where each iteration began, for one event's offsets.
 struct Starts<'a> {
+    /// `cpu[k]` is the start of iteration `base + k`.
     cpu: &'a [u64],
+    base: u32,
     stream_marks: &'a [(u32, u32, u64)],
     lane: u32,
 }
 
 impl IterationStarts for Starts<'_> {
     fn cpu(&self, iter: u32) -> Option<u64> {
-        self.cpu.get(iter as usize).copied()
+        let k = iter.checked_sub(self.base)?;
+        self.cpu.get(k as usize).copied()
     }
 
-    fn cpu_marks(&self) -> &[u64] {
-        self.cpu
+    fn cpu_marks(&self) -> (&[u64], u32) {
+        (self.cpu, self.base)
     }
 
     fn device(&self, iter: u32) -> Option<u64> {
@@ -68,13 +71,14 @@ impl Session {
             return;
         }
         c.iter_marks.push(now);
-        let completed = (c.iter_marks.len() - 1) as u32;
+        let completed = c.iter_base + (c.iter_marks.len() - 1) as u32;
         if self.learning.load(Relaxed) {
             lock(&self.learner).next_iteration();
             self.reset_calls();
             if completed >= self.config.warmup {
                 self.learning.store(false, Relaxed);
                 self.plan_after_warmup(&mut c);
+                c.window_first_iter = completed;
                 self.begin_measuring();
                 self.arm(&mut c, completed);
             }
@@ -92,8 +96,11 @@ impl Session {
         self.discover_late(&mut c);
         let total = self.total_armed_iterations(&c);
         if total > 0 && c.armed_iterations >= total {
-            self.finish(&mut c);
-            return;
+            if self.config.mode != Mode::Continuous {
+                self.finish(&mut c);
+                return;
+            }
+            self.close_window(&mut c, completed);
         }
         self.arm(&mut c, completed);
     }
@@ -477,6 +484,7 @@ impl Session {
             }
             let starts = Starts {
                 cpu: &marks,
+                base: c.iter_base,
                 stream_marks: &stream_marks,
                 lane: ev.lane,
             };
@@ -546,6 +554,9 @@ impl Session {
             return true;
         }
         let path = self.config.output_path();
+        // The final write: no background write may land after it.
+        let mut generation = lock(&self.written_generation);
+        *generation = u64::MAX;
         if let Some(profile) = c.unwritten.take() {
             // The earlier write failed: the same results, once more, without the table.
             return match crate::output::write_profile(&profile, &path) {

@@ -1,0 +1,162 @@
+//! `continuous` mode: windows close one after the other, the output keeps the last
+//! `PROF_WINDOWS`, and memory stays bounded however long the run.
+#![cfg(feature = "enable")]
+
+use profiler_core::{profiled, Config, FakeClock, Filter, Mode};
+
+#[profiled(layer = "c1")]
+fn first(clock: &FakeClock, ns: u64) {
+    clock.advance(ns);
+}
+
+#[profiled(layer = "c1")]
+fn second(clock: &FakeClock) {
+    clock.advance(10);
+}
+
+#[profiled(layer = "c2")]
+fn tiny() {
+    std::hint::black_box(3u64);
+}
+
+#[profiled(layer = "c3")]
+fn late() {}
+
+fn out_path(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "prof-continuous-{}-{name}.json",
+        std::process::id()
+    ))
+}
+
+fn read(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[test]
+fn windows_cycle_the_schedule_and_the_output_keeps_the_last_ones() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let out = out_path("cycle");
+    let config = Config {
+        filter: Filter::parse("layer=c1|layer=c3").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat: 3,
+        windows: 4,
+        out: out.display().to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    // 2 warmup iterations, then windows of 2 events x 3 iterations = 6 iterations; from
+    // iteration 20 on a third probe appears and is learned: windows of 9 iterations.
+    for i in 0..62u64 {
+        first(&clock, 100 + i); // its durations grow by 1 ns per iteration
+        second(&clock);
+        if i >= 20 {
+            late();
+        }
+        profiler_core::step();
+        assert!(!profiler_core::finished(), "continuous mode never finishes");
+    }
+    let p = profiler_core::snapshot().unwrap();
+    drop(guard);
+    let file = read(&out);
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(p.run.mode, "continuous");
+    assert_eq!(p.run.windows, Some(4));
+    assert!(p.complete);
+    // Windows: [2,8) [8,14) [14,20); `late` first runs in iteration 20 and is scheduled after
+    // the others at the step that ends it, so the window that began at 20 grows to 9
+    // iterations: [20,29) [29,38) [38,47) [47,56), and [56,62) is still open. 7 closed, the last
+    // 4 kept.
+    let index: Vec<u64> = p.windows.iter().map(|w| w.index).collect();
+    assert_eq!(index, [3, 4, 5, 6]);
+    let firsts: Vec<u64> = p.windows.iter().map(|w| w.first_iteration).collect();
+    assert_eq!(firsts, [20, 29, 38, 47]);
+    for w in &p.windows {
+        assert_eq!(w.iterations(), 9);
+        assert_eq!(w.events.len(), 3, "late() is in every window once learned");
+        for e in &w.events {
+            assert_eq!(e.samples_ns.len(), 3);
+            assert_eq!(e.stats.count, 3);
+        }
+    }
+    // `first` is measured in a window's first 3 iterations: durations 100 + i.
+    let w = &p.windows[3];
+    let first_event = p.events.iter().find(|e| e.name == "first").unwrap();
+    let in_window = w
+        .events
+        .iter()
+        .find(|e| e.order == first_event.order)
+        .unwrap();
+    assert_eq!(in_window.samples_ns, [147, 148, 149]);
+    // `events` shows the last window: its samples, iterations and offsets.
+    assert_eq!(first_event.samples_ns, [147, 148, 149]);
+    assert_eq!(first_event.sample_iters, [47, 48, 49]);
+    assert_eq!(p.iterations.count, 62);
+    assert_eq!(p.iterations.first, 47);
+    assert_eq!(p.iterations.wall_ns.len(), 9);
+    assert_eq!(p.iterations.wall_of(47), Some(110 + 47));
+    assert_eq!(p.iterations.wall_of(46), None);
+    // The file written at the end says the same.
+    assert_eq!(file["windows"].as_array().unwrap().len(), 4);
+    assert_eq!(file["iterations"]["first"], 47);
+    assert_eq!(file["run"]["mode"], "continuous");
+}
+
+/// Resident memory of this process, in bytes (Linux).
+#[cfg(target_os = "linux")]
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn memory_stays_bounded_over_a_million_iterations() {
+    let _s = serial();
+    let out = out_path("million");
+    let config = Config {
+        filter: Filter::parse("layer=c2").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat: 4,
+        windows: 8,
+        out: out.display().to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, None).unwrap();
+    let mut rss = Vec::new();
+    for i in 0..1_000_000u32 {
+        tiny();
+        tiny();
+        profiler_core::step();
+        if i % 100_000 == 99_999 {
+            rss.push(rss_bytes());
+        }
+    }
+    let p = profiler_core::snapshot().unwrap();
+    drop(guard);
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(p.iterations.count, 1_000_000);
+    assert_eq!(p.windows.len(), 8);
+    // Two events x 4 iterations: a window every 8 iterations.
+    assert_eq!(p.windows.last().unwrap().index, (1_000_000 - 2) / 8 - 1);
+    assert!(p.iterations.wall_ns.len() <= 8);
+    // Growth from 100k to 1M iterations: a few pages of allocator noise at most, where the
+    // iteration marks alone would have added 7 MB.
+    let growth = rss.last().unwrap().saturating_sub(rss[0]);
+    assert!(
+        growth < 1 << 20,
+        "resident memory grew by {growth} bytes between 100k and 1M iterations: {rss:?}"
+    );
+}
