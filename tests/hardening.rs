@@ -38,6 +38,41 @@ fn assert_refused_before_training(out: &Output, what: &str, expected: &str) {
     assert!(!err.contains("panicked"), "{what}: {err}");
 }
 
+/// Gives the child the default disposition of the signals the tests send: a test run started
+/// in the background by a non-interactive shell (`cmd &`) inherits SIGINT ignored, and an
+/// ignored signal is one the profiler rightly leaves alone.
+#[cfg(unix)]
+fn default_signals(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls (signal(2)) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Waits for `child` at most `limit`, then kills it (so that a failure never hangs the suite).
+#[cfg(unix)]
+fn wait_at_most(mut child: std::process::Child, limit: Duration, what: &str) -> Output {
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what}: still running after {limit:?}; killed. stderr:\n{}",
+                stderr(&out)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
 /// Starts a long run, waits until it is training, sends `signal`, and returns its output.
 #[cfg(unix)]
 fn interrupted(dir: &Path, signal: &str, vars: &[(&str, &str)]) -> Output {
@@ -45,6 +80,7 @@ fn interrupted(dir: &Path, signal: &str, vars: &[(&str, &str)]) -> Output {
     for (k, v) in vars {
         cmd.env(k, v);
     }
+    default_signals(&mut cmd);
     let child = cmd
         .env("PROF_REPEAT", "100000")
         .stdout(Stdio::piped())
@@ -58,14 +94,7 @@ fn interrupted(dir: &Path, signal: &str, vars: &[(&str, &str)]) -> Output {
         .status()
         .unwrap();
     assert!(status.success());
-    let sent = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        sent.elapsed() < Duration::from_secs(10),
-        "{signal}: took {:?} to stop",
-        sent.elapsed()
-    );
-    out
+    wait_at_most(child, Duration::from_secs(20), &format!("SIG{signal}"))
 }
 
 #[cfg(unix)]
@@ -115,6 +144,7 @@ fn an_ignored_signal_stays_ignored() {
             cmd.env_remove(k);
         }
     }
+    default_signals(&mut cmd);
     let mut child = cmd
         .env("PROF_WARMUP", "2")
         .env("PROF_REPEAT", "100000")
@@ -131,7 +161,7 @@ fn an_ignored_signal_stays_ignored() {
         "SIGHUP ended a nohup'd run"
     );
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = wait_at_most(child, Duration::from_secs(20), "SIGTERM after SIGHUP");
     assert!(stderr(&out).contains("SIGTERM"), "{}", stderr(&out));
     assert_eq!(read_json(&dir.join("prof.json"))["complete"], false);
 }
