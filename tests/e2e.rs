@@ -162,11 +162,12 @@ fn list_probes_prints_every_probe_and_ids_work_as_filters() {
 #[test]
 fn bad_variables_exit_2_with_a_clear_message_before_training() {
     let dir = scratch("bad");
-    let cases: [(&str, &str, &str); 11] = [
+    let cases: [(&str, &str, &str); 12] = [
         ("PROF_FILTER", "layr=mlp", "unknown key `layr`"),
         ("PROF_FILTER", "layer=nope", "--list-probes"),
         ("PROF_FILTER", "layer=mlp&", "PROF_FILTER"),
-        ("PROF_MODE", "fast", "sample, trace, off"),
+        ("PROF_MODE", "fast", "sample, trace, continuous, off"),
+        ("PROF_WINDOWS", "0", "at least 1"),
         ("PROF_WARMUP", "ten", "PROF_WARMUP at column 1"),
         ("PROF_WARMUP", "0", "PROF_WARMUP=0"),
         ("PROF_REPEAT", "0", "at least 1"),
@@ -282,4 +283,54 @@ fn cuda_variables_in_a_build_without_cuda_are_said_to_do_nothing() {
     assert_eq!(warnings.len(), 1, "{err}");
     assert!(warnings[0].contains("PROF_NVTX, PROF_KERNELS"), "{err}");
     assert!(warnings[0].contains("`cuda` feature"), "{err}");
+}
+
+#[test]
+fn continuous_mode_keeps_rewriting_the_last_windows() {
+    let dir = scratch("continuous");
+    // The filter leaves 3 events: windows of 3 x 3 = 9 iterations after 2 of warmup.
+    let out = run(
+        &dir,
+        &[
+            ("PROF_MODE", "continuous"),
+            ("PROF_WINDOWS", "5"),
+            ("PROF_FILTER", "layer=embedding"),
+        ],
+        &["--iters", "300"],
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    // Continuous mode never finishes: the example trains for all of --iters.
+    assert!(
+        stdout(&out).contains("done: 300 iterations"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        err.contains("continuous mode: first window closed after 9 iterations"),
+        "{err}"
+    );
+    let p = read_json(&dir.join("prof.json"));
+    assert_eq!(p["run"]["mode"], "continuous");
+    assert_eq!(p["run"]["windows"], 5);
+    assert_eq!(p["complete"], true);
+    assert_eq!(p["iterations"]["count"], 300);
+    let windows = p["windows"].as_array().unwrap();
+    assert_eq!(windows.len(), 5);
+    // (300 - 2) / 9 = 33 windows closed; the last 5 kept.
+    let index: Vec<u64> = windows
+        .iter()
+        .map(|w| w["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(index, [28, 29, 30, 31, 32]);
+    let last = windows.last().unwrap();
+    assert_eq!(last["first_iteration"], 2 + 32 * 9);
+    assert_eq!(p["iterations"]["first"], last["first_iteration"]);
+    for e in events(&p) {
+        for i in e["sample_iters"].as_array().unwrap() {
+            let i = i.as_u64().unwrap();
+            assert!((290..299).contains(&i), "sample from iteration {i}");
+        }
+    }
+    assert_eq!(last["events"].as_array().unwrap().len(), 3);
 }
