@@ -305,3 +305,49 @@ fn page_size() {
     assert!(html.len() < 300_000, "{} bytes", html.len());
     check_static(&html);
 }
+
+/// A continuous-mode profile (`tests/data/cli/continuous.json`, a real dlrm run with 10 windows
+/// kept; see `tests/continuous.rs`) draws its windows: one line per event and one for the
+/// iteration on the time-series chart, one table row each, and the drifted event, made by
+/// slowing `bottom_backward` by 25% in the last 3 windows, highlighted and listed.
+#[test]
+fn continuous_profile_draws_its_windows() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cli/continuous.json");
+    let steady = load_profile(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut slowed = steady.clone();
+    let order = slowed
+        .events
+        .iter()
+        .find(|e| e.name == "bottom_backward")
+        .unwrap()
+        .order;
+    let n = slowed.windows.len();
+    for w in &mut slowed.windows[n - 3..] {
+        for e in w.events.iter_mut().filter(|e| e.order == order) {
+            e.samples_ns = e.samples_ns.iter().map(|&s| s * 5 / 4).collect();
+            e.stats = Stats::of(&e.samples_ns);
+        }
+    }
+    for (name, profile, drifted) in [("steady", &steady, 0), ("slowed", &slowed, 1)] {
+        let Some(dom) = render(name, profile, None) else {
+            return;
+        };
+        assert!(dom.contains("id=\"windows\""), "{name}: no windows section");
+        let lines = profile.events.len() + 1;
+        assert_eq!(dom.matches("<g class=\"series").count(), lines, "{name}");
+        assert_eq!(
+            dom.matches("<g class=\"series drifted\"").count(),
+            drifted,
+            "{name}"
+        );
+        assert!(dom.matches("<polyline").count() >= lines, "{name}");
+        assert_eq!(dom.matches("<tr class=\"wrow").count(), lines, "{name}");
+        assert_eq!(
+            dom.matches("<tr class=\"wrow drifted\"").count(),
+            drifted,
+            "{name}"
+        );
+        assert_eq!(dom.contains(">Drifted — 1<"), drifted == 1, "{name}");
+        assert_eq!(dom.contains("\">No event drifted"), drifted == 0, "{name}");
+    }
+}

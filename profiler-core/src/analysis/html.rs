@@ -2,7 +2,13 @@
 //! Content-Security-Policy that forbids any network access) that draws a profile: the iteration
 //! times, the breakdown by phase and by layer, a sortable table of the events with the
 //! distribution of each event's samples, the average iteration as a timeline and, when a
-//! baseline is given, the comparison with it.
+//! baseline is given, the comparison with it. A `continuous`-mode profile also gets a "Windows
+//! over time" section: each event's median per kept window as a time series (one inline SVG
+//! chart, every event relative to its median over the baseline windows, the drifted events in
+//! colour and listed, the others grey, the iteration dashed), and a sortable table with each
+//! event's series, first and last median, and the drift comparison ([`drift::windows`](super::drift::windows), the
+//! statistics of `prof diff`). Its iteration chart shows the last window's iterations, numbered
+//! from `iterations.first`.
 //!
 //! The numbers come from [`report::build`] and [`diff::diff`], exactly as `prof report` and
 //! `prof diff` print them; the page adds only each event's median start offset (for the
@@ -142,10 +148,13 @@ struct Groups {
 
 #[derive(Serialize)]
 struct IterationData {
-    /// Every `stride`-th wall time.
+    /// Every `stride`-th wall time; `wall_ns[0]` is iteration `first`.
     wall_ns: Vec<u64>,
     stride: usize,
-    /// `sample` mode: `[first, last, label]` iteration of each event's armed iterations.
+    /// `iterations.first`: 0, except in `continuous` mode (the last window's iterations).
+    first: u64,
+    /// `sample` and `continuous` modes: `[first, last, label]` iteration of each event's armed
+    /// iterations.
     armed: Vec<(u32, u32, String)>,
 }
 
@@ -225,7 +234,7 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
     }
 
     let (wall_ns, stride) = thin(&profile.iterations.wall_ns, MAX_ITERATIONS);
-    let armed = if profile.run.mode == "sample" {
+    let armed = if matches!(profile.run.mode.as_str(), "sample" | "continuous") {
         profile
             .events
             .iter()
@@ -254,6 +263,7 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
         iterations: IterationData {
             wall_ns,
             stride,
+            first: profile.iterations.first,
             armed,
         },
         baseline: baseline.map(RunInfo::of),

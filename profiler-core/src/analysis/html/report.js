@@ -190,7 +190,7 @@
       tile('Events', fmtNum(events.length), events.filter(function (e) { return e.noisy; }).length + ' noisy (CV > ' + fmtPct(rep.cv_threshold, 0) + ')'),
       tile('Timer floor', fmtNs(rep.timer_floor_ns === undefined ? run.timer_floor_ns : rep.timer_floor_ns), 'included in every sample'),
       p ? tile('Perturbation', fmtRatio(p.ratio), 'armed median ' + fmtNs(p.armed_median_ns) + ' vs warmup ' + fmtNs(p.warmup_median_ns) + (p.flagged ? ' — measuring slows the loop' : ''), p.flagged ? 'warn' : null)
-        : tile('Perturbation', '–', 'not enough iterations to tell')
+        : tile('Perturbation', '–', run.mode === 'continuous' ? 'unknown: a continuous-mode file keeps only the last window\'s iterations, not the warmup' : 'not enough iterations to tell')
     ];
     card.appendChild(el('div', { 'class': 'tiles' }, tiles));
     var holder = el('div', { style: { marginTop: '14px' } });
@@ -201,6 +201,8 @@
   function iterationChart(holder) {
     var walls = arr(D.iterations && D.iterations.wall_ns);
     var stride = num(D.iterations && D.iterations.stride) || 1;
+    // walls[i] is iteration first + i * stride (first > 0 in continuous mode: the last window).
+    var first = num(D.iterations && D.iterations.first) || 0;
     if (!walls.length) { holder.appendChild(el('p', { 'class': 'empty', text: 'No iteration completed.' })); return; }
     var warm = num(run.warmup) || 0;
     var armed = arr(D.iterations && D.iterations.armed);
@@ -217,13 +219,13 @@
       axis.appendChild(sv('text', { x: ml - 6, y: y(t) + 4, 'text-anchor': 'end', 'class': 'muted', text: fmtNs(t) }));
     });
     g.appendChild(grid);
-    var warmIdx = Math.min(n, Math.ceil(warm / stride));
+    var warmIdx = Math.min(n, Math.max(0, Math.ceil((warm - first) / stride)));
     if (warmIdx > 0) {
       g.appendChild(sv('rect', { x: ml, y: mt, width: Math.max(2, x(warmIdx - 0.5) - ml), height: H - mt - mb, fill: '#fff8c5' }, tip('warmup: nothing measured')));
     }
     var pts = sv('g');
     walls.forEach(function (v, i) {
-      var iter = i * stride;
+      var iter = first + i * stride;
       var clipped = v > yMax;
       var who = '';
       for (var k = 0; k < armed.length; k++) {
@@ -236,15 +238,188 @@
     if (num(it.median_ns) !== null) {
       g.appendChild(sv('line', { x1: ml, x2: W - mr, y1: y(it.median_ns), y2: y(it.median_ns), stroke: '#1f2328', 'stroke-dasharray': '4 3' }, tip('median ' + fmtNs(it.median_ns))));
     }
-    niceTicks(0, (n - 1) * stride, 8).forEach(function (t) {
-      var xi = x(t / stride);
+    niceTicks(first, first + (n - 1) * stride, 8).forEach(function (t) {
+      var xi = x((t - first) / stride);
       axis.appendChild(sv('line', { x1: xi, x2: xi, y1: H - mb, y2: H - mb + 4 }));
       axis.appendChild(sv('text', { x: xi, y: H - mb + 16, 'text-anchor': 'middle', 'class': 'muted', text: String(Math.round(t)) }));
     });
     axis.appendChild(sv('line', { x1: ml, x2: W - mr, y1: H - mb, y2: H - mb }));
     g.appendChild(axis);
     holder.appendChild(g);
-    holder.appendChild(el('p', { 'class': 'note', text: 'Wall time of every iteration (x: iteration index' + (stride > 1 ? ', every ' + stride + 'th shown' : '') + '). Shaded: warmup. Dashed: median of the measured iterations. Red dots at the top are clipped outliers. Hover a dot for its time' + (armed.length ? ' and the event armed in it.' : '.') }));
+    holder.appendChild(el('p', { 'class': 'note', text: 'Wall time of every iteration' + (first > 0 ? ' of the last completed window (from iteration ' + first + ')' : '') + ' (x: iteration index' + (stride > 1 ? ', every ' + stride + 'th shown' : '') + ').' + (warmIdx > 0 ? ' Shaded: warmup.' : '') + ' Dashed: median of the measured iterations. Red dots at the top are clipped outliers. Hover a dot for its time' + (armed.length ? ' and the event armed in it.' : '.') }));
+  }
+
+  // ---- windows (continuous mode) ---------------------------------------------------------
+  function isDrifted(s) { return !!s && (s.drift === 'slower' || s.drift === 'faster'); }
+  function driftClass(s) { return s.drift === 'slower' ? 'slower' : s.drift === 'faster' ? 'faster' : 'neutral'; }
+  function isIteration(s) { return s.order === null || s.order === undefined; }
+  function seriesLabel(s) { return isIteration(s) ? 'iteration' : eventLabel(s); }
+  // The value a series is drawn relative to: the median of its medians in the baseline windows
+  // (in all its windows when there is no baseline).
+  function seriesReference(s, w) {
+    var idx = arr(w.indices), b = w.baseline;
+    var xs = arr(s.medians_ns).filter(function (v, k) {
+      return num(v) !== null && (!b || (idx[k] >= b.first && idx[k] <= b.last));
+    });
+    var m = quantile(sortedNums(xs), 0.5);
+    return m !== null && m > 0 ? m : null;
+  }
+  function driftColor(s) { var c = driftClass(s); return c === 'slower' ? '#cf222e' : c === 'faster' ? '#1a7f37' : '#57606a'; }
+  // Polylines through the known points of `vals` (a gap where a value is unknown), in `parent`.
+  function seriesLines(parent, vals, x, y, attrs, dotR) {
+    var pts = [];
+    function flush() {
+      if (pts.length > 1) {
+        var a = { points: pts.join(' ') };
+        Object.keys(attrs).forEach(function (k) { a[k] = attrs[k]; });
+        parent.appendChild(sv('polyline', a));
+      } else if (pts.length === 1) {
+        var xy = pts[0].split(',');
+        parent.appendChild(sv('circle', { cx: xy[0], cy: xy[1], r: dotR, fill: attrs.stroke, 'fill-opacity': attrs['stroke-opacity'] }));
+      }
+      pts = [];
+    }
+    vals.forEach(function (v, k) {
+      if (v === null) { flush(); } else { pts.push(x(k).toFixed(1) + ',' + y(v).toFixed(1)); }
+    });
+    flush();
+  }
+  // One series in its own units, for the table.
+  function windowSpark(s, w) {
+    var W = 130, H = 22, pad = 3;
+    var vals = arr(s.medians_ns).map(num), known = sortedNums(vals);
+    var g = sv('svg', { 'class': 'wspark', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, 'aria-hidden': 'true' });
+    if (!known.length) { return g; }
+    var lo = known[0], hi = known[known.length - 1], least = 0.1 * quantile(known, 0.5);
+    if (hi - lo < least) { var mid = (lo + hi) / 2; lo = mid - least / 2; hi = mid + least / 2; }
+    var x = function (k) { return pad + (W - 2 * pad) * (vals.length <= 1 ? 0.5 : k / (vals.length - 1)); };
+    var y = function (v) { return hi > lo ? pad + (H - 2 * pad) * (1 - (v - lo) / (hi - lo)) : H / 2; };
+    var k0 = w.recent ? arr(w.indices).indexOf(w.recent.first) : -1;
+    if (k0 >= 0) { g.appendChild(sv('rect', { x: x(k0) - 2, y: 0, width: Math.max(2, W - x(k0) + 2), height: H, fill: '#fff8c5' })); }
+    seriesLines(g, vals, x, y, { fill: 'none', stroke: driftColor(s), 'stroke-width': 1.5, 'stroke-opacity': 1 }, 1.8);
+    return g;
+  }
+  // Every series relative to its reference on one chart: drifted events in colour, on top; the
+  // iteration dashed; the others grey. Returns the colour of each drifted event.
+  function windowChart(holder, w, all) {
+    var idx = arr(w.indices), K = idx.length;
+    var W = containerWidth(holder, 1300), H = 260, ml = 62, mr = 12, mt = 10, mb = 30;
+    var lines = all.map(function (s) {
+      var ref = seriesReference(s, w);
+      return { s: s, rel: arr(s.medians_ns).map(function (v) { return ref !== null && num(v) !== null ? v / ref : null; }) };
+    });
+    var lo = 0.9, hi = 1.1;
+    lines.forEach(function (l) { l.rel.forEach(function (v) { if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }); });
+    lo = Math.max(lo, 0.25); hi = Math.min(hi, 4);
+    var pad = (hi - lo) * 0.05; lo -= pad; hi += pad;
+    var x = function (k) { return ml + (W - ml - mr) * (K <= 1 ? 0.5 : k / (K - 1)); };
+    var y = function (v) { return mt + (H - mt - mb) * (1 - (Math.min(hi, Math.max(lo, v)) - lo) / (hi - lo)); };
+    var g = sv('svg', { 'class': 'wchart', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'median per window of each event' });
+    var grid = sv('g', { 'class': 'grid' }), axis = sv('g', { 'class': 'axis' });
+    var half = K <= 1 ? (W - ml - mr) / 2 : (x(1) - x(0)) / 2;
+    [[w.baseline, '#ddf4ff', 'baseline'], [w.recent, '#fff8c5', 'recent']].forEach(function (b) {
+      if (!b[0]) { return; }
+      var k0 = idx.indexOf(b[0].first), k1 = idx.indexOf(b[0].last);
+      if (k0 < 0 || k1 < 0) { return; }
+      var x0 = Math.max(ml, x(k0) - half), x1 = Math.min(W - mr, x(k1) + half);
+      g.appendChild(sv('rect', { 'class': 'span ' + b[2], x: x0, y: mt, width: Math.max(2, x1 - x0), height: H - mt - mb, fill: b[1] },
+        tip(b[2] + ' windows ' + b[0].first + (b[0].last !== b[0].first ? '–' + b[0].last : ''))));
+    });
+    niceTicks(lo, hi, 5).forEach(function (t) {
+      grid.appendChild(sv('line', { x1: ml, x2: W - mr, y1: y(t), y2: y(t) }));
+      axis.appendChild(sv('text', { x: ml - 6, y: y(t) + 4, 'text-anchor': 'end', 'class': 'muted', text: (t >= 1 ? '+' : '') + fmtPct(t - 1, 0) }));
+    });
+    g.appendChild(grid);
+    g.appendChild(sv('line', { x1: ml, x2: W - mr, y1: y(1), y2: y(1), stroke: '#8c959f' }));
+    var every = Math.max(1, Math.ceil(K / 12));
+    idx.forEach(function (ix, k) {
+      if (k % every !== 0 && k !== K - 1) { return; }
+      axis.appendChild(sv('line', { x1: x(k), x2: x(k), y1: H - mb, y2: H - mb + 4 }));
+      axis.appendChild(sv('text', { x: x(k), y: H - mb + 16, 'text-anchor': 'middle', 'class': 'muted', text: String(ix) }));
+    });
+    axis.appendChild(sv('line', { x1: ml, x2: W - mr, y1: H - mb, y2: H - mb }));
+    g.appendChild(axis);
+    var rank = function (l) { return isDrifted(l.s) ? 2 : isIteration(l.s) ? 1 : 0; };
+    var colorOf = {}, c = 0;
+    lines.slice().sort(function (a, b) { return rank(a) - rank(b); }).forEach(function (l) {
+      var s = l.s, drifted = isDrifted(s), iter = isIteration(s);
+      var col = drifted ? PALETTE[c++ % PALETTE.length] : iter ? '#1f2328' : '#8c959f';
+      if (drifted) { colorOf[evKey(s)] = col; }
+      var grp = sv('g', { 'class': 'series' + (drifted ? ' drifted' : '') + (iter ? ' iteration' : ''), 'data-drift': String(s.drift) });
+      grp.appendChild(tip(seriesLabel(s) + (drifted ? ' — ' + String(s.drift).toUpperCase() : '') + '\n' +
+        arr(s.medians_ns).map(function (v, k) { return 'window ' + idx[k] + ': ' + fmtNs(v); }).join('\n')));
+      seriesLines(grp, l.rel, x, y, { fill: 'none', stroke: col, 'stroke-width': drifted ? 2.5 : iter ? 2 : 1, 'stroke-opacity': drifted || iter ? 1 : 0.35, 'stroke-dasharray': iter ? '5 3' : null }, drifted ? 3 : 2);
+      g.appendChild(grp);
+    });
+    holder.appendChild(g);
+    return colorOf;
+  }
+  function renderWindows() {
+    var w = rep.windows;
+    if (!w) { return; }
+    var card = el('section', { 'class': 'card', id: 'windows' }, el('h2', { text: 'Windows over time' }));
+    root.appendChild(card);
+    var series = arr(w.events), iterS = w.iteration || { medians_ns: [], drift: 'unknown' };
+    var drifted = series.filter(isDrifted);
+    var span = function (b) { return b ? (b.first === b.last ? 'window ' + b.first : 'windows ' + b.first + '–' + b.last) : '–'; };
+    var ic = iterS.comparison;
+    card.appendChild(el('div', { 'class': 'tiles' }, [
+      tile('Windows kept', fmtNum(w.kept) + ' of ' + fmtNum(w.closed), 'closed so far' + (num(w.cap) !== null ? ' · PROF_WINDOWS=' + w.cap : '')),
+      tile('Window length', fmtNum(w.iterations_per_window), 'iterations (each event measured in ' + fmtNum(run.repeat) + ')'),
+      tile('Compared', w.baseline ? span(w.recent) : '–', w.baseline ? 'recent, against baseline ' + span(w.baseline) : (w.note || 'not enough windows')),
+      tile('Drifted events', w.baseline ? fmtNum(drifted.length) : '–', w.baseline ? 'of ' + series.length + ', by the statistics of prof diff' : 'needs 2 windows or more', drifted.length ? 'bad' : null),
+      tile('Iteration', iterS.drift && iterS.drift !== 'unknown' ? verdictText(iterS.drift) : '–', ic ? 'recent / baseline ' + fmtRatio(ic.ratio) + ', CI ' + fmtCi(ic.ci_low, ic.ci_high) : 'median wall time per window', iterS.drift === 'slower' ? 'bad' : iterS.drift === 'faster' ? 'good' : null)
+    ]));
+    var holder = el('div', { style: { marginTop: '14px' } });
+    card.appendChild(holder);
+    var colorOf = {};
+    guarded('windows chart', function () { colorOf = windowChart(holder, w, [iterS].concat(series)); });
+    holder.appendChild(el('p', { 'class': 'note', text: 'Each event\'s median per window (x: window index), relative to its median over the baseline windows (shaded blue; the recent windows are shaded yellow). Dashed: the iteration. In colour: the events whose recent windows drifted from the baseline, by the statistics of prof diff (threshold ±' + fmtPct(w.threshold, 0) + ', α ' + w.alpha + ', Holm-adjusted); grey: the others. Hover a line for its values.' }));
+    if (drifted.length) {
+      card.appendChild(el('h3', { text: 'Drifted — ' + drifted.length }));
+      card.appendChild(el('ul', { 'class': 'chips drifted' }, drifted.map(function (s) {
+        var c = s.comparison || {};
+        return el('li', { title: String(s.id) }, [
+          el('span', { 'class': 'dot', style: { background: colorOf[evKey(s)] || '#8c959f' } }),
+          el('span', { 'class': 'verdict ' + driftClass(s), text: String(s.drift) }),
+          ' ' + eventLabel(s) + (s.layer ? ' (' + s.layer + ')' : '') + ': recent / baseline ' + fmtRatio(c.ratio) + ', CI ' + fmtCi(c.ci_low, c.ci_high)
+        ]);
+      })));
+    } else if (w.baseline) {
+      card.appendChild(el('p', { 'class': 'sub', style: { marginTop: '12px' }, text: 'No event drifted: every event\'s recent windows are within the noise of its baseline.' }));
+    }
+    var cols = [
+      { key: 'order', label: '#', asc: true, get: function (s) { return num(s.order); }, cell: function (s) { return isIteration(s) ? '–' : fmtNum(s.order); } },
+      { key: 'name', label: 'Event', left: true, get: function (s) { return seriesLabel(s); }, cell: function (s, td) { td.className += ' name'; td.title = String(s.id); return seriesLabel(s); } },
+      { key: 'layer', label: 'Layer', left: true, clip: true, get: function (s) { return keyOf(s.layer); }, cell: function (s) { return keyOf(s.layer); } },
+      { key: 'phase', label: 'Phase', left: true, clip: true, get: function (s) { return keyOf(s.phase); }, cell: function (s) { return keyOf(s.phase); } },
+      { key: 'series', label: 'Median per window', title: 'median of each window kept, oldest first (recent windows shaded)', get: function (s) { return num(s.change); }, cell: function (s, td) { td.appendChild(windowSpark(s, w)); return null; } },
+      { key: 'first', label: 'First', title: 'median in the first window where it was measured', get: function (s) { return num(s.first_median_ns); }, cell: function (s) { return fmtNs(s.first_median_ns); } },
+      { key: 'last', label: 'Last', title: 'median in the last window where it was measured', get: function (s) { return num(s.last_median_ns); }, cell: function (s) { return fmtNs(s.last_median_ns); } },
+      { key: 'change', label: 'Change', title: 'last / first - 1', get: function (s) { return num(s.change); }, cell: function (s) { var v = num(s.change); return v === null ? '–' : (v > 0 ? '+' : '') + fmtPct(v); } },
+      { key: 'ratio', label: 'Recent / baseline', title: 'median of the recent windows\' samples over that of the baseline windows\' samples', get: function (s) { return num(s.comparison && s.comparison.ratio); }, cell: function (s, td) { td.className += ' ratio ' + driftClass(s); return s.comparison ? fmtRatio(s.comparison.ratio) : '–'; } },
+      { key: 'ci', label: 'CI', title: 'confidence interval of the ratio, as prof diff computes it', get: function (s) { return num(s.comparison && s.comparison.ci_low); }, cell: function (s) { return s.comparison ? fmtCi(s.comparison.ci_low, s.comparison.ci_high) : '–'; } },
+      { key: 'p', label: 'p (adj.)', title: 'p-value adjusted for multiple comparisons', get: function (s) { return num(s.comparison && s.comparison.p_adjusted); }, cell: function (s) { return s.comparison ? fmtP(s.comparison.p_adjusted) : '–'; } },
+      { key: 'drift', label: 'Drift', left: true, get: function (s) { return (isDrifted(s) ? '0' : '1') + String(s.drift); }, cell: function (s, td) { td.appendChild(el('span', { 'class': 'verdict ' + driftClass(s), text: String(s.drift) })); return null; } }
+    ];
+    var t = sortableTable(cols, [iterS].concat(series), {
+      defaultCol: 'order',
+      text: function (s) { return [seriesLabel(s), s.id, keyOf(s.layer), keyOf(s.phase), s.drift].join(' '); },
+      row: function (s, tbody) {
+        var tr = el('tr', { 'class': 'wrow' + (isDrifted(s) ? ' drifted' : '') });
+        cols.forEach(function (c) {
+          var td = el('td', { 'class': (c.left ? 'l' : '') + (c.clip ? ' clip' : ''), title: c.clip ? c.get(s) : null });
+          var v = c.cell(s, td);
+          if (v !== null && v !== undefined) { td.appendChild(document.createTextNode(String(v))); }
+          tr.appendChild(td);
+        });
+        tbody.appendChild(tr);
+      }
+    });
+    var search = el('input', { type: 'search', placeholder: 'Filter by name, layer, phase, drift…', 'aria-label': 'filter windows' });
+    search.addEventListener('input', function () { t.setFilter(search.value); });
+    card.appendChild(el('div', { 'class': 'toolbar', style: { marginTop: '12px' } }, [search, el('span', { 'class': 'note', text: 'Click a header to sort (Drift: drifted events first).' })]));
+    card.appendChild(el('div', { 'class': 'tablewrap' }, t.node));
   }
 
   // ---- breakdown -------------------------------------------------------------------------
@@ -662,6 +837,7 @@
   function guarded(name, f) { try { f(); } catch (e) { fail(name, e); } }
   guarded('header', renderHeader);
   guarded('overview', renderOverview);
+  guarded('windows', renderWindows);
   guarded('breakdown', renderBreakdown);
   guarded('timeline', renderTimeline);
   guarded('events', renderEvents);
