@@ -48,7 +48,7 @@
 //!   total); ties keep execution order. Groups are always sorted by descending total.
 //! - **Windows** (`continuous` mode): each event's median per kept window, and whether its recent
 //!   windows drifted from the earlier ones, by the statistics of `prof diff`; see
-//!   [`drift`](crate::analysis::drift) for the split and the verdicts.
+//!   [`drift`] for the split and the verdicts.
 //!
 //! # Formats
 //!

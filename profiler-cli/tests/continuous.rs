@@ -1,0 +1,247 @@
+//! `prof` on `continuous`-mode profiles. The fixture, `tests/data/cli/continuous.json`, is a real
+//! run of the dlrm example: `PROF_MODE=continuous PROF_WARMUP=5 PROF_REPEAT=5 PROF_WINDOWS=10
+//! dlrm --iters 2000` (15 windows of 125 iterations closed, the last 10 kept; the run ended 120
+//! iterations into the 16th). Its events are steady; the tests make a drift by slowing one
+//! event's samples in the last windows of a copy.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use profiler_core::analysis::load_profile;
+use profiler_core::{Profile, Stats};
+use serde_json::Value;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cli/continuous.json")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("prof-continuous-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn prof(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_prof"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}: {stderr}", out.status);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// The fixture with the samples of the event named `name` times `factor` in the last `last`
+/// windows (their statistics recomputed).
+pub fn slowed(mut profile: Profile, name: &str, factor: f64, last: usize) -> Profile {
+    let order = profile
+        .events
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap()
+        .order;
+    let n = profile.windows.len();
+    for w in &mut profile.windows[n - last..] {
+        for e in w.events.iter_mut().filter(|e| e.order == order) {
+            e.samples_ns = e
+                .samples_ns
+                .iter()
+                .map(|&s| (s as f64 * factor).round() as u64)
+                .collect();
+            e.stats = Stats::of(&e.samples_ns);
+        }
+    }
+    profile
+}
+
+fn write(dir: &Path, name: &str, profile: &Profile) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec(profile).unwrap()).unwrap();
+    path
+}
+
+/// The windows section of a table: from its `windows:` line to the end.
+fn section(table: &str) -> Vec<&str> {
+    let start = table
+        .find("\nwindows: ")
+        .unwrap_or_else(|| panic!("no windows section:\n{table}"));
+    table[start + 1..].lines().collect()
+}
+
+#[test]
+fn report_shows_a_steady_run_window_by_window() {
+    let table = ok(&prof(&["report", p(&fixture())]));
+    assert!(
+        table.starts_with(
+            "dlrm: continuous mode, 2000 iterations (5 warmup); the last window's 125 \
+             iterations (from iteration 1755) and 25 events below"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains("perturbation: unknown (continuous mode"),
+        "{table}"
+    );
+    let lines = section(&table);
+    assert_eq!(
+        lines[0],
+        "windows: 10 kept of 15 closed (PROF_WINDOWS=10), 125 iterations each; drift: recent \
+         windows 13-14 (2) against baseline windows 5-9 (5), by prof diff's statistics \
+         (threshold 2.0%, alpha 0.05)"
+    );
+    // Header, the iteration, 25 events, the closing line.
+    assert_eq!(lines.len(), 1 + 1 + 1 + 25 + 1, "{table}");
+    assert!(lines[2].contains("iteration"), "{}", lines[2]);
+    for row in &lines[2..27] {
+        let spark = row.chars().filter(|c| ('▁'..='█').contains(c)).count();
+        assert_eq!(spark, 10, "{row}");
+    }
+    assert_eq!(lines[28], "no event drifted (25 events compared)");
+}
+
+#[test]
+fn report_flags_an_event_whose_recent_windows_are_slower() {
+    let dir = scratch("slowed");
+    let slow = slowed(load_profile(fixture()).unwrap(), "bottom_backward", 1.25, 3);
+    let file = write(&dir, "slowed.json", &slow);
+    let table = ok(&prof(&["report", p(&file)]));
+    let lines = section(&table);
+    let row = lines
+        .iter()
+        .find(|l| l.contains("bottom_backward"))
+        .unwrap();
+    assert!(row.contains("SLOWER +2"), "{row}");
+    assert!(row.contains("(95% CI +"), "{row}");
+    assert!(row.trim_end().ends_with("%)"), "{row}");
+    assert_eq!(
+        *lines.last().unwrap(),
+        "! drifted: bottom_mlp/bwd bottom_backward (slower) (1 of 25 events)"
+    );
+
+    let json: Value =
+        serde_json::from_str(&ok(&prof(&["report", p(&file), "--format", "json"]))).unwrap();
+    let w = &json["windows"];
+    assert_eq!(
+        (w["kept"].as_u64(), w["closed"].as_u64()),
+        (Some(10), Some(15))
+    );
+    let events = w["events"].as_array().unwrap();
+    assert_eq!(events.len(), 25);
+    let drifted: Vec<&str> = events
+        .iter()
+        .filter(|e| e["drift"] != "stable")
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(drifted, ["bottom_backward"]);
+    let bb = events
+        .iter()
+        .find(|e| e["name"] == "bottom_backward")
+        .unwrap();
+    assert_eq!(bb["drift"], "slower");
+    assert_eq!(bb["comparison"]["verdict"], "regressed");
+    assert_eq!(bb["medians_ns"].as_array().unwrap().len(), 10);
+
+    let csv = ok(&prof(&["report", p(&file), "--format", "csv"]));
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let drift = header.iter().position(|h| *h == "drift").unwrap();
+    let bb_row: Vec<&str> = csv
+        .lines()
+        .find(|l| l.starts_with("event,") && l.contains(",bottom_backward,"))
+        .unwrap()
+        .split(',')
+        .collect();
+    assert_eq!(bb_row[drift], "slower");
+    assert_eq!(
+        csv.lines().filter(|l| l.starts_with("window,")).count(),
+        26 * 10
+    );
+
+    let md = ok(&prof(&["report", p(&file), "--format", "markdown"]));
+    assert!(md.contains("**windows: 10 kept of 15 closed"), "{md}");
+    assert!(md.contains("SLOWER +2"), "{md}");
+}
+
+/// Every other command reads a continuous-mode file: its events are the last window's samples.
+#[test]
+fn every_command_reads_a_continuous_profile() {
+    let dir = scratch("commands");
+    let file = fixture();
+    let trace = dir.join("trace.json");
+    ok(&prof(&["trace", p(&file), "-o", p(&trace)]));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let step = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "ProfilerStep#0")
+        .unwrap();
+    assert_eq!(step["args"]["measured_iterations"], 125);
+    let diff = ok(&prof(&["diff", p(&file), p(&file)]));
+    assert!(diff.contains("no regression"), "{diff}");
+    let batch = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cli/batch32.json");
+    ok(&prof(&["diff", p(&batch), p(&file)]));
+    ok(&prof(&["merge", p(&file), p(&file)]));
+    ok(&prof(&["scale", p(&batch), p(&file), "--param", "run=1,2"]));
+    let html = dir.join("report.html");
+    ok(&prof(&["html", p(&file), "-o", p(&html)]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("\"windows\":{"),
+        "no windows in the page's data"
+    );
+}
+
+/// A change made to a profile's JSON.
+type Edit = Box<dyn Fn(&mut Value)>;
+
+#[test]
+fn continuous_profiles_that_do_not_add_up_are_refused() {
+    let dir = scratch("refused");
+    let base: Value = serde_json::from_slice(&std::fs::read(fixture()).unwrap()).unwrap();
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "order.json",
+            Box::new(|v| v["windows"][3]["index"] = 2.into()),
+            "windows[3] has index 2, not above the previous window's 7",
+        ),
+        (
+            "unknown.json",
+            Box::new(|v| v["windows"][0]["events"][4]["order"] = 99.into()),
+            "windows[0] (index 5): events[4] has order 99, but no event has that order",
+        ),
+        (
+            "twice.json",
+            Box::new(|v| v["windows"][0]["events"][4]["order"] = 3.into()),
+            "windows[0] (index 5): order 3 is listed twice",
+        ),
+        (
+            "count.json",
+            Box::new(|v| v["windows"][9]["events"][0]["stats"]["count"] = 6.into()),
+            "the event of order 0 has stats.count 6 but 5 samples_ns",
+        ),
+        (
+            "iterations.json",
+            Box::new(|v| v["iterations"]["first"] = 1900.into()),
+            "iterations.count is 2000 but iterations.first + the number of wall_ns is 1900 + 125",
+        ),
+    ];
+    for (name, edit, message) in cases {
+        let mut v = base.clone();
+        edit(&mut v);
+        let path = dir.join(name);
+        std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+        let out = prof(&["report", p(&path)]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.starts_with("error:"), "{name}: {err}");
+        assert!(err.contains(message), "{name}: {err}");
+    }
+}
