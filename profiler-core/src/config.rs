@@ -586,7 +586,16 @@ mod tests {
     #[test]
     fn bad_mode_exit_and_out() {
         let e = config(&[("PROF_MODE", "samples")]).unwrap_err();
-        assert!(e.to_string().contains("sample, trace, off"), "{e}");
+        assert!(
+            e.to_string().contains("sample, trace, continuous, off"),
+            "{e}"
+        );
+        let c = config(&[("PROF_MODE", "continuous"), ("PROF_WINDOWS", "7")]).unwrap();
+        assert_eq!((c.mode, c.windows), (Mode::Continuous, 7));
+        let e = config(&[("PROF_MODE", "continuous"), ("PROF_WARMUP", "0")]).unwrap_err();
+        assert!(e.to_string().contains("continuous mode"), "{e}");
+        let e = config(&[("PROF_WINDOWS", "0")]).unwrap_err();
+        assert_eq!(e.var, "PROF_WINDOWS");
         let e = config(&[("PROF_EXIT", "yes")]).unwrap_err();
         assert_eq!(e.var, "PROF_EXIT");
         let e = config(&[("PROF_OUT", "prof-%x.json")]).unwrap_err();

@@ -52,6 +52,9 @@ pub(crate) struct Learner {
     streams: Vec<Stream>,
     /// Runs per (entry, lane) in the current iteration, for runs on a stream.
     lane_calls: HashMap<(usize, u32), u32>,
+    /// `trace` mode without warmup: the runs of iteration 0, timed while learning:
+    /// (key, start mark, stop mark).
+    pub first_runs: Vec<(Key, u64, u64)>,
 }
 
 impl Learner {
@@ -64,6 +67,7 @@ impl Learner {
             seen: HashMap::new(),
             streams: Vec::new(),
             lane_calls: HashMap::new(),
+            first_runs: Vec::new(),
         }
     }
 

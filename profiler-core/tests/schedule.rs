@@ -189,6 +189,75 @@ fn trace_mode_measures_every_event_every_active_iteration() {
     assert_eq!(p.run.mode, "trace");
 }
 
+#[profiled(layer = "s2b")]
+fn traced_from_the_start(ns: u64) {
+    clock().advance(ns);
+}
+
+#[profiled(layer = "s2b")]
+fn outer_from_the_start() {
+    clock().advance(5);
+    traced_from_the_start(1);
+}
+
+#[test]
+fn trace_mode_without_warmup_measures_the_first_iteration_too() {
+    let _s = serial();
+    let _g = start("s2b", "layer=s2b", Mode::Trace, 0, 3);
+    let mut steps = 0;
+    while !profiler_core::finished() {
+        traced_from_the_start(10);
+        traced_from_the_start(20);
+        outer_from_the_start();
+        profiler_core::step();
+        steps += 1;
+        assert!(steps <= 50);
+    }
+    // PROF_WARMUP + PROF_REPEAT iterations, the first one measured.
+    assert_eq!(steps, 3);
+    let p = snapshot();
+    for (occ, dur) in [(0, 10), (1, 20), (2, 1)] {
+        let e = event(&p, "traced_from_the_start", occ);
+        assert_eq!(e.samples_ns, [dur; 3], "occurrence {occ}");
+        assert_eq!(e.sample_iters, [0, 1, 2]);
+    }
+    let outer = event(&p, "outer_from_the_start", 0);
+    assert_eq!(outer.samples_ns, [6; 3]);
+    // What the first iteration learned holds: the nested run's parent.
+    let inner = event(&p, "traced_from_the_start", 2);
+    assert_eq!(inner.parent, Some(outer.order));
+    assert!(p.complete);
+}
+
+#[profiled(layer = "s2c")]
+fn one_shot(ns: u64) {
+    clock().advance(ns);
+}
+
+#[test]
+fn a_one_shot_program_in_trace_mode_gets_its_run_measured() {
+    let _s = serial();
+    // No step() at all: the guard's end measures what ran.
+    let g = start("s2c-none", "layer=s2c", Mode::Trace, 0, 1);
+    one_shot(42);
+    let path = out_path("s2c-none");
+    drop(g);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let p: Profile = serde_json::from_str(&text).unwrap();
+    assert_eq!(event(&p, "one_shot", 0).samples_ns, [42]);
+    assert_eq!(event(&p, "one_shot", 0).sample_iters, [0]);
+    // One step(): PROF_REPEAT=1 is complete at once.
+    let g = start("s2c-one", "layer=s2c", Mode::Trace, 0, 1);
+    one_shot(43);
+    profiler_core::step();
+    assert!(profiler_core::finished());
+    drop(g);
+    let p: Profile =
+        serde_json::from_str(&std::fs::read_to_string(out_path("s2c-one")).unwrap()).unwrap();
+    assert!(p.complete);
+    assert_eq!(event(&p, "one_shot", 0).samples_ns, [43]);
+}
+
 #[profiled(layer = "s3")]
 fn always() {
     clock().advance(7);

@@ -27,6 +27,9 @@ use crate::record::{Resolved, Store};
 use crate::registry::registry;
 use crate::schedule::{Key, Learner};
 
+/// The `slot` of a learning run that is also timed (`trace` mode without warmup).
+const CAPTURE: u32 = u32::MAX;
+
 /// A scheduled event and its storage.
 #[derive(Debug)]
 pub(crate) struct Event {
@@ -121,6 +124,9 @@ pub struct Session {
     cur_slot: AtomicU32,
     cur_iter: AtomicU32,
     learning: AtomicBool,
+    /// `trace` mode with no warmup: iteration 0 both learns the events and is measured (its
+    /// runs are timed on the learning path and stored when the events are made).
+    measure_first: bool,
     done: AtomicBool,
     /// Median of an empty measurement: what every sample includes besides the code measured.
     floor_ns: u64,
@@ -193,7 +199,8 @@ impl Session {
                 .collect()
         };
         let capacity = config.max_events as usize + selected.len();
-        let learning = config.mode != Mode::Off && config.warmup > 0;
+        let measure_first = config.mode == Mode::Trace && config.warmup == 0;
+        let learning = config.mode != Mode::Off && (config.warmup > 0 || measure_first);
         let control = Control {
             iter_marks: vec![clock.mark()],
             late: if learning {
@@ -235,6 +242,7 @@ impl Session {
             cur_slot: AtomicU32::new(0),
             cur_iter: AtomicU32::new(0),
             learning: AtomicBool::new(learning),
+            measure_first,
             done: AtomicBool::new(false),
             control: Mutex::new(control),
             written_generation: Mutex::new(0),
@@ -366,7 +374,13 @@ impl Session {
                 return None;
             }
             OPEN.with(|open| open.borrow_mut().push(key));
-            return Some(Armed::bare(self, LEARNING, hooks));
+            let mut armed = Armed::bare(self, LEARNING, hooks);
+            if self.measure_first && lane == 0 {
+                // Timed, after the learning work, as an armed run would be.
+                armed.slot = CAPTURE;
+                armed.start = self.clock.mark();
+            }
+            return Some(armed);
         }
         let route = stream.and_then(|s| desc.route(s));
         let event = match route {
@@ -449,9 +463,13 @@ impl Session {
     /// A run ends without a sample: warmup's nesting, a discarded guard, or hooks only.
     pub(crate) fn discard_run(&self, armed: &Armed) {
         if armed.event == LEARNING {
-            OPEN.with(|open| {
-                open.borrow_mut().pop();
-            });
+            let stop = (armed.slot == CAPTURE).then(|| self.clock.mark());
+            let key = OPEN.with(|open| open.borrow_mut().pop());
+            if let (Some(stop), Some(key)) = (stop, key) {
+                lock(&self.learner)
+                    .first_runs
+                    .push((key, armed.start, stop));
+            }
         }
         if let (Some(device), true) = (&self.device, armed.dstart != NO_MARK) {
             device.release(armed.dstart);

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering::{Relaxed, Release};
 
 use super::{lane_stream, lock, Control, Event, Session};
 use crate::config::Mode;
-use crate::device::Stream;
+use crate::device::{Stream, NO_MARK};
 use crate::probe::{Route, Routes, ARMED, NONE, OFF};
 use crate::record::{
     resolve_slot, IterationStarts, Outcome, Resolved, Store, DEVICE_SAMPLE_BYTES, RESERVOIR,
@@ -80,6 +80,15 @@ impl Session {
                 self.plan_after_warmup(&mut c);
                 c.window_first_iter = completed;
                 self.begin_measuring();
+                if self.measure_first {
+                    self.absorb_first_runs(&mut c);
+                    let total = self.total_armed_iterations(&c);
+                    if total > 0 && c.armed_iterations >= total {
+                        self.resolve(&mut c, false);
+                        self.finish(&mut c);
+                        return;
+                    }
+                }
                 self.arm(&mut c, completed);
             }
             return;
@@ -103,6 +112,35 @@ impl Session {
             self.close_window(&mut c, completed);
         }
         self.arm(&mut c, completed);
+    }
+
+    /// `trace` mode without warmup: the runs timed while iteration 0 was learned become the
+    /// events' first samples (slot 0), and iteration 0 counts as the first active one.
+    fn absorb_first_runs(&self, c: &mut Control) {
+        let runs = std::mem::take(&mut lock(&self.learner).first_runs);
+        let mut by_key: HashMap<Key, u32> = HashMap::new();
+        for &e in &c.schedule {
+            if let Some(ev) = self.events[e as usize].get() {
+                by_key.insert((ev.entry, ev.lane, ev.occurrence), e);
+            }
+        }
+        for ((entry, lane, occurrence), start, stop) in runs {
+            let Some(&e) = by_key
+                .get(&(entry, lane, occurrence))
+                .or_else(|| by_key.get(&(entry, lane, MERGED)))
+            else {
+                continue;
+            };
+            let Some(ev) = self.events[e as usize].get() else {
+                continue;
+            };
+            ev.store
+                .record(0, 0, (start, stop), (NO_MARK, NO_MARK), self.linear);
+            if ev.store.totals.is_none() {
+                c.pending.push((e, 0, 0));
+            }
+        }
+        c.armed_iterations = 1;
     }
 
     fn total_armed_iterations(&self, c: &Control) -> u64 {
@@ -607,6 +645,12 @@ impl Session {
         }
         for &entry in &self.selected {
             self.desc(entry).state.store(OFF, Relaxed);
+        }
+        if self.measure_first && self.learning.swap(false, Relaxed) {
+            // A program that never called step(): what its one iteration ran is measured.
+            lock(&self.learner).next_iteration();
+            self.plan_after_warmup(&mut c);
+            self.absorb_first_runs(&mut c);
         }
         let complete = c.finished;
         self.end_measuring(&mut c);
