@@ -155,6 +155,14 @@ fn a_change_at_the_noise_level_is_not_flagged() {
         let w = windows(&p, &DiffOptions::default()).unwrap();
         assert_eq!(w.drifted().count(), 0, "seed {seed}");
     }
+    // A 1% change on a quiet machine is real (significant) but below prof diff's 2% threshold:
+    // "within noise", not drifted.
+    let p = continuous(&model(), 20, 12, 12, 0.01, &[("top_backward", 1.01, 9)], 1);
+    let w = windows(&p, &DiffOptions::default()).unwrap();
+    let s = of(&w, "top_backward");
+    assert_eq!(s.comparison.as_ref().unwrap().verdict, Verdict::WithinNoise);
+    assert_eq!(s.drift, DriftStatus::Stable);
+    assert_eq!(w.drifted().count(), 0);
 }
 
 #[test]
