@@ -6,26 +6,32 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// The example binary that `cargo test` built next to this test.
-pub fn dlrm() -> PathBuf {
+/// The example binary that `cargo test` built next to this test (built now, with `features`,
+/// if it is missing).
+pub fn example(name: &str, features: &[&str]) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().unwrap().parent().unwrap();
     let path = profile_dir
         .join("examples")
-        .join(format!("dlrm{}", std::env::consts::EXE_SUFFIX));
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if !path.exists() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--example", "dlrm"]);
+        cmd.args(["build", "--example", name]);
+        for feature in features {
+            cmd.args(["--features", feature]);
+        }
         if profile_dir.ends_with("release") {
             cmd.arg("--release");
         }
-        assert!(
-            cmd.status().unwrap().success(),
-            "building the example failed"
-        );
+        assert!(cmd.status().unwrap().success(), "building {name} failed");
     }
     path
+}
+
+/// The `dlrm` example.
+pub fn dlrm() -> PathBuf {
+    example("dlrm", &[])
 }
 
 /// A fresh directory for one test's output.
