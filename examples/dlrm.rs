@@ -79,13 +79,15 @@ const TUNED_BATCH: usize = 128;
 const REPORT_EVERY: usize = 200;
 
 const USAGE: &str = "\
-usage: dlrm [--iters N] [--batch N] [--seed N] [--slow LAYER] [--list-probes[=json]]
+usage: dlrm [--iters N] [--batch N] [--seed N] [--slow LAYER [--slow-from N]] [--list-probes[=json]]
   --iters N   train for at most N iterations (default 3000); a profiling run
               stops earlier, as soon as its schedule is complete
   --batch N   samples per iteration (default 128)
   --seed N    seed of the synthetic data and of the initial weights (default 42)
   --slow L    make layer L's backward pass slower on purpose (bottom_mlp or top_mlp),
-              with extra work that leaves the results alone: a regression for `prof diff`";
+              with extra work that leaves the results alone: a regression for `prof diff`
+  --slow-from N  only from iteration N on (default 1): a regression in the middle of a
+              run, for the drift that `prof report` flags in PROF_MODE=continuous";
 
 // ---------------------------------------------------------------------------------------------
 // Random numbers and synthetic data
@@ -799,6 +801,7 @@ struct Args {
     batch: usize,
     seed: u64,
     slow: Option<SlowLayer>,
+    slow_from: usize,
 }
 
 impl Args {
@@ -809,6 +812,7 @@ impl Args {
             batch: 128,
             seed: 42,
             slow: None,
+            slow_from: 1,
         };
         while let Some(arg) = args.next() {
             // The profiler acts on `--list-probes` before `main`'s body runs; in a build without
@@ -826,6 +830,7 @@ impl Args {
                 "--iters" => parsed.iters = number(&flag, value())?,
                 "--batch" => parsed.batch = number(&flag, value())?,
                 "--seed" => parsed.seed = number(&flag, value())?,
+                "--slow-from" => parsed.slow_from = number(&flag, value())?,
                 "--slow" => {
                     parsed.slow = match value().as_deref() {
                         Some("bottom_mlp") => Some(SlowLayer::BottomMlp),
@@ -873,7 +878,6 @@ fn main() {
     let mut rng = Rng(args.seed);
     let teacher = Teacher::new(&mut rng);
     let mut model = Dlrm::new(args.batch, &mut rng);
-    model.slow = args.slow;
     let mut batch = Batch::default();
 
     let start = Instant::now();
@@ -881,6 +885,9 @@ fn main() {
     // Mean loss over the iterations since the last report, and the last reported mean.
     let (mut window_sum, mut window_len, mut reported) = (0.0f64, 0usize, f64::NAN);
     for iter in 1..=args.iters {
+        if iter == args.slow_from {
+            model.slow = args.slow;
+        }
         teacher.fill(&mut rng, args.batch, &mut batch);
         let loss = model.train_step(&batch);
         iterations = iter;
