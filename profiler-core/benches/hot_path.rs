@@ -139,3 +139,54 @@ fn h_unarmed_stream_probe(b: Bencher) {
     let _session = start("name=bench_armed", 1);
     b.bench(|| stream_site(black_box(7)));
 }
+
+fn iteration_site(x: u64) -> u64 {
+    let _p = probe!("bench_iteration", layer = "bench_iteration");
+    bare(x)
+}
+
+/// One training iteration of the benches below: a probe site run 25 times (25 events, as in
+/// the dlrm example), then `step()`.
+fn one_iteration() {
+    for i in 0..25 {
+        iteration_site(black_box(i));
+    }
+    profiler_core::step();
+}
+
+/// 9. Baseline of 10: the same iteration with profiling done (nothing selected, nothing armed:
+/// what `PROF_MODE=off` leaves).
+#[divan::bench]
+fn i_iteration_not_profiled(b: Bencher) {
+    let _session = start("name=bench_armed", 1);
+    armed_site(1);
+    profiler_core::step();
+    while !profiler_core::finished() {
+        profiler_core::step();
+    }
+    b.bench(one_iteration);
+}
+
+/// 10. The iteration in `continuous` mode, everything included: 24 unarmed runs, the armed one,
+/// `step()` (resolving the sample, arming the next event) and, every 25 x 50 iterations, the
+/// closing of a window (and a background write at most once a second).
+#[divan::bench]
+fn j_iteration_continuous(b: Bencher) {
+    let config = Config {
+        filter: Filter::parse("name=bench_iteration").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat: 50,
+        out: std::env::temp_dir()
+            .join("profiler-core-bench-continuous.json")
+            .display()
+            .to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let _session = profiler_core::init_with(config, None).expect("bench session");
+    for _ in 0..3 {
+        one_iteration();
+    }
+    b.bench(one_iteration);
+}
