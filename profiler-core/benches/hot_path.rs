@@ -154,8 +154,8 @@ fn one_iteration() {
     profiler_core::step();
 }
 
-/// 9. Baseline of 10: the same iteration with profiling done (nothing selected, nothing armed:
-/// what `PROF_MODE=off` leaves).
+/// 9. Baseline of case 10: the same iteration with profiling done (nothing selected, nothing
+/// armed: what `PROF_MODE=off` leaves).
 #[divan::bench]
 fn i_iteration_not_profiled(b: Bencher) {
     let _session = start("name=bench_armed", 1);
