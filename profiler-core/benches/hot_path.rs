@@ -154,8 +154,8 @@ fn one_iteration() {
     profiler_core::step();
 }
 
-/// 9. Baseline of case 10: the same iteration with profiling done (nothing selected, nothing
-/// armed: what `PROF_MODE=off` leaves).
+/// Case 9, the baseline of case 10: the same iteration with profiling done (nothing selected,
+/// nothing armed: what `PROF_MODE=off` leaves).
 #[divan::bench]
 fn i_iteration_not_profiled(b: Bencher) {
     let _session = start("name=bench_armed", 1);
@@ -167,9 +167,9 @@ fn i_iteration_not_profiled(b: Bencher) {
     b.bench(one_iteration);
 }
 
-/// 10. The iteration in `continuous` mode, everything included: 24 unarmed runs, the armed one,
-/// `step()` (resolving the sample, arming the next event) and, every 25 x 50 iterations, the
-/// closing of a window (and a background write at most once a second).
+/// Case 10: the iteration in `continuous` mode, everything included: 24 unarmed runs, the armed
+/// one, `step()` (resolving the sample, arming the next event) and, every 25 x 50 iterations,
+/// the closing of a window (and a background write at most once a second).
 #[divan::bench]
 fn j_iteration_continuous(b: Bencher) {
     let config = Config {
