@@ -46,7 +46,6 @@ impl Drop for InitGuard {
 /// filter, every probe is selected).
 pub fn list(filter: Option<&Filter>) -> Vec<ProbeInfo> {
     registry()
-        .entries
         .iter()
         .map(|e| e.info(filter.is_none_or(|f| e.selected_by(f))))
         .collect()
@@ -167,7 +166,7 @@ pub fn start(
         Some(clock) => ActiveClock::Custom(clock),
         None => ActiveClock::Cpu(CpuClock::new()),
     };
-    if registry().entries.is_empty() {
+    if registry().is_empty() {
         eprintln!(
             "profiler-core: warning: profiling is compiled in but no probe is registered: \
              annotate functions with #[profiled] or add probe!() points"
@@ -177,7 +176,7 @@ pub fn start(
     let session = Session::new(config, clock, device);
     if session.selected_count() == 0 {
         let filter = session.config().filter.source().to_owned();
-        let total = registry().entries.len();
+        let total = registry().len();
         return Err(ConfigError::new(
             "PROF_FILTER",
             format!(

@@ -61,3 +61,34 @@ pub fn init() -> InitGuard {
 pub fn probes() -> Vec<crate::ProbeInfo> {
     Vec::new()
 }
+
+/// A probe whose name is known only at run time; does nothing in this build (a zero-sized type
+/// with the methods of the enabled build's).
+#[derive(Clone, Copy, Debug)]
+pub struct RuntimeProbe(());
+
+impl RuntimeProbe {
+    /// Registers nothing in this build.
+    #[inline(always)]
+    pub fn new(_name: &str, _layer: Option<&str>, _phase: Option<&str>) -> RuntimeProbe {
+        RuntimeProbe(())
+    }
+
+    /// An inert guard.
+    #[inline(always)]
+    pub fn enter(&self) -> ProbeGuard {
+        ProbeGuard::inert()
+    }
+
+    /// Calls `f`.
+    #[inline(always)]
+    pub fn measure<T>(&self, f: impl FnOnce() -> T) -> T {
+        f()
+    }
+
+    /// No name is kept in this build.
+    #[inline(always)]
+    pub fn name(&self) -> &'static str {
+        ""
+    }
+}

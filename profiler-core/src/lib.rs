@@ -107,6 +107,8 @@ mod record;
 #[cfg(feature = "enable")]
 mod registry;
 #[cfg(feature = "enable")]
+mod runtime;
+#[cfg(feature = "enable")]
 mod schedule;
 #[cfg(feature = "enable")]
 mod session;
@@ -129,6 +131,7 @@ mod enabled_api {
     };
     pub use crate::filter::{Filter, FilterError, Key};
     pub use crate::probe::ProbeGuard;
+    pub use crate::runtime::RuntimeProbe;
 
     /// Marks the end of one training iteration. Cheap once the schedule is complete (an atomic
     /// load and a branch).
@@ -230,7 +233,6 @@ pub mod __private {
     #[cfg(feature = "enable")]
     pub fn run_counter(name: &str) -> Option<&'static std::sync::atomic::AtomicU32> {
         crate::registry::registry()
-            .entries
             .iter()
             .find(|e| e.desc.info().name == name)
             .map(|e| &e.desc.calls)

@@ -48,14 +48,21 @@ pub enum Kind {
     Fn,
     /// A `probe!` point.
     Probe,
+    /// A probe registered at run time ([`RuntimeProbe`](crate::RuntimeProbe)).
+    Runtime,
+    /// A `tracing` span, through the bridge (feature `tracing`).
+    Span,
 }
 
 impl Kind {
-    /// The name used in `prof.json`, the listing and `PROF_FILTER` (`fn` or `probe`).
+    /// The name used in `prof.json`, the listing and `PROF_FILTER` (`fn`, `probe`, `runtime` or
+    /// `span`).
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Fn => "fn",
             Kind::Probe => "probe",
+            Kind::Runtime => "runtime",
+            Kind::Span => "span",
         }
     }
 }

@@ -1,14 +1,14 @@
 //! The registry: every descriptor the annotations submitted, with its id, read once at start-up.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use crate::filter::{Filter, Key};
 use crate::info::ProbeInfo;
 use crate::probe::{Descriptor, Kind, Registration};
 
 /// One registered descriptor and its start-up facts.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Entry {
     pub desc: &'static Descriptor,
     pub id: String,
@@ -51,10 +51,14 @@ impl Entry {
     }
 }
 
-/// All descriptors, in file and line order, with unique ids.
+/// All descriptors: the annotations' in file and line order, then those registered at run time
+/// (runtime probes, `tracing` spans) in the order they came; each with a unique id. Entries are
+/// only ever appended, so an entry's index (kept in its descriptor) never changes.
 #[derive(Debug)]
 pub(crate) struct Registry {
-    pub entries: Vec<Entry>,
+    entries: boxcar::Vec<Entry>,
+    /// How many times each base id is used, for `.2`, `.3`, ... (registration only).
+    ids: Mutex<HashMap<String, u32>>,
 }
 
 impl Registry {
@@ -68,25 +72,61 @@ impl Registry {
             (a.file, a.line, a.name).cmp(&(b.file, b.line, b.name))
         });
         descs.dedup_by(|a, b| std::ptr::eq(*a, *b));
-        let mut seen: HashMap<String, u32> = HashMap::new();
-        let entries: Vec<Entry> = descs
-            .into_iter()
-            .map(|desc| {
-                let base = base_id(desc);
-                let n = seen.entry(base.clone()).or_insert(0);
-                *n += 1;
-                let id = if *n == 1 { base } else { format!("{base}.{n}") };
-                Entry { desc, id }
-            })
-            .collect();
-        for (i, e) in entries.iter().enumerate() {
-            // Each descriptor knows its position, so that the probe path never searches.
-            e.desc
-                .index
-                .store(i as u32, std::sync::atomic::Ordering::Relaxed);
+        let registry = Registry {
+            entries: boxcar::Vec::new(),
+            ids: Mutex::new(HashMap::new()),
+        };
+        {
+            let mut ids = lock(&registry.ids);
+            for desc in descs {
+                registry.push(&mut ids, desc);
+            }
         }
-        Registry { entries }
+        registry
     }
+
+    /// Appends `desc` with a unique id; returns its index. `ids` is the held registration lock.
+    fn push(&self, ids: &mut HashMap<String, u32>, desc: &'static Descriptor) -> usize {
+        let base = base_id(desc);
+        let n = ids.entry(base.clone()).or_insert(0);
+        *n += 1;
+        let id = if *n == 1 { base } else { format!("{base}.{n}") };
+        let index = self.entries.push(Entry { desc, id });
+        // Each descriptor knows its position, so that the probe path never searches.
+        desc.index
+            .store(index as u32, std::sync::atomic::Ordering::Relaxed);
+        index
+    }
+
+    /// Registers a descriptor made at run time; returns its index.
+    pub fn add(&self, desc: &'static Descriptor) -> usize {
+        let mut ids = lock(&self.ids);
+        self.push(&mut ids, desc)
+    }
+
+    /// The entry at `index` (every index a descriptor holds is one).
+    pub fn entry(&self, index: usize) -> &Entry {
+        &self.entries[index]
+    }
+
+    /// Every entry, in index order.
+    pub fn iter(&self) -> impl Iterator<Item = &Entry> + '_ {
+        self.entries.iter().map(|(_, e)| e)
+    }
+
+    /// How many entries there are.
+    pub fn len(&self) -> usize {
+        self.entries.count()
+    }
+
+    /// Whether nothing is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The registry, built on first use.
@@ -97,15 +137,20 @@ pub(crate) fn registry() -> &'static Registry {
 
 fn base_id(desc: &Descriptor) -> String {
     let info = &desc.info;
-    let function = function_path((info.anchor)());
-    let function = if function.is_empty() {
-        format!("{}::{}", info.module, info.name)
-    } else {
-        function
+    let function = || {
+        let path = function_path((info.anchor)());
+        if path.is_empty() {
+            format!("{}::{}", info.module, info.name)
+        } else {
+            path
+        }
     };
     match info.kind {
-        Kind::Fn => function,
-        Kind::Probe => format!("{function}::{}", info.name),
+        Kind::Fn => function(),
+        Kind::Probe => format!("{}::{}", function(), info.name),
+        // A name known at run time is its own id; a span's is its target and name.
+        Kind::Runtime => info.name.to_owned(),
+        Kind::Span => format!("{}::{}", info.module, info.name),
     }
 }
 

@@ -76,7 +76,8 @@ fn samples_of_worker_threads_belong_to_the_iteration_they_started_in() {
             }
         }
     }
-    assert!(checked > 1000, "only {checked} samples");
+    // Thousands on an idle machine; far fewer when the 8 workers starve the main thread.
+    assert!(checked > 100, "only {checked} samples");
     assert!(
         beyond.is_empty(),
         "{} of {checked} samples start after the end of their iteration: {:?}",

@@ -27,6 +27,9 @@ use crate::record::{Resolved, Store};
 use crate::registry::registry;
 use crate::schedule::{Key, Learner};
 
+/// Events kept free for the merged events of probes registered while a session runs.
+const RUNTIME_RESERVE: usize = 1024;
+
 /// The `slot` of a learning run that is also timed (`trace` mode without warmup).
 const CAPTURE: u32 = u32::MAX;
 
@@ -46,6 +49,9 @@ pub(crate) struct Event {
 /// Cold-path state, behind one lock.
 #[derive(Debug, Default)]
 struct Control {
+    /// The registry indices of the probes the filter selects (runtime probes join as they are
+    /// registered).
+    selected: Vec<usize>,
     /// `iter_marks[i]` is the mark at which iteration `iter_base + i` began; one more than
     /// completed.
     iter_marks: Vec<u64>,
@@ -118,7 +124,6 @@ pub struct Session {
     /// Kernel activity is being gathered (`PROF_KERNELS=1`, while measuring).
     kernels_on: AtomicBool,
     linear: bool,
-    selected: Vec<usize>,
     events: Box<[OnceLock<Event>]>,
     armed_event: AtomicU32,
     cur_slot: AtomicU32,
@@ -188,20 +193,23 @@ impl Session {
         device: Option<Box<dyn Device>>,
     ) -> Session {
         let reg = registry();
-        for entry in &reg.entries {
+        for entry in reg.iter() {
             entry.desc.reset();
         }
         let selected: Vec<usize> = if config.mode == Mode::Off {
             Vec::new()
         } else {
-            (0..reg.entries.len())
-                .filter(|&i| reg.entries[i].selected_by(&config.filter))
+            (0..reg.len())
+                .filter(|&i| reg.entry(i).selected_by(&config.filter))
                 .collect()
         };
-        let capacity = config.max_events as usize + selected.len();
+        // One merged event per selected probe and lane beyond the bound, and room for probes
+        // registered while the session runs.
+        let capacity = config.max_events as usize + selected.len() + RUNTIME_RESERVE;
         let measure_first = config.mode == Mode::Trace && config.warmup == 0;
         let learning = config.mode != Mode::Off && (config.warmup > 0 || measure_first);
         let control = Control {
+            selected: selected.clone(),
             iter_marks: vec![clock.mark()],
             late: if learning {
                 Vec::new()
@@ -213,7 +221,6 @@ impl Session {
         let nvtx = match &device {
             Some(device) if config.nvtx && config.mode != Mode::Off => {
                 let ranges: Vec<crate::device::RangeInfo> = reg
-                    .entries
                     .iter()
                     .map(|e| crate::device::RangeInfo {
                         name: e.desc.info.name.to_owned(),
@@ -236,7 +243,6 @@ impl Session {
             learner: Mutex::new(Learner::new(config.max_events)),
             config,
             clock,
-            selected,
             events: (0..capacity).map(|_| OnceLock::new()).collect(),
             armed_event: AtomicU32::new(NONE),
             cur_slot: AtomicU32::new(0),
@@ -258,11 +264,11 @@ impl Session {
 
     /// How many registered probes the filter selected.
     pub fn selected_count(&self) -> usize {
-        self.selected.len()
+        lock(&self.control).selected.len()
     }
 
     fn desc(&self, entry: usize) -> &'static Descriptor {
-        registry().entries[entry].desc
+        registry().entry(entry).desc
     }
 
     /// Whether runs that name a stream are timed on a device.
@@ -294,9 +300,31 @@ impl Session {
         }
     }
 
+    /// A probe was registered at run time (`registry` index `entry`): if the filter selects it,
+    /// it joins this session, learned with the others during warmup, or scheduled after them
+    /// (as a probe first seen late) after warmup.
+    pub(crate) fn adopt(&self, entry: usize) {
+        if self.config.mode == Mode::Off || self.is_done() {
+            return;
+        }
+        let e = registry().entry(entry);
+        if !e.selected_by(&self.config.filter) {
+            return;
+        }
+        let mut c = lock(&self.control);
+        if c.finished || c.written || c.selected.contains(&entry) {
+            return;
+        }
+        c.selected.push(entry);
+        if !self.learning.load(Relaxed) {
+            c.late.push(entry);
+        }
+        e.desc.state.store(LEARN, Release);
+    }
+
     /// Puts every selected probe in learning state.
     fn arm_initial(&self) {
-        for &entry in &self.selected {
+        for &entry in &lock(&self.control).selected {
             self.desc(entry).state.store(LEARN, Release);
         }
     }

@@ -64,7 +64,7 @@ impl Session {
             .iter()
             .filter_map(|&e| {
                 let ev = self.events[e as usize].get()?;
-                let entry = &reg.entries[ev.entry];
+                let entry = reg.entry(ev.entry);
                 let info = &entry.desc.info;
                 let (resolved, stats) = match &ev.store.totals {
                     None => {

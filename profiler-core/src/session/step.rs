@@ -74,7 +74,7 @@ impl Session {
         let completed = c.iter_base + (c.iter_marks.len() - 1) as u32;
         if self.learning.load(Relaxed) {
             lock(&self.learner).next_iteration();
-            self.reset_calls();
+            self.reset_calls(&c);
             if completed >= self.config.warmup {
                 self.learning.store(false, Relaxed);
                 self.plan_after_warmup(&mut c);
@@ -153,8 +153,8 @@ impl Session {
         }
     }
 
-    fn reset_calls(&self) {
-        for &entry in &self.selected {
+    fn reset_calls(&self, c: &Control) {
+        for &entry in &c.selected {
             let desc = self.desc(entry);
             desc.calls.store(0, Relaxed);
             if let Some(routes) = desc_routes(desc) {
@@ -341,7 +341,7 @@ impl Session {
                 .map_or(u32::MAX, |ev| ev.order)
         });
         c.schedule = schedule;
-        c.late = self
+        c.late = c
             .selected
             .iter()
             .copied()
@@ -357,7 +357,7 @@ impl Session {
             eprintln!(
                 "profiler-core: warning: none of the {} selected probes ran during the {} warmup \
                  iterations; events will be scheduled as they first appear",
-                self.selected.len(),
+                c.selected.len(),
                 self.config.warmup
             );
         }
@@ -415,7 +415,7 @@ impl Session {
 
     /// Arms what iteration `iter` measures.
     fn arm(&self, c: &mut Control, iter: u32) {
-        self.reset_calls();
+        self.reset_calls(c);
         c.armed.clear();
         if c.schedule.is_empty() {
             return;
@@ -567,7 +567,7 @@ impl Session {
         c.finished = true;
         self.done.store(true, Relaxed);
         self.end_measuring(c);
-        for &entry in &self.selected {
+        for &entry in &c.selected {
             self.desc(entry).state.store(OFF, Relaxed);
         }
         c.armed.clear();
@@ -643,7 +643,7 @@ impl Session {
         if mark_done {
             self.done.store(true, Relaxed);
         }
-        for &entry in &self.selected {
+        for &entry in &c.selected {
             self.desc(entry).state.store(OFF, Relaxed);
         }
         if self.measure_first && self.learning.swap(false, Relaxed) {

@@ -1,0 +1,133 @@
+//! Probes whose names are known only at run time: registered before, during and after warmup,
+//! listed and selected like the annotations, measured with the same schedule.
+#![cfg(feature = "enable")]
+
+use profiler_core::{Config, FakeClock, Filter, Mode, Profile, RuntimeProbe};
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn start(clock: &FakeClock, filter: &str, mode: Mode, name: &str) -> profiler_core::InitGuard {
+    let config = Config {
+        filter: Filter::parse(filter).unwrap(),
+        mode,
+        warmup: 2,
+        repeat: 3,
+        out: std::env::temp_dir()
+            .join(format!("prof-runtime-{}-{name}.json", std::process::id()))
+            .display()
+            .to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap()
+}
+
+fn samples(p: &Profile, name: &str) -> Vec<u64> {
+    p.events
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no event {name}"))
+        .samples_ns
+        .clone()
+}
+
+#[test]
+fn runtime_probes_are_listed_selected_and_measured_like_annotations() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let layers: Vec<RuntimeProbe> = (0..3)
+        .map(|i| RuntimeProbe::new(&format!("layers.{i}"), Some("block"), Some("fwd")))
+        .collect();
+    // Registering again gives the same probe.
+    let again = RuntimeProbe::new("layers.1", Some("block"), Some("fwd"));
+    let listed = profiler_core::probes();
+    let runtime: Vec<_> = listed.iter().filter(|p| p.kind == "runtime").collect();
+    assert!(runtime
+        .iter()
+        .any(|p| p.id == "layers.0" && p.name == "layers.0"));
+    assert_eq!(
+        runtime.iter().filter(|p| p.name == "layers.1").count(),
+        1,
+        "{runtime:?}"
+    );
+    let _g = start(&clock, "kind=runtime&layer=block", Mode::Sample, "listed");
+    let mut steps = 0;
+    while !profiler_core::finished() {
+        for (i, layer) in layers.iter().enumerate() {
+            layer.measure(|| clock.advance(10 * (i as u64 + 1)));
+        }
+        again.measure(|| clock.advance(5)); // the second run of layers.1: occurrence 1
+        profiler_core::step();
+        steps += 1;
+        assert!(steps < 100);
+    }
+    let p = profiler_core::snapshot().unwrap();
+    // 4 events x 3 repeats after 2 warmup iterations.
+    assert_eq!(steps, 2 + 4 * 3);
+    assert_eq!(samples(&p, "layers.0"), [10; 3]);
+    assert_eq!(samples(&p, "layers.2"), [30; 3]);
+    let l1: Vec<_> = p.events.iter().filter(|e| e.name == "layers.1").collect();
+    assert_eq!(l1.len(), 2);
+    assert_eq!(
+        (l1[0].samples_ns.clone(), l1[1].samples_ns.clone()),
+        (vec![20; 3], vec![5; 3])
+    );
+    assert!(p
+        .events
+        .iter()
+        .all(|e| e.kind == "runtime" && e.module == "runtime"));
+}
+
+#[test]
+fn probes_registered_during_and_after_warmup_join_the_running_session() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let early = RuntimeProbe::new("stage.early", Some("late_test"), None);
+    let _g = start(&clock, "layer=late_test", Mode::Trace, "joining");
+    let mut during = None;
+    let mut after = None;
+    for i in 0..6 {
+        early.measure(|| clock.advance(1));
+        if i == 1 {
+            // During warmup (iterations 0 and 1): learned with the others.
+            during = Some(RuntimeProbe::new("stage.during", Some("late_test"), None));
+        }
+        if i == 3 {
+            // After warmup: scheduled after the others, like a probe first seen late.
+            after = Some(RuntimeProbe::new("stage.after", Some("late_test"), None));
+        }
+        if let Some(p) = during {
+            p.measure(|| clock.advance(2));
+        }
+        if let Some(p) = after {
+            p.measure(|| clock.advance(3));
+        }
+        // A probe the filter does not select stays out.
+        RuntimeProbe::new("stage.other", Some("elsewhere"), None).measure(|| clock.advance(4));
+        profiler_core::step();
+    }
+    let p = profiler_core::snapshot().unwrap();
+    assert_eq!(samples(&p, "stage.early"), [1; 3]);
+    assert_eq!(samples(&p, "stage.during"), [2; 3]);
+    let after_event = p.events.iter().find(|e| e.name == "stage.after").unwrap();
+    assert!(!after_event.samples_ns.is_empty());
+    assert!(after_event.samples_ns.iter().all(|&d| d == 3));
+    assert!(p.events.iter().all(|e| e.name != "stage.other"));
+    let order = |name: &str| p.events.iter().find(|e| e.name == name).unwrap().order;
+    assert!(order("stage.after") > order("stage.during"));
+}
+
+#[test]
+fn names_are_made_filter_safe() {
+    let probe = RuntimeProbe::new("layers 3/attn?", None, Some("f w d"));
+    assert_eq!(probe.name(), "layers_3/attn_");
+    let info = profiler_core::probes()
+        .into_iter()
+        .find(|p| p.name == "layers_3/attn_")
+        .unwrap();
+    assert_eq!(info.phase, Some("f_w_d"));
+    assert_eq!(RuntimeProbe::new("", None, None).name(), "_");
+}
