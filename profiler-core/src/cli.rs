@@ -166,15 +166,20 @@ pub fn start(
         Some(clock) => ActiveClock::Custom(clock),
         None => ActiveClock::Cpu(CpuClock::new()),
     };
+    let session = Session::new(config, clock, device);
+    // Probes registered at run time (`RuntimeProbe`, `tracing` spans) come later: a filter that
+    // asks for them by kind is not judged on the annotations alone.
+    let waits_for_runtime = {
+        let source = session.config().filter.source();
+        source.contains("kind=runtime") || source.contains("kind=span")
+    };
     if registry().is_empty() {
         eprintln!(
-            "profiler-core: warning: profiling is compiled in but no probe is registered: \
-             annotate functions with #[profiled] or add probe!() points"
+            "profiler-core: warning: no probe is registered yet: annotate functions with \
+             #[profiled], add probe!() points, or register probes at run time (RuntimeProbe, \
+             the tracing bridge), which are picked up as they come"
         );
-        return Ok(InitGuard::inert());
-    }
-    let session = Session::new(config, clock, device);
-    if session.selected_count() == 0 {
+    } else if session.selected_count() == 0 && !waits_for_runtime {
         let filter = session.config().filter.source().to_owned();
         let total = registry().len();
         return Err(ConfigError::new(
@@ -182,12 +187,16 @@ pub fn start(
             format!(
                 "error: PROF_FILTER={} selects none of the {total} probes\n  = help: run \
                  the program with --list-probes (and the same PROF_FILTER) to see every probe \
-                 and what the filter selects",
+                 and what the filter selects; to select probes registered at run time \
+                 (RuntimeProbe, tracing spans) by name, add kind=runtime or kind=span",
                 crate::config::shorten(&filter, 200)
             ),
         ));
     }
     let session = session::install(session);
+    // Spans registered before the session knew the filter are judged again.
+    #[cfg(feature = "tracing")]
+    tracing_core::callsite::rebuild_interest_cache();
     #[cfg(unix)]
     crate::signals::install();
     Ok(InitGuard {

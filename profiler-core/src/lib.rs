@@ -100,6 +100,8 @@ mod output;
 pub use output::json::{Event, Gpu, Iterations, Kernel, Kernels, Profile, Run, Stats, SCHEMA};
 #[cfg(feature = "analysis")]
 pub use output::{check_target, write_atomic};
+#[cfg(feature = "tracing")]
+mod bridge;
 #[cfg(feature = "enable")]
 mod probe;
 #[cfg(feature = "enable")]
@@ -120,6 +122,8 @@ pub use enabled_api::*;
 
 #[cfg(feature = "enable")]
 mod enabled_api {
+    #[cfg(feature = "tracing")]
+    pub use crate::bridge::TracingBridge;
     pub use crate::cli::InitGuard;
     pub use crate::clock::{Clock, CpuClock, FakeClock, Reading, SimDevice};
     pub use crate::config::{Config, ConfigError, Mode};

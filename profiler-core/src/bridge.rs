@@ -1,0 +1,226 @@
+//! The `tracing` bridge (feature `tracing`): every span of code instrumented with `tracing`
+//! (candle, candle-transformers, your own) becomes a probe, with the schedule of the
+//! annotations: learned in warmup, one event measured per iteration, occurrences, trace mode.
+//!
+//! [`TracingBridge`] is a `tracing` subscriber of its own rather than a layer over
+//! `tracing-subscriber`'s registry: it keeps no per-span data at all (a span's id is its probe's
+//! descriptor), so a selected span that is not armed costs a few loads and branches, where the
+//! registry alone allocates a slot per span. The price: it does not compose with other layers
+//! (install it for profiling runs; keep your `fmt` subscriber for the others).
+//!
+//! Which spans: a span's probe has kind `span`, name = the span's name, module = its target,
+//! file and line from its metadata, and layer and phase from the span's fields named `layer` and
+//! `phase` (strings), so `PROF_FILTER='kind=span&layer=mlp'` works as for annotations. A span
+//! the filter cannot select (judged by name, target, file and kind when it has no `layer` or
+//! `phase` field) gets `Interest::never`: it costs what tracing costs with no subscriber. Events
+//! (`tracing::info!` and the like) are never enabled.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tracing_core::field::{Field, Visit};
+use tracing_core::span::{Attributes, Id, Record};
+use tracing_core::subscriber::{Interest, Subscriber};
+use tracing_core::{Event, Metadata};
+
+use crate::filter::Key;
+use crate::probe::{Descriptor, Kind, ProbeGuard};
+use crate::runtime::{register, Site};
+
+/// A `tracing` subscriber that turns spans into probes. Install it once, after the profiler has
+/// started (`#[profiler_core::main]` or `init()`), so that it knows `PROF_FILTER`:
+///
+/// ```no_run
+/// # #[cfg(feature = "tracing")]
+/// tracing::subscriber::set_global_default(profiler_core::TracingBridge::new())
+///     .expect("no other subscriber is installed");
+/// ```
+#[derive(Debug, Default)]
+pub struct TracingBridge {
+    /// Per callsite (its metadata's address): the probe of a span without `layer`/`phase`
+    /// fields, or `None` for one whose probe depends on those fields' values.
+    callsites: Mutex<HashMap<usize, Option<&'static Descriptor>>>,
+}
+
+impl TracingBridge {
+    /// A bridge; see the type's docs.
+    pub fn new() -> TracingBridge {
+        TracingBridge::default()
+    }
+}
+
+/// Slots of the per-thread callsite cache (direct-mapped; a miss goes to the shared map).
+const CACHE_SLOTS: usize = 64;
+
+type CacheSlot = (usize, Option<&'static Descriptor>);
+
+thread_local! {
+    /// Per thread: callsites seen (as in `TracingBridge::callsites`), without the lock or a
+    /// hash map: the slot is a multiplicative hash of the metadata's address.
+    static CALLSITES: RefCell<[CacheSlot; CACHE_SLOTS]> =
+        const { RefCell::new([(0, None); CACHE_SLOTS]) };
+    /// The spans entered on this thread that are being measured (or learned), innermost last.
+    static OPEN: RefCell<Vec<(u64, ProbeGuard)>> = const { RefCell::new(Vec::new()) };
+}
+
+fn has_keys(meta: &Metadata<'_>) -> bool {
+    meta.fields().field("layer").is_some() || meta.fields().field("phase").is_some()
+}
+
+fn site<'a>(meta: &'a Metadata<'a>, layer: Option<&'a str>, phase: Option<&'a str>) -> Site<'a> {
+    Site {
+        kind: Kind::Span,
+        module: meta.target(),
+        name: meta.name(),
+        layer,
+        phase,
+        file: meta.file().unwrap_or("<unknown>"),
+        line: meta.line().unwrap_or(0),
+    }
+}
+
+/// Whether the running session's filter could select a span of `meta` (with unknown `layer`
+/// and `phase` when it has such fields).
+fn may_select(meta: &Metadata<'_>, desc: Option<&'static Descriptor>) -> bool {
+    let Some(session) = crate::session::current() else {
+        return false;
+    };
+    let filter = &session.config().filter;
+    match desc {
+        Some(desc) => crate::registry::registry()
+            .entry(desc.index.load(std::sync::atomic::Ordering::Relaxed) as usize)
+            .selected_by(filter),
+        // `layer`/`phase` come with each span: only the other keys can rule it out now.
+        None => {
+            // With `layer`, `phase` and `id` unknown, a span may be selected if the filter holds
+            // when they are absent, or when they are set to a value that no other key has: try
+            // both extremes.
+            let known = |key: Key| match key {
+                Key::Name => Some(meta.name()),
+                Key::Module => Some(meta.target()),
+                Key::File => meta.file(),
+                Key::Kind => Some("span"),
+                Key::Id | Key::Layer | Key::Phase => None,
+            };
+            filter.matches(known) || filter_mentions_span_keys(filter)
+        }
+    }
+}
+
+/// Whether `filter` names `layer`, `phase` or `id` (which a span's fields decide): then only
+/// the span's values can tell.
+fn filter_mentions_span_keys(filter: &crate::filter::Filter) -> bool {
+    let source = filter.source();
+    ["layer", "phase", "id"].iter().any(|k| source.contains(k))
+}
+
+/// Reads the `layer` and `phase` fields of a new span.
+#[derive(Default)]
+struct Keys {
+    layer: Option<String>,
+    phase: Option<String>,
+}
+
+impl Visit for Keys {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        match field.name() {
+            "layer" => self.layer = Some(value.to_owned()),
+            "phase" => self.phase = Some(value.to_owned()),
+            _ => {}
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if matches!(field.name(), "layer" | "phase") {
+            let text = format!("{value:?}");
+            let text = text.trim_matches('"').to_owned();
+            self.record_str(field, &text);
+        }
+    }
+}
+
+impl TracingBridge {
+    /// The callsite entry of `meta`, registering it on first sight.
+    fn callsite(&self, meta: &'static Metadata<'static>) -> Option<&'static Descriptor> {
+        let key = meta as *const Metadata<'static> as usize;
+        let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) % CACHE_SLOTS;
+        if let Some(found) = CALLSITES.with(|c| {
+            let (k, found) = c.borrow()[slot];
+            (k == key).then_some(found)
+        }) {
+            return found;
+        }
+        let found = *self
+            .callsites
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(key)
+            .or_insert_with(|| (!has_keys(meta)).then(|| register(site(meta, None, None))));
+        CALLSITES.with(|c| c.borrow_mut()[slot] = (key, found));
+        found
+    }
+}
+
+impl Subscriber for TracingBridge {
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+        if !meta.is_span() {
+            return Interest::never();
+        }
+        let desc = self.callsite(meta);
+        if may_select(meta, desc) {
+            Interest::always()
+        } else {
+            Interest::never()
+        }
+    }
+
+    fn enabled(&self, meta: &Metadata<'_>) -> bool {
+        meta.is_span()
+    }
+
+    fn new_span(&self, attrs: &Attributes<'_>) -> Id {
+        let meta = attrs.metadata();
+        let desc = match self.callsite(meta) {
+            Some(desc) => desc,
+            None => {
+                // The probe depends on this span's `layer` and `phase` values (interned: the
+                // same values give the same probe).
+                let mut keys = Keys::default();
+                attrs.record(&mut keys);
+                register(site(meta, keys.layer.as_deref(), keys.phase.as_deref()))
+            }
+        };
+        // A descriptor is leaked for the process: its address is a stable, non-zero id.
+        Id::from_u64(desc as *const Descriptor as u64)
+    }
+
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn event(&self, _: &Event<'_>) {}
+
+    fn enter(&self, span: &Id) {
+        let id = span.into_u64();
+        // SAFETY: every id this subscriber hands out is the address of a leaked,
+        // never freed descriptor (`new_span`), and tracing gives a subscriber only its own ids.
+        let desc: &'static Descriptor = unsafe { &*(id as *const Descriptor) };
+        let guard = crate::probe::enter(desc);
+        if guard.is_recording() {
+            OPEN.with(|open| open.borrow_mut().push((id, guard)));
+        }
+    }
+
+    fn exit(&self, span: &Id) {
+        let id = span.into_u64();
+        let guard = OPEN.with(|open| {
+            let mut open = open.borrow_mut();
+            match open.last() {
+                Some(&(top, _)) if top == id => open.pop().map(|(_, guard)| guard),
+                _ => None,
+            }
+        });
+        drop(guard);
+    }
+}
