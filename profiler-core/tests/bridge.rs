@@ -15,10 +15,11 @@ fn linear_forward(ns: u64) {
     clock().advance(ns);
 }
 
-fn attention(ns: u64) {
+fn attention(ns: u64) -> bool {
     let span = tracing::trace_span!("attention", layer = "attn", phase = "fwd");
     let _entered = span.enter();
     clock().advance(ns);
+    span.is_disabled()
 }
 
 fn untagged(ns: u64) -> bool {
@@ -49,7 +50,10 @@ fn selected_spans_are_measured_and_the_others_are_never_enabled() {
     while !profiler_core::finished() {
         linear_forward(10);
         linear_forward(20);
-        attention(7);
+        assert!(
+            !attention(7),
+            "a span with a layer field: only its value can tell"
+        );
         helper_disabled &= untagged(3);
         profiler_core::step();
         steps += 1;
@@ -73,6 +77,8 @@ fn selected_spans_are_measured_and_the_others_are_never_enabled() {
     // subscriber. (`attention` has a layer field, so only its value could tell: enabled, but
     // its probe is not selected.)
     assert!(helper_disabled);
+    // Once the schedule is complete, spans are judged again: disabled, as with no subscriber.
+    assert!(attention(1));
     let listed = profiler_core::probes();
     let spans: Vec<_> = listed.iter().filter(|p| p.kind == "span").collect();
     assert!(spans

@@ -571,6 +571,9 @@ impl Session {
             self.desc(entry).state.store(OFF, Relaxed);
         }
         c.armed.clear();
+        // Spans are judged again: none is selected any more, so they cost nothing from now on.
+        #[cfg(feature = "tracing")]
+        tracing_core::callsite::rebuild_interest_cache();
         let written = self.write(c, true);
         if self.config.exit {
             if written {
