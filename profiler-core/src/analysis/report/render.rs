@@ -701,6 +701,17 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
     );
     let _ = writeln!(out, "  {}", noisy_line(&report));
     let _ = writeln!(out, "  {}", perturbation_line(&report));
+    if let (Some(first), Some(last)) = (profile.windows.first(), profile.windows.last()) {
+        // Continuous mode: drift takes a bootstrap per event, left to `prof report`.
+        let _ = writeln!(
+            out,
+            "  continuous: {} windows kept of {} closed, {} iterations each; the table is the \
+             last; `prof report` shows each event's median per window and flags drift",
+            profile.windows.len(),
+            last.index + 1,
+            last.iterations().max(first.iterations())
+        );
+    }
     let _ = write!(out, "  {last_line}");
     out
 }

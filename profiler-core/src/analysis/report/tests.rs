@@ -751,7 +751,14 @@ fn a_steady_continuous_run_drifts_nowhere_and_the_summary_leaves_windows_out() {
         render(&off, Format::Csv).lines().next().unwrap(),
         render::CSV_HEADERS.join(",")
     );
-    assert!(!summary(&p, "prof.json").contains("windows"));
+    // The summary computes no drift (a bootstrap per event): one line points to `prof report`.
+    let text = summary(&p, "prof.json");
+    assert!(!text.contains("\nwindows: "), "{text}");
+    let line = text.lines().find(|l| l.contains("continuous:")).unwrap();
+    assert!(
+        line.contains("windows kept of") && line.contains("prof report"),
+        "{line}"
+    );
 }
 
 #[test]
