@@ -118,6 +118,11 @@ pub fn render_list(probes: &[ProbeInfo], filter: Option<&Filter>) -> String {
             probes.len()
         )),
     }
+    #[cfg(feature = "tracing")]
+    out.push_str(
+        "(tracing spans are known only once they run: select them all with PROF_FILTER=kind=span, \
+         and their names, targets and layers are in the summary and prof.json)\n",
+    );
     out
 }
 
