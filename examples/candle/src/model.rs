@@ -1,0 +1,144 @@
+//! The model: an MLP with residual hidden blocks, timed three ways.
+//!
+//! ```text
+//! input [batch, inputs]
+//!   -> Input       linear + relu             (a) #[profiled(layer = "input", phase = "fwd")]
+//!   -> layers.0    x + relu(linear(norm(x)))  (b) Timed, probe named "layers.0" at run time
+//!        norm, linear                         (c) `layer_norm` and `linear` tracing spans
+//!   -> layers.1 ...
+//!   -> Head        linear -> logits           (a) #[profiled(layer = "head", phase = "fwd")]
+//! loss, backward, update                      (a) #[profiled] with phase loss / bwd / update
+//! ```
+
+use candle_core::backprop::GradStore;
+use candle_core::{Result, Tensor};
+use candle_nn::{Linear, Module, Optimizer, VarBuilder};
+use profiler_core::profiled;
+
+use crate::timed::Timed;
+use crate::traced::{TracedLayerNorm, TracedLinear};
+
+/// The sizes of the model.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub inputs: usize,
+    pub hidden: usize,
+    pub blocks: usize,
+    pub classes: usize,
+}
+
+/// (a) The first layer, its forward annotated.
+#[derive(Clone, Debug)]
+pub struct Input {
+    linear: Linear,
+}
+
+impl Module for Input {
+    #[profiled(layer = "input", phase = "fwd")]
+    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        self.linear.forward(xs)?.relu()
+    }
+}
+
+/// One hidden block, `x + relu(linear(norm(x)))`: not annotated itself; the model wraps each
+/// in [`Timed`] under its own name, and its norm and linear carry `tracing` spans.
+#[derive(Clone, Debug)]
+pub struct Block {
+    norm: TracedLayerNorm,
+    linear: TracedLinear,
+}
+
+impl Module for Block {
+    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        let h = self.linear.forward(&self.norm.forward(xs)?)?.relu()?;
+        xs + h
+    }
+}
+
+/// (a) The output layer, its forward annotated.
+#[derive(Clone, Debug)]
+pub struct Head {
+    linear: Linear,
+}
+
+impl Module for Head {
+    #[profiled(layer = "head", phase = "fwd")]
+    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        self.linear.forward(xs)
+    }
+}
+
+/// The whole network.
+#[derive(Clone, Debug)]
+pub struct Mlp {
+    input: Input,
+    blocks: Vec<Timed<Block>>,
+    head: Head,
+}
+
+impl Mlp {
+    /// Makes the layers, their variables in `vb`'s var map.
+    pub fn new(shape: Shape, vb: VarBuilder) -> Result<Self> {
+        let input = Input {
+            linear: candle_nn::linear(shape.inputs, shape.hidden, vb.pp("input"))?,
+        };
+        let blocks = (0..shape.blocks)
+            .map(|i| {
+                let vb = vb.pp(format!("layers.{i}"));
+                let block = Block {
+                    norm: TracedLayerNorm::new(shape.hidden, "hidden", vb.pp("norm"))?,
+                    linear: TracedLinear::new(
+                        shape.hidden,
+                        shape.hidden,
+                        "hidden",
+                        vb.pp("linear"),
+                    )?,
+                };
+                // (b) The probe's name exists only now, at run time.
+                Ok(Timed::new(
+                    block,
+                    &format!("layers.{i}"),
+                    Some("hidden"),
+                    Some("fwd"),
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let head = Head {
+            linear: candle_nn::linear(shape.hidden, shape.classes, vb.pp("head"))?,
+        };
+        Ok(Self {
+            input,
+            blocks,
+            head,
+        })
+    }
+}
+
+impl Module for Mlp {
+    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        let mut h = self.input.forward(xs)?;
+        for block in &self.blocks {
+            h = block.forward(&h)?;
+        }
+        self.head.forward(&h)
+    }
+}
+
+/// (a) The loss: cross-entropy of the logits against the labels.
+#[profiled(layer = "head", phase = "loss")]
+pub fn loss(logits: &Tensor, labels: &Tensor) -> Result<Tensor> {
+    candle_nn::loss::cross_entropy(logits, labels)
+}
+
+/// (a) The backward pass of the whole model. `Optimizer::backward_step` is `loss.backward()`
+/// then `step(&grads)`; calling the two here times backward and update as separate probes.
+#[profiled(phase = "bwd")]
+pub fn backward(loss: &Tensor) -> Result<GradStore> {
+    loss.backward()
+}
+
+/// (a) The optimizer's update of every parameter.
+#[profiled(phase = "update")]
+pub fn update<O: Optimizer>(opt: &mut O, grads: &GradStore) -> Result<()> {
+    opt.step(grads)
+}
