@@ -1,0 +1,260 @@
+//! End to end: `candle-mlp` trained on a short schedule, as a user runs it, then its
+//! `prof.json` and `prof report` on it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A fresh directory for one test's output.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("candle-e2e-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `candle-mlp` in `dir` with a small model (fast in a debug build), a short schedule
+/// (`PROF_WARMUP=2`, `PROF_REPEAT=3`), `vars` and `args`.
+fn run(dir: &Path, vars: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_candle-mlp"));
+    cmd.current_dir(dir)
+        .args(["--inputs", "32", "--hidden", "64", "--batch", "32"])
+        .args(["--classes", "8", "--log-every", "5"])
+        .args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("PROF_") || k == "RANK" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("PROF_WARMUP", "2").env("PROF_REPEAT", "3");
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "candle-mlp failed: {}\n{}",
+        out.status,
+        stderr(&out)
+    );
+    out
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The mean losses of the first and of the last iterations, from the program's last line.
+fn first_and_last_loss(stdout: &str) -> (f64, f64) {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("trained "))
+        .unwrap_or_else(|| panic!("no `trained` line in:\n{stdout}"));
+    let numbers: Vec<f64> = line
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(',').parse().ok())
+        .filter(|x: &f64| x.fract() != 0.0)
+        .collect();
+    assert_eq!(numbers.len(), 2, "two losses in {line:?}");
+    (numbers[0], numbers[1])
+}
+
+#[test]
+fn help_and_bad_arguments() {
+    let out = Command::new(env!("CARGO_BIN_EXE_candle-mlp"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("--tracing"), "{}", stdout(&out));
+    let out = Command::new(env!("CARGO_BIN_EXE_candle-mlp"))
+        .args(["--iters", "zero"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--iters"), "{}", stderr(&out));
+}
+
+/// Without profiling compiled in the program trains for `--iters` and writes nothing.
+#[cfg(not(feature = "profile"))]
+#[test]
+fn disabled_build_trains_and_writes_nothing() {
+    let dir = scratch("disabled");
+    let out = run(&dir, &[], &["--iters", "30", "--tracing"]);
+    let (first, last) = first_and_last_loss(&stdout(&out));
+    assert!(last < first, "the loss fell: {first} -> {last}");
+    assert!(stdout(&out).contains("trained 30 iterations"));
+    assert!(!dir.join("prof.json").exists());
+}
+
+#[cfg(feature = "profile")]
+mod profiled {
+    use super::*;
+    use serde_json::Value;
+
+    fn read_json(path: &Path) -> Value {
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    fn events(prof: &Value) -> &Vec<Value> {
+        prof["events"].as_array().unwrap()
+    }
+
+    /// The events of `prof` with this name, kind and layer.
+    fn find<'a>(prof: &'a Value, name: &str, kind: &str, layer: &str) -> Vec<&'a Value> {
+        events(prof)
+            .iter()
+            .filter(|e| e["name"] == name && e["kind"] == kind && e["layer"] == layer)
+            .collect()
+    }
+
+    /// Every event measured its `PROF_REPEAT` samples.
+    fn assert_measured(prof: &Value) {
+        assert_eq!(prof["complete"], true);
+        for e in events(prof) {
+            assert_eq!(e["samples_ns"].as_array().unwrap().len(), 3, "{e}");
+            assert!(e["stats"]["median_ns"].as_u64().unwrap() > 0, "{e}");
+        }
+    }
+
+    /// The `prof` binary of profiler-cli, built now for the profile this test was built in
+    /// (a no-op when it is up to date).
+    fn prof_binary() -> PathBuf {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-q", "-p", "profiler-cli", "--bin", "prof"]);
+        if profile_dir.ends_with("release") {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().unwrap().success(), "building prof failed");
+        profile_dir.join(format!("prof{}", std::env::consts::EXE_SUFFIX))
+    }
+
+    /// (a) and (b): the annotated modules and the runtime-named blocks, each measured; the
+    /// loss falls; `prof report` names every layer.
+    #[test]
+    fn annotations_and_runtime_probes_time_every_layer() {
+        let dir = scratch("layers");
+        let out = run(&dir, &[], &[]);
+        let prof = read_json(&dir.join("prof.json"));
+        assert_measured(&prof);
+
+        // (a) #[profiled] on the modules' forwards and on loss, backward and update.
+        for (name, layer, phase) in [
+            ("forward", "input", "fwd"),
+            ("forward", "head", "fwd"),
+            ("loss", "head", "loss"),
+        ] {
+            let found = find(&prof, name, "fn", layer);
+            assert_eq!(found.len(), 1, "{name} {layer}");
+            assert_eq!(found[0]["phase"], phase);
+        }
+        for (name, phase) in [("backward", "bwd"), ("update", "update")] {
+            let found: Vec<_> = events(&prof)
+                .iter()
+                .filter(|e| e["name"] == name && e["kind"] == "fn")
+                .collect();
+            assert_eq!(found.len(), 1, "{name}");
+            assert_eq!(found[0]["phase"], phase);
+            assert_eq!(found[0]["layer"], Value::Null);
+        }
+        assert_eq!(find(&prof, "make_batch", "probe", "data").len(), 1);
+
+        // (b) Timed: one runtime probe per block, named at run time, in model order.
+        let blocks: Vec<_> = events(&prof)
+            .iter()
+            .filter(|e| e["kind"] == "runtime")
+            .collect();
+        let names: Vec<_> = blocks.iter().map(|e| e["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["layers.0", "layers.1"]);
+        for e in &blocks {
+            assert_eq!(e["id"], e["name"]);
+            assert_eq!(e["layer"], "hidden");
+            assert_eq!(e["phase"], "fwd");
+            assert_eq!(e["occurrence"], 0);
+        }
+        let order = |e: &Value| e["order"].as_u64().unwrap();
+        let input = find(&prof, "forward", "fn", "input")[0];
+        let head = find(&prof, "forward", "fn", "head")[0];
+        assert!(order(input) < order(blocks[0]) && order(blocks[1]) < order(head));
+
+        // No tracing subscriber was installed: no spans.
+        assert!(events(&prof).iter().all(|e| e["kind"] != "span"));
+
+        let (first, last) = first_and_last_loss(&stdout(&out));
+        assert!(last < first, "the loss fell: {first} -> {last}");
+
+        let report = Command::new(prof_binary())
+            .arg("report")
+            .arg(dir.join("prof.json"))
+            .output()
+            .unwrap();
+        assert!(report.status.success(), "{}", stderr(&report));
+        let text = stdout(&report);
+        for word in [
+            "layers.0", "layers.1", "input", "head", "hidden", "backward", "update",
+        ] {
+            assert!(text.contains(word), "`{word}` in the report:\n{text}");
+        }
+    }
+
+    /// (c) With `--tracing`, the `linear` and `layer_norm` spans of each block are probes:
+    /// one event per occurrence (block), nested in that block's runtime probe.
+    #[test]
+    fn tracing_spans_become_probes() {
+        let dir = scratch("spans");
+        run(&dir, &[], &["--tracing"]);
+        let prof = read_json(&dir.join("prof.json"));
+        assert_measured(&prof);
+        for name in ["layer_norm", "linear"] {
+            let spans = find(&prof, name, "span", "hidden");
+            let occurrences: Vec<_> = spans.iter().map(|e| e["occurrence"].clone()).collect();
+            assert_eq!(occurrences, [0, 1], "{name}");
+            for e in spans {
+                assert_eq!(e["phase"], "fwd");
+                assert_eq!(e["module"], "candle_mlp::traced");
+            }
+        }
+        // Each span runs inside its block's runtime probe.
+        let order = |name: &str, kind: &str, occurrence: u64| {
+            events(&prof)
+                .iter()
+                .find(|e| e["name"] == name && e["kind"] == kind && e["occurrence"] == occurrence)
+                .unwrap()["order"]
+                .as_u64()
+                .unwrap()
+        };
+        assert!(order("layers.0", "runtime", 0) < order("linear", "span", 0));
+        assert!(order("linear", "span", 0) < order("layers.1", "runtime", 0));
+        assert!(order("layers.1", "runtime", 0) < order("linear", "span", 1));
+    }
+
+    /// PROF_FILTER selects runtime probes and spans by kind and name, and nothing else runs.
+    #[test]
+    fn filter_selects_runtime_probes_and_spans() {
+        let dir = scratch("filter");
+        run(
+            &dir,
+            &[(
+                "PROF_FILTER",
+                "kind=runtime&name=layers.1 | kind=span&name=linear",
+            )],
+            &["--tracing"],
+        );
+        let prof = read_json(&dir.join("prof.json"));
+        assert_measured(&prof);
+        let got: Vec<_> = events(&prof)
+            .iter()
+            .map(|e| format!("{}#{}", e["name"].as_str().unwrap(), e["occurrence"]))
+            .collect();
+        // In execution order: block 0's linear runs before block 1 starts.
+        assert_eq!(got, ["linear#0", "layers.1#0", "linear#1"]);
+    }
+}
