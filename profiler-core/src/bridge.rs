@@ -83,6 +83,9 @@ fn site<'a>(meta: &'a Metadata<'a>, layer: Option<&'a str>, phase: Option<&'a st
 /// Whether the running session's filter could select a span of `meta` (with unknown `layer`
 /// and `phase` when it has such fields).
 fn may_select(meta: &Metadata<'_>, desc: Option<&'static Descriptor>) -> bool {
+    if crate::cli::listing_pending() {
+        return true; // `--list-probes=warmup`: every span is registered, to be listed
+    }
     let Some(session) = crate::session::current().filter(|s| !s.is_done()) else {
         return false;
     };

@@ -17,17 +17,25 @@ use crate::session::{self, ActiveClock, Session};
 #[derive(Debug)]
 pub struct InitGuard {
     session: Option<&'static Session>,
+    /// `--list-probes=warmup`: list when dropped, if the warmup did not end first.
+    listing: bool,
 }
 
 impl InitGuard {
     /// A guard that does nothing.
     pub const fn inert() -> InitGuard {
-        InitGuard { session: None }
+        InitGuard {
+            session: None,
+            listing: false,
+        }
     }
 }
 
 impl Drop for InitGuard {
     fn drop(&mut self) {
+        if self.listing && !std::thread::panicking() {
+            handle_listing(PENDING_LISTING.get().is_some_and(|p| p.json));
+        }
         if let Some(session) = self.session {
             // Results that could not be written make the program's exit status say so (not
             // while unwinding: the panic's own status stands).
@@ -51,23 +59,69 @@ pub fn list(filter: Option<&Filter>) -> Vec<ProbeInfo> {
         .collect()
 }
 
-/// The listing format asked for on the command line, if any.
-fn list_request(args: impl Iterator<Item = std::ffi::OsString>) -> Option<Result<bool, String>> {
+/// What `--list-probes` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ListRequest {
+    json: bool,
+    /// `--list-probes=warmup[-json]`: run the warmup first, so that the probes registered at
+    /// run time (runtime probes, `tracing` spans) are listed too.
+    after_warmup: bool,
+}
+
+/// The listing asked for on the command line, if any.
+fn list_request(
+    args: impl Iterator<Item = std::ffi::OsString>,
+) -> Option<Result<ListRequest, String>> {
+    let request = |json, after_warmup| Some(Ok(ListRequest { json, after_warmup }));
     for arg in args {
         let Some(arg) = arg.to_str() else { continue };
         match arg {
-            "--list-probes" | "--list-probes=text" => return Some(Ok(false)),
-            "--list-probes=json" => return Some(Ok(true)),
+            "--list-probes" | "--list-probes=text" => return request(false, false),
+            "--list-probes=json" => return request(true, false),
+            "--list-probes=warmup" => return request(false, true),
+            "--list-probes=warmup-json" => return request(true, true),
             other if other.starts_with("--list-probes=") => {
                 return Some(Err(format!(
                     "error: unknown listing format in `{other}`\n  = help: use --list-probes \
-                     (text) or --list-probes=json"
+                     (text), --list-probes=json, or --list-probes=warmup / warmup-json (after \
+                     the warmup iterations, with the probes registered at run time)"
                 )))
             }
             _ => {}
         }
     }
     None
+}
+
+/// `--list-probes=warmup`: the listing printed once the program has run `warmup` iterations
+/// (or ends, if sooner), with nothing measured.
+#[derive(Debug)]
+struct PendingListing {
+    json: bool,
+    warmup: u32,
+    steps: std::sync::atomic::AtomicU32,
+}
+
+static PENDING_LISTING: std::sync::OnceLock<PendingListing> = std::sync::OnceLock::new();
+
+/// Whether `--list-probes=warmup` is waiting for the warmup to end (then every `tracing`
+/// span is taken in, to be listed).
+#[cfg(feature = "tracing")]
+pub(crate) fn listing_pending() -> bool {
+    PENDING_LISTING.get().is_some()
+}
+
+/// Called by `step()` when no session runs: prints the pending listing once the warmup is over.
+pub(crate) fn listing_step() {
+    if let Some(pending) = PENDING_LISTING.get() {
+        let done = pending
+            .steps
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        if done >= pending.warmup {
+            handle_listing(pending.json);
+        }
+    }
 }
 
 /// Renders the text listing: one aligned line per probe, `key=value` cells so that each value
@@ -120,8 +174,8 @@ pub fn render_list(probes: &[ProbeInfo], filter: Option<&Filter>) -> String {
     }
     #[cfg(feature = "tracing")]
     out.push_str(
-        "(tracing spans are known only once they run: select them all with PROF_FILTER=kind=span, \
-         and their names, targets and layers are in the summary and prof.json)\n",
+        "(tracing spans are known only once they run: --list-probes=warmup lists them after the \
+         warmup iterations)\n",
     );
     out
 }
@@ -153,6 +207,21 @@ fn handle_listing(json: bool) -> ! {
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
     std::process::exit(0);
+}
+
+/// `--list-probes=warmup`: the program runs, measuring nothing, and the listing is printed
+/// after `PROF_WARMUP` iterations (or when `main` returns).
+fn start_listing(json: bool) -> InitGuard {
+    let config = Config::from_env().unwrap_or_else(|e| fail(e));
+    let _ = PENDING_LISTING.set(PendingListing {
+        json,
+        warmup: config.warmup.max(1),
+        steps: std::sync::atomic::AtomicU32::new(0),
+    });
+    InitGuard {
+        session: None,
+        listing: true,
+    }
 }
 
 /// Starts a session with `config` and `clock` (for tests and programs that configure the
@@ -206,6 +275,7 @@ pub fn start(
     crate::signals::install();
     Ok(InitGuard {
         session: Some(session),
+        listing: false,
     })
 }
 
@@ -213,7 +283,11 @@ pub fn start(
 pub fn init() -> InitGuard {
     if let Some(request) = list_request(std::env::args_os().skip(1)) {
         match request {
-            Ok(json) => handle_listing(json),
+            Ok(ListRequest {
+                json,
+                after_warmup: false,
+            }) => handle_listing(json),
+            Ok(ListRequest { json, .. }) => return start_listing(json),
             Err(message) => fail(message),
         }
     }
@@ -295,11 +369,23 @@ mod tests {
 
     #[test]
     fn list_flag_anywhere() {
+        let req = |json, after_warmup| Some(Ok(ListRequest { json, after_warmup }));
         assert_eq!(list_request(args(&["--iters", "3"])), None);
-        assert_eq!(list_request(args(&["x", "--list-probes"])), Some(Ok(false)));
+        assert_eq!(
+            list_request(args(&["x", "--list-probes"])),
+            req(false, false)
+        );
         assert_eq!(
             list_request(args(&["--list-probes=json", "y"])),
-            Some(Ok(true))
+            req(true, false)
+        );
+        assert_eq!(
+            list_request(args(&["--list-probes=warmup"])),
+            req(false, true)
+        );
+        assert_eq!(
+            list_request(args(&["--list-probes=warmup-json"])),
+            req(true, true)
         );
         assert!(matches!(
             list_request(args(&["--list-probes=xml"])),

@@ -141,10 +141,13 @@ mod enabled_api {
     /// load and a branch).
     #[inline]
     pub fn step() {
-        if let Some(session) = crate::session::current() {
-            if !session.is_done() {
-                session.step();
+        match crate::session::current() {
+            Some(session) => {
+                if !session.is_done() {
+                    session.step();
+                }
             }
+            None => crate::cli::listing_step(),
         }
     }
 

@@ -38,8 +38,9 @@ usage: candle-mlp [options]
   --classes N     classes (default 10)
   --lr X          AdamW learning rate (default 0.003)
   --log-every N   print the mean loss every N iterations (default 100)
-  --tracing       install profiler-core's tracing layer: the modules' spans become probes
-  --list-probes   list every probe and exit (profiler-core)
+  --tracing       install profiler-core's tracing bridge: the modules' spans become probes
+  --list-probes   list every probe and exit (profiler-core); --list-probes=warmup runs
+                  the warmup first, so that runtime probes and spans are listed too
   -h, --help      this text
 
 The profiler reads PROF_* variables (PROF_FILTER, PROF_WARMUP, PROF_REPEAT, PROF_OUT, ...)
@@ -75,6 +76,9 @@ impl Args {
         while let Some(arg) = argv.next() {
             let mut value = |name: &str| argv.next().ok_or_else(|| format!("{name} needs a value"));
             match arg.as_str() {
+                // The profiler's flag: handled before `main`'s body, or (`=warmup`) after the
+                // warmup iterations; in a build without profiling it means nothing.
+                a if a.starts_with("--list-probes") => {}
                 "-h" | "--help" => return Ok(None),
                 "--tracing" => args.tracing = true,
                 "--iters" => args.iters = number(&arg, &value(&arg)?)?,

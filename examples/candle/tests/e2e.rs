@@ -257,4 +257,38 @@ mod profiled {
         // In execution order: block 0's linear runs before block 1 starts.
         assert_eq!(got, ["linear#0", "layers.1#0", "linear#1"]);
     }
+
+    /// `--list-probes=warmup-json`: the program runs its warmup, then lists every probe seen so
+    /// far, the runtime probes and the spans included (plain `--list-probes` runs before them).
+    #[test]
+    fn the_listing_after_warmup_has_runtime_probes_and_spans() {
+        let dir = scratch("list-warmup");
+        let out = run(&dir, &[], &["--tracing", "--list-probes=warmup-json"]);
+        // The program prints its own first line before the warmup; the listing follows.
+        let text = stdout(&out);
+        let json = &text[text.find("\n[").map_or(0, |i| i + 1)..];
+        let probes: Value = serde_json::from_str(json)
+            .unwrap_or_else(|e| panic!("not a JSON listing ({e}): {text}"));
+        let probes = probes.as_array().unwrap();
+        let kinds: Vec<&str> = probes.iter().map(|p| p["kind"].as_str().unwrap()).collect();
+        for kind in ["fn", "probe", "runtime", "span"] {
+            assert!(kinds.contains(&kind), "no {kind} in {kinds:?}");
+        }
+        assert!(probes
+            .iter()
+            .any(|p| p["id"] == "layers.1" && p["selected"] == true));
+        assert!(probes
+            .iter()
+            .any(|p| p["name"] == "linear" && p["kind"] == "span" && p["layer"] == "hidden"));
+        // Nothing was measured or written, and the training stopped after the warmup.
+        assert!(!dir.join("prof.json").exists());
+        let plain = run(&dir, &[], &["--tracing", "--list-probes=json"]);
+        let plain: Value = serde_json::from_slice(&plain.stdout)
+            .unwrap_or_else(|e| panic!("not a JSON listing ({e}): {}", stdout(&plain)));
+        assert!(plain
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["kind"] != "span"));
+    }
 }
