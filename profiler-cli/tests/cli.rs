@@ -6,24 +6,13 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod common;
+use common::{prof, scratch};
+
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/cli")
         .join(name)
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("prof-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn prof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_prof"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -5,28 +5,17 @@
 //! event's samples in the last windows of a copy.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use profiler_core::analysis::load_profile;
 use profiler_core::{Profile, Stats};
 use serde_json::Value;
 
+mod common;
+use common::{prof, scratch};
+
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cli/continuous.json")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("prof-continuous-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn prof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_prof"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 fn ok(out: &Output) -> String {
