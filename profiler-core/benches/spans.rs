@@ -91,3 +91,17 @@ fn f_bridge_span_armed(b: Bencher) {
         span().in_scope(|| bare(black_box(7)))
     });
 }
+
+/// 7. The bridge, a selected span with `layer` and `phase` fields, made anew at every call (as
+/// `#[tracing::instrument(fields(layer = ..))]` does), not armed: its probe is found from the
+/// fields' values.
+#[divan::bench(sample_count = 200, sample_size = 2000)]
+fn g_bridge_span_with_fields_unarmed(b: Bencher) {
+    let _session = start("name=e_armed_first|kind=span&layer=bench_fields");
+    let _d = tracing::subscriber::set_default(TracingBridge::new());
+    let span = || tracing::trace_span!("g_span", layer = "bench_fields", phase = "fwd");
+    armed_first();
+    span().in_scope(|| bare(1));
+    profiler_core::step();
+    b.bench(|| span().in_scope(|| bare(black_box(7))));
+}

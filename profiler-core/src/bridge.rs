@@ -60,6 +60,10 @@ thread_local! {
     /// hash map: the slot is a multiplicative hash of the metadata's address.
     static CALLSITES: RefCell<[CacheSlot; CACHE_SLOTS]> =
         const { RefCell::new([(0, None); CACHE_SLOTS]) };
+    /// Per thread: the probes of spans whose `layer`/`phase` fields decide them, by
+    /// (callsite, hash of the values).
+    static VALUED: RefCell<[((usize, u64), Option<&'static Descriptor>); CACHE_SLOTS]> =
+        const { RefCell::new([((0, 0), None); CACHE_SLOTS]) };
     /// The spans entered on this thread that are being measured (or learned), innermost last.
     static OPEN: RefCell<Vec<(u64, ProbeGuard)>> = const { RefCell::new(Vec::new()) };
 }
@@ -116,6 +120,39 @@ fn may_select(meta: &Metadata<'_>, desc: Option<&'static Descriptor>) -> bool {
 fn filter_mentions_span_keys(filter: &crate::filter::Filter) -> bool {
     let source = filter.source();
     ["layer", "phase", "id"].iter().any(|k| source.contains(k))
+}
+
+/// A hash of a new span's `layer` and `phase` values, taken without allocating (values recorded
+/// as strings; others are formatted first).
+#[derive(Default)]
+struct KeyHash(u64);
+
+impl KeyHash {
+    fn add(&mut self, tag: u64, bytes: &[u8]) {
+        // FNV-1a over the tag and the bytes: enough to tell a callsite's few values apart.
+        let mut h = self.0 ^ tag.wrapping_mul(0x100_0000_01b3);
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+        self.0 = h ^ 0xcbf2_9ce4_8422_2325;
+    }
+}
+
+impl Visit for KeyHash {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        match field.name() {
+            "layer" => self.add(1, value.as_bytes()),
+            "phase" => self.add(2, value.as_bytes()),
+            _ => {}
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if matches!(field.name(), "layer" | "phase") {
+            let text = format!("{value:?}");
+            self.record_str(field, text.trim_matches('"'));
+        }
+    }
 }
 
 /// Reads the `layer` and `phase` fields of a new span.
@@ -187,11 +224,30 @@ impl Subscriber for TracingBridge {
         let desc = match self.callsite(meta) {
             Some(desc) => desc,
             None => {
-                // The probe depends on this span's `layer` and `phase` values (interned: the
-                // same values give the same probe).
-                let mut keys = Keys::default();
-                attrs.record(&mut keys);
-                register(site(meta, keys.layer.as_deref(), keys.phase.as_deref()))
+                // The probe depends on this span's `layer` and `phase` values: found from a hash
+                // of them in a per-thread cache, registered (interned: the same values give the
+                // same probe) on a miss.
+                let mut hash = KeyHash::default();
+                attrs.record(&mut hash);
+                let key = (meta as *const Metadata<'_> as usize, hash.0);
+                let slot = ((key.0 as u64 ^ key.1).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
+                    as usize
+                    % CACHE_SLOTS;
+                let cached = VALUED.with(|c| {
+                    let (k, desc) = c.borrow()[slot];
+                    (k == key).then_some(desc).flatten()
+                });
+                match cached {
+                    Some(desc) => desc,
+                    None => {
+                        let mut keys = Keys::default();
+                        attrs.record(&mut keys);
+                        let desc =
+                            register(site(meta, keys.layer.as_deref(), keys.phase.as_deref()));
+                        VALUED.with(|c| c.borrow_mut()[slot] = (key, Some(desc)));
+                        desc
+                    }
+                }
             }
         };
         // A descriptor is leaked for the process: its address is a stable, non-zero id.

@@ -22,6 +22,13 @@ fn attention(ns: u64) -> bool {
     span.is_disabled()
 }
 
+/// One callsite whose `layer` is given per span: each value is a probe of its own.
+fn valued(layer: &str, ns: u64) {
+    let span = tracing::trace_span!("valued", layer = layer);
+    let _entered = span.enter();
+    clock().advance(ns);
+}
+
 fn untagged(ns: u64) -> bool {
     let span = tracing::trace_span!("helper");
     let _entered = span.enter();
@@ -54,15 +61,24 @@ fn selected_spans_are_measured_and_the_others_are_never_enabled() {
             !attention(7),
             "a span with a layer field: only its value can tell"
         );
+        valued("attn", 9);
+        valued("mlp", 4);
         helper_disabled &= untagged(3);
         profiler_core::step();
         steps += 1;
         assert!(steps < 100);
     }
-    // Two events (two calls of the one span per iteration), 3 iterations each.
-    assert_eq!(steps, 2 + 2 * 3);
+    // Three events (two calls of the one span per iteration, and `valued` with layer mlp), 3
+    // iterations each.
+    assert_eq!(steps, 2 + 3 * 3);
     let p = profiler_core::snapshot().unwrap();
-    assert_eq!(p.events.len(), 2, "{:?}", p.events);
+    assert_eq!(p.events.len(), 3, "{:?}", p.events);
+    let v = &p.events[2];
+    assert_eq!(
+        (v.name.as_str(), v.layer.as_deref()),
+        ("valued", Some("mlp"))
+    );
+    assert_eq!(v.samples_ns, [4; 3]);
     for (e, ns) in p.events.iter().zip([10, 20]) {
         assert_eq!(e.name, "linear_forward");
         assert_eq!(e.kind, "span");
