@@ -55,6 +55,9 @@ const CACHE_SLOTS: usize = 64;
 
 type CacheSlot = (usize, Option<&'static Descriptor>);
 
+/// A slot of the per-thread cache of spans decided by their values: (callsite, hash), probe.
+type ValuedSlot = ((usize, u64), Option<&'static Descriptor>);
+
 thread_local! {
     /// Per thread: callsites seen (as in `TracingBridge::callsites`), without the lock or a
     /// hash map: the slot is a multiplicative hash of the metadata's address.
@@ -62,7 +65,7 @@ thread_local! {
         const { RefCell::new([(0, None); CACHE_SLOTS]) };
     /// Per thread: the probes of spans whose `layer`/`phase` fields decide them, by
     /// (callsite, hash of the values).
-    static VALUED: RefCell<[((usize, u64), Option<&'static Descriptor>); CACHE_SLOTS]> =
+    static VALUED: RefCell<[ValuedSlot; CACHE_SLOTS]> =
         const { RefCell::new([((0, 0), None); CACHE_SLOTS]) };
     /// The spans entered on this thread that are being measured (or learned), innermost last.
     static OPEN: RefCell<Vec<(u64, ProbeGuard)>> = const { RefCell::new(Vec::new()) };
