@@ -92,9 +92,9 @@ fn f_bridge_span_armed(b: Bencher) {
     });
 }
 
-/// 7. The bridge, a selected span with `layer` and `phase` fields, made anew at every call (as
-/// `#[tracing::instrument(fields(layer = ..))]` does), not armed: its probe is found from the
-/// fields' values.
+/// Case 7: the bridge, a selected span with `layer` and `phase` fields, made anew at every call
+/// as `#[tracing::instrument(fields(layer = ..))]` does, not armed: its probe is found from
+/// the fields' values.
 #[divan::bench(sample_count = 200, sample_size = 2000)]
 fn g_bridge_span_with_fields_unarmed(b: Bencher) {
     let _session = start("name=e_armed_first|kind=span&layer=bench_fields");
