@@ -113,16 +113,12 @@ fn may_select(meta: &Metadata<'_>, desc: Option<&'static Descriptor>) -> bool {
                 Key::Kind => Some("span"),
                 Key::Id | Key::Layer | Key::Phase => None,
             };
-            filter.matches(known) || filter_mentions_span_keys(filter)
+            filter.matches(known)
+                || [Key::Layer, Key::Phase, Key::Id]
+                    .into_iter()
+                    .any(|k| filter.mentions(k))
         }
     }
-}
-
-/// Whether `filter` names `layer`, `phase` or `id` (which a span's fields decide): then only
-/// the span's values can tell.
-fn filter_mentions_span_keys(filter: &crate::filter::Filter) -> bool {
-    let source = filter.source();
-    ["layer", "phase", "id"].iter().any(|k| source.contains(k))
 }
 
 /// A hash of a new span's `layer` and `phase` values, taken without allocating (values recorded

@@ -5,7 +5,7 @@ use std::io::Write;
 use crate::clock::{Clock, CpuClock};
 use crate::config::{Config, ConfigError, Mode};
 use crate::device::Device;
-use crate::filter::Filter;
+use crate::filter::{Filter, Key};
 use crate::info::ProbeInfo;
 use crate::registry::registry;
 use crate::session::{self, ActiveClock, Session};
@@ -244,8 +244,8 @@ pub fn start(
     // Probes registered at run time (`RuntimeProbe`, `tracing` spans) come later: a filter that
     // asks for them by kind is not judged on the annotations alone.
     let waits_for_runtime = {
-        let source = session.config().filter.source();
-        source.contains("kind=runtime") || source.contains("kind=span")
+        let filter = &session.config().filter;
+        filter.asks_for(Key::Kind, "runtime") || filter.asks_for(Key::Kind, "span")
     };
     if registry().is_empty() {
         eprintln!(

@@ -98,6 +98,19 @@ enum Node {
 }
 
 impl Node {
+    /// Whether some test in this tree satisfies `pred(key, negated, pattern)`.
+    fn any_test(&self, pred: &dyn Fn(Key, bool, &str) -> bool) -> bool {
+        match self {
+            Node::Any(children) | Node::All(children) => children.iter().any(|c| c.any_test(pred)),
+            Node::Not(child) => child.any_test(pred),
+            Node::Test {
+                key,
+                negated,
+                pattern,
+            } => pred(*key, *negated, pattern),
+        }
+    }
+
     fn eval<'a, F: Fn(Key) -> Option<&'a str>>(&self, field: &F) -> bool {
         match self {
             Node::Any(children) => children.iter().any(|c| c.eval(field)),
@@ -153,6 +166,20 @@ impl Filter {
     /// The input the filter was parsed from, as given.
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// Whether the filter tests `key` anywhere (`key=...` or `key!=...`).
+    pub fn mentions(&self, key: Key) -> bool {
+        self.root
+            .as_ref()
+            .is_some_and(|root| root.any_test(&|k, _, _| k == key))
+    }
+
+    /// Whether some `key=pattern` test (not `key!=`) accepts `value`: the filter asks for it.
+    pub fn asks_for(&self, key: Key, value: &str) -> bool {
+        self.root.as_ref().is_some_and(|root| {
+            root.any_test(&|k, negated, pattern| k == key && !negated && glob_match(pattern, value))
+        })
     }
 
     /// Whether the filter selects a probe. `field(key)` returns the probe's value for that key,
@@ -932,6 +959,21 @@ error: invalid PROF_FILTER at column 1: unknown key `layr`; did you mean `layer`
             render_error("PROF_MODE", "", 0, 0, "empty", ""),
             "error: invalid PROF_MODE at column 0: empty\n  |\n  |\n  | ^"
         );
+    }
+
+    #[test]
+    fn mentions_and_asks_for_read_the_tree_not_the_text() {
+        let f = Filter::parse("name=hidden_layer | !(kind=sp*) & phase!=bwd").unwrap();
+        assert!(f.mentions(Key::Name) && f.mentions(Key::Kind) && f.mentions(Key::Phase));
+        // `hidden_layer` holds `id` and `layer` as text, not as keys.
+        assert!(!f.mentions(Key::Id) && !f.mentions(Key::Layer));
+        assert!(f.asks_for(Key::Kind, "span"));
+        assert!(
+            !f.asks_for(Key::Phase, "bwd"),
+            "a `!=` test does not ask for its value"
+        );
+        assert!(!Filter::all().mentions(Key::Name));
+        assert!(!Filter::all().asks_for(Key::Kind, "span"));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::{Mutex, OnceLock};
 use crate::filter::{Filter, Key};
 use crate::info::ProbeInfo;
 use crate::probe::{Descriptor, Kind, Registration};
+use crate::session::lock;
 
 /// One registered descriptor and its start-up facts.
 #[derive(Clone, Debug)]
@@ -123,10 +124,6 @@ impl Registry {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The registry, built on first use.

@@ -94,10 +94,7 @@ pub(crate) fn register(site: Site<'_>) -> &'static Descriptor {
         site.layer.map(clean),
         site.phase.map(clean),
     );
-    let mut interned = INTERNED
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut interned = crate::session::lock(INTERNED.get_or_init(Default::default));
     if let Some(desc) = interned.get(&key) {
         return desc;
     }

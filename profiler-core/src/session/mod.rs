@@ -152,7 +152,7 @@ pub(crate) fn lane_stream(streams: &[Stream], lane: u32) -> Option<&Stream> {
 }
 
 /// Locks, shrugging off poisoning: a panic elsewhere must not take the profiler down with it.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
