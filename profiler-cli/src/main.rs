@@ -1,6 +1,6 @@
 //! `prof`: answers from profiler-core's `prof.json`.
 //!
-//! A thin shell over `profiler_core::analysis`: every number it prints is computed there, the
+//! A thin shell over `profiler_analysis`: every number it prints is computed there, the
 //! same code that prints the end-of-run summary. Exit status: 0 on success, 1 when
 //! `diff --fail-on-regression` finds a regression, 2 on bad input (a missing, malformed or
 //! foreign file, a bad option, an output that cannot be written).
@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use profiler_core::analysis::{self, diff, html, merge, report, scale, trace, Format};
-use profiler_core::Profile;
+use profiler_analysis::{self as analysis, diff, html, merge, report, scale, trace, Format};
+use profiler_format::Profile;
 
 #[derive(Parser)]
 #[command(
@@ -262,7 +262,7 @@ fn cannot_write(path: &Path, why: impl std::fmt::Display) -> Failure {
 /// exists.
 fn check_output(path: &Path) -> Result<(), Failure> {
     // Follows links, the kernel's too (`/dev/stdout` leads through `/proc/self/fd/1` to a pipe).
-    let target = profiler_core::check_target(path).map_err(|why| cannot_write(path, why))?;
+    let target = profiler_format::check_target(path).map_err(|why| cannot_write(path, why))?;
     let dir = match target.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -277,7 +277,7 @@ fn check_output(path: &Path) -> Result<(), Failure> {
 }
 
 fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    profiler_core::write_atomic(path, bytes).map_err(|e| cannot_write(path, e))
+    profiler_format::write_atomic(path, bytes).map_err(|e| cannot_write(path, e))
 }
 
 fn print(text: &str) {

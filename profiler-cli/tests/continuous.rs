@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use profiler_core::analysis::load_profile;
-use profiler_core::{Profile, Stats};
+use profiler_analysis::load_profile;
+use profiler_format::{Profile, Stats};
 use serde_json::Value;
 
 mod common;

@@ -16,9 +16,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use profiler_core::analysis::html::html_report;
-use profiler_core::analysis::load_profile;
-use profiler_core::{Profile, Stats};
+use profiler_analysis::html::html_report;
+use profiler_analysis::load_profile;
+use profiler_format::{Profile, Stats};
 
 /// How long one page may take to load and draw.
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);

@@ -1,4 +1,4 @@
-//! `prof trace`'s document (`profiler_core::analysis::trace::chrome_trace`) on real profiles of the
+//! `prof trace`'s document (`profiler_analysis::trace::chrome_trace`) on real profiles of the
 //! dlrm example (`tests/data/trace/`, made with `PROF_WARMUP=3 PROF_REPEAT=5`, one in `sample`
 //! mode and one in `trace` mode): structural checks in Rust that always run, then
 //! HolisticTraceAnalysis loads the traces (`tests/hta_check.py`) and must find the ranks, the
@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use profiler_core::analysis::load_profile;
-use profiler_core::analysis::trace::chrome_trace;
-use profiler_core::{Event, Profile, Stats};
+use profiler_analysis::load_profile;
+use profiler_analysis::trace::chrome_trace;
+use profiler_format::{Event, Profile, Stats};
 use serde_json::{json, Value};
 
 fn fixture(name: &str) -> Profile {

@@ -7,7 +7,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::filter::{render_error, Filter};
-pub(crate) use crate::output::shorten;
+pub(crate) use profiler_format::write::shorten;
 
 /// What the profiler does after warmup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -435,7 +435,7 @@ impl Config {
                 ),
             )
         };
-        let target = crate::output::check_target(&path).map_err(fail)?;
+        let target = profiler_format::check_target(&path).map_err(fail)?;
         let dir = match target.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),
@@ -447,7 +447,7 @@ impl Config {
             )));
         }
         // The very name the final write will use first: checks permission and name length.
-        let probe = crate::output::temp_path(&target);
+        let probe = profiler_format::write::temp_path(&target);
         std::fs::File::create(&probe)
             .map_err(|e| fail(format!("cannot create {}: {e}", probe.display())))?;
         let _ = std::fs::remove_file(&probe);

@@ -18,7 +18,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::output::shorten;
+use profiler_format::write::shorten;
 
 /// The deepest nesting of `(` and `!` a filter may use; deeper input is rejected (this bounds
 /// the recursion of the parser and of the evaluator).

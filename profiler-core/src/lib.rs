@@ -80,8 +80,6 @@ pub use profiler_macros::main;
 mod info;
 pub use info::ProbeInfo;
 
-#[cfg(feature = "analysis")]
-pub mod analysis;
 #[cfg(feature = "enable")]
 mod cli;
 #[cfg(feature = "enable")]
@@ -94,12 +92,10 @@ mod cuda;
 mod device;
 #[cfg(feature = "enable")]
 mod filter;
-#[cfg(feature = "analysis")]
+#[cfg(feature = "enable")]
 mod output;
-#[cfg(feature = "analysis")]
-pub use output::json::{Event, Gpu, Iterations, Kernel, Kernels, Profile, Run, Stats, SCHEMA};
-#[cfg(feature = "analysis")]
-pub use output::{check_target, write_atomic};
+#[cfg(feature = "enable")]
+pub use profiler_format::{Event, Gpu, Iterations, Kernel, Kernels, Profile, Run, Stats, SCHEMA};
 #[cfg(feature = "tracing")]
 mod bridge;
 #[cfg(feature = "enable")]
@@ -201,7 +197,7 @@ mod enabled_api {
 
     /// Renders a profile's summary table, as printed on stderr at the end.
     pub fn summary(profile: &crate::Profile) -> String {
-        crate::analysis::report::summary(profile, "prof.json")
+        profiler_format::summary::summary(profile, "prof.json")
     }
 }
 

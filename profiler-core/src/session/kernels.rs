@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::device::{Correlation, KernelActivity};
-use crate::output::json::{Kernel, Kernels, Stats};
+use profiler_format::{Kernel, Kernels, Stats};
 
 /// The external id of the runs of `event` in iteration `iter`.
 pub(crate) fn tag(event: u32, iter: u32) -> u64 {

@@ -60,7 +60,7 @@ struct Control {
     iter_base: u32,
     /// `continuous` mode: the windows closed and kept, oldest first, and the last one's
     /// samples (what `events` shows).
-    windows: std::collections::VecDeque<crate::output::json::Window>,
+    windows: std::collections::VecDeque<profiler_format::Window>,
     /// `continuous` mode: windows closed so far (kept or dropped).
     windows_closed: u64,
     /// `continuous` mode: the first iteration of the window now running.
@@ -99,7 +99,7 @@ struct Control {
     /// The results are on disk.
     written: bool,
     /// Results whose write failed, kept to try once more at the end.
-    unwritten: Option<Box<crate::output::json::Profile>>,
+    unwritten: Option<Box<profiler_format::Profile>>,
     /// `cuProfilerStop` was called.
     capture_stopped: bool,
     /// Bytes reserved for samples so far.

@@ -5,10 +5,10 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::{lock, Control, Event, Session};
 use crate::clock::Reading;
-use crate::output::json::{self, Profile, Stats};
 use crate::record::{resolve_slot, IterationStarts, Resolved, RESERVOIR};
 use crate::registry::registry;
 use crate::schedule::MERGED;
+use profiler_format::{self as json, Profile, Stats};
 
 impl Session {
     /// The results so far.

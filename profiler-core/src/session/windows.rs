@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use super::{lock, Control, Session};
 use crate::clock::Reading;
-use crate::output::json::{Stats, Window, WindowEvent};
 use crate::record::Resolved;
+use profiler_format::{Stats, Window, WindowEvent};
 
 /// The least time between two background writes.
 const WRITE_INTERVAL: Duration = Duration::from_secs(1);
@@ -128,7 +128,7 @@ impl Session {
 
     /// Writes `profile` unless a newer generation is on disk already. Background failures are
     /// reported once; the end's write reports its own.
-    fn write_generation(&self, generation: u64, profile: &crate::output::json::Profile) {
+    fn write_generation(&self, generation: u64, profile: &profiler_format::Profile) {
         let mut last = lock(&self.written_generation);
         if generation <= *last {
             return;

@@ -1,32 +1,18 @@
 //! Rendering a [`Report`] as a table, CSV, JSON or Markdown, and the end-of-run summary.
 
 use super::*;
+use profiler_format::summary::{occ, perturbation_line, status};
+pub use profiler_format::summary::{summary, summary_unwritten};
+pub use profiler_format::text::human_ns;
+use profiler_format::text::{opt, percent, signed_percent};
 
-/// A duration for people: `850ns`, `12.3µs`, `4.56ms`, `1.20s`.
-pub fn human_ns(ns: f64) -> String {
-    if !ns.is_finite() {
-        return "-".to_owned();
-    }
-    let a = ns.abs();
-    if a < 999.5 {
-        format!("{ns:.0}ns")
-    } else if a < 999_950.0 {
-        format!("{:.1}µs", ns / 1e3)
-    } else if a < 999_995_000.0 {
-        format!("{:.2}ms", ns / 1e6)
-    } else {
-        format!("{:.2}s", ns / 1e9)
-    }
-}
-
-/// A fraction as a percentage with one decimal: `0.067` → `6.7%`.
-fn percent(v: f64) -> String {
-    format!("{:.1}%", 100.0 * v)
-}
-
-/// A signed percentage: `+1.2%`, `-0.3%`.
-fn signed_percent(v: f64) -> String {
-    format!("{:+.1}%", 100.0 * v)
+/// Aligned lines: the first `left` columns left-aligned, the others right-aligned; each line
+/// starts with two spaces.
+fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
+    text::aligned(headers, rows, left)
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Calls per iteration: `1`, or `2.50` when not whole.
@@ -56,27 +42,6 @@ fn num(v: f64, digits: usize) -> String {
     }
 }
 
-fn opt(v: &Option<String>) -> String {
-    v.clone().unwrap_or_else(|| "-".to_owned())
-}
-
-/// Aligned lines: the first `left` columns left-aligned, the others right-aligned; each line
-/// starts with two spaces.
-fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
-    text::aligned(headers, rows, left)
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-fn status(report: &Report) -> &'static str {
-    if report.complete {
-        "complete"
-    } else {
-        "INCOMPLETE (the program ended before the schedule did)"
-    }
-}
-
 fn headline(report: &Report) -> String {
     let it = &report.iteration;
     if report.mode == "continuous" {
@@ -89,7 +54,7 @@ fn headline(report: &Report) -> String {
             it.measured,
             it.first,
             report.events.len(),
-            status(report)
+            status(report.complete)
         );
     }
     format!(
@@ -100,7 +65,7 @@ fn headline(report: &Report) -> String {
         it.warmup,
         it.measured,
         report.events.len(),
-        status(report)
+        status(report.complete)
     )
 }
 
@@ -113,55 +78,6 @@ fn iteration_line(report: &Report) -> String {
         human_ns(it.p90_ns),
         percent(it.cv)
     )
-}
-
-fn perturbation_line(report: &Report) -> String {
-    match &report.perturbation {
-        Some(p) => format!(
-            "perturbation: median iteration {} while measuring vs {} in warmup ({}){}",
-            human_ns(p.armed_median_ns),
-            human_ns(p.warmup_median_ns),
-            signed_percent(p.ratio - 1.0),
-            if p.flagged {
-                ", FLAGGED: the profiler may be distorting this program's timing"
-            } else if p.ratio < 0.95 {
-                "; warmup was slower (a cold start: caches, page faults, clock ramp-up), so \
-                 this says little; a longer PROF_WARMUP gives a better baseline"
-            } else {
-                ""
-            }
-        ),
-        None if report.mode == "continuous" => "perturbation: unknown (continuous mode keeps the \
-            last window's iterations only; the warmup's are not in the file)"
-            .to_owned(),
-        None => "perturbation: unknown (needs 2 or more warmup iterations and one after them)"
-            .to_owned(),
-    }
-}
-
-fn noisy_line(report: &Report) -> String {
-    let noisy: Vec<&EventRow> = report.events.iter().filter(|e| e.noisy).collect();
-    if noisy.is_empty() {
-        format!("no noisy event (cv above {})", percent(report.cv_threshold))
-    } else {
-        let names: Vec<String> = noisy
-            .iter()
-            .take(5)
-            .map(|e| format!("{}#{}", e.name, e.occurrence))
-            .collect();
-        let more = if noisy.len() > 5 {
-            format!(", +{} more", noisy.len() - 5)
-        } else {
-            String::new()
-        };
-        format!(
-            "! {} noisy event{} (cv above {}; repeat more to trust them): {}{more}",
-            noisy.len(),
-            if noisy.len() == 1 { "" } else { "s" },
-            percent(report.cv_threshold),
-            names.join(", ")
-        )
-    }
 }
 
 fn legend(report: &Report) -> String {
@@ -180,14 +96,6 @@ const EVENT_HEADERS: [&str; 17] = [
     "cv", "total", "self", "share", "perturb", "",
 ];
 const GROUP_HEADERS: [&str; 6] = ["group", "events", "calls", "total", "self", "share"];
-
-fn occ(e: &EventRow) -> String {
-    if e.merged {
-        format!("{}+", e.occurrence)
-    } else {
-        e.occurrence.to_string()
-    }
-}
 
 /// The human cells of an event row (`indent`: indent the name by depth).
 fn event_cells(e: &EventRow, indent: bool) -> Vec<String> {
@@ -249,7 +157,7 @@ fn render_table(report: &Report) -> String {
     let mut lines = vec![
         headline(report),
         iteration_line(report),
-        perturbation_line(report),
+        perturbation_line(&report.mode, report.perturbation.as_ref()),
     ];
     let indent = in_execution_order(report);
     let rows: Vec<Vec<String>> = report
@@ -563,7 +471,10 @@ fn render_markdown(report: &Report) -> String {
         String::new(),
         text::md_cell(&iteration_line(report)),
         String::new(),
-        text::md_cell(&perturbation_line(report)),
+        text::md_cell(&perturbation_line(
+            &report.mode,
+            report.perturbation.as_ref(),
+        )),
         String::new(),
     ];
     let rows: Vec<Vec<String>> = report
@@ -605,113 +516,4 @@ pub fn render(report: &Report, format: Format) -> String {
         },
         Format::Markdown => render_markdown(report),
     }
-}
-
-/// The end-of-run summary printed on stderr (one row per event in execution order; a header
-/// with mode, iterations, events, median iteration, complete or INCOMPLETE; a footnote with
-/// what share means, the timer floor, noisy events, the perturbation, and `results in {path}`).
-/// No trailing newline.
-pub fn summary(profile: &Profile, path: &str) -> String {
-    summary_with(
-        profile,
-        &format!("results in {path} (`prof report {path}` for self times, p90, groups)"),
-    )
-}
-
-/// The end-of-run summary of results that could not be written to `path`: the same table, and
-/// a last line saying that nothing was written (so that it never points at a stale file).
-pub fn summary_unwritten(profile: &Profile, path: &str) -> String {
-    summary_with(
-        profile,
-        &format!(
-            "NOTHING WAS WRITTEN: {path} could not be written (the error is above); the table \
-             above is all that is left of these results"
-        ),
-    )
-}
-
-fn summary_with(profile: &Profile, last_line: &str) -> String {
-    let report = build(
-        profile,
-        &ReportOptions {
-            windows: false,
-            ..ReportOptions::default()
-        },
-    );
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "profiler-core: {} mode, {} iterations ({} warmup), {} events, median iteration {}, {}",
-        report.mode,
-        report.iteration.count,
-        report.iteration.warmup,
-        report.events.len(),
-        human_ns(report.iteration.median_ns),
-        status(&report)
-    );
-    let headers = [
-        "layer", "phase", "name", "occ", "samples", "median", "mean", "min", "max", "share", "",
-    ];
-    let rows: Vec<Vec<String>> = report
-        .events
-        .iter()
-        .map(|e| {
-            let times = |v: f64| {
-                if e.samples == 0 {
-                    "-".to_owned()
-                } else {
-                    human_ns(v)
-                }
-            };
-            vec![
-                opt(&e.layer),
-                opt(&e.phase),
-                e.name.clone(),
-                occ(e),
-                e.samples.to_string(),
-                times(e.median_ns),
-                times(e.mean_ns),
-                times(e.min_ns),
-                times(e.max_ns),
-                if e.samples == 0 {
-                    "-".to_owned()
-                } else {
-                    percent(e.share)
-                },
-                if e.noisy { "!" } else { "" }.to_owned(),
-            ]
-        })
-        .collect();
-    for line in aligned(&headers, &rows, 3) {
-        let _ = writeln!(out, "{line}");
-    }
-    if report.iteration.count == 0 {
-        let _ = writeln!(
-            out,
-            "  (no iteration completed: call profiler_core::step() at the end of each iteration)"
-        );
-    } else if report.events.is_empty() {
-        let _ = writeln!(out, "  (no event was measured)");
-    }
-    let _ = writeln!(
-        out,
-        "  share = mean x calls per iteration / mean iteration; every sample includes the \
-         timer's own {} (an empty measurement)",
-        human_ns(report.timer_floor_ns as f64)
-    );
-    let _ = writeln!(out, "  {}", noisy_line(&report));
-    let _ = writeln!(out, "  {}", perturbation_line(&report));
-    if let (Some(first), Some(last)) = (profile.windows.first(), profile.windows.last()) {
-        // Continuous mode: drift takes a bootstrap per event, left to `prof report`.
-        let _ = writeln!(
-            out,
-            "  continuous: {} windows kept of {} closed, {} iterations each; the table is the \
-             last; `prof report` shows each event's median per window and flags drift",
-            profile.windows.len(),
-            last.index + 1,
-            last.iterations().max(first.iterations())
-        );
-    }
-    let _ = write!(out, "  {last_line}");
-    out
 }

@@ -41,7 +41,7 @@ use serde::Serialize;
 
 use super::diff::{self, DiffOptions, EventDiff, Verdict};
 use super::{event_key, stats};
-use crate::output::json::{Event, Iterations, Profile, Stats, Window};
+use profiler_format::{Event, Iterations, Profile, Stats, Window};
 
 /// Fewest kept windows for a comparison.
 pub const MIN_WINDOWS: usize = 2;

@@ -31,34 +31,7 @@ pub(crate) fn csv_field(s: &str) -> String {
     }
 }
 
-/// Aligned lines: the first `left` columns left-aligned, the others right-aligned; each
-/// line starts with two spaces and ends with a newline.
-pub(crate) fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &[&str]| {
-        let mut l = String::from(" ");
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            let pad = " ".repeat(w - cell.chars().count());
-            if i < left {
-                let _ = write!(l, " {cell}{pad}");
-            } else {
-                let _ = write!(l, " {pad}{cell}");
-            }
-        }
-        l.trim_end().to_owned() + "\n"
-    };
-    let mut out = line(headers);
-    for row in rows {
-        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-        out.push_str(&line(&cells));
-    }
-    out
-}
+pub(crate) use profiler_format::text::aligned;
 
 /// A GitHub-flavoured Markdown table.
 pub(crate) fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {

@@ -78,7 +78,7 @@ use serde::Serialize;
 
 use super::stats::{self, SplitMix64};
 use super::{event_key, text, Format};
-use crate::{Event, Profile};
+use profiler_format::{Event, Profile};
 
 /// Settings of a comparison.
 #[derive(Clone, Debug)]
@@ -548,8 +548,8 @@ fn compare_iteration(
     options: &DiffOptions,
     seed: u64,
 ) -> EventDiff {
-    let wb = stats::as_f64(crate::analysis::measured_walls(before));
-    let wa = stats::as_f64(crate::analysis::measured_walls(after));
+    let wb = stats::as_f64(crate::measured_walls(before));
+    let wa = stats::as_f64(crate::measured_walls(after));
     let n = wb.len().min(wa.len());
     let before_median = stats::median(&wb);
     let after_median = stats::median(&wa);

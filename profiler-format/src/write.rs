@@ -1,6 +1,5 @@
-//! Outputs: `prof.json` (written atomically) and the summary on stderr.
-
-pub mod json;
+//! Writing a result file atomically: a temporary file beside the target, renamed over it, and
+//! never over a directory, a FIFO or a device.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -100,7 +99,7 @@ pub fn check_target(path: &Path) -> Result<PathBuf, String> {
 
 /// `text` itself when it has at most `max` characters, else its start and end around `…` and
 /// its length: messages never echo a huge value whole.
-pub(crate) fn shorten(text: &str, max: usize) -> String {
+pub fn shorten(text: &str, max: usize) -> String {
     let n = text.chars().count();
     if n <= max {
         return text.to_owned();
@@ -111,7 +110,7 @@ pub(crate) fn shorten(text: &str, max: usize) -> String {
 }
 
 /// The temporary file [`write_atomic`] writes first, beside `target`.
-pub(crate) fn temp_path(target: &Path) -> PathBuf {
+pub fn temp_path(target: &Path) -> PathBuf {
     let dir = match target.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -143,43 +142,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
-}
-
-#[cfg(feature = "enable")]
-/// Encodes `profile` and writes it to `path` atomically; the error says why it could not.
-pub fn write_profile(profile: &json::Profile, path: &Path) -> Result<(), String> {
-    let text = serde_json::to_vec_pretty(profile)
-        .map_err(|e| format!("cannot encode the results: {e}"))?;
-    write_atomic(path, &text).map_err(|e| e.to_string())
-}
-
-#[cfg(feature = "enable")]
-/// Writes the profile to `path` and the summary to stderr. A failure is reported on stderr
-/// with the path and the reason, and the summary says that nothing was written; the program
-/// goes on.
-pub fn emit(profile: &json::Profile, path: &Path, print_summary: bool) -> bool {
-    let written = match write_profile(profile, path) {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!(
-                "profiler-core: error: cannot write the results to {}: {e} (the program goes on)",
-                path.display()
-            );
-            false
-        }
-    };
-    if print_summary {
-        let shown = path.display().to_string();
-        eprintln!(
-            "{}",
-            if written {
-                crate::analysis::report::summary(profile, &shown)
-            } else {
-                crate::analysis::report::summary_unwritten(profile, &shown)
-            }
-        );
-    }
-    written
 }
 
 #[cfg(test)]

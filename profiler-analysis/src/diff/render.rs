@@ -106,7 +106,7 @@ fn text_cells(d: &EventDiff, iteration: bool) -> Vec<String> {
         if n == 0 {
             "-".to_owned()
         } else {
-            crate::analysis::report::human_ns(v)
+            crate::report::human_ns(v)
         }
     };
     vec![

@@ -1,7 +1,7 @@
 //! Unit tests of `analysis::report`.
 
 use super::*;
-use crate::output::json::{Iterations, Run, Stats};
+use profiler_format::{Iterations, Run, Stats};
 
 /// An event with durations `samples` taken in iterations `iters`.
 fn ev(
@@ -42,7 +42,7 @@ fn flat(order: u32, name: &str, layer: Option<&str>, parent: Option<u32>, ns: u6
 
 fn profile(warmup: u32, walls: &[u64], events: Vec<Event>) -> Profile {
     Profile {
-        schema: crate::output::json::SCHEMA.to_owned(),
+        schema: profiler_format::SCHEMA.to_owned(),
         complete: true,
         run: Run {
             program: "toy".to_owned(),
@@ -567,7 +567,7 @@ fn iterations_are_numbered_from_first() {
     let mut p = profile(3, &walls, vec![e]);
     p.iterations.first = 1;
     p.iterations.count = 7;
-    assert_eq!(crate::analysis::measured_walls(&p), [120, 130, 140, 200]);
+    assert_eq!(crate::measured_walls(&p), [120, 130, 140, 200]);
     let r = build(&p, &ReportOptions::default());
     assert_eq!((r.iteration.first, r.iteration.measured), (1, 4));
     assert_eq!(r.iteration.median_ns, 135.0);
@@ -584,7 +584,7 @@ fn iterations_are_numbered_from_first() {
     p.run.mode = "continuous".to_owned();
     p.iterations.first = 40;
     p.iterations.count = 46;
-    assert_eq!(crate::analysis::measured_walls(&p), walls);
+    assert_eq!(crate::measured_walls(&p), walls);
     let r = build(&p, &ReportOptions::default());
     assert_eq!((r.iteration.first, r.iteration.measured), (40, 6));
     assert_eq!(r.iteration.median_ns, 125.0);
@@ -605,15 +605,7 @@ fn iterations_are_numbered_from_first() {
 }
 
 fn continuous_report(slow: &[(&str, f64, usize)]) -> Report {
-    let p = crate::analysis::drift::tests::continuous(
-        &crate::analysis::diff::tests::model(),
-        10,
-        10,
-        8,
-        0.1,
-        slow,
-        5,
-    );
+    let p = crate::drift::tests::continuous(&crate::diff::tests::model(), 10, 10, 8, 0.1, slow, 5);
     build(&p, &ReportOptions::default())
 }
 
@@ -729,15 +721,7 @@ fn a_steady_continuous_run_drifts_nowhere_and_the_summary_leaves_windows_out() {
     );
     assert!(!table.contains("SLOWER") && !table.contains("FASTER"));
     // Without windows (or with them turned off), no section and no columns.
-    let p = crate::analysis::drift::tests::continuous(
-        &crate::analysis::diff::tests::model(),
-        10,
-        3,
-        3,
-        0.1,
-        &[],
-        5,
-    );
+    let p = crate::drift::tests::continuous(&crate::diff::tests::model(), 10, 3, 3, 0.1, &[], 5);
     let off = build(
         &p,
         &ReportOptions {
@@ -763,15 +747,7 @@ fn a_steady_continuous_run_drifts_nowhere_and_the_summary_leaves_windows_out() {
 
 #[test]
 fn one_window_says_it_is_not_enough() {
-    let p = crate::analysis::drift::tests::continuous(
-        &crate::analysis::diff::tests::model(),
-        10,
-        1,
-        5,
-        0.1,
-        &[],
-        5,
-    );
+    let p = crate::drift::tests::continuous(&crate::diff::tests::model(), 10, 1, 5, 0.1, &[], 5);
     let table = render(&build(&p, &ReportOptions::default()), Format::Table);
     assert!(
         table.contains(

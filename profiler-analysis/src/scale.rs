@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use super::text;
 use super::{event_key, stats, Format};
-use crate::{Event, Profile};
+use profiler_format::{Event, Profile};
 
 /// How an event's time should ideally grow with the parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -125,7 +125,7 @@ fn event_time(e: &Event) -> Option<f64> {
 
 /// Median wall time of the measured iterations (index >= warmup; all when none is).
 pub(crate) fn iteration_time(p: &Profile) -> Option<f64> {
-    let measured = crate::analysis::measured_walls(p);
+    let measured = crate::measured_walls(p);
     (!measured.is_empty()).then(|| stats::median(&stats::as_f64(measured)))
 }
 
@@ -379,7 +379,7 @@ fn render_text(s: &Scaling, markdown: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::diff::tests::{event, profile, Spec};
+    use crate::diff::tests::{event, profile, Spec};
 
     /// A run with one sample per event (times in ns) and a constant iteration time.
     fn run(events: &[(&'static str, f64)], iteration: u64) -> Profile {

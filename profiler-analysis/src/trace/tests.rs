@@ -1,7 +1,7 @@
 //! Unit tests of `analysis::trace`.
 
 use super::*;
-use crate::output::json::{Iterations, Run, Stats, SCHEMA};
+use profiler_format::{Iterations, Run, Stats, SCHEMA};
 
 fn event(order: u32, name: &str, parent: Option<u32>) -> Event {
     Event {

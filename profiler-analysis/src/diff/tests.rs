@@ -2,7 +2,7 @@
 //! `merge` use too.
 
 use super::*;
-use crate::{Iterations, Run, Stats};
+use profiler_format::{Iterations, Run, Stats};
 
 /// One simulated event: (name, layer, phase, occurrence, median ns).
 pub(crate) type Spec = (
@@ -46,7 +46,7 @@ pub(crate) fn profile(
     events: Vec<Event>,
 ) -> Profile {
     Profile {
-        schema: crate::SCHEMA.to_owned(),
+        schema: profiler_format::SCHEMA.to_owned(),
         complete: true,
         run: Run {
             program: "model".to_owned(),

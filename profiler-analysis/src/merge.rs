@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::text;
 use super::{event_key, stats, Format};
-use crate::{Event, Profile};
+use profiler_format::{Event, Profile};
 
 /// The schema name of a merged file.
 pub const MERGED_SCHEMA: &str = "profiler-core/merged/v1";
@@ -435,7 +435,7 @@ fn render_text(m: &Merged, markdown: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::diff::tests::{event, profile, Spec};
+    use crate::diff::tests::{event, profile, Spec};
 
     /// A rank with events of the given sample values and a constant iteration time.
     fn rank(rank: u32, events: &[(&'static str, u32, &[u64])], iteration: u64) -> Profile {

@@ -2,8 +2,8 @@
 //! `report` and `html` use too.
 
 use super::*;
-use crate::analysis::diff::tests::{event, model, profile, Spec};
-use crate::analysis::stats::SplitMix64;
+use crate::diff::tests::{event, model, profile, Spec};
+use crate::stats::SplitMix64;
 
 /// A `continuous`-mode run of `specs`: `warmup` 10, then `closed` windows of `repeat` iterations
 /// per event, in order, of which the last `kept` are kept. In window w every event takes its
@@ -52,7 +52,7 @@ pub(crate) fn continuous(
             events: samples
                 .iter()
                 .enumerate()
-                .map(|(k, (s, _))| crate::output::json::WindowEvent {
+                .map(|(k, (s, _))| profiler_format::WindowEvent {
                     order: k as u32,
                     samples_ns: s.clone(),
                     stats: Stats::of(s),
@@ -212,7 +212,7 @@ fn dropped_windows_leave_a_gap_and_series_follow_the_kept_ones() {
 fn an_event_missing_from_some_windows_has_gaps_and_no_verdict_without_a_side() {
     let mut p = continuous(&model(), 10, 4, 4, 0.1, &[], 1);
     // A probe first seen in window 3 (a new order); one that stopped running after window 0.
-    let new = crate::output::json::WindowEvent {
+    let new = profiler_format::WindowEvent {
         order: 99,
         samples_ns: vec![10; 5],
         stats: Stats::of(&[10; 5]),

@@ -97,7 +97,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{json, Map, Value};
 
-use crate::output::json::{quantiles, Event, Profile};
+use profiler_format::{quantiles, Event, Profile};
 
 /// Prefix of the iteration spans, as PyTorch's profiler names them and HTA looks for them.
 pub const STEP_PREFIX: &str = "ProfilerStep#";
@@ -378,11 +378,11 @@ fn median(values: &[u64]) -> u64 {
 }
 
 /// The event's duration statistics: `stats`, or computed from the samples when `stats` is empty.
-fn duration_stats(e: &Event) -> crate::output::json::Stats {
+fn duration_stats(e: &Event) -> profiler_format::Stats {
     if e.stats.count > 0 || e.samples_ns.is_empty() {
         e.stats
     } else {
-        crate::output::json::Stats::of(&e.samples_ns)
+        profiler_format::Stats::of(&e.samples_ns)
     }
 }
 
@@ -430,7 +430,7 @@ fn step_fields(
             args.insert("incomplete".into(), json!(true));
         }
     } else {
-        let measured = crate::analysis::measured_walls(profile);
+        let measured = crate::measured_walls(profile);
         args.insert("average".into(), json!(true));
         args.insert("measured_iterations".into(), json!(measured.len()));
         args.insert("median_wall_ns".into(), json!(median(measured)));
@@ -566,7 +566,7 @@ fn trace_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
 /// `sample` mode: one average iteration (see the module documentation).
 fn average_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
     let events = &profile.events;
-    let step_len = median(crate::analysis::measured_walls(profile));
+    let step_len = median(crate::measured_walls(profile));
     let mut slices = vec![Slice {
         start: 0,
         end: step_len,

@@ -76,15 +76,16 @@
 //! - `markdown`: the header as a paragraph, the events and the groups as pipe tables, the legend;
 //!   with windows, the windows section as a paragraph and a pipe table.
 
-use std::collections::{HashMap, HashSet};
-use std::fmt::Write;
+use std::collections::HashMap;
 
 use serde::Serialize;
 
 use super::diff::DiffOptions;
-use super::{drift, stats, text};
-use crate::analysis::Format;
-use crate::output::json::{Event, Profile};
+use super::{drift, text};
+use crate::Format;
+use profiler_format::measure::{measure, ratio_or_zero, Measures};
+pub use profiler_format::measure::{EventRow, IterationRow, Perturbation};
+use profiler_format::{Event, Profile};
 
 /// What [`ReportOptions::group_by`] groups events by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,59 +139,6 @@ impl Default for ReportOptions {
     }
 }
 
-/// One event of the report. Times in nanoseconds; see the module documentation for the
-/// definitions.
-#[derive(Clone, Debug, Serialize)]
-pub struct EventRow {
-    /// Position in the iteration's execution order.
-    pub order: u32,
-    /// The probe's id.
-    pub id: String,
-    /// The probe's name.
-    pub name: String,
-    /// The `layer` key.
-    pub layer: Option<String>,
-    /// The `phase` key.
-    pub phase: Option<String>,
-    /// Which run of the probe within an iteration (the first one held, when merged).
-    pub occurrence: u32,
-    /// True when the event holds every run of its probe from `occurrence` on.
-    pub merged: bool,
-    /// The `order` of the enclosing event, if any.
-    pub parent: Option<u32>,
-    /// Nesting depth following the parents (0: top level).
-    pub depth: u32,
-    /// Number of runs measured (`stats.count`).
-    pub samples: u64,
-    /// Runs per iteration.
-    pub calls_per_iter: f64,
-    /// Median duration of one run.
-    pub median_ns: f64,
-    /// Mean duration of one run.
-    pub mean_ns: f64,
-    /// Shortest run.
-    pub min_ns: f64,
-    /// Longest run.
-    pub max_ns: f64,
-    /// Sample standard deviation of the runs.
-    pub stddev_ns: f64,
-    /// 90th percentile of the runs.
-    pub p90_ns: f64,
-    /// Coefficient of variation, `stddev / mean`.
-    pub cv: f64,
-    /// Time per iteration: `mean × calls_per_iter`.
-    pub total_ns: f64,
-    /// Total minus the children's totals (never negative).
-    pub self_ns: f64,
-    /// `total_ns` over the mean measured iteration.
-    pub share: f64,
-    /// `cv` above the threshold (with at least two samples).
-    pub noisy: bool,
-    /// Median wall time of the iterations this event was armed in over the warmup baseline,
-    /// minus 1; `None` without a baseline or armed iteration.
-    pub perturbation: Option<f64>,
-}
-
 /// One group of events (see [`GroupBy`]).
 #[derive(Clone, Debug, Serialize)]
 pub struct GroupRow {
@@ -206,42 +154,6 @@ pub struct GroupRow {
     pub self_ns: f64,
     /// `total_ns` over the mean measured iteration.
     pub share: f64,
-}
-
-/// The iterations of the run.
-#[derive(Clone, Debug, Serialize)]
-pub struct IterationRow {
-    /// Iterations completed (`iterations.count`).
-    pub count: u64,
-    /// The first iteration listed (`iterations.first`): 0, except in `continuous` mode, where
-    /// the iterations described are the last window's.
-    pub first: u64,
-    /// Warmup iterations asked for (`run.warmup`).
-    pub warmup: u32,
-    /// Measured iterations (after warmup, or all if none is; in `continuous` mode, the last
-    /// window's).
-    pub measured: u64,
-    /// Median wall time of the measured iterations.
-    pub median_ns: f64,
-    /// Mean wall time of the measured iterations.
-    pub mean_ns: f64,
-    /// 90th percentile of the measured iterations.
-    pub p90_ns: f64,
-    /// Coefficient of variation of the measured iterations.
-    pub cv: f64,
-}
-
-/// The profiler's own effect on the iteration time.
-#[derive(Clone, Debug, Serialize)]
-pub struct Perturbation {
-    /// Median warmup iteration, iteration 0 left out.
-    pub warmup_median_ns: f64,
-    /// Median measured iteration.
-    pub armed_median_ns: f64,
-    /// `armed_median_ns / warmup_median_ns`.
-    pub ratio: f64,
-    /// `ratio - 1` above the threshold.
-    pub flagged: bool,
 }
 
 /// A report on one profile: what [`render`] prints.
@@ -271,53 +183,6 @@ pub struct Report {
     pub windows: Option<drift::Windows>,
 }
 
-/// Median warmup iteration listed, leaving out iteration 0 (start-up); `None` if there is none
-/// (always so in `continuous` mode, whose listed iterations come long after the warmup) or it
-/// is 0.
-fn warmup_baseline(profile: &Profile) -> Option<f64> {
-    let walls = &profile.iterations.wall_ns;
-    // `wall_ns[k]` is iteration `first + k`: iteration 0, when listed, is `wall_ns[0]`.
-    let start = usize::from(profile.iterations.first == 0);
-    let end = crate::analysis::warmup_listed(profile);
-    if end <= start {
-        return None;
-    }
-    let base = stats::median(&stats::as_f64(&walls[start..end]));
-    (base > 0.0).then_some(base)
-}
-
-/// Index of each event's parent in `events` (`None`: top level, missing or itself).
-fn parent_indices(events: &[Event]) -> Vec<Option<usize>> {
-    let mut by_order: HashMap<u32, usize> = HashMap::new();
-    for (i, e) in events.iter().enumerate() {
-        by_order.entry(e.order).or_insert(i);
-    }
-    events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            e.parent
-                .and_then(|p| by_order.get(&p).copied())
-                .filter(|&j| j != i)
-        })
-        .collect()
-}
-
-/// The ancestors of event `i`, nearest first, each at most once.
-fn ancestors(i: usize, parents: &[Option<usize>]) -> Vec<usize> {
-    let mut seen = HashSet::from([i]);
-    let mut chain = Vec::new();
-    let mut cur = parents[i];
-    while let Some(j) = cur {
-        if !seen.insert(j) {
-            break;
-        }
-        chain.push(j);
-        cur = parents[j];
-    }
-    chain
-}
-
 /// The group of event `i`. A missing layer (or phase) is inherited from the nearest ancestor
 /// that has one, so a helper shared by several layers (a `linear_forward` without a layer)
 /// counts towards the layer that called it; `-` when no ancestor has one either.
@@ -337,114 +202,20 @@ fn group_key(i: usize, events: &[Event], chain: &[usize], by: GroupBy) -> String
     }
 }
 
-fn ratio_or_zero(a: f64, b: f64) -> f64 {
-    if b > 0.0 {
-        a / b
-    } else {
-        0.0
-    }
-}
-
 /// Computes the report of a profile (see the module documentation for every definition).
 pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
-    let walls = &profile.iterations.wall_ns;
-    let measured = stats::as_f64(crate::analysis::measured_walls(profile));
-    let measured_sorted = stats::sorted(&measured);
-    let iteration = IterationRow {
-        count: profile.iterations.count,
-        first: profile.iterations.first,
-        warmup: profile.run.warmup,
-        measured: measured.len() as u64,
-        median_ns: stats::quantile_sorted(&measured_sorted, 0.5),
-        mean_ns: stats::mean(&measured),
-        p90_ns: stats::quantile_sorted(&measured_sorted, 0.9),
-        cv: stats::cv(&measured),
-    };
+    let Measures {
+        iteration,
+        perturbation,
+        events: mut rows,
+        ancestors: chains,
+    } = measure(
+        profile,
+        options.cv_threshold,
+        options.perturbation_threshold,
+    );
     let iter_mean = iteration.mean_ns;
-    let baseline = warmup_baseline(profile);
-    let after_warmup = walls.len() > crate::analysis::warmup_listed(profile);
-    let perturbation = baseline.filter(|_| after_warmup).map(|base| {
-        let armed = iteration.median_ns;
-        let ratio = armed / base;
-        Perturbation {
-            warmup_median_ns: base,
-            armed_median_ns: armed,
-            ratio,
-            flagged: ratio - 1.0 > options.perturbation_threshold,
-        }
-    });
-
     let events = &profile.events;
-    let parents = parent_indices(events);
-    let chains: Vec<Vec<usize>> = (0..events.len()).map(|i| ancestors(i, &parents)).collect();
-
-    let mut rows: Vec<EventRow> = events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let s = &e.stats;
-            let armed: Vec<u32> = {
-                let mut v = e.sample_iters.clone();
-                v.sort_unstable();
-                v.dedup();
-                v
-            };
-            let calls_per_iter = if e.merged {
-                s.count as f64 / armed.len().max(1) as f64
-            } else {
-                1.0
-            };
-            let mean_ns = s.mean_ns as f64;
-            let stddev_ns = s.stddev_ns as f64;
-            let cv = ratio_or_zero(stddev_ns, mean_ns);
-            let total_ns = mean_ns * calls_per_iter;
-            let armed_walls: Vec<f64> = armed
-                .iter()
-                .filter_map(|&it| profile.iterations.wall_of(u64::from(it)).map(|w| w as f64))
-                .collect();
-            let perturbation = match baseline {
-                Some(base) if !armed_walls.is_empty() => {
-                    Some(stats::median(&armed_walls) / base - 1.0)
-                }
-                _ => None,
-            };
-            EventRow {
-                order: e.order,
-                id: e.id.clone(),
-                name: e.name.clone(),
-                layer: e.layer.clone(),
-                phase: e.phase.clone(),
-                occurrence: e.occurrence,
-                merged: e.merged,
-                parent: e.parent,
-                depth: chains[i].len() as u32,
-                samples: s.count,
-                calls_per_iter,
-                median_ns: s.median_ns as f64,
-                mean_ns,
-                min_ns: s.min_ns as f64,
-                max_ns: s.max_ns as f64,
-                stddev_ns,
-                p90_ns: s.p90_ns as f64,
-                cv,
-                total_ns,
-                self_ns: 0.0,
-                share: ratio_or_zero(total_ns, iter_mean),
-                noisy: s.count >= 2 && cv > options.cv_threshold,
-                perturbation,
-            }
-        })
-        .collect();
-
-    let mut children_total = vec![0.0; rows.len()];
-    for (i, p) in parents.iter().enumerate() {
-        if let Some(j) = *p {
-            children_total[j] += rows[i].total_ns;
-        }
-    }
-    for (row, children) in rows.iter_mut().zip(&children_total) {
-        row.self_ns = (row.total_ns - children).max(0.0);
-    }
 
     let mut groups: Vec<GroupRow> = Vec::new();
     if let Some(by) = options.group_by {

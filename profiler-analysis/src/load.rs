@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::error::Category;
 
-use crate::output::json::{Event, Profile, SCHEMA};
-use crate::output::shorten;
+use profiler_format::write::shorten;
+use profiler_format::{Event, Profile, SCHEMA};
 
 /// Why a profile could not be used. Its `Display` names the file, the problem and the fix.
 #[derive(Debug)]

@@ -286,7 +286,7 @@ impl Stats {
 }
 
 /// Median and 90th percentile of sorted values.
-pub(crate) fn quantiles(sorted: &[u64]) -> (u64, u64) {
+pub fn quantiles(sorted: &[u64]) -> (u64, u64) {
     let n = sorted.len();
     if n == 0 {
         return (0, 0);

@@ -36,7 +36,7 @@ use serde_json::Value;
 use super::diff::{self, DiffOptions};
 use super::report::{self, EventRow, GroupBy, GroupRow, ReportOptions};
 use super::{event_key, stats};
-use crate::output::json::{Event, Profile, Run};
+use profiler_format::{Event, Profile, Run};
 
 /// The most iteration wall times embedded in a page.
 pub const MAX_ITERATIONS: usize = 5000;

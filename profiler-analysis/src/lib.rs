@@ -1,0 +1,41 @@
+//! Turning `prof.json` into answers: reports, comparisons between runs, drift, scaling,
+//! multi-rank merges, Perfetto traces and an HTML report; what the `prof` command-line tool
+//! prints. It reads the file through `profiler-format`, and needs neither the runtime nor the
+//! macros of profiler-core: a profiled program does not compile it. The rows of `prof report`
+//! and the end-of-run summary come from the same [`profiler_format::measure`].
+#![warn(missing_docs)]
+
+pub mod diff;
+pub mod drift;
+pub mod html;
+pub mod load;
+pub mod merge;
+pub mod report;
+pub mod scale;
+pub mod stats;
+pub mod trace;
+
+pub(crate) mod text;
+
+pub use load::{load_profile, LoadError};
+
+/// How a report, diff, scaling or merge is printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned columns with human units, for a terminal.
+    #[default]
+    Table,
+    /// Comma-separated values with a header row; times in nanoseconds.
+    Csv,
+    /// JSON; times in nanoseconds.
+    Json,
+    /// A GitHub-flavoured Markdown table.
+    Markdown,
+}
+
+/// The identity of an event across runs: its probe's id and its occurrence.
+pub fn event_key(event: &profiler_format::Event) -> (String, u32) {
+    (event.id.clone(), event.occurrence)
+}
+
+pub use profiler_format::measure::{measured_walls, warmup_listed};

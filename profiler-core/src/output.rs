@@ -1,0 +1,40 @@
+//! The end of the pipeline: `prof.json` written atomically, and the summary on stderr.
+
+use std::path::Path;
+
+use profiler_format::{summary, write_atomic, Profile};
+
+/// Encodes `profile` and writes it to `path` atomically; the error says why it could not.
+pub fn write_profile(profile: &Profile, path: &Path) -> Result<(), String> {
+    let text = serde_json::to_vec_pretty(profile)
+        .map_err(|e| format!("cannot encode the results: {e}"))?;
+    write_atomic(path, &text).map_err(|e| e.to_string())
+}
+
+/// Writes the profile to `path` and the summary to stderr. A failure is reported on stderr
+/// with the path and the reason, and the summary says that nothing was written; the program
+/// goes on.
+pub fn emit(profile: &Profile, path: &Path, print_summary: bool) -> bool {
+    let written = match write_profile(profile, path) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!(
+                "profiler-core: error: cannot write the results to {}: {e} (the program goes on)",
+                path.display()
+            );
+            false
+        }
+    };
+    if print_summary {
+        let shown = path.display().to_string();
+        eprintln!(
+            "{}",
+            if written {
+                summary::summary(profile, &shown)
+            } else {
+                summary::summary_unwritten(profile, &shown)
+            }
+        );
+    }
+    written
+}

@@ -1,0 +1,18 @@
+//! `prof.json`, the file profiler-core writes (schema `profiler-core/prof/v1`): its types, which
+//! also read it back ([`json`]); the atomic write used for every result file ([`write`]); and the
+//! measures and end-of-run summary that the profiled program and the `prof` tool share
+//! ([`measure`], [`summary`]), so that both print the same numbers.
+//!
+//! A profiled program reaches this crate through profiler-core; `profiler-analysis` and the
+//! `prof` tool build on it without the runtime or the macros.
+#![warn(missing_docs)]
+
+pub mod json;
+pub mod measure;
+pub mod stats;
+pub mod summary;
+pub mod text;
+pub mod write;
+
+pub use json::*;
+pub use write::{check_target, write_atomic};

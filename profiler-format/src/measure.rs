@@ -1,0 +1,321 @@
+//! The measures of a profile that the end-of-run summary and `prof report` share, so that they
+//! never disagree: the measured iterations, the warmup baseline and perturbation, and one row per
+//! event (calls per iteration, total, self, share, noisy). `profiler-analysis` documents every
+//! definition in its `report` module.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+
+use crate::stats;
+use crate::{Event, Profile};
+
+/// What [`measure`] finds in a profile.
+#[derive(Clone, Debug)]
+pub struct Measures {
+    /// The measured iterations.
+    pub iteration: IterationRow,
+    /// Measured iterations against warmup; `None` without a usable warmup iteration.
+    pub perturbation: Option<Perturbation>,
+    /// One row per event, in the order of `profile.events`.
+    pub events: Vec<EventRow>,
+    /// The ancestors of each event (indices into `profile.events`), nearest first.
+    pub ancestors: Vec<Vec<usize>>,
+}
+
+/// The wall times of the measured iterations: those listed in `iterations.wall_ns` whose
+/// index is `>= run.warmup` (`wall_ns[k]` is iteration `iterations.first + k`), or all listed
+/// iterations when the run stopped during warmup. In `continuous` mode the listed iterations are
+/// the last window's, long after the warmup, so all of them are measured ones.
+pub fn measured_walls(profile: &Profile) -> &[u64] {
+    let walls = &profile.iterations.wall_ns;
+    let warmup = warmup_listed(profile);
+    if walls.len() > warmup {
+        &walls[warmup..]
+    } else {
+        walls
+    }
+}
+
+/// How many of the iterations listed in `iterations.wall_ns` are warmup iterations (index
+/// `< run.warmup`): 0 when the list starts after the warmup (`continuous` mode).
+pub fn warmup_listed(profile: &Profile) -> usize {
+    let walls = &profile.iterations.wall_ns;
+    let warmup = u64::from(profile.run.warmup).saturating_sub(profile.iterations.first);
+    usize::try_from(warmup)
+        .unwrap_or(usize::MAX)
+        .min(walls.len())
+}
+
+/// One event of the report. Times in nanoseconds; see the module documentation for the
+/// definitions.
+#[derive(Clone, Debug, Serialize)]
+pub struct EventRow {
+    /// Position in the iteration's execution order.
+    pub order: u32,
+    /// The probe's id.
+    pub id: String,
+    /// The probe's name.
+    pub name: String,
+    /// The `layer` key.
+    pub layer: Option<String>,
+    /// The `phase` key.
+    pub phase: Option<String>,
+    /// Which run of the probe within an iteration (the first one held, when merged).
+    pub occurrence: u32,
+    /// True when the event holds every run of its probe from `occurrence` on.
+    pub merged: bool,
+    /// The `order` of the enclosing event, if any.
+    pub parent: Option<u32>,
+    /// Nesting depth following the parents (0: top level).
+    pub depth: u32,
+    /// Number of runs measured (`stats.count`).
+    pub samples: u64,
+    /// Runs per iteration.
+    pub calls_per_iter: f64,
+    /// Median duration of one run.
+    pub median_ns: f64,
+    /// Mean duration of one run.
+    pub mean_ns: f64,
+    /// Shortest run.
+    pub min_ns: f64,
+    /// Longest run.
+    pub max_ns: f64,
+    /// Sample standard deviation of the runs.
+    pub stddev_ns: f64,
+    /// 90th percentile of the runs.
+    pub p90_ns: f64,
+    /// Coefficient of variation, `stddev / mean`.
+    pub cv: f64,
+    /// Time per iteration: `mean × calls_per_iter`.
+    pub total_ns: f64,
+    /// Total minus the children's totals (never negative).
+    pub self_ns: f64,
+    /// `total_ns` over the mean measured iteration.
+    pub share: f64,
+    /// `cv` above the threshold (with at least two samples).
+    pub noisy: bool,
+    /// Median wall time of the iterations this event was armed in over the warmup baseline,
+    /// minus 1; `None` without a baseline or armed iteration.
+    pub perturbation: Option<f64>,
+}
+
+/// The iterations of the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct IterationRow {
+    /// Iterations completed (`iterations.count`).
+    pub count: u64,
+    /// The first iteration listed (`iterations.first`): 0, except in `continuous` mode, where
+    /// the iterations described are the last window's.
+    pub first: u64,
+    /// Warmup iterations asked for (`run.warmup`).
+    pub warmup: u32,
+    /// Measured iterations (after warmup, or all if none is; in `continuous` mode, the last
+    /// window's).
+    pub measured: u64,
+    /// Median wall time of the measured iterations.
+    pub median_ns: f64,
+    /// Mean wall time of the measured iterations.
+    pub mean_ns: f64,
+    /// 90th percentile of the measured iterations.
+    pub p90_ns: f64,
+    /// Coefficient of variation of the measured iterations.
+    pub cv: f64,
+}
+
+/// The profiler's own effect on the iteration time.
+#[derive(Clone, Debug, Serialize)]
+pub struct Perturbation {
+    /// Median warmup iteration, iteration 0 left out.
+    pub warmup_median_ns: f64,
+    /// Median measured iteration.
+    pub armed_median_ns: f64,
+    /// `armed_median_ns / warmup_median_ns`.
+    pub ratio: f64,
+    /// `ratio - 1` above the threshold.
+    pub flagged: bool,
+}
+
+/// The median warmup iteration listed, leaving out iteration 0 (start-up); `None` if there is none
+/// (always so in `continuous` mode, whose listed iterations come long after the warmup) or it
+/// is 0.
+pub fn warmup_baseline(profile: &Profile) -> Option<f64> {
+    let walls = &profile.iterations.wall_ns;
+    // `wall_ns[k]` is iteration `first + k`: iteration 0, when listed, is `wall_ns[0]`.
+    let start = usize::from(profile.iterations.first == 0);
+    let end = warmup_listed(profile);
+    if end <= start {
+        return None;
+    }
+    let base = stats::median(&stats::as_f64(&walls[start..end]));
+    (base > 0.0).then_some(base)
+}
+
+/// Index of each event's parent in `events` (`None`: top level, missing or itself).
+pub fn parent_indices(events: &[Event]) -> Vec<Option<usize>> {
+    let mut by_order: HashMap<u32, usize> = HashMap::new();
+    for (i, e) in events.iter().enumerate() {
+        by_order.entry(e.order).or_insert(i);
+    }
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            e.parent
+                .and_then(|p| by_order.get(&p).copied())
+                .filter(|&j| j != i)
+        })
+        .collect()
+}
+
+/// The ancestors of event `i`, nearest first, each at most once.
+pub fn ancestors(i: usize, parents: &[Option<usize>]) -> Vec<usize> {
+    let mut seen = HashSet::from([i]);
+    let mut chain = Vec::new();
+    let mut cur = parents[i];
+    while let Some(j) = cur {
+        if !seen.insert(j) {
+            break;
+        }
+        chain.push(j);
+        cur = parents[j];
+    }
+    chain
+}
+
+/// `a / b`, or 0 when `b` is not positive.
+pub fn ratio_or_zero(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+/// Computes the measures of `profile`: events are `noisy` above `cv_threshold` (a fraction), and
+/// the overall perturbation is flagged above `perturbation_threshold`.
+pub fn measure(profile: &Profile, cv_threshold: f64, perturbation_threshold: f64) -> Measures {
+    let iteration = iteration_row(profile);
+    let baseline = warmup_baseline(profile);
+    let after_warmup = profile.iterations.wall_ns.len() > warmup_listed(profile);
+    let perturbation = baseline.filter(|_| after_warmup).map(|base| {
+        let armed = iteration.median_ns;
+        let ratio = armed / base;
+        Perturbation {
+            warmup_median_ns: base,
+            armed_median_ns: armed,
+            ratio,
+            flagged: ratio - 1.0 > perturbation_threshold,
+        }
+    });
+
+    let events = &profile.events;
+    let parents = parent_indices(events);
+    let chains: Vec<Vec<usize>> = (0..events.len()).map(|i| ancestors(i, &parents)).collect();
+    let context = RowContext {
+        profile,
+        baseline,
+        iter_mean: iteration.mean_ns,
+        cv_threshold,
+    };
+    let mut rows: Vec<EventRow> = events
+        .iter()
+        .zip(&chains)
+        .map(|(e, chain)| context.row(e, chain.len() as u32))
+        .collect();
+
+    let mut children_total = vec![0.0; rows.len()];
+    for (i, p) in parents.iter().enumerate() {
+        if let Some(j) = *p {
+            children_total[j] += rows[i].total_ns;
+        }
+    }
+    for (row, children) in rows.iter_mut().zip(&children_total) {
+        row.self_ns = (row.total_ns - children).max(0.0);
+    }
+    Measures {
+        iteration,
+        perturbation,
+        events: rows,
+        ancestors: chains,
+    }
+}
+
+/// The measured iterations of a profile.
+pub fn iteration_row(profile: &Profile) -> IterationRow {
+    let measured = stats::as_f64(measured_walls(profile));
+    let measured_sorted = stats::sorted(&measured);
+    IterationRow {
+        count: profile.iterations.count,
+        first: profile.iterations.first,
+        warmup: profile.run.warmup,
+        measured: measured.len() as u64,
+        median_ns: stats::quantile_sorted(&measured_sorted, 0.5),
+        mean_ns: stats::mean(&measured),
+        p90_ns: stats::quantile_sorted(&measured_sorted, 0.9),
+        cv: stats::cv(&measured),
+    }
+}
+
+/// What an event's row is computed against.
+struct RowContext<'a> {
+    profile: &'a Profile,
+    baseline: Option<f64>,
+    iter_mean: f64,
+    cv_threshold: f64,
+}
+
+impl RowContext<'_> {
+    /// The row of event `e` at nesting depth `depth`, its self time not yet known.
+    fn row(&self, e: &Event, depth: u32) -> EventRow {
+        let s = &e.stats;
+        let mut armed: Vec<u32> = e.sample_iters.clone();
+        armed.sort_unstable();
+        armed.dedup();
+        let calls_per_iter = if e.merged {
+            s.count as f64 / armed.len().max(1) as f64
+        } else {
+            1.0
+        };
+        let mean_ns = s.mean_ns as f64;
+        let stddev_ns = s.stddev_ns as f64;
+        let cv = ratio_or_zero(stddev_ns, mean_ns);
+        let total_ns = mean_ns * calls_per_iter;
+        let armed_walls: Vec<f64> = armed
+            .iter()
+            .filter_map(|&it| {
+                let wall = self.profile.iterations.wall_of(u64::from(it));
+                wall.map(|w| w as f64)
+            })
+            .collect();
+        let perturbation = match self.baseline {
+            Some(base) if !armed_walls.is_empty() => Some(stats::median(&armed_walls) / base - 1.0),
+            _ => None,
+        };
+        EventRow {
+            order: e.order,
+            id: e.id.clone(),
+            name: e.name.clone(),
+            layer: e.layer.clone(),
+            phase: e.phase.clone(),
+            occurrence: e.occurrence,
+            merged: e.merged,
+            parent: e.parent,
+            depth,
+            samples: s.count,
+            calls_per_iter,
+            median_ns: s.median_ns as f64,
+            mean_ns,
+            min_ns: s.min_ns as f64,
+            max_ns: s.max_ns as f64,
+            stddev_ns,
+            p90_ns: s.p90_ns as f64,
+            cv,
+            total_ns,
+            self_ns: 0.0,
+            share: ratio_or_zero(total_ns, self.iter_mean),
+            noisy: s.count >= 2 && cv > self.cv_threshold,
+            perturbation,
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! Descriptive statistics over `f64` samples; every function accepts an empty slice and returns 0
+//! for it.
+
+/// Arithmetic mean.
+pub fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// Sample standard deviation (n - 1 in the denominator; 0 for fewer than two values).
+pub fn stddev(values: &[f64]) -> f64 {
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(values);
+    let var = values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (values.len() - 1) as f64;
+    var.sqrt()
+}
+
+/// Coefficient of variation: standard deviation over mean (0 when the mean is 0).
+pub fn cv(values: &[f64]) -> f64 {
+    let m = mean(values);
+    if m == 0.0 {
+        0.0
+    } else {
+        stddev(values) / m
+    }
+}
+
+/// The `q` quantile (0..=1) of *sorted* values, by linear interpolation between closest ranks.
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        1 => sorted[0],
+        n => {
+            let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
+            let lo = pos.floor() as usize;
+            let hi = pos.ceil() as usize;
+            sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+        }
+    }
+}
+
+/// Median (mean of the two middle values for an even count).
+pub fn median(values: &[f64]) -> f64 {
+    quantile_sorted(&sorted(values), 0.5)
+}
+
+/// A sorted copy.
+pub fn sorted(values: &[f64]) -> Vec<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// Nanosecond samples as `f64`.
+pub fn as_f64(values: &[u64]) -> Vec<f64> {
+    values.iter().map(|&v| v as f64).collect()
+}
+
+/// Median of `values`, reordering them in place (`select_nth_unstable`: linear time, no
+/// allocation). Mean of the two middle values for an even count; 0 for an empty slice.
+pub fn median_mut(values: &mut [f64]) -> f64 {
+    let n = values.len();
+    if n == 0 {
+        return 0.0;
+    }
+    let (low, &mut upper, _) = values.select_nth_unstable_by(n / 2, f64::total_cmp);
+    if n % 2 == 1 {
+        upper
+    } else {
+        // The lower middle value is the largest of the lower part.
+        let lower = low.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lower + upper) / 2.0
+    }
+}

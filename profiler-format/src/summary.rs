@@ -1,0 +1,191 @@
+//! The end-of-run summary printed on stderr: one row per event in execution order, built from
+//! the same [`measure`](crate::measure::measure) as `prof report`, so that the two never disagree.
+
+use std::fmt::Write;
+
+use crate::measure::{measure, EventRow, Measures, Perturbation};
+use crate::text::{aligned, human_ns, opt, percent, signed_percent};
+use crate::Profile;
+
+/// Events whose coefficient of variation is above this are noisy (the default of `prof report`).
+pub const CV_THRESHOLD: f64 = 0.25;
+/// The overall perturbation is flagged above this fraction (the default of `prof report`).
+pub const PERTURBATION_THRESHOLD: f64 = 0.05;
+
+/// The end-of-run summary printed on stderr (one row per event in execution order; a header
+/// with mode, iterations, events, median iteration, complete or INCOMPLETE; a footnote with
+/// what share means, the timer floor, noisy events, the perturbation, and `results in {path}`).
+/// No trailing newline.
+pub fn summary(profile: &Profile, path: &str) -> String {
+    summary_with(
+        profile,
+        &format!("results in {path} (`prof report {path}` for self times, p90, groups)"),
+    )
+}
+
+/// The end-of-run summary of results that could not be written to `path`: the same table, and
+/// a last line saying that nothing was written (so that it never points at a stale file).
+pub fn summary_unwritten(profile: &Profile, path: &str) -> String {
+    summary_with(
+        profile,
+        &format!(
+            "NOTHING WAS WRITTEN: {path} could not be written (the error is above); the table \
+             above is all that is left of these results"
+        ),
+    )
+}
+
+/// `complete`, or what an incomplete run means.
+pub fn status(complete: bool) -> &'static str {
+    if complete {
+        "complete"
+    } else {
+        "INCOMPLETE (the program ended before the schedule did)"
+    }
+}
+
+/// An event's occurrence, `+` marking a merged event.
+pub fn occ(e: &EventRow) -> String {
+    if e.merged {
+        format!("{}+", e.occurrence)
+    } else {
+        e.occurrence.to_string()
+    }
+}
+
+/// The line on the profiler's effect on the iteration time, in `mode`.
+pub fn perturbation_line(mode: &str, perturbation: Option<&Perturbation>) -> String {
+    match perturbation {
+        Some(p) => format!(
+            "perturbation: median iteration {} while measuring vs {} in warmup ({}){}",
+            human_ns(p.armed_median_ns),
+            human_ns(p.warmup_median_ns),
+            signed_percent(p.ratio - 1.0),
+            if p.flagged {
+                ", FLAGGED: the profiler may be distorting this program's timing"
+            } else if p.ratio < 0.95 {
+                "; warmup was slower (a cold start: caches, page faults, clock ramp-up), so \
+                 this says little; a longer PROF_WARMUP gives a better baseline"
+            } else {
+                ""
+            }
+        ),
+        None if mode == "continuous" => "perturbation: unknown (continuous mode keeps the \
+            last window's iterations only; the warmup's are not in the file)"
+            .to_owned(),
+        None => "perturbation: unknown (needs 2 or more warmup iterations and one after them)"
+            .to_owned(),
+    }
+}
+
+/// The line naming the noisy events (at most five), or saying there is none.
+pub fn noisy_line(events: &[EventRow], cv_threshold: f64) -> String {
+    let noisy: Vec<&EventRow> = events.iter().filter(|e| e.noisy).collect();
+    if noisy.is_empty() {
+        return format!("no noisy event (cv above {})", percent(cv_threshold));
+    }
+    let names: Vec<String> = noisy
+        .iter()
+        .take(5)
+        .map(|e| format!("{}#{}", e.name, e.occurrence))
+        .collect();
+    let more = if noisy.len() > 5 {
+        format!(", +{} more", noisy.len() - 5)
+    } else {
+        String::new()
+    };
+    format!(
+        "! {} noisy event{} (cv above {}; repeat more to trust them): {}{more}",
+        noisy.len(),
+        if noisy.len() == 1 { "" } else { "s" },
+        percent(cv_threshold),
+        names.join(", ")
+    )
+}
+
+/// The summary's cells of one event.
+fn cells(e: &EventRow) -> Vec<String> {
+    let times = |v: f64| {
+        if e.samples == 0 {
+            "-".to_owned()
+        } else {
+            human_ns(v)
+        }
+    };
+    vec![
+        opt(&e.layer),
+        opt(&e.phase),
+        e.name.clone(),
+        occ(e),
+        e.samples.to_string(),
+        times(e.median_ns),
+        times(e.mean_ns),
+        times(e.min_ns),
+        times(e.max_ns),
+        if e.samples == 0 {
+            "-".to_owned()
+        } else {
+            percent(e.share)
+        },
+        if e.noisy { "!" } else { "" }.to_owned(),
+    ]
+}
+
+fn summary_with(profile: &Profile, last_line: &str) -> String {
+    let Measures {
+        iteration,
+        perturbation,
+        mut events,
+        ..
+    } = measure(profile, CV_THRESHOLD, PERTURBATION_THRESHOLD);
+    events.sort_by_key(|e| e.order);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "profiler-core: {} mode, {} iterations ({} warmup), {} events, median iteration {}, {}",
+        profile.run.mode,
+        iteration.count,
+        iteration.warmup,
+        events.len(),
+        human_ns(iteration.median_ns),
+        status(profile.complete)
+    );
+    let headers = [
+        "layer", "phase", "name", "occ", "samples", "median", "mean", "min", "max", "share", "",
+    ];
+    let rows: Vec<Vec<String>> = events.iter().map(cells).collect();
+    out.push_str(&aligned(&headers, &rows, 3));
+    if iteration.count == 0 {
+        let _ = writeln!(
+            out,
+            "  (no iteration completed: call profiler_core::step() at the end of each iteration)"
+        );
+    } else if events.is_empty() {
+        let _ = writeln!(out, "  (no event was measured)");
+    }
+    let _ = writeln!(
+        out,
+        "  share = mean x calls per iteration / mean iteration; every sample includes the \
+         timer's own {} (an empty measurement)",
+        human_ns(profile.run.timer_floor_ns as f64)
+    );
+    let _ = writeln!(out, "  {}", noisy_line(&events, CV_THRESHOLD));
+    let _ = writeln!(
+        out,
+        "  {}",
+        perturbation_line(&profile.run.mode, perturbation.as_ref())
+    );
+    if let (Some(first), Some(last)) = (profile.windows.first(), profile.windows.last()) {
+        // Continuous mode: drift takes a bootstrap per event, left to `prof report`.
+        let _ = writeln!(
+            out,
+            "  continuous: {} windows kept of {} closed, {} iterations each; the table is the \
+             last; `prof report` shows each event's median per window and flags drift",
+            profile.windows.len(),
+            last.index + 1,
+            last.iterations().max(first.iterations())
+        );
+    }
+    let _ = write!(out, "  {last_line}");
+    out
+}

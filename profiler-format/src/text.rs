@@ -1,0 +1,64 @@
+//! Text for people: durations, percentages and aligned columns.
+
+use std::fmt::Write;
+
+/// A duration for people: `850ns`, `12.3µs`, `4.56ms`, `1.20s`.
+pub fn human_ns(ns: f64) -> String {
+    if !ns.is_finite() {
+        return "-".to_owned();
+    }
+    let a = ns.abs();
+    if a < 999.5 {
+        format!("{ns:.0}ns")
+    } else if a < 999_950.0 {
+        format!("{:.1}µs", ns / 1e3)
+    } else if a < 999_995_000.0 {
+        format!("{:.2}ms", ns / 1e6)
+    } else {
+        format!("{:.2}s", ns / 1e9)
+    }
+}
+
+/// Aligned columns: the first `left` columns left-aligned, the others right-aligned; each
+/// line starts with two spaces and ends with a newline.
+pub fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let mut l = String::from(" ");
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            let pad = " ".repeat(w - cell.chars().count());
+            if i < left {
+                let _ = write!(l, " {cell}{pad}");
+            } else {
+                let _ = write!(l, " {pad}{cell}");
+            }
+        }
+        l.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(headers);
+    for row in rows {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        out.push_str(&line(&cells));
+    }
+    out
+}
+
+/// A fraction as a percentage with one decimal: `0.067` → `6.7%`.
+pub fn percent(v: f64) -> String {
+    format!("{:.1}%", 100.0 * v)
+}
+
+/// A signed percentage: `+1.2%`, `-0.3%`.
+pub fn signed_percent(v: f64) -> String {
+    format!("{:+.1}%", 100.0 * v)
+}
+
+/// An optional key's text, `-` when absent.
+pub fn opt(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "-".to_owned())
+}
