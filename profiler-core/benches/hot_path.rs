@@ -126,7 +126,7 @@ fn g_step_nothing_armed(b: Bencher) {
 
 #[cfg(feature = "cuda")]
 fn stream_site(x: u64) -> u64 {
-    const STREAM: profiler_core::Stream = profiler_core::Stream::new(1, 0);
+    const STREAM: profiler_core::device::Stream = profiler_core::device::Stream::new(1, 0);
     let _p = probe!("bench_stream", layer = "bench", stream = STREAM);
     bare(x)
 }

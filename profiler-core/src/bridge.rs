@@ -24,9 +24,10 @@ use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::subscriber::{Interest, Subscriber};
 use tracing_core::{Event, Metadata};
 
+use crate::descriptor::{Descriptor, Kind};
 use crate::filter::Key;
-use crate::probe::{Descriptor, Kind, ProbeGuard};
 use crate::runtime::{register, Site};
+use crate::timer::ProbeGuard;
 
 /// A `tracing` subscriber that turns spans into probes. Install it once, after the profiler has
 /// started (`#[profiler_core::main]` or `init()`), so that it knows `PROF_FILTER`:
@@ -90,7 +91,7 @@ fn site<'a>(meta: &'a Metadata<'a>, layer: Option<&'a str>, phase: Option<&'a st
 /// Whether the running session's filter could select a span of `meta` (with unknown `layer`
 /// and `phase` when it has such fields).
 fn may_select(meta: &Metadata<'_>, desc: Option<&'static Descriptor>) -> bool {
-    if crate::cli::listing_pending() {
+    if crate::startup::listing_pending() {
         return true; // `--list-probes=warmup`: every span is registered, to be listed
     }
     let Some(session) = crate::session::current().filter(|s| !s.is_done()) else {
@@ -264,7 +265,7 @@ impl Subscriber for TracingBridge {
         // SAFETY: every id this subscriber hands out is the address of a leaked,
         // never freed descriptor (`new_span`), and tracing gives a subscriber only its own ids.
         let desc: &'static Descriptor = unsafe { &*(id as *const Descriptor) };
-        let guard = crate::probe::enter(desc);
+        let guard = crate::timer::enter(desc);
         if guard.is_recording() {
             OPEN.with(|open| open.borrow_mut().push((id, guard)));
         }

@@ -81,15 +81,15 @@ mod info;
 pub use info::ProbeInfo;
 
 #[cfg(feature = "enable")]
-mod cli;
-#[cfg(feature = "enable")]
 mod clock;
 #[cfg(feature = "enable")]
 mod config;
 #[cfg(feature = "cuda")]
 mod cuda;
 #[cfg(feature = "enable")]
-mod device;
+mod descriptor;
+#[cfg(feature = "enable")]
+pub mod device;
 #[cfg(feature = "enable")]
 mod filter;
 #[cfg(feature = "enable")]
@@ -98,8 +98,6 @@ mod output;
 pub use profiler_format::{Event, Gpu, Iterations, Kernel, Kernels, Profile, Run, Stats, SCHEMA};
 #[cfg(feature = "tracing")]
 mod bridge;
-#[cfg(feature = "enable")]
-mod probe;
 #[cfg(feature = "enable")]
 mod record;
 #[cfg(feature = "enable")]
@@ -112,6 +110,12 @@ mod schedule;
 mod session;
 #[cfg(all(feature = "enable", unix))]
 mod signals;
+#[cfg(feature = "enable")]
+mod startup;
+#[cfg(feature = "enable")]
+pub mod testing;
+#[cfg(feature = "enable")]
+mod timer;
 
 #[cfg(feature = "enable")]
 pub use enabled_api::*;
@@ -120,18 +124,13 @@ pub use enabled_api::*;
 mod enabled_api {
     #[cfg(feature = "tracing")]
     pub use crate::bridge::TracingBridge;
-    pub use crate::cli::InitGuard;
-    pub use crate::clock::{Clock, CpuClock, FakeClock, Reading, SimDevice};
+    pub use crate::clock::{Clock, CpuClock, Reading};
     pub use crate::config::{Config, ConfigError, Mode};
-    #[cfg(feature = "cuda")]
-    pub use crate::cuda::{CudaDevice, CudaOptions};
-    pub use crate::device::{
-        decode_mark, encode_mark, AsStream, Correlation, Device, KernelActivity, Pool, RangeInfo,
-        Stream, NO_MARK,
-    };
+    use crate::device::Device;
     pub use crate::filter::{Filter, FilterError, Key};
-    pub use crate::probe::ProbeGuard;
     pub use crate::runtime::RuntimeProbe;
+    pub use crate::startup::InitGuard;
+    pub use crate::timer::ProbeGuard;
 
     /// Marks the end of one training iteration. Cheap once the schedule is complete (an atomic
     /// load and a branch).
@@ -143,7 +142,7 @@ mod enabled_api {
                     session.step();
                 }
             }
-            None => crate::cli::listing_step(),
+            None => crate::startup::listing_step(),
         }
     }
 
@@ -159,35 +158,36 @@ mod enabled_api {
     /// [`#[profiler_core::main]`](crate::main) does first. A bad variable is reported on stderr
     /// and the process exits with status 2.
     pub fn init() -> InitGuard {
-        crate::cli::init()
+        crate::startup::init()
     }
 
     /// Starts profiling with a configuration made in code and, optionally, another clock (tests
-    /// use [`FakeClock`]). Returns the error instead of exiting. A session already running is
+    /// use [`testing::FakeClock`](crate::testing::FakeClock)). Returns the error instead of exiting. A session already running is
     /// replaced.
     pub fn init_with(
         config: Config,
         clock: Option<Box<dyn Clock>>,
     ) -> Result<InitGuard, ConfigError> {
-        crate::cli::start(config, clock, None)
+        crate::startup::start(config, clock, None)
     }
 
     /// [`init_with`] and a device whose streams time the runs that name one: the simulated
-    /// device of the tests ([`SimDevice`]), or a `CudaDevice` (feature `cuda`) opened by the
+    /// device of the tests ([`testing::SimDevice`](crate::testing::SimDevice)), or a
+    /// [`device::CudaDevice`](crate::device) (feature `cuda`) opened by the
     /// program itself. ([`init`] opens the CUDA device on its own in a `cuda` build.)
     pub fn init_with_device(
         config: Config,
         clock: Option<Box<dyn Clock>>,
         device: Box<dyn Device>,
     ) -> Result<InitGuard, ConfigError> {
-        crate::cli::start(config, clock, Some(device))
+        crate::startup::start(config, clock, Some(device))
     }
 
     /// Every registered probe, in file and line order; `selected` tells what the running
     /// session's filter selects (all false when none runs).
     pub fn probes() -> Vec<crate::ProbeInfo> {
         let filter = crate::session::current().map(|s| &s.config().filter);
-        crate::cli::list(filter)
+        crate::startup::list(filter)
     }
 
     /// The results so far, as `prof.json` would hold them, or `None` when no session runs.
@@ -210,10 +210,9 @@ pub use disabled::*;
 #[doc(hidden)]
 pub mod __private {
     #[cfg(feature = "enable")]
-    pub use crate::probe::{
-        active, enter, enter_async, enter_async_on, enter_on, AsyncGuard, Descriptor, Kind,
-        Registration, StaticInfo,
-    };
+    pub use crate::descriptor::{Descriptor, Kind, Registration, State, StaticInfo};
+    #[cfg(feature = "enable")]
+    pub use crate::timer::{active, enter, enter_async, enter_async_on, enter_on, AsyncGuard};
     #[cfg(feature = "enable")]
     pub use inventory;
 
@@ -235,9 +234,10 @@ pub mod __private {
     /// re-arm one probe many times within one iteration.
     #[cfg(feature = "enable")]
     pub fn run_counter(name: &str) -> Option<&'static std::sync::atomic::AtomicU32> {
-        crate::registry::registry()
+        let session = crate::session::current()?;
+        let entry = crate::registry::registry()
             .iter()
-            .find(|e| e.desc.info().name == name)
-            .map(|e| &e.desc.calls)
+            .position(|e| e.desc.info().name == name)?;
+        session.routes.get(entry).map(|route| &route.calls)
     }
 }

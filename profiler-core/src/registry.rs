@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
+use crate::descriptor::{Descriptor, Kind, Registration};
 use crate::filter::{Filter, Key};
 use crate::info::ProbeInfo;
-use crate::probe::{Descriptor, Kind, Registration};
 use crate::session::lock;
 
 /// One registered descriptor and its start-up facts.

@@ -10,7 +10,8 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use crate::probe::{Descriptor, Kind, ProbeGuard, StaticInfo};
+use crate::descriptor::{Descriptor, Kind, StaticInfo};
+use crate::timer::ProbeGuard;
 
 /// A probe whose name is known only at run time: a layer in a list (`layers.0`, `layers.1`,
 /// ...), a module found by walking a model. It is listed by [`probes`](crate::probes) (kind
@@ -55,7 +56,7 @@ impl RuntimeProbe {
     /// otherwise the guard is inert and this cost one load and a branch).
     #[inline]
     pub fn enter(&self) -> ProbeGuard {
-        crate::probe::enter(self.desc)
+        crate::timer::enter(self.desc)
     }
 
     /// Measures one call of `f`.

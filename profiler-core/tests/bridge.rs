@@ -2,7 +2,8 @@
 //! `PROF_FILTER` on their name, target and `layer`/`phase` fields, measured with the schedule.
 #![cfg(feature = "tracing")]
 
-use profiler_core::{Config, FakeClock, Filter, Mode, TracingBridge};
+use profiler_core::testing::FakeClock;
+use profiler_core::{Config, Filter, Mode, TracingBridge};
 
 fn clock() -> &'static FakeClock {
     static CLOCK: std::sync::OnceLock<FakeClock> = std::sync::OnceLock::new();

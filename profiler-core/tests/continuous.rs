@@ -2,7 +2,8 @@
 //! `PROF_WINDOWS`, and memory stays bounded however long the run.
 #![cfg(feature = "enable")]
 
-use profiler_core::{profiled, Config, FakeClock, Filter, Mode};
+use profiler_core::testing::FakeClock;
+use profiler_core::{profiled, Config, Filter, Mode};
 
 #[profiled(layer = "c1")]
 fn first(clock: &FakeClock, ns: u64) {

@@ -10,9 +10,8 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
-use profiler_core::{
-    AsStream, Clock, CudaDevice, CudaOptions, Device, RangeInfo, Reading, NO_MARK,
-};
+use profiler_core::device::{AsStream, CudaDevice, CudaOptions, Device, RangeInfo, NO_MARK};
+use profiler_core::{Clock, Reading};
 
 /// The device and a fresh stream on GPU 0, or `None` (after printing why) without a GPU.
 fn gpu(test: &str, options: CudaOptions) -> Option<(CudaDevice, Arc<CudaStream>)> {

@@ -3,16 +3,15 @@
 //! device's time line, kernel attribution, and the NVTX, sync and capture hooks.
 //!
 //! The probes below name their stream with `stream = <expr>`, as users do with a `CudaStream`;
-//! the expression is a `profiler_core::Stream` here. The host clock is a `FakeClock` advanced by
+//! the expression is a `profiler_core::device::Stream` here. The host clock is a `FakeClock` advanced by
 //! hand, the device a `SimDevice` whose kernels are scripted.
 #![cfg(feature = "cuda")]
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use profiler_core::{
-    probe, profiled, Config, Device, Event, FakeClock, Filter, InitGuard, Mode, Profile, SimDevice,
-    Stream,
-};
+use profiler_core::device::{Device, Stream};
+use profiler_core::testing::{FakeClock, SimDevice};
+use profiler_core::{probe, profiled, Config, Event, Filter, InitGuard, Mode, Profile};
 
 const A: Stream = Stream::new(0xa0, 0);
 const B: Stream = Stream::new(0xb0, 1);

@@ -2,7 +2,8 @@
 //! listed and selected like the annotations, measured with the same schedule.
 #![cfg(feature = "enable")]
 
-use profiler_core::{Config, FakeClock, Filter, Mode, Profile, RuntimeProbe};
+use profiler_core::testing::FakeClock;
+use profiler_core::{Config, Filter, Mode, Profile, RuntimeProbe};
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -6,7 +6,8 @@ use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 
-use profiler_core::{probe, profiled, Config, FakeClock, Filter, InitGuard, Mode, Profile};
+use profiler_core::testing::FakeClock;
+use profiler_core::{probe, profiled, Config, Filter, InitGuard, Mode, Profile};
 
 /// One time line for the whole binary; tests run one at a time.
 fn clock() -> &'static FakeClock {

@@ -7,7 +7,8 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use profiler_core::{probe, profiled, Config, FakeClock, Filter, Mode};
+use profiler_core::testing::FakeClock;
+use profiler_core::{probe, profiled, Config, Filter, Mode};
 use proptest::prelude::*;
 
 fn clock() -> &'static FakeClock {

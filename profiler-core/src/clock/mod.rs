@@ -7,11 +7,9 @@
 
 mod cpu;
 mod fake;
-mod sim;
 
 pub use cpu::CpuClock;
 pub use fake::FakeClock;
-pub use sim::SimDevice;
 
 /// The result of turning two marks into a duration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,16 +33,8 @@ pub trait Clock: Send + Sync + 'static {
     /// A timestamp, in the clock's own units.
     fn mark(&self) -> u64;
 
-    /// A timestamp taken on a device stream: for a GPU, an event recorded into the stream's
-    /// queue, whose time is known once the device reaches it. A clock without streams ignores
-    /// the stream. Hot path, as [`Clock::mark`].
-    fn mark_on(&self, stream: crate::device::Stream) -> u64 {
-        let _ = stream;
-        self.mark()
-    }
-
-    /// The time from `start` to `stop`, both returned by [`Clock::mark`] (or both by
-    /// [`Clock::mark_on`] on one stream).
+    /// The time from `start` to `stop`, both returned by [`Clock::mark`] (or, for a device, both
+    /// taken on one stream).
     fn elapsed(&self, start: u64, stop: u64) -> Reading;
 
     /// True when marks are points on one linear time line, so that `elapsed(a, b)` depends only

@@ -97,7 +97,7 @@ enum Once {
 /// records.
 ///
 /// Open it with [`CudaDevice::open`]; marks are taken with
-/// [`Clock::mark_on`](crate::Clock::mark_on) on the streams given to
+/// [`Device::mark_on`](crate::device::Device::mark_on) on the streams given to
 /// [`Device::prepare`](crate::Device::prepare).
 pub struct CudaDevice {
     /// Filled in order by `prepare` (under `writer`), read without a lock by `mark_on`.
@@ -383,41 +383,6 @@ impl Clock for CudaDevice {
         NO_MARK
     }
 
-    #[inline]
-    fn mark_on(&self, stream: Stream) -> u64 {
-        let Some((index, entry)) = self.find(stream) else {
-            self.lost.fetch_add(1, Relaxed);
-            return NO_MARK;
-        };
-        let Some(slot) = entry.pool.acquire() else {
-            return NO_MARK; // counted by the pool
-        };
-        let Some(Event(event)) = entry.pool.get(slot) else {
-            entry.pool.release(slot);
-            self.lost.fetch_add(1, Relaxed);
-            return NO_MARK;
-        };
-        let handle = stream.handle() as usize as sys::CUstream;
-        // SAFETY: `event` is a live event of this stream's pool, created in the primary context
-        // the stream belongs to; `handle` is the stream the caller named.
-        let mut r = unsafe { sys::cuEventRecord(*event, handle) };
-        if r == sys::CUresult::CUDA_ERROR_INVALID_CONTEXT {
-            // No context is current on this thread (the driver needs one for the default
-            // streams): bind the stream's, as a cudarc launch on it would, and try again.
-            // SAFETY: the context is retained by this device; nothing was current.
-            if unsafe { sys::cuCtxSetCurrent(entry.ctx.0) } == sys::CUresult::CUDA_SUCCESS {
-                // SAFETY: as above.
-                r = unsafe { sys::cuEventRecord(*event, handle) };
-            }
-        }
-        if r != sys::CUresult::CUDA_SUCCESS {
-            entry.pool.release(slot);
-            self.lost.fetch_add(1, Relaxed);
-            return NO_MARK;
-        }
-        encode_mark(index as u32, slot)
-    }
-
     fn elapsed(&self, start: u64, stop: u64) -> Reading {
         let (Some((entry, a)), Some((_, b))) = (self.event_of(start), self.event_of(stop)) else {
             return Reading::Lost;
@@ -471,6 +436,41 @@ fn ms_to_ns(ms: f32) -> u64 {
 }
 
 impl Device for CudaDevice {
+    #[inline]
+    fn mark_on(&self, stream: Stream) -> u64 {
+        let Some((index, entry)) = self.find(stream) else {
+            self.lost.fetch_add(1, Relaxed);
+            return NO_MARK;
+        };
+        let Some(slot) = entry.pool.acquire() else {
+            return NO_MARK; // counted by the pool
+        };
+        let Some(Event(event)) = entry.pool.get(slot) else {
+            entry.pool.release(slot);
+            self.lost.fetch_add(1, Relaxed);
+            return NO_MARK;
+        };
+        let handle = stream.handle() as usize as sys::CUstream;
+        // SAFETY: `event` is a live event of this stream's pool, created in the primary context
+        // the stream belongs to; `handle` is the stream the caller named.
+        let mut r = unsafe { sys::cuEventRecord(*event, handle) };
+        if r == sys::CUresult::CUDA_ERROR_INVALID_CONTEXT {
+            // No context is current on this thread (the driver needs one for the default
+            // streams): bind the stream's, as a cudarc launch on it would, and try again.
+            // SAFETY: the context is retained by this device; nothing was current.
+            if unsafe { sys::cuCtxSetCurrent(entry.ctx.0) } == sys::CUresult::CUDA_SUCCESS {
+                // SAFETY: as above.
+                r = unsafe { sys::cuEventRecord(*event, handle) };
+            }
+        }
+        if r != sys::CUresult::CUDA_SUCCESS {
+            entry.pool.release(slot);
+            self.lost.fetch_add(1, Relaxed);
+            return NO_MARK;
+        }
+        encode_mark(index as u32, slot)
+    }
+
     fn prepare(&self, streams: &[(Stream, usize)]) {
         let mut writer = self.writer();
         for &(stream, in_flight) in streams {

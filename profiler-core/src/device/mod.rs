@@ -1,17 +1,21 @@
 //! Devices with streams (CUDA, or the simulated device of the tests): what the core needs from a
-//! GPU beyond a [`Clock`].
+//! GPU beyond a [`Clock`]. The plumbing a program that times its own device, or a new backend,
+//! needs; a program that only annotates code never names it.
 //!
-//! A [`Device`] is a [`Clock`] whose marks are recorded *on a stream* ([`Clock::mark_on`]): a
+//! A [`Device`] is a [`Clock`] whose marks are recorded *on a stream* ([`Device::mark_on`]): a
 //! CUDA event recorded into the stream's queue, whose time is known only once the device has
 //! passed it, so readings are [`Reading::Pending`](crate::Reading::Pending) until then. The core
 //! never waits on the hot path; it asks again at each `step()`, and settles at the end.
 //!
 //! Everything here is independent of CUDA, so that the schedule's handling of streams is tested
-//! with [`SimDevice`](crate::SimDevice); the CUDA implementation (feature `cuda`) implements the
+//! with [`SimDevice`](crate::testing::SimDevice); the CUDA implementation (feature `cuda`) implements the
 //! same traits.
 
 mod pool;
+pub(crate) mod sim;
 
+#[cfg(feature = "cuda")]
+pub use crate::cuda::{CudaDevice, CudaOptions};
 pub use pool::{decode_mark, encode_mark, Pool};
 
 use crate::clock::Clock;
@@ -137,10 +141,10 @@ pub struct Correlation {
 }
 
 /// A device: a clock with streams, plus the hooks behind `PROF_SYNC`, `PROF_NVTX`,
-/// `PROF_CAPTURE` and `PROF_KERNELS`. Every method but `mark_on` (from [`Clock`]),
+/// `PROF_CAPTURE` and `PROF_KERNELS`. Every method but `mark_on`,
 /// `range_push`, `range_pop`, `kernels_push` and `kernels_pop` runs on the cold path.
 ///
-/// Marks are taken with [`Clock::mark_on`]; [`Clock::elapsed`] answers `Pending` until both
+/// Marks are taken with [`Device::mark_on`]; [`Clock::elapsed`] answers `Pending` until both
 /// marks have completed on the device and `Lost` for [`NO_MARK`]; [`Clock::release`] returns a
 /// mark's event to its pool.
 pub trait Device: Clock + std::fmt::Debug {
@@ -148,6 +152,12 @@ pub trait Device: Clock + std::fmt::Debug {
     /// flight on it at once: reserve a bounded pool of events per stream. Called after warmup,
     /// before any `mark_on`; may be called again with more streams.
     fn prepare(&self, streams: &[(Stream, usize)]);
+
+    /// A timestamp taken on a device stream: for a GPU, an event recorded into the stream's
+    /// queue, whose time is known once the device reaches it; [`NO_MARK`] when none could be
+    /// taken (a pool exhausted, a stream not prepared). Hot path: no allocation, lock or
+    /// system call beyond the device's own.
+    fn mark_on(&self, stream: Stream) -> u64;
 
     /// The number written as the event's `stream` in `prof.json` (for CUDA, the stream's id as
     /// CUPTI and Nsight number it).

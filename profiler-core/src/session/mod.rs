@@ -1,11 +1,12 @@
-//! One profiling run: its configuration, clock, events and schedule state.
+//! One profiling run: its configuration, clock, events and the state the schedule keeps.
 //!
-//! The hot path (`probe.rs`) reaches a session only through [`Session::start_run`] and
-//! [`Session::finish_run`], and only for probes the schedule has armed or is learning. The cold
-//! path lives beside this file: `step.rs` (warmup, arming at `step()`, resolution, the end) and
-//! `results.rs` (turning what was stored into a [`Profile`](crate::Profile)).
+//! The hot path (`timer.rs`) reaches a session only for probes the schedule has armed, hooked
+//! or is learning. The stages of the schedule (`schedule/`) extend [`Session`] with learning,
+//! planning and arming; beside this file: `step.rs` (the end of each iteration, resolution, the
+//! end of the run), `results.rs` (what was stored, as a [`Profile`](crate::Profile)),
+//! `windows.rs` (`continuous` mode) and `kernels.rs` (kernel attribution).
 
-mod kernels;
+pub(crate) mod kernels;
 mod results;
 mod step;
 mod windows;
@@ -18,132 +19,130 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 pub(crate) use crate::clock::ActiveClock;
 use crate::config::{Config, Mode};
-use crate::device::{Device, Stream, NO_MARK};
-use crate::probe::{
-    Armed, Descriptor, Routes, ARMED, HOOK, HOOKS_ONLY, HOOK_KERNELS, HOOK_NVTX, HOOK_SYNC, LEARN,
-    LEARNING, NONE, OFF,
-};
+use crate::descriptor::{Descriptor, State};
+use crate::device::{Device, Stream};
 use crate::record::{Resolved, Store};
 use crate::registry::registry;
-use crate::schedule::{Key, Learner};
+use crate::schedule::{Key, Learner, ProbeRoute, Routes, NONE};
 
-/// Events kept free for the merged events of probes registered while a session runs.
+/// Events (and routing tables) kept free for probes registered while a session runs.
 const RUNTIME_RESERVE: usize = 1024;
-
-/// The `slot` of a learning run that is also timed (`trace` mode without warmup).
-const CAPTURE: u32 = u32::MAX;
 
 /// A scheduled event and its storage.
 #[derive(Debug)]
 pub(crate) struct Event {
-    entry: usize,
+    pub(crate) entry: usize,
     /// 0 (no stream), or 1 + the index of the stream in `Control::streams`.
-    lane: u32,
-    occurrence: u32,
-    order: u32,
+    pub(crate) lane: u32,
+    pub(crate) occurrence: u32,
+    pub(crate) order: u32,
     /// The learner key of the run that contained this one, if any.
-    parent: Option<Key>,
-    store: Store,
+    pub(crate) parent: Option<Key>,
+    pub(crate) store: Store,
 }
 
 /// Cold-path state, behind one lock.
 #[derive(Debug, Default)]
-struct Control {
+pub(crate) struct Control {
     /// The registry indices of the probes the filter selects (runtime probes join as they are
     /// registered).
-    selected: Vec<usize>,
+    pub(crate) selected: Vec<usize>,
     /// `iter_marks[i]` is the mark at which iteration `iter_base + i` began; one more than
     /// completed.
-    iter_marks: Vec<u64>,
+    pub(crate) iter_marks: Vec<u64>,
     /// The iteration `iter_marks[0]` began: 0, except in `continuous` mode, where marks older
     /// than the current window (and than any pending sample) are dropped.
-    iter_base: u32,
+    pub(crate) iter_base: u32,
     /// `continuous` mode: the windows closed and kept, oldest first, and the last one's
     /// samples (what `events` shows).
-    windows: std::collections::VecDeque<profiler_format::Window>,
+    pub(crate) windows: std::collections::VecDeque<profiler_format::Window>,
     /// `continuous` mode: windows closed so far (kept or dropped).
-    windows_closed: u64,
+    pub(crate) windows_closed: u64,
     /// `continuous` mode: the first iteration of the window now running.
-    window_first_iter: u32,
+    pub(crate) window_first_iter: u32,
     /// `continuous` mode: the resolved samples of the last closed window, per event.
-    shown: Option<Vec<Resolved>>,
+    pub(crate) shown: Option<Vec<Resolved>>,
     /// When `continuous` mode last handed results to the background writer.
-    last_background_write: Option<std::time::Instant>,
+    pub(crate) last_background_write: Option<std::time::Instant>,
     /// Iterations in which something was armed, after warmup.
-    armed_iterations: u64,
+    pub(crate) armed_iterations: u64,
     /// Event indices in execution order.
-    schedule: Vec<u32>,
+    pub(crate) schedule: Vec<u32>,
     /// Events allocated in `Session::events`.
-    allocated: usize,
+    pub(crate) allocated: usize,
     /// Events armed in the iteration now running.
-    armed: Vec<u32>,
+    pub(crate) armed: Vec<u32>,
     /// The probe armed in `sample` mode.
-    armed_entry: Option<usize>,
+    pub(crate) armed_entry: Option<usize>,
     /// Slots written (or about to be) and not yet resolved: (event, slot, iteration).
-    pending: Vec<(u32, u32, u32)>,
+    pub(crate) pending: Vec<(u32, u32, u32)>,
     /// The streams of the events, lane `k` being `streams[k - 1]`.
-    streams: Vec<Stream>,
+    pub(crate) streams: Vec<Stream>,
     /// Per-stream iteration starts on the device: (iteration, lane, mark), not yet released.
-    stream_marks: Vec<(u32, u32, u64)>,
+    pub(crate) stream_marks: Vec<(u32, u32, u64)>,
     /// The route tables descriptors point to (kept alive here; boxed so that their addresses
     /// stay put when the vector grows).
     #[allow(clippy::vec_box)]
-    routes: Vec<Box<Routes>>,
+    pub(crate) routes: Vec<Box<Routes>>,
     /// Kernel attribution (`PROF_KERNELS`).
-    kernels: kernels::Attribution,
+    pub(crate) kernels: kernels::Attribution,
     /// Resolved samples, per event.
-    resolved: Vec<Resolved>,
+    pub(crate) resolved: Vec<Resolved>,
     /// Selected probes not seen yet; they stay in learning state.
-    late: Vec<usize>,
-    finished: bool,
+    pub(crate) late: Vec<usize>,
+    pub(crate) finished: bool,
     /// The results are on disk.
-    written: bool,
+    pub(crate) written: bool,
     /// Results whose write failed, kept to try once more at the end.
-    unwritten: Option<Box<profiler_format::Profile>>,
+    pub(crate) unwritten: Option<Box<profiler_format::Profile>>,
     /// `cuProfilerStop` was called.
-    capture_stopped: bool,
+    pub(crate) capture_stopped: bool,
     /// Bytes reserved for samples so far.
-    sample_bytes: usize,
+    pub(crate) sample_bytes: usize,
     /// Events left out because their storage would pass the budget.
-    events_over_budget: usize,
-    warned_budget: bool,
+    pub(crate) events_over_budget: usize,
+    pub(crate) warned_budget: bool,
 }
 
 /// One profiling run.
 #[derive(Debug)]
 pub struct Session {
-    config: Config,
-    clock: ActiveClock,
+    pub(crate) config: Config,
+    pub(crate) clock: ActiveClock,
     /// The device whose streams time the runs that name one (CUDA, or a simulated one).
-    device: Option<Box<dyn Device>>,
+    pub(crate) device: Option<Box<dyn Device>>,
     /// NVTX ranges are pushed (`PROF_NVTX=1` and the device has NVTX).
-    nvtx: bool,
+    pub(crate) nvtx: bool,
     /// Some probe has hooks (NVTX, or `PROF_SYNC` of 2 or more): selected probes are never
     /// fully off while the session runs.
-    hooked: bool,
+    pub(crate) hooked: bool,
     /// Kernel activity is being gathered (`PROF_KERNELS=1`, while measuring).
-    kernels_on: AtomicBool,
-    linear: bool,
-    events: Box<[OnceLock<Event>]>,
-    armed_event: AtomicU32,
-    cur_slot: AtomicU32,
-    cur_iter: AtomicU32,
-    learning: AtomicBool,
+    pub(crate) kernels_on: AtomicBool,
+    pub(crate) linear: bool,
+    pub(crate) events: Box<[OnceLock<Event>]>,
+    /// Where each probe's runs go, by registry index (room for probes registered later).
+    pub(crate) routes: Box<[ProbeRoute]>,
+    pub(crate) armed_event: AtomicU32,
+    pub(crate) cur_slot: AtomicU32,
+    pub(crate) cur_iter: AtomicU32,
+    pub(crate) learning: AtomicBool,
     /// `trace` mode with no warmup: iteration 0 both learns the events and is measured (its
     /// runs are timed on the learning path and stored when the events are made).
-    measure_first: bool,
-    done: AtomicBool,
+    pub(crate) measure_first: bool,
+    pub(crate) done: AtomicBool,
     /// Median of an empty measurement: what every sample includes besides the code measured.
-    floor_ns: u64,
-    control: Mutex<Control>,
-    learner: Mutex<Learner>,
+    pub(crate) floor_ns: u64,
+    pub(crate) control: Mutex<Control>,
+    pub(crate) learner: Mutex<Learner>,
     /// Serializes writes of the results (the end's and `continuous` mode's background ones),
     /// holding the generation last written so that an older profile never replaces a newer.
-    written_generation: Mutex<u64>,
+    pub(crate) written_generation: Mutex<u64>,
     /// A background write is under way (`continuous` mode skips a window rather than queue).
-    background_writing: AtomicBool,
+    pub(crate) background_writing: AtomicBool,
     /// A background write failed (said once).
-    background_failed: AtomicBool,
+    pub(crate) background_failed: AtomicBool,
+    /// More probes were registered at run time than there is room for (said once).
+    pub(crate) too_many_runtime: AtomicBool,
 }
 
 /// The stream of `lane` (0: none).
@@ -154,11 +153,6 @@ pub(crate) fn lane_stream(streams: &[Stream], lane: u32) -> Option<&Stream> {
 /// Locks, shrugging off poisoning: a panic elsewhere must not take the profiler down with it.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-thread_local! {
-    /// The runs open on this thread during warmup, innermost last, as learner keys.
-    static OPEN: std::cell::RefCell<Vec<Key>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 static CURRENT: AtomicPtr<Session> = AtomicPtr::new(std::ptr::null_mut());
@@ -194,7 +188,7 @@ impl Session {
     ) -> Session {
         let reg = registry();
         for entry in reg.iter() {
-            entry.desc.reset();
+            entry.desc.state.store(State::Off, Relaxed);
         }
         let selected: Vec<usize> = if config.mode == Mode::Off {
             Vec::new()
@@ -244,6 +238,9 @@ impl Session {
             config,
             clock,
             events: (0..capacity).map(|_| OnceLock::new()).collect(),
+            routes: (0..reg.len() + RUNTIME_RESERVE)
+                .map(|_| ProbeRoute::default())
+                .collect(),
             armed_event: AtomicU32::new(NONE),
             cur_slot: AtomicU32::new(0),
             cur_iter: AtomicU32::new(0),
@@ -254,6 +251,7 @@ impl Session {
             written_generation: Mutex::new(0),
             background_writing: AtomicBool::new(false),
             background_failed: AtomicBool::new(false),
+            too_many_runtime: AtomicBool::new(false),
         }
     }
 
@@ -267,8 +265,14 @@ impl Session {
         lock(&self.control).selected.len()
     }
 
-    fn desc(&self, entry: usize) -> &'static Descriptor {
+    pub(crate) fn desc(&self, entry: usize) -> &'static Descriptor {
         registry().entry(entry).desc
+    }
+
+    /// Where probe `entry`'s runs go. Every selected probe has one (`adopt` refuses a probe
+    /// beyond the room reserved).
+    pub(crate) fn route(&self, entry: usize) -> &ProbeRoute {
+        &self.routes[entry]
     }
 
     /// Whether runs that name a stream are timed on a device.
@@ -277,26 +281,12 @@ impl Session {
         self.device.is_some()
     }
 
-    /// The hooks a run of `desc` opens.
-    fn hooks_for(&self, desc: &Descriptor, nests: bool) -> u8 {
-        let mut hooks = 0;
-        let sync = self.config.sync;
-        if sync >= 3 || (sync == 2 && desc.info.phase.is_some()) {
-            hooks |= HOOK_SYNC;
-        }
-        // NVTX ranges are a per-thread stack: an `async fn` may end on another thread.
-        if self.nvtx && nests {
-            hooks |= HOOK_NVTX;
-        }
-        hooks
-    }
-
     /// The state of a selected probe that is not measured: `HOOK` when its runs have hooks.
-    fn idle_state(&self, entry: usize) -> u32 {
+    pub(crate) fn idle_state(&self, entry: usize) -> State {
         if self.hooked && self.hooks_for(self.desc(entry), true) != 0 {
-            HOOK
+            State::Hook
         } else {
-            OFF
+            State::Off
         }
     }
 
@@ -311,6 +301,15 @@ impl Session {
         if !e.selected_by(&self.config.filter) {
             return;
         }
+        if entry >= self.routes.len() {
+            if !self.too_many_runtime.swap(true, Relaxed) {
+                eprintln!(
+                    "profiler-core: warning: more than {RUNTIME_RESERVE} probes were registered \
+                     while this session runs; the later ones are not measured"
+                );
+            }
+            return;
+        }
         let mut c = lock(&self.control);
         if c.finished || c.written || c.selected.contains(&entry) {
             return;
@@ -319,13 +318,13 @@ impl Session {
         if !self.learning.load(Relaxed) {
             c.late.push(entry);
         }
-        e.desc.state.store(LEARN, Release);
+        e.desc.state.store(State::Learn, Release);
     }
 
     /// Puts every selected probe in learning state.
     fn arm_initial(&self) {
         for &entry in &lock(&self.control).selected {
-            self.desc(entry).state.store(LEARN, Release);
+            self.desc(entry).state.store(State::Learn, Release);
         }
     }
 
@@ -333,190 +332,5 @@ impl Session {
     #[inline]
     pub(crate) fn is_done(&self) -> bool {
         self.done.load(Relaxed)
-    }
-
-    // ---- the slow path of a probe (called from probe.rs) ----
-
-    /// A run of `desc` starts; returns the measurement if this run is the armed event (or a
-    /// guard that only closes hooks).
-    #[inline]
-    pub(crate) fn start_run(
-        &'static self,
-        desc: &'static Descriptor,
-        state: u32,
-        nests: bool,
-        stream: Option<Stream>,
-    ) -> Option<Armed> {
-        let hooks = if self.hooked {
-            self.hooks_for(desc, nests)
-        } else {
-            0
-        };
-        if let (Some(device), true) = (&self.device, hooks != 0) {
-            if hooks & HOOK_SYNC != 0 {
-                device.synchronize();
-            }
-            if hooks & HOOK_NVTX != 0 {
-                device.range_push(desc.index.load(Relaxed));
-            }
-        }
-        match self.start_measure(desc, state, nests, stream, hooks) {
-            Some(armed) => Some(armed),
-            None if hooks != 0 => Some(Armed::bare(self, HOOKS_ONLY, hooks)),
-            None => None,
-        }
-    }
-
-    #[inline]
-    fn start_measure(
-        &'static self,
-        desc: &'static Descriptor,
-        state: u32,
-        nests: bool,
-        stream: Option<Stream>,
-        hooks: u8,
-    ) -> Option<Armed> {
-        if state == HOOK {
-            return None;
-        }
-        if state != ARMED {
-            // Learning. During warmup the cold path notes the run and its parent; after warmup
-            // a probe not seen yet is only counted, lock-free, and picked up at `step()`.
-            if !self.learning.load(Relaxed) {
-                desc.calls.fetch_add(1, Relaxed);
-                return None;
-            }
-            let entry = desc.index.load(Relaxed) as usize;
-            let parent = OPEN.with(|open| open.borrow().last().copied());
-            let mut learner = lock(&self.learner);
-            let (lane, occ) = match stream {
-                Some(stream) => {
-                    let lane = learner.lane_of(stream);
-                    (lane, learner.next_occurrence(entry, lane))
-                }
-                None => (0, desc.calls.fetch_add(1, Relaxed)),
-            };
-            let key = learner.observe(entry, lane, occ, parent);
-            drop(learner);
-            if !nests {
-                return None;
-            }
-            OPEN.with(|open| open.borrow_mut().push(key));
-            let mut armed = Armed::bare(self, LEARNING, hooks);
-            if self.measure_first && lane == 0 {
-                // Timed, after the learning work, as an armed run would be.
-                armed.slot = CAPTURE;
-                armed.start = self.clock.mark();
-            }
-            return Some(armed);
-        }
-        let route = stream.and_then(|s| desc.route(s));
-        let event = match route {
-            Some(route) => route.next_event(),
-            None => desc.event_for(desc.calls.fetch_add(1, Relaxed)),
-        };
-        if event == NONE
-            || (self.config.mode != Mode::Trace && event != self.armed_event.load(Relaxed))
-        {
-            return None;
-        }
-        let iter = self.cur_iter.load(Relaxed);
-        let mut hooks = hooks;
-        let (start, dstart, at) = match self.device.as_deref() {
-            // The CPU-only path: nothing more than before streams existed.
-            None => (self.clock.mark(), NO_MARK, Stream::new(0, 0)),
-            Some(device) => {
-                // Tags are a per-thread stack: an `async fn` may end on another thread.
-                if nests && self.kernels_on.load(Relaxed) {
-                    device.kernels_push(kernels::tag(event, iter));
-                    hooks |= HOOK_KERNELS;
-                }
-                let on_device = route.filter(|_| {
-                    self.events
-                        .get(event as usize)
-                        .and_then(OnceLock::get)
-                        .is_some_and(|ev| ev.store.samples.has_device())
-                });
-                let start = self.clock.mark();
-                match on_device {
-                    Some(route) => (start, device.mark_on(route.stream), route.stream),
-                    None => (start, NO_MARK, Stream::new(0, 0)),
-                }
-            }
-        };
-        Some(Armed {
-            session: self,
-            event,
-            slot: self.cur_slot.load(Relaxed),
-            iter,
-            start,
-            dstart,
-            stream: at,
-            hooks,
-        })
-    }
-
-    /// A measured run ends: store its marks, and close its hooks.
-    #[inline]
-    pub(crate) fn finish_run(&self, armed: &Armed) {
-        if armed.event == LEARNING || armed.event == HOOKS_ONLY {
-            self.discard_run(armed);
-            return;
-        }
-        let device = self.device.as_deref();
-        let dstop = match device {
-            Some(device) if armed.dstart != NO_MARK => device.mark_on(armed.stream),
-            _ => NO_MARK,
-        };
-        if let (Some(device), true) = (device, armed.hooks & HOOK_SYNC != 0) {
-            device.synchronize();
-        }
-        let stop = self.clock.mark();
-        if let Some(event) = self
-            .events
-            .get(armed.event as usize)
-            .and_then(OnceLock::get)
-        {
-            event.store.record(
-                armed.slot,
-                armed.iter,
-                (armed.start, stop),
-                (armed.dstart, dstop),
-                self.linear,
-            );
-        }
-        self.close_hooks(armed.hooks & !HOOK_SYNC);
-    }
-
-    /// A run ends without a sample: warmup's nesting, a discarded guard, or hooks only.
-    pub(crate) fn discard_run(&self, armed: &Armed) {
-        if armed.event == LEARNING {
-            let stop = (armed.slot == CAPTURE).then(|| self.clock.mark());
-            let key = OPEN.with(|open| open.borrow_mut().pop());
-            if let (Some(stop), Some(key)) = (stop, key) {
-                lock(&self.learner)
-                    .first_runs
-                    .push((key, armed.start, stop));
-            }
-        }
-        if let (Some(device), true) = (&self.device, armed.dstart != NO_MARK) {
-            device.release(armed.dstart);
-        }
-        self.close_hooks(armed.hooks);
-    }
-
-    fn close_hooks(&self, hooks: u8) {
-        let Some(device) = self.device.as_deref() else {
-            return;
-        };
-        if hooks & HOOK_KERNELS != 0 {
-            device.kernels_pop();
-        }
-        if hooks & HOOK_SYNC != 0 {
-            device.synchronize();
-        }
-        if hooks & HOOK_NVTX != 0 {
-            device.range_pop();
-        }
     }
 }

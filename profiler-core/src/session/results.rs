@@ -85,7 +85,7 @@ impl Session {
                     kernels,
                 });
                 let occurrence = if ev.occurrence == MERGED {
-                    entry.desc.events.load(Relaxed)
+                    self.route(ev.entry).events.load(Relaxed)
                 } else {
                     ev.occurrence
                 };

@@ -1,4 +1,4 @@
-//! The schedule: which events exist, in which order, learned during warmup.
+//! Learning the events during warmup: which exist, in which order, inside which.
 //!
 //! During warmup every selected probe takes the slow path, which reports each run here as
 //! (probe, occurrence within the iteration). Each distinct pair is one event. Events are ordered
@@ -8,8 +8,12 @@
 //! merged event per probe.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
 
+use crate::descriptor::Descriptor;
 use crate::device::Stream;
+use crate::session::{lock, Session};
+use crate::timer::{Armed, CAPTURE, LEARNING};
 
 /// The occurrence value of a probe's merged event.
 pub(crate) const MERGED: u32 = u32::MAX;
@@ -157,6 +161,64 @@ impl Learner {
             })
             .collect()
     }
+}
+
+impl Session {
+    /// A run of `desc` in learning state. During warmup the learner notes the run and its
+    /// parent (and, in `trace` mode without warmup, the run is timed as well); after warmup a
+    /// probe not seen yet is only counted, lock-free, and planned at `step()`.
+    pub(crate) fn learn_run(
+        &'static self,
+        desc: &'static Descriptor,
+        nests: bool,
+        stream: Option<Stream>,
+        hooks: u8,
+    ) -> Option<Armed> {
+        let entry = desc.index.load(Relaxed) as usize;
+        let calls = &self.routes.get(entry)?.calls;
+        if !self.learning.load(Relaxed) {
+            calls.fetch_add(1, Relaxed);
+            return None;
+        }
+        let parent = OPEN.with(|open| open.borrow().last().copied());
+        let mut learner = lock(&self.learner);
+        let (lane, occ) = match stream {
+            Some(stream) => {
+                let lane = learner.lane_of(stream);
+                (lane, learner.next_occurrence(entry, lane))
+            }
+            None => (0, calls.fetch_add(1, Relaxed)),
+        };
+        let key = learner.observe(entry, lane, occ, parent);
+        drop(learner);
+        if !nests {
+            return None;
+        }
+        OPEN.with(|open| open.borrow_mut().push(key));
+        let mut armed = Armed::bare(self, LEARNING, hooks);
+        if self.measure_first && lane == 0 {
+            // Timed, after the learning work, as an armed run would be.
+            armed.slot = CAPTURE;
+            armed.start = self.clock.mark();
+        }
+        Some(armed)
+    }
+
+    /// A learning run ends: its parent is popped, and a timed one is kept for iteration 0.
+    pub(crate) fn end_learning_run(&self, armed: &Armed) {
+        let stop = (armed.slot == CAPTURE).then(|| self.clock.mark());
+        let key = OPEN.with(|open| open.borrow_mut().pop());
+        if let (Some(stop), Some(key)) = (stop, key) {
+            lock(&self.learner)
+                .first_runs
+                .push((key, armed.start, stop));
+        }
+    }
+}
+
+thread_local! {
+    /// The runs open on this thread during warmup, innermost last, as learner keys.
+    static OPEN: std::cell::RefCell<Vec<Key>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 #[cfg(test)]

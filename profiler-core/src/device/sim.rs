@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{Clock, Reading};
+use crate::clock::{Clock, Reading};
 use crate::device::{
     decode_mark, encode_mark, Correlation, Device, KernelActivity, Pool, RangeInfo, Stream, NO_MARK,
 };
@@ -194,31 +194,6 @@ impl Clock for SimDevice {
         NO_MARK
     }
 
-    fn mark_on(&self, stream: Stream) -> u64 {
-        let mut s = self.lock();
-        let now = s.now;
-        let index = s.streams.iter().position(|st| st.stream == stream);
-        let Some(index) = index else {
-            s.unknown_stream_marks += 1;
-            return NO_MARK;
-        };
-        let st = &mut s.streams[index];
-        let at = st.queue_end.max(now);
-        let Some(pool) = st.pool.as_ref() else {
-            s.unknown_stream_marks += 1;
-            return NO_MARK;
-        };
-        match pool.acquire() {
-            Some(slot) => {
-                // The pool's items are timestamps; a taken slot is owned by this mark.
-                let pool = st.pool.as_mut().expect("checked above");
-                set_item(pool, slot, at);
-                encode_mark(index as u32, slot)
-            }
-            None => NO_MARK,
-        }
-    }
-
     fn elapsed(&self, start: u64, stop: u64) -> Reading {
         let s = self.lock();
         match (s.timestamp(start), s.timestamp(stop)) {
@@ -254,6 +229,31 @@ fn set_item(pool: &mut Pool<u64>, slot: u32, at: u64) {
 }
 
 impl Device for SimDevice {
+    fn mark_on(&self, stream: Stream) -> u64 {
+        let mut s = self.lock();
+        let now = s.now;
+        let index = s.streams.iter().position(|st| st.stream == stream);
+        let Some(index) = index else {
+            s.unknown_stream_marks += 1;
+            return NO_MARK;
+        };
+        let st = &mut s.streams[index];
+        let at = st.queue_end.max(now);
+        let Some(pool) = st.pool.as_ref() else {
+            s.unknown_stream_marks += 1;
+            return NO_MARK;
+        };
+        match pool.acquire() {
+            Some(slot) => {
+                // The pool's items are timestamps; a taken slot is owned by this mark.
+                let pool = st.pool.as_mut().expect("checked above");
+                set_item(pool, slot, at);
+                encode_mark(index as u32, slot)
+            }
+            None => NO_MARK,
+        }
+    }
+
     fn prepare(&self, streams: &[(Stream, usize)]) {
         let mut s = self.lock();
         let limit = s.pool_limit;

@@ -1,0 +1,133 @@
+//! The descriptor: what one annotation site is (its compile-time facts) and its run-time state,
+//! the only thing the hot path reads before deciding to do nothing.
+//!
+//! Each `#[profiled]` function and `probe!` point owns a `static` [`Descriptor`] and submits it
+//! to `inventory`; the registry numbers them at start-up. The schedule (`schedule/`) moves a
+//! descriptor between [`State`]s; where its runs go once armed is the schedule's business too
+//! (its routing table, indexed by [`Descriptor::index`]).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The run-time state of a probe: what its next run does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum State {
+    /// Takes no part: the fast path returns an inert guard.
+    Off = 0,
+    /// Warmup (or a selected probe not seen yet): the slow path learns order and occurrences.
+    Learn = 1,
+    /// One of this probe's events is measured in the current iteration.
+    Armed = 2,
+    /// Nothing is measured, but the hooks apply (an NVTX range, `PROF_SYNC` around the run).
+    Hook = 3,
+}
+
+/// A [`State`] behind an atomic: the schedule stores, the hot path loads.
+#[derive(Debug)]
+pub struct AtomicState(AtomicU32);
+
+impl AtomicState {
+    /// A state cell holding `state`.
+    pub const fn new(state: State) -> AtomicState {
+        AtomicState(AtomicU32::new(state as u32))
+    }
+
+    /// The state now. Compiles to one load (and, compared with [`State::Off`], one test).
+    #[inline(always)]
+    pub fn load(&self, order: Ordering) -> State {
+        match self.0.load(order) {
+            0 => State::Off,
+            1 => State::Learn,
+            2 => State::Armed,
+            _ => State::Hook,
+        }
+    }
+
+    /// Sets the state (cold path: the schedule).
+    #[inline]
+    pub(crate) fn store(&self, state: State, order: Ordering) {
+        self.0.store(state as u32, order);
+    }
+}
+
+/// Whether a descriptor comes from `#[profiled]` or `probe!`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A function annotated with `#[profiled]`.
+    Fn,
+    /// A `probe!` point.
+    Probe,
+    /// A probe registered at run time ([`RuntimeProbe`](crate::RuntimeProbe)).
+    Runtime,
+    /// A `tracing` span, through the bridge (feature `tracing`).
+    Span,
+}
+
+impl Kind {
+    /// The name used in `prof.json`, the listing and `PROF_FILTER` (`fn`, `probe`, `runtime` or
+    /// `span`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Fn => "fn",
+            Kind::Probe => "probe",
+            Kind::Runtime => "runtime",
+            Kind::Span => "span",
+        }
+    }
+}
+
+/// What an annotation knows at compile time.
+#[derive(Debug)]
+pub struct StaticInfo {
+    /// The probe's name (the function's name by default).
+    pub name: &'static str,
+    /// The `layer` key, if given.
+    pub layer: Option<&'static str>,
+    /// The `phase` key, if given.
+    pub phase: Option<&'static str>,
+    /// Function or probe.
+    pub kind: Kind,
+    /// `module_path!()` at the annotation.
+    pub module: &'static str,
+    /// `file!()` at the annotation.
+    pub file: &'static str,
+    /// `line!()` at the annotation.
+    pub line: u32,
+    /// Returns the type name of an item declared inside the annotated function, from which the
+    /// function's full path is derived at start-up.
+    pub anchor: fn() -> &'static str,
+}
+
+/// One annotation site: its static description and its run-time state.
+///
+/// The schedule arms and disarms a probe by storing into `state`; the hot path only loads it.
+#[derive(Debug)]
+pub struct Descriptor {
+    pub(crate) info: StaticInfo,
+    /// What the probe's next run does.
+    pub(crate) state: AtomicState,
+    /// The probe's index in the registry, set when a session starts; the schedule's tables are
+    /// indexed by it.
+    pub(crate) index: AtomicU32,
+}
+
+impl Descriptor {
+    /// A descriptor in its initial (unarmed) state. Used by the macros' generated statics.
+    pub const fn new(info: StaticInfo) -> Descriptor {
+        Descriptor {
+            info,
+            state: AtomicState::new(State::Off),
+            index: AtomicU32::new(0),
+        }
+    }
+
+    /// The compile-time facts of this annotation.
+    pub fn info(&self) -> &StaticInfo {
+        &self.info
+    }
+}
+
+/// Submitted to `inventory` by every annotation.
+pub struct Registration(pub &'static Descriptor);
+
+inventory::collect!(Registration);

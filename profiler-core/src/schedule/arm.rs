@@ -1,0 +1,91 @@
+//! Arming, at each `step()`: the next event of the schedule (every event, in `trace` mode) is
+//! armed for the iteration about to run, the probe armed before is put back to rest, and the
+//! iteration's start is marked on each stream an armed event is timed on.
+
+use std::sync::atomic::Ordering::{Relaxed, Release};
+
+use crate::config::Mode;
+use crate::descriptor::State;
+use crate::session::{lane_stream, Control, Session};
+
+impl Session {
+    /// Arms what iteration `iter` measures.
+    pub(crate) fn arm(&self, c: &mut Control, iter: u32) {
+        self.reset_calls(c);
+        c.armed.clear();
+        if c.schedule.is_empty() {
+            return;
+        }
+        let k = c.armed_iterations;
+        let repeat = u64::from(self.config.repeat);
+        self.cur_iter.store(iter, Relaxed);
+        match self.config.mode {
+            Mode::Sample | Mode::Continuous => {
+                let event = c.schedule[(k / repeat) as usize];
+                let entry = self.events[event as usize].get().map(|e| e.entry);
+                if let (Some(old), true) = (c.armed_entry, c.armed_entry != entry) {
+                    self.desc(old).state.store(self.idle_state(old), Relaxed);
+                }
+                self.cur_slot.store((k % repeat) as u32, Relaxed);
+                self.armed_event.store(event, Relaxed);
+                if let Some(entry) = entry {
+                    self.desc(entry).state.store(State::Armed, Release);
+                }
+                c.armed_entry = entry;
+                c.armed.push(event);
+            }
+            Mode::Trace => {
+                self.cur_slot.store(k as u32, Relaxed);
+                for &event in &c.schedule {
+                    if let Some(e) = self.events[event as usize].get() {
+                        self.desc(e.entry).state.store(State::Armed, Release);
+                    }
+                }
+                c.armed.extend_from_slice(&c.schedule);
+            }
+            Mode::Off => {}
+        }
+        self.mark_iteration_on_streams(c, iter);
+    }
+
+    /// Like HugeCTR, records the start of iteration `iter` on each stream an armed event is
+    /// timed on, so that samples get their offset on the device's time line.
+    fn mark_iteration_on_streams(&self, c: &mut Control, iter: u32) {
+        let Some(device) = &self.device else {
+            return;
+        };
+        let mut lanes: Vec<u32> = c
+            .armed
+            .iter()
+            .filter_map(|&e| self.events[e as usize].get())
+            .filter(|ev| ev.store.samples.has_device())
+            .map(|ev| ev.lane)
+            .collect();
+        lanes.sort_unstable();
+        lanes.dedup();
+        for lane in lanes {
+            if let Some(&stream) = lane_stream(&c.streams, lane) {
+                let mark = device.mark_on(stream);
+                c.stream_marks.push((iter, lane, mark));
+            }
+        }
+    }
+
+    /// How many armed iterations complete the schedule (0: nothing to measure).
+    pub(crate) fn total_armed_iterations(&self, c: &Control) -> u64 {
+        let repeat = u64::from(self.config.repeat);
+        match self.config.mode {
+            Mode::Sample | Mode::Continuous => c.schedule.len() as u64 * repeat,
+            Mode::Trace if c.schedule.is_empty() => 0,
+            Mode::Trace => repeat,
+            Mode::Off => 0,
+        }
+    }
+
+    /// A new iteration: no run of a selected probe counted yet.
+    pub(crate) fn reset_calls(&self, c: &Control) {
+        for &entry in &c.selected {
+            self.route(entry).reset_calls();
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! Planning, when warmup ends: the events the learner found are allocated in execution order
+//! with their sample storage (the memory budget is checked here), each probe's routing table is
+//! filled, the device's event pools are reserved; probes first seen after warmup are planned as
+//! they appear.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering::{Relaxed, Release};
+
+use super::{Key, Planned, Route, Routes, MERGED, NONE};
+use crate::config::Mode;
+use crate::device::{Stream, NO_MARK};
+use crate::record::{Resolved, Store, DEVICE_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES};
+use crate::session::{lane_stream, lock, Control, Event, Session};
+
+/// The events allocated for one (probe, lane).
+struct Allocated {
+    first: u32,
+    count: u32,
+    merged: Option<u32>,
+}
+
+/// How many iterations' worth of device marks a stream's pool holds: the device may lag the
+/// CPU by this many iterations before samples are lost.
+const POOL_ITERATIONS: usize = 16;
+
+/// The learner's plan grouped by (probe, lane), in order of first appearance.
+struct Groups {
+    order: Vec<(usize, u32)>,
+    /// Per (probe, lane): its occurrence count and whether it has a merged event.
+    counts: HashMap<(usize, u32), (u32, bool)>,
+    /// Each event's place in the plan, and its parent.
+    place: HashMap<Key, (u32, Option<Key>)>,
+}
+
+impl Groups {
+    fn of(plan: &[Planned]) -> Groups {
+        let mut groups = Groups {
+            order: Vec::new(),
+            counts: HashMap::new(),
+            place: HashMap::new(),
+        };
+        for (i, p) in plan.iter().enumerate() {
+            let counts = groups.counts.entry((p.entry, p.lane)).or_insert_with(|| {
+                groups.order.push((p.entry, p.lane));
+                (0, false)
+            });
+            if p.occurrence == MERGED {
+                counts.1 = true;
+            } else {
+                counts.0 += 1;
+            }
+            groups
+                .place
+                .insert((p.entry, p.lane, p.occurrence), (i as u32, p.parent));
+        }
+        groups
+    }
+}
+
+impl Session {
+    /// Warmup is over: turn what it saw into events in execution order.
+    pub(crate) fn plan_after_warmup(&self, c: &mut Control) {
+        let (plan, streams): (Vec<Planned>, Vec<Stream>) = {
+            let learner = lock(&self.learner);
+            (learner.plan(), learner.streams().to_vec())
+        };
+        c.streams = streams;
+        let groups = Groups::of(&plan);
+        self.allocate_groups(c, &groups);
+        let entries: Vec<usize> = {
+            let mut seen = std::collections::HashSet::new();
+            groups
+                .order
+                .iter()
+                .map(|&(e, _)| e)
+                .filter(|e| seen.insert(*e))
+                .collect()
+        };
+        let mut schedule: Vec<u32> = (0..c.allocated as u32).collect();
+        schedule.sort_by_key(|&e| {
+            self.events[e as usize]
+                .get()
+                .map_or(u32::MAX, |ev| ev.order)
+        });
+        c.schedule = schedule;
+        c.late = c
+            .selected
+            .iter()
+            .copied()
+            .filter(|e| !entries.contains(e))
+            .collect();
+        for &entry in &entries {
+            self.desc(entry)
+                .state
+                .store(self.idle_state(entry), Relaxed);
+        }
+        self.prepare_streams(c);
+        if plan.is_empty() {
+            eprintln!(
+                "profiler-core: warning: none of the {} selected probes ran during the {} warmup \
+                 iterations; events will be scheduled as they first appear",
+                c.selected.len(),
+                self.config.warmup
+            );
+        }
+        self.warn_over_budget(c);
+        // Everything the measured iterations need is reserved now.
+        let iterations =
+            self.config.warmup as usize + c.schedule.len().max(1) * self.config.repeat as usize + 2;
+        c.iter_marks.reserve(iterations);
+        c.pending.reserve(c.schedule.len().max(1) * 2);
+    }
+
+    /// Allocates the events of every (probe, lane) and points each probe's routing at them.
+    fn allocate_groups(&self, c: &mut Control, groups: &Groups) {
+        let mut routes: HashMap<usize, Vec<Route>> = HashMap::new();
+        for &(entry, lane) in &groups.order {
+            let (occurrences, merged) = groups.counts[&(entry, lane)];
+            let mut at = |occ: u32| {
+                let place = groups.place.get(&(entry, lane, occ));
+                place.copied().unwrap_or((0, None))
+            };
+            let a = self.add_probe_events(c, entry, lane, occurrences, merged, &mut at);
+            match lane_stream(&c.streams, lane) {
+                None => self.route_plain(entry, &a),
+                Some(&stream) => routes.entry(entry).or_default().push(Route {
+                    stream,
+                    calls: Default::default(),
+                    first_event: a.first,
+                    events: a.count,
+                    merged_event: a.merged.unwrap_or(NONE),
+                }),
+            }
+        }
+        for (entry, list) in routes {
+            let table = Box::new(Routes(list.into_boxed_slice()));
+            let ptr = &*table as *const Routes as *mut Routes;
+            c.routes.push(table);
+            self.route(entry).streams.store(ptr, Release);
+        }
+    }
+
+    /// Allocates the events of one probe on one lane (occurrences `0..occurrences`, plus a
+    /// merged event).
+    fn add_probe_events(
+        &self,
+        c: &mut Control,
+        entry: usize,
+        lane: u32,
+        occurrences: u32,
+        merged: bool,
+        place: &mut dyn FnMut(u32) -> (u32, Option<Key>),
+    ) -> Allocated {
+        let first = c.allocated as u32;
+        let repeat = self.config.repeat as usize;
+        let timed_on_device = lane > 0 && self.device.is_some();
+        let mut make = |c: &mut Control, occurrence: u32| {
+            let index = c.allocated;
+            let is_merged = occurrence == MERGED;
+            let per_slot = if timed_on_device && !is_merged {
+                SAMPLE_BYTES + DEVICE_SAMPLE_BYTES
+            } else {
+                SAMPLE_BYTES
+            };
+            let bytes = per_slot * if is_merged { RESERVOIR } else { repeat };
+            if c.sample_bytes + bytes > self.config().sample_budget_bytes {
+                c.events_over_budget += 1;
+                return None;
+            }
+            c.sample_bytes += bytes;
+            let (order, parent) = place(occurrence);
+            let event = Event {
+                entry,
+                lane,
+                occurrence,
+                order,
+                parent,
+                store: Store::new(repeat, is_merged, timed_on_device),
+            };
+            // Capacity is max_events plus one merged event per selected probe and lane, which
+            // the learner's bound guarantees.
+            let stored = self
+                .events
+                .get(index)
+                .is_some_and(|slot| slot.set(event).is_ok());
+            if stored {
+                c.allocated += 1;
+                c.resolved.push(Resolved::default());
+                Some(index as u32)
+            } else {
+                None
+            }
+        };
+        let mut count = 0;
+        for occ in 0..occurrences {
+            if make(c, occ).is_some() {
+                count += 1;
+            }
+        }
+        let merged = if merged { make(c, MERGED) } else { None };
+        Allocated {
+            first,
+            count,
+            merged,
+        }
+    }
+
+    /// Points probe `entry`'s routing at its stream-less events.
+    fn route_plain(&self, entry: usize, a: &Allocated) {
+        let route = self.route(entry);
+        route.first_event.store(a.first, Relaxed);
+        route.events.store(a.count, Relaxed);
+        route.merged_event.store(a.merged.unwrap_or(NONE), Relaxed);
+    }
+
+    /// Probes first seen after warmup: each is scheduled after the others.
+    pub(crate) fn discover_late(&self, c: &mut Control) {
+        if c.late.is_empty() {
+            return;
+        }
+        let late = std::mem::take(&mut c.late);
+        let mut still_unseen = Vec::new();
+        for entry in late {
+            let calls = self.route(entry).calls.swap(0, Relaxed);
+            if calls == 0 {
+                still_unseen.push(entry);
+                continue;
+            }
+            let mut learner = lock(&self.learner);
+            let occurrences = calls.min(learner.budget_left() as u32);
+            learner.spend(occurrences as usize);
+            drop(learner);
+            let base = c.schedule.len() as u32;
+            let before = c.allocated as u32;
+            let mut at = |occ: u32| (base + if occ == MERGED { occurrences } else { occ }, None);
+            // A probe first seen after warmup is timed without its stream (on the CPU).
+            let a = self.add_probe_events(c, entry, 0, occurrences, calls > occurrences, &mut at);
+            self.route_plain(entry, &a);
+            c.schedule.extend(before..c.allocated as u32);
+            self.desc(entry)
+                .state
+                .store(self.idle_state(entry), Relaxed);
+        }
+        c.late = still_unseen;
+        self.warn_over_budget(c);
+    }
+
+    fn warn_over_budget(&self, c: &mut Control) {
+        if c.events_over_budget > 0 && !c.warned_budget {
+            c.warned_budget = true;
+            eprintln!(
+                "profiler-core: warning: {} events are left out: their samples would need more \
+                 than {} MiB (PROF_REPEAT={} slots each); lower PROF_REPEAT or narrow PROF_FILTER",
+                c.events_over_budget,
+                self.config().sample_budget_bytes >> 20,
+                self.config().repeat
+            );
+        }
+    }
+
+    /// Reserves each stream's event pool: enough marks for the events that may be armed on it
+    /// in one iteration, for `POOL_ITERATIONS` iterations.
+    fn prepare_streams(&self, c: &mut Control) {
+        let Some(device) = &self.device else {
+            return;
+        };
+        let mut per_lane: HashMap<u32, usize> = HashMap::new();
+        for e in 0..c.allocated {
+            if let Some(ev) = self.events[e].get() {
+                if ev.store.samples.has_device() {
+                    *per_lane.entry(ev.lane).or_default() += 1;
+                }
+            }
+        }
+        let streams: Vec<(Stream, usize)> = per_lane
+            .into_iter()
+            .filter_map(|(lane, events)| {
+                let stream = *lane_stream(&c.streams, lane)?;
+                let armed = match self.config.mode {
+                    Mode::Trace => events,
+                    _ => 1,
+                };
+                Some((stream, (2 * armed + 1) * POOL_ITERATIONS))
+            })
+            .collect();
+        if !streams.is_empty() {
+            device.prepare(&streams);
+        }
+        c.stream_marks.reserve(2 * POOL_ITERATIONS * streams.len());
+    }
+
+    /// `trace` mode without warmup: the runs timed while iteration 0 was learned become the
+    /// events' first samples (slot 0), and iteration 0 counts as the first active one.
+    pub(crate) fn absorb_first_runs(&self, c: &mut Control) {
+        let runs = std::mem::take(&mut lock(&self.learner).first_runs);
+        let mut by_key: HashMap<Key, u32> = HashMap::new();
+        for &e in &c.schedule {
+            if let Some(ev) = self.events[e as usize].get() {
+                by_key.insert((ev.entry, ev.lane, ev.occurrence), e);
+            }
+        }
+        for ((entry, lane, occurrence), start, stop) in runs {
+            let Some(&e) = by_key
+                .get(&(entry, lane, occurrence))
+                .or_else(|| by_key.get(&(entry, lane, MERGED)))
+            else {
+                continue;
+            };
+            let Some(ev) = self.events[e as usize].get() else {
+                continue;
+            };
+            ev.store
+                .record(0, 0, (start, stop), (NO_MARK, NO_MARK), self.linear);
+            if ev.store.totals.is_none() {
+                c.pending.push((e, 0, 0));
+            }
+        }
+        c.armed_iterations = 1;
+    }
+}

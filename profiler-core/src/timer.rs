@@ -1,0 +1,409 @@
+//! The timer: the guard that measures one run, and the hot path in full.
+//!
+//! Cost, as the benchmark in `benches/hot_path.rs` measures it:
+//! - unarmed probe (the case for every probe but one in `sample` mode): one relaxed atomic load
+//!   of the descriptor's [`State`] and a branch on entry, and a branch on the guard's drop;
+//! - armed probe (the second half of this file): the routing-table lookup and one `fetch_add`
+//!   (the occurrence count), two clock reads, and three relaxed stores into sample storage
+//!   reserved when the schedule was planned. No allocation, lock, hashing, string work or
+//!   system call. On a stream it adds two device marks (events from a pool reserved at the
+//!   plan) and, with hooks on, the NVTX push/pop and synchronizations asked for.
+//!
+//! A probe in learning state goes to `schedule/learn.rs`; everything else (planning, arming at
+//! `step()`, resolution, output) is the cold path.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::OnceLock;
+
+use crate::config::Mode;
+use crate::descriptor::{Descriptor, State};
+use crate::device::{AsStream, Stream, NO_MARK};
+use crate::schedule::NONE;
+use crate::session::{current, Session};
+
+/// The event of a guard opened during warmup: it measures nothing, but its drop tells the
+/// learner that the run ended (so that nested runs learn their parent).
+pub(crate) const LEARNING: u32 = u32::MAX - 1;
+/// The event of a guard that measures nothing and only closes its hooks.
+pub(crate) const HOOKS_ONLY: u32 = u32::MAX - 2;
+/// The `slot` of a learning run that is also timed (`trace` mode without warmup).
+pub(crate) const CAPTURE: u32 = u32::MAX;
+
+/// Hook bits of a guard: an NVTX range was pushed.
+pub(crate) const HOOK_NVTX: u8 = 1;
+/// Hook bits of a guard: synchronize the device when the run ends.
+pub(crate) const HOOK_SYNC: u8 = 2;
+/// Hook bits of a guard: a kernel-attribution tag was pushed.
+pub(crate) const HOOK_KERNELS: u8 = 4;
+
+/// A measurement in progress, created only on the armed path.
+#[derive(Debug)]
+pub(crate) struct Armed {
+    pub(crate) session: &'static Session,
+    pub(crate) event: u32,
+    /// Where the sample goes in the event's storage, fixed when the run started.
+    pub(crate) slot: u32,
+    /// The iteration the run started in.
+    pub(crate) iter: u32,
+    pub(crate) start: u64,
+    /// The device mark at the start, or `NO_MARK` for a run timed on the CPU only.
+    pub(crate) dstart: u64,
+    /// The stream the run is timed on.
+    pub(crate) stream: Stream,
+    /// `HOOK_*` bits: what to undo when the run ends.
+    pub(crate) hooks: u8,
+}
+
+impl Armed {
+    /// A guard of `session` with no measurement.
+    pub(crate) fn bare(session: &'static Session, event: u32, hooks: u8) -> Armed {
+        Armed {
+            session,
+            event,
+            slot: 0,
+            iter: 0,
+            start: 0,
+            dstart: NO_MARK,
+            stream: Stream::new(0, 0),
+            hooks,
+        }
+    }
+}
+
+/// Measures from its creation until it is dropped (see [`probe!`](crate::probe)).
+///
+/// In a build without `enable` this is a zero-sized type with the same methods and auto traits.
+#[must_use = "a probe measures until its guard is dropped; bind it with `let _p = probe!(..)`"]
+#[derive(Debug)]
+pub struct ProbeGuard {
+    armed: Option<Armed>,
+}
+
+impl ProbeGuard {
+    /// A guard that measures nothing.
+    #[inline(always)]
+    pub const fn inert() -> ProbeGuard {
+        ProbeGuard { armed: None }
+    }
+
+    /// True when this guard is taking a sample.
+    #[inline(always)]
+    pub fn is_recording(&self) -> bool {
+        self.armed.is_some()
+    }
+
+    /// Ends the measurement now (the same as dropping the guard).
+    #[inline(always)]
+    pub fn stop(self) {}
+
+    /// Ends the measurement without keeping a sample.
+    #[inline(always)]
+    pub fn discard(mut self) {
+        if let Some(armed) = self.armed.take() {
+            // Warmup still needs to know that the run ended, for nesting; hooks close, and a
+            // device mark goes back to its pool.
+            armed.session.discard_run(&armed);
+        }
+    }
+}
+
+impl ProbeGuard {
+    /// The armed half of the drop, kept out of line so that the unarmed drop inlines to one
+    /// test of a value already in a register.
+    #[inline(never)]
+    fn finish(&self) {
+        if let Some(armed) = &self.armed {
+            armed.session.finish_run(armed);
+        }
+    }
+}
+
+impl Drop for ProbeGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.armed.is_some() {
+            self.finish();
+        }
+    }
+}
+
+/// Starts a measurement of `desc`. The whole unarmed cost is this load and branch.
+#[inline(always)]
+pub fn enter(desc: &'static Descriptor) -> ProbeGuard {
+    let state = desc.state.load(Relaxed);
+    if state == State::Off {
+        return ProbeGuard::inert();
+    }
+    enter_slow(desc, state, true, None)
+}
+
+/// The state of `desc` when it takes part (anything but off): the unarmed cost of a probe that
+/// names a stream is this load and branch, and its stream expression is evaluated only past it.
+#[inline(always)]
+pub fn active(desc: &'static Descriptor) -> Option<State> {
+    let state = desc.state.load(Relaxed);
+    if state == State::Off {
+        None
+    } else {
+        Some(state)
+    }
+}
+
+/// Starts a measurement of `desc`, in state `state` (from [`active`]), whose work runs on
+/// `stream`.
+#[inline(never)]
+pub fn enter_on<S: AsStream + ?Sized>(
+    desc: &'static Descriptor,
+    state: State,
+    stream: &S,
+) -> ProbeGuard {
+    enter_slow(desc, state, true, Some(stream.as_stream()))
+}
+
+/// `nests`: whether the run ends on the thread it started on, so that the learner may take it
+/// as the parent of runs that start inside it (not so for an `async fn`, which may move).
+#[inline(never)]
+fn enter_slow(
+    desc: &'static Descriptor,
+    state: State,
+    nests: bool,
+    stream: Option<Stream>,
+) -> ProbeGuard {
+    match current() {
+        Some(session) => {
+            let stream = stream.filter(|_| session.has_device());
+            ProbeGuard {
+                armed: session.start_run(desc, state, nests, stream),
+            }
+        }
+        None => ProbeGuard::inert(),
+    }
+}
+
+/// The guard of an `async fn`: keeps a sample only when the future completes.
+#[derive(Debug)]
+pub struct AsyncGuard {
+    inner: ProbeGuard,
+}
+
+impl AsyncGuard {
+    /// A guard that measures nothing.
+    #[inline(always)]
+    pub fn inert() -> AsyncGuard {
+        AsyncGuard {
+            inner: ProbeGuard::inert(),
+        }
+    }
+
+    /// The future completed: keep the sample.
+    #[inline(always)]
+    pub fn complete(mut self) {
+        if let Some(armed) = self.inner.armed.take() {
+            armed.session.finish_run(&armed);
+        }
+    }
+}
+
+impl Drop for AsyncGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Dropped before completion (cancelled, or a panic inside a poll): no sample, but the
+        // hooks still close and a device mark goes back to its pool.
+        if let Some(armed) = self.inner.armed.take() {
+            armed.session.discard_run(&armed);
+        }
+    }
+}
+
+/// Starts the measurement of an `async fn` at its first poll.
+#[inline(always)]
+pub fn enter_async(desc: &'static Descriptor) -> AsyncGuard {
+    let state = desc.state.load(Relaxed);
+    let inner = if state == State::Off {
+        ProbeGuard::inert()
+    } else {
+        enter_slow(desc, state, false, None)
+    };
+    AsyncGuard { inner }
+}
+
+/// [`enter_async`] for an `async fn` whose work runs on `stream`, in state `state` (from
+/// [`active`]).
+#[inline(never)]
+pub fn enter_async_on<S: AsStream + ?Sized>(
+    desc: &'static Descriptor,
+    state: State,
+    stream: &S,
+) -> AsyncGuard {
+    AsyncGuard {
+        inner: enter_slow(desc, state, false, Some(stream.as_stream())),
+    }
+}
+
+// ---- the armed half: a run of an armed (or hooked) probe ----
+
+impl Session {
+    /// The hooks a run of `desc` opens.
+    pub(crate) fn hooks_for(&self, desc: &Descriptor, nests: bool) -> u8 {
+        let mut hooks = 0;
+        let sync = self.config.sync;
+        if sync >= 3 || (sync == 2 && desc.info.phase.is_some()) {
+            hooks |= HOOK_SYNC;
+        }
+        // NVTX ranges are a per-thread stack: an `async fn` may end on another thread.
+        if self.nvtx && nests {
+            hooks |= HOOK_NVTX;
+        }
+        hooks
+    }
+
+    /// A run of `desc` starts; returns the measurement if this run is the armed event (or a
+    /// guard that only closes hooks).
+    #[inline]
+    pub(crate) fn start_run(
+        &'static self,
+        desc: &'static Descriptor,
+        state: State,
+        nests: bool,
+        stream: Option<Stream>,
+    ) -> Option<Armed> {
+        let hooks = if self.hooked {
+            self.hooks_for(desc, nests)
+        } else {
+            0
+        };
+        if let (Some(device), true) = (&self.device, hooks != 0) {
+            if hooks & HOOK_SYNC != 0 {
+                device.synchronize();
+            }
+            if hooks & HOOK_NVTX != 0 {
+                device.range_push(desc.index.load(Relaxed));
+            }
+        }
+        match self.start_measure(desc, state, nests, stream, hooks) {
+            Some(armed) => Some(armed),
+            None if hooks != 0 => Some(Armed::bare(self, HOOKS_ONLY, hooks)),
+            None => None,
+        }
+    }
+
+    #[inline]
+    fn start_measure(
+        &'static self,
+        desc: &'static Descriptor,
+        state: State,
+        nests: bool,
+        stream: Option<Stream>,
+        hooks: u8,
+    ) -> Option<Armed> {
+        if state == State::Hook {
+            return None;
+        }
+        if state != State::Armed {
+            return self.learn_run(desc, nests, stream, hooks);
+        }
+        let probe = self.routes.get(desc.index.load(Relaxed) as usize)?;
+        let route = stream.and_then(|s| probe.on(s));
+        let event = match route {
+            Some(route) => route.next_event(),
+            None => probe.event_for(probe.calls.fetch_add(1, Relaxed)),
+        };
+        if event == NONE
+            || (self.config.mode != Mode::Trace && event != self.armed_event.load(Relaxed))
+        {
+            return None;
+        }
+        let iter = self.cur_iter.load(Relaxed);
+        let mut hooks = hooks;
+        let (start, dstart, at) = match self.device.as_deref() {
+            // The CPU-only path: nothing more than before streams existed.
+            None => (self.clock.mark(), NO_MARK, Stream::new(0, 0)),
+            Some(device) => {
+                // Tags are a per-thread stack: an `async fn` may end on another thread.
+                if nests && self.kernels_on.load(Relaxed) {
+                    device.kernels_push(crate::session::kernels::tag(event, iter));
+                    hooks |= HOOK_KERNELS;
+                }
+                let on_device = route.filter(|_| {
+                    self.events
+                        .get(event as usize)
+                        .and_then(OnceLock::get)
+                        .is_some_and(|ev| ev.store.samples.has_device())
+                });
+                let start = self.clock.mark();
+                match on_device {
+                    Some(route) => (start, device.mark_on(route.stream), route.stream),
+                    None => (start, NO_MARK, Stream::new(0, 0)),
+                }
+            }
+        };
+        Some(Armed {
+            session: self,
+            event,
+            slot: self.cur_slot.load(Relaxed),
+            iter,
+            start,
+            dstart,
+            stream: at,
+            hooks,
+        })
+    }
+
+    /// A measured run ends: store its marks, and close its hooks.
+    #[inline]
+    pub(crate) fn finish_run(&self, armed: &Armed) {
+        if armed.event == LEARNING || armed.event == HOOKS_ONLY {
+            self.discard_run(armed);
+            return;
+        }
+        let device = self.device.as_deref();
+        let dstop = match device {
+            Some(device) if armed.dstart != NO_MARK => device.mark_on(armed.stream),
+            _ => NO_MARK,
+        };
+        if let (Some(device), true) = (device, armed.hooks & HOOK_SYNC != 0) {
+            device.synchronize();
+        }
+        let stop = self.clock.mark();
+        if let Some(event) = self
+            .events
+            .get(armed.event as usize)
+            .and_then(OnceLock::get)
+        {
+            event.store.record(
+                armed.slot,
+                armed.iter,
+                (armed.start, stop),
+                (armed.dstart, dstop),
+                self.linear,
+            );
+        }
+        self.close_hooks(armed.hooks & !HOOK_SYNC);
+    }
+
+    /// A run ends without a sample: warmup's nesting, a discarded guard, or hooks only.
+    pub(crate) fn discard_run(&self, armed: &Armed) {
+        if armed.event == LEARNING {
+            self.end_learning_run(armed);
+        }
+        if let (Some(device), true) = (&self.device, armed.dstart != NO_MARK) {
+            device.release(armed.dstart);
+        }
+        self.close_hooks(armed.hooks);
+    }
+
+    fn close_hooks(&self, hooks: u8) {
+        let Some(device) = self.device.as_deref() else {
+            return;
+        };
+        if hooks & HOOK_KERNELS != 0 {
+            device.kernels_pop();
+        }
+        if hooks & HOOK_SYNC != 0 {
+            device.synchronize();
+        }
+        if hooks & HOOK_NVTX != 0 {
+            device.range_pop();
+        }
+    }
+}
