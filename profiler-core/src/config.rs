@@ -276,22 +276,7 @@ impl Config {
                 .map_err(|e| ConfigError::new("PROF_FILTER", e.to_string()))?;
         }
         if let Some(value) = lookup("PROF_MODE") {
-            config.mode = match value.trim() {
-                "sample" | "" => Mode::Sample,
-                "trace" => Mode::Trace,
-                "continuous" => Mode::Continuous,
-                "off" => Mode::Off,
-                _ => {
-                    return Err(ConfigError::at(
-                        "PROF_MODE",
-                        &value,
-                        1,
-                        value.chars().count().max(1),
-                        &format!("unknown mode `{value}`"),
-                        "one of: sample, trace, continuous, off",
-                    ))
-                }
-            };
+            config.mode = parse_mode(&value)?;
         }
         if let Some(value) = lookup("PROF_WARMUP") {
             config.warmup = parse_count("PROF_WARMUP", &value, 0, u32::MAX)?;
@@ -326,23 +311,7 @@ impl Config {
             )?;
         }
         if let Some(value) = lookup("PROF_SYNC") {
-            config.sync = match value.trim() {
-                "" | "0" => 0,
-                "1" => 1,
-                "2" => 2,
-                "3" => 3,
-                _ => {
-                    return Err(ConfigError::at(
-                        "PROF_SYNC",
-                        &value,
-                        1,
-                        value.chars().count().max(1),
-                        "unknown level",
-                        "0 (never), 1 (at each step), 2 (also around functions with a phase) \
-                         or 3 (around every probe)",
-                    ))
-                }
-            };
+            config.sync = parse_sync(&value)?;
         }
         if let Some(value) = lookup("PROF_OUT") {
             check_out_template(&value)?;
@@ -522,6 +491,47 @@ pub fn unknown_vars() -> Vec<String> {
         .collect();
     unknown.sort();
     unknown
+}
+
+/// `PROF_MODE`: `sample` (also empty), `trace`, `continuous` or `off`.
+fn parse_mode(value: &str) -> Result<Mode, ConfigError> {
+    Ok(match value.trim() {
+        "sample" | "" => Mode::Sample,
+        "trace" => Mode::Trace,
+        "continuous" => Mode::Continuous,
+        "off" => Mode::Off,
+        _ => {
+            return Err(ConfigError::at(
+                "PROF_MODE",
+                value,
+                1,
+                value.chars().count().max(1),
+                &format!("unknown mode `{value}`"),
+                "one of: sample, trace, continuous, off",
+            ))
+        }
+    })
+}
+
+/// `PROF_SYNC`: a level from 0 to 3 (empty: 0).
+fn parse_sync(value: &str) -> Result<u8, ConfigError> {
+    Ok(match value.trim() {
+        "" | "0" => 0,
+        "1" => 1,
+        "2" => 2,
+        "3" => 3,
+        _ => {
+            return Err(ConfigError::at(
+                "PROF_SYNC",
+                value,
+                1,
+                value.chars().count().max(1),
+                "unknown level",
+                "0 (never), 1 (at each step), 2 (also around functions with a phase) \
+                 or 3 (around every probe)",
+            ))
+        }
+    })
 }
 
 #[cfg(test)]

@@ -586,6 +586,18 @@ impl<'s> Parser<'s> {
 
     /// `key ('=' | '!=') value`, at a word character.
     fn test(&mut self) -> Result<Node, FilterError> {
+        let (key, word) = self.key()?;
+        let (negated, op) = self.operator(&word)?;
+        let pattern = self.value(&word, &op)?;
+        Ok(Node::Test {
+            key,
+            negated,
+            pattern,
+        })
+    }
+
+    /// A key, and the word it was written as.
+    fn key(&mut self) -> Result<(Key, String), FilterError> {
         let start = self.pos;
         while self.peek().is_some_and(is_word_char) {
             self.pos += 1;
@@ -598,7 +610,11 @@ impl<'s> Parser<'s> {
             }
             return Err(self.error_at(start + 1, self.pos - start, problem, KEYS_EXPECTED));
         };
+        Ok((key, word))
+    }
 
+    /// `=` or `!=` after key `word` (true: negated), and the operator as written.
+    fn operator(&mut self, word: &str) -> Result<(bool, String), FilterError> {
         self.skip_ws();
         let op_start = self.pos;
         while self.peek().is_some_and(is_operator_char) {
@@ -630,7 +646,11 @@ impl<'s> Parser<'s> {
                 return Err(self.error_at(op_start + 1, op.chars().count(), problem, OP_EXPECTED));
             }
         };
+        Ok((negated, op))
+    }
 
+    /// The value after `word` and `op`: a glob pattern.
+    fn value(&mut self, word: &str, op: &str) -> Result<String, FilterError> {
         self.skip_ws();
         let value_start = self.pos;
         while self.peek().is_some_and(is_value_char) {
@@ -668,12 +688,7 @@ impl<'s> Parser<'s> {
                 ));
             }
         }
-        let pattern: String = self.chars[value_start..self.pos].iter().collect();
-        Ok(Node::Test {
-            key,
-            negated,
-            pattern,
-        })
+        Ok(self.chars[value_start..self.pos].iter().collect())
     }
 }
 

@@ -1,13 +1,14 @@
 //! Turning what a session stored into a [`Profile`]: resolution of the last samples, statistics,
 //! and the facts about the run.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{lock, Control, Event, Session};
 use crate::clock::Reading;
 use crate::record::{resolve_slot, IterationStarts, Resolved, RESERVOIR};
 use crate::registry::registry;
-use crate::schedule::MERGED;
+use crate::schedule::{Key, MERGED};
 use profiler_format::{self as json, Profile, Stats};
 
 impl Session {
@@ -18,6 +19,8 @@ impl Session {
         self.profile(&mut c, complete, false)
     }
 
+    /// The results as `prof.json` holds them; `last_chance`: the run is ending, so the armed
+    /// iteration's samples count and the clocks are settled first.
     pub(super) fn profile(&self, c: &mut Control, complete: bool, last_chance: bool) -> Profile {
         if !c.armed.is_empty() && last_chance {
             let slot = self.cur_slot.load(Relaxed);
@@ -33,10 +36,35 @@ impl Session {
         }
         self.gather_kernels(c, last_chance);
         self.resolve(c, last_chance);
-        let reg = registry();
+        // Learner key -> order, to name each event's parent.
+        let order_of: HashMap<Key, u32> = c
+            .schedule
+            .iter()
+            .filter_map(|&e| self.events[e as usize].get())
+            .map(|ev| ((ev.entry, ev.lane, ev.occurrence), ev.order))
+            .collect();
+        let mut events: Vec<json::Event> = c
+            .schedule
+            .iter()
+            .filter_map(|&e| self.event_json(c, e, &order_of))
+            .collect();
+        events.sort_by_key(|e| e.order);
+        Profile {
+            schema: json::SCHEMA.to_owned(),
+            // In continuous mode, what is shown is complete once a window has closed.
+            complete: complete || c.windows_closed > 0,
+            run: self.run_json(),
+            iterations: self.iterations_json(c),
+            events,
+            windows: c.windows.iter().cloned().collect(),
+        }
+    }
+
+    /// The iterations completed and the wall times listed: all of them, or in continuous mode
+    /// the last closed window's (what `events` shows).
+    fn iterations_json(&self, c: &Control) -> json::Iterations {
         let marks = &c.iter_marks;
         let count = u64::from(c.iter_base) + (marks.len() as u64).saturating_sub(1);
-        // In continuous mode, what `events` shows is the last closed window: its iterations.
         let (first, wall_ns): (u64, Vec<u64>) = match (c.windows.back(), &c.shown) {
             (Some(window), Some(_)) => (window.first_iteration, window.wall_ns.clone()),
             _ => (
@@ -50,101 +78,85 @@ impl Session {
                     .collect(),
             ),
         };
-        let shown = c.shown.as_ref().unwrap_or(&c.resolved);
-        let base = c.iter_base;
-        // Learner key -> order, to name each event's parent.
-        let order_of: std::collections::HashMap<crate::schedule::Key, u32> = c
-            .schedule
-            .iter()
-            .filter_map(|&e| self.events[e as usize].get())
-            .map(|ev| ((ev.entry, ev.lane, ev.occurrence), ev.order))
-            .collect();
-        let events = c
-            .schedule
-            .iter()
-            .filter_map(|&e| {
-                let ev = self.events[e as usize].get()?;
-                let entry = reg.entry(ev.entry);
-                let info = &entry.desc.info;
-                let (resolved, stats) = match &ev.store.totals {
-                    None => {
-                        let mut r = shown.get(e as usize).cloned().unwrap_or_default();
-                        sort_by_iteration(&mut r);
-                        let stats = Stats::of(&r.durations);
-                        (r, stats)
-                    }
-                    Some(_) => self.merged_samples(ev, marks, base),
-                };
-                let stream =
-                    super::lane_stream(&c.streams, ev.lane).filter(|_| self.device.is_some());
-                let kernels = c.kernels.of(e, &resolved.iters);
-                let gpu = (ev.store.samples.has_device() || kernels.is_some()).then(|| json::Gpu {
-                    cpu_stats: (!resolved.cpu.is_empty()).then(|| Stats::of(&resolved.cpu)),
-                    cpu_samples_ns: resolved.cpu.clone(),
-                    lost: resolved.lost,
-                    kernels,
-                });
-                let occurrence = if ev.occurrence == MERGED {
-                    self.route(ev.entry).events.load(Relaxed)
-                } else {
-                    ev.occurrence
-                };
-                Some(json::Event {
-                    id: entry.id.clone(),
-                    name: info.name.to_owned(),
-                    layer: info.layer.map(str::to_owned),
-                    phase: info.phase.map(str::to_owned),
-                    kind: info.kind.as_str().to_owned(),
-                    module: info.module.to_owned(),
-                    file: info.file.to_owned(),
-                    line: info.line,
-                    occurrence,
-                    order: ev.order,
-                    device: stream.map(|s| s.device()),
-                    stream: stream
-                        .and_then(|&s| Some(self.device.as_ref()?.stream_id(s).to_string())),
-                    merged: ev.occurrence == MERGED,
-                    parent: ev.parent.and_then(|key| order_of.get(&key).copied()),
-                    samples_ns: resolved.durations,
-                    offsets_ns: resolved.offsets,
-                    sample_iters: resolved.iters,
-                    stats,
-                    gpu,
-                })
-            })
-            .collect::<Vec<_>>();
-        let mut events = events;
-        events.sort_by_key(|e| e.order);
-        Profile {
-            schema: json::SCHEMA.to_owned(),
-            // In continuous mode, what is shown is complete once a window has closed.
-            complete: complete || c.windows_closed > 0,
-            run: json::Run {
-                program: program_name(),
-                pid: std::process::id(),
-                host: host_name(),
-                rank: crate::config::rank(),
-                mode: self.config.mode.as_str().to_owned(),
-                filter: self.config.filter.source().to_owned(),
-                warmup: self.config.warmup,
-                repeat: self.config.repeat,
-                clock: match &self.device {
-                    Some(device) => device.name().to_owned(),
-                    None => self.clock.name().to_owned(),
-                },
-                max_events: self.config.max_events,
-                timer_floor_ns: self.floor_ns,
-                profiler_version: env!("CARGO_PKG_VERSION").to_owned(),
-                windows: (self.config.mode == crate::config::Mode::Continuous)
-                    .then_some(self.config.windows),
+        json::Iterations {
+            count,
+            first,
+            wall_ns,
+        }
+    }
+
+    /// Event `e` as `prof.json` writes it, or `None` if it was never allocated.
+    fn event_json(&self, c: &Control, e: u32, order_of: &HashMap<Key, u32>) -> Option<json::Event> {
+        let ev = self.events[e as usize].get()?;
+        let entry = registry().entry(ev.entry);
+        let info = &entry.desc.info;
+        let (resolved, stats) = match &ev.store.totals {
+            None => {
+                let shown = c.shown.as_ref().unwrap_or(&c.resolved);
+                let mut r = shown.get(e as usize).cloned().unwrap_or_default();
+                sort_by_iteration(&mut r);
+                let stats = Stats::of(&r.durations);
+                (r, stats)
+            }
+            Some(_) => self.merged_samples(ev, &c.iter_marks, c.iter_base),
+        };
+        let stream = super::lane_stream(&c.streams, ev.lane).filter(|_| self.device.is_some());
+        let kernels = c.kernels.of(e, &resolved.iters);
+        let gpu = (ev.store.samples.has_device() || kernels.is_some()).then(|| json::Gpu {
+            cpu_stats: (!resolved.cpu.is_empty()).then(|| Stats::of(&resolved.cpu)),
+            cpu_samples_ns: resolved.cpu.clone(),
+            lost: resolved.lost,
+            kernels,
+        });
+        // A merged event holds the runs from the first one past the per-occurrence events.
+        let occurrence = if ev.occurrence == MERGED {
+            self.route(ev.entry).events.load(Relaxed)
+        } else {
+            ev.occurrence
+        };
+        Some(json::Event {
+            id: entry.id.clone(),
+            name: info.name.to_owned(),
+            layer: info.layer.map(str::to_owned),
+            phase: info.phase.map(str::to_owned),
+            kind: info.kind.as_str().to_owned(),
+            module: info.module.to_owned(),
+            file: info.file.to_owned(),
+            line: info.line,
+            occurrence,
+            order: ev.order,
+            device: stream.map(|s| s.device()),
+            stream: stream.and_then(|&s| Some(self.device.as_ref()?.stream_id(s).to_string())),
+            merged: ev.occurrence == MERGED,
+            parent: ev.parent.and_then(|key| order_of.get(&key).copied()),
+            samples_ns: resolved.durations,
+            offsets_ns: resolved.offsets,
+            sample_iters: resolved.iters,
+            stats,
+            gpu,
+        })
+    }
+
+    /// How the run was made.
+    fn run_json(&self) -> json::Run {
+        json::Run {
+            program: program_name(),
+            pid: std::process::id(),
+            host: host_name(),
+            rank: crate::config::rank(),
+            mode: self.config.mode.as_str().to_owned(),
+            filter: self.config.filter.source().to_owned(),
+            warmup: self.config.warmup,
+            repeat: self.config.repeat,
+            clock: match &self.device {
+                Some(device) => device.name().to_owned(),
+                None => self.clock.name().to_owned(),
             },
-            iterations: json::Iterations {
-                count,
-                first,
-                wall_ns,
-            },
-            events,
-            windows: c.windows.iter().cloned().collect(),
+            max_events: self.config.max_events,
+            timer_floor_ns: self.floor_ns,
+            profiler_version: env!("CARGO_PKG_VERSION").to_owned(),
+            windows: (self.config.mode == crate::config::Mode::Continuous)
+                .then_some(self.config.windows),
         }
     }
 
