@@ -22,6 +22,19 @@ pub enum State {
     Hook = 3,
 }
 
+impl State {
+    /// The state a raw value stands for.
+    #[inline(always)]
+    pub(crate) fn from_raw(raw: u32) -> State {
+        match raw {
+            0 => State::Off,
+            1 => State::Learn,
+            2 => State::Armed,
+            _ => State::Hook,
+        }
+    }
+}
+
 /// A [`State`] behind an atomic: the schedule stores, the hot path loads.
 #[derive(Debug)]
 pub struct AtomicState(AtomicU32);
@@ -32,15 +45,12 @@ impl AtomicState {
         AtomicState(AtomicU32::new(state as u32))
     }
 
-    /// The state now. Compiles to one load (and, compared with [`State::Off`], one test).
+    /// The state's raw value: what the hot path tests against `State::Off as u32`, so that the
+    /// unarmed cost stays one load and one comparison; [`State::from_raw`] makes the typed value
+    /// past that test.
     #[inline(always)]
-    pub fn load(&self, order: Ordering) -> State {
-        match self.0.load(order) {
-            0 => State::Off,
-            1 => State::Learn,
-            2 => State::Armed,
-            _ => State::Hook,
-        }
+    pub(crate) fn raw(&self, order: Ordering) -> u32 {
+        self.0.load(order)
     }
 
     /// Sets the state (cold path: the schedule).

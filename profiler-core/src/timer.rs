@@ -130,22 +130,22 @@ impl Drop for ProbeGuard {
 /// Starts a measurement of `desc`. The whole unarmed cost is this load and branch.
 #[inline(always)]
 pub fn enter(desc: &'static Descriptor) -> ProbeGuard {
-    let state = desc.state.load(Relaxed);
-    if state == State::Off {
+    let raw = desc.state.raw(Relaxed);
+    if raw == State::Off as u32 {
         return ProbeGuard::inert();
     }
-    enter_slow(desc, state, true, None)
+    enter_slow(desc, raw, true, None)
 }
 
-/// The state of `desc` when it takes part (anything but off): the unarmed cost of a probe that
+/// The raw state of `desc` when it takes part (anything but off): the unarmed cost of a probe that
 /// names a stream is this load and branch, and its stream expression is evaluated only past it.
 #[inline(always)]
-pub fn active(desc: &'static Descriptor) -> Option<State> {
-    let state = desc.state.load(Relaxed);
-    if state == State::Off {
+pub fn active(desc: &'static Descriptor) -> Option<u32> {
+    let raw = desc.state.raw(Relaxed);
+    if raw == State::Off as u32 {
         None
     } else {
-        Some(state)
+        Some(raw)
     }
 }
 
@@ -154,21 +154,24 @@ pub fn active(desc: &'static Descriptor) -> Option<State> {
 #[inline(never)]
 pub fn enter_on<S: AsStream + ?Sized>(
     desc: &'static Descriptor,
-    state: State,
+    state: u32,
     stream: &S,
 ) -> ProbeGuard {
     enter_slow(desc, state, true, Some(stream.as_stream()))
 }
 
-/// `nests`: whether the run ends on the thread it started on, so that the learner may take it
-/// as the parent of runs that start inside it (not so for an `async fn`, which may move).
+/// `raw`: the descriptor's state as loaded, made a [`State`] only here, past the unarmed test
+/// (converting it before the test costs the unarmed path two instructions). `nests`: whether
+/// the run ends on the thread it started on, so that the learner may take it as the parent of
+/// runs that start inside it (not so for an `async fn`, which may move).
 #[inline(never)]
 fn enter_slow(
     desc: &'static Descriptor,
-    state: State,
+    raw: u32,
     nests: bool,
     stream: Option<Stream>,
 ) -> ProbeGuard {
+    let state = State::from_raw(raw);
     match current() {
         Some(session) => {
             let stream = stream.filter(|_| session.has_device());
@@ -218,11 +221,11 @@ impl Drop for AsyncGuard {
 /// Starts the measurement of an `async fn` at its first poll.
 #[inline(always)]
 pub fn enter_async(desc: &'static Descriptor) -> AsyncGuard {
-    let state = desc.state.load(Relaxed);
-    let inner = if state == State::Off {
+    let raw = desc.state.raw(Relaxed);
+    let inner = if raw == State::Off as u32 {
         ProbeGuard::inert()
     } else {
-        enter_slow(desc, state, false, None)
+        enter_slow(desc, raw, false, None)
     };
     AsyncGuard { inner }
 }
@@ -232,7 +235,7 @@ pub fn enter_async(desc: &'static Descriptor) -> AsyncGuard {
 #[inline(never)]
 pub fn enter_async_on<S: AsStream + ?Sized>(
     desc: &'static Descriptor,
-    state: State,
+    state: u32,
     stream: &S,
 ) -> AsyncGuard {
     AsyncGuard {
