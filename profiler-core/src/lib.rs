@@ -84,8 +84,6 @@ pub use info::ProbeInfo;
 mod clock;
 #[cfg(feature = "enable")]
 mod config;
-#[cfg(feature = "cuda")]
-mod cuda;
 #[cfg(feature = "enable")]
 mod descriptor;
 #[cfg(feature = "enable")]
@@ -112,6 +110,8 @@ mod session;
 mod signals;
 #[cfg(feature = "enable")]
 mod startup;
+#[cfg(feature = "enable")]
+mod sync;
 #[cfg(feature = "enable")]
 pub mod testing;
 #[cfg(feature = "enable")]

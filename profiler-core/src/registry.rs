@@ -6,7 +6,7 @@ use std::sync::{Mutex, OnceLock};
 use crate::descriptor::{Descriptor, Kind, Registration};
 use crate::filter::{Filter, Key};
 use crate::info::ProbeInfo;
-use crate::session::lock;
+use crate::sync::lock;
 
 /// One registered descriptor and its start-up facts.
 #[derive(Clone, Debug)]

@@ -95,7 +95,7 @@ pub(crate) fn register(site: Site<'_>) -> &'static Descriptor {
         site.layer.map(clean),
         site.phase.map(clean),
     );
-    let mut interned = crate::session::lock(INTERNED.get_or_init(Default::default));
+    let mut interned = crate::sync::lock(INTERNED.get_or_init(Default::default));
     if let Some(desc) = interned.get(&key) {
         return desc;
     }

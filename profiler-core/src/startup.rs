@@ -318,11 +318,11 @@ pub fn init() -> InitGuard {
 /// The CUDA device, or `None` (with one line on stderr saying why) when there is none.
 #[cfg(feature = "cuda")]
 fn open_device(config: &Config) -> Option<Box<dyn Device>> {
-    let options = crate::cuda::CudaOptions {
+    let options = crate::device::CudaOptions {
         nvtx: config.nvtx,
         kernels: config.kernels,
     };
-    match crate::cuda::CudaDevice::open(options) {
+    match crate::device::CudaDevice::open(options) {
         Ok(device) => Some(Box::new(device)),
         Err(why) => {
             eprintln!("profiler-core: {why}; timing on the CPU clock");

@@ -15,7 +15,9 @@ mod pool;
 pub(crate) mod sim;
 
 #[cfg(feature = "cuda")]
-pub use crate::cuda::{CudaDevice, CudaOptions};
+mod cuda;
+#[cfg(feature = "cuda")]
+pub use cuda::{CudaDevice, CudaOptions};
 pub use pool::{decode_mark, encode_mark, Pool};
 
 use crate::clock::Clock;

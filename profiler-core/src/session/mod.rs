@@ -15,7 +15,9 @@ use std::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU32,
     Ordering::{AcqRel, Acquire, Relaxed, Release},
 };
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, OnceLock};
+
+pub(crate) use crate::sync::lock;
 
 pub(crate) use crate::clock::ActiveClock;
 use crate::config::{Config, Mode};
@@ -148,11 +150,6 @@ pub struct Session {
 /// The stream of `lane` (0: none).
 pub(crate) fn lane_stream(streams: &[Stream], lane: u32) -> Option<&Stream> {
     streams.get((lane as usize).checked_sub(1)?)
-}
-
-/// Locks, shrugging off poisoning: a panic elsewhere must not take the profiler down with it.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 static CURRENT: AtomicPtr<Session> = AtomicPtr::new(std::ptr::null_mut());
