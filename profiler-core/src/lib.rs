@@ -238,6 +238,6 @@ pub mod __private {
         let entry = crate::registry::registry()
             .iter()
             .position(|e| e.desc.info().name == name)?;
-        session.routes.get(entry).map(|route| &route.calls)
+        session.schedule.routes.get(entry).map(|route| &route.calls)
     }
 }

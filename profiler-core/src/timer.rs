@@ -13,12 +13,11 @@
 //! `step()`, resolution, output) is the cold path.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::OnceLock;
 
 use crate::config::Mode;
 use crate::descriptor::{Descriptor, State};
 use crate::device::{AsStream, Stream, NO_MARK};
-use crate::schedule::NONE;
+use crate::schedule::{HOOK_KERNELS, HOOK_NVTX, HOOK_SYNC, NONE};
 use crate::session::{current, Session};
 
 /// The event of a guard opened during warmup: it measures nothing, but its drop tells the
@@ -28,13 +27,6 @@ pub(crate) const LEARNING: u32 = u32::MAX - 1;
 pub(crate) const HOOKS_ONLY: u32 = u32::MAX - 2;
 /// The `slot` of a learning run that is also timed (`trace` mode without warmup).
 pub(crate) const CAPTURE: u32 = u32::MAX;
-
-/// Hook bits of a guard: an NVTX range was pushed.
-pub(crate) const HOOK_NVTX: u8 = 1;
-/// Hook bits of a guard: synchronize the device when the run ends.
-pub(crate) const HOOK_SYNC: u8 = 2;
-/// Hook bits of a guard: a kernel-attribution tag was pushed.
-pub(crate) const HOOK_KERNELS: u8 = 4;
 
 /// A measurement in progress, created only on the armed path.
 #[derive(Debug)]
@@ -246,20 +238,6 @@ pub fn enter_async_on<S: AsStream + ?Sized>(
 // ---- the armed half: a run of an armed (or hooked) probe ----
 
 impl Session {
-    /// The hooks a run of `desc` opens.
-    pub(crate) fn hooks_for(&self, desc: &Descriptor, nests: bool) -> u8 {
-        let mut hooks = 0;
-        let sync = self.config.sync;
-        if sync >= 3 || (sync == 2 && desc.info.phase.is_some()) {
-            hooks |= HOOK_SYNC;
-        }
-        // NVTX ranges are a per-thread stack: an `async fn` may end on another thread.
-        if self.nvtx && nests {
-            hooks |= HOOK_NVTX;
-        }
-        hooks
-    }
-
     /// A run of `desc` starts; returns the measurement if this run is the armed event (or a
     /// guard that only closes hooks).
     #[inline]
@@ -270,8 +248,8 @@ impl Session {
         nests: bool,
         stream: Option<Stream>,
     ) -> Option<Armed> {
-        let hooks = if self.hooked {
-            self.hooks_for(desc, nests)
+        let hooks = if self.schedule.hooks.any {
+            self.schedule.hooks.of(desc, nests)
         } else {
             0
         };
@@ -303,20 +281,30 @@ impl Session {
             return None;
         }
         if state != State::Armed {
-            return self.learn_run(desc, nests, stream, hooks);
+            let lane = self.schedule.learn_run(desc, nests, stream)?;
+            let mut armed = Armed::bare(self, LEARNING, hooks);
+            if self.schedule.measure_first && lane == 0 {
+                // Timed, after the learning work, as an armed run would be.
+                armed.slot = CAPTURE;
+                armed.start = self.clock.mark();
+            }
+            return Some(armed);
         }
-        let probe = self.routes.get(desc.index.load(Relaxed) as usize)?;
+        let probe = self
+            .schedule
+            .routes
+            .get(desc.index.load(Relaxed) as usize)?;
         let route = stream.and_then(|s| probe.on(s));
         let event = match route {
             Some(route) => route.next_event(),
             None => probe.event_for(probe.calls.fetch_add(1, Relaxed)),
         };
         if event == NONE
-            || (self.config.mode != Mode::Trace && event != self.armed_event.load(Relaxed))
+            || (self.config.mode != Mode::Trace && event != self.schedule.armed_event.load(Relaxed))
         {
             return None;
         }
-        let iter = self.cur_iter.load(Relaxed);
+        let iter = self.schedule.cur_iter.load(Relaxed);
         let mut hooks = hooks;
         let (start, dstart, at) = match self.device.as_deref() {
             // The CPU-only path: nothing more than before streams existed.
@@ -328,10 +316,8 @@ impl Session {
                     hooks |= HOOK_KERNELS;
                 }
                 let on_device = route.filter(|_| {
-                    self.events
-                        .get(event as usize)
-                        .and_then(OnceLock::get)
-                        .is_some_and(|ev| ev.store.samples.has_device())
+                    let event = self.schedule.event(event);
+                    event.is_some_and(|ev| ev.store.samples.has_device())
                 });
                 let start = self.clock.mark();
                 match on_device {
@@ -343,7 +329,7 @@ impl Session {
         Some(Armed {
             session: self,
             event,
-            slot: self.cur_slot.load(Relaxed),
+            slot: self.schedule.cur_slot.load(Relaxed),
             iter,
             start,
             dstart,
@@ -368,11 +354,7 @@ impl Session {
             device.synchronize();
         }
         let stop = self.clock.mark();
-        if let Some(event) = self
-            .events
-            .get(armed.event as usize)
-            .and_then(OnceLock::get)
-        {
+        if let Some(event) = self.schedule.event(armed.event) {
             event.store.record(
                 armed.slot,
                 armed.iter,
@@ -387,7 +369,8 @@ impl Session {
     /// A run ends without a sample: warmup's nesting, a discarded guard, or hooks only.
     pub(crate) fn discard_run(&self, armed: &Armed) {
         if armed.event == LEARNING {
-            self.end_learning_run(armed);
+            let timed = (armed.slot == CAPTURE).then(|| (armed.start, self.clock.mark()));
+            self.schedule.end_learning_run(timed);
         }
         if let (Some(device), true) = (&self.device, armed.dstart != NO_MARK) {
             device.release(armed.dstart);

@@ -4,24 +4,32 @@
 
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
+use super::{lane_stream, Plan, Schedule};
 use crate::config::Mode;
 use crate::descriptor::State;
-use crate::session::{lane_stream, Control, Session};
+use crate::device::Device;
 
-impl Session {
-    /// Arms what iteration `iter` measures.
-    pub(crate) fn arm(&self, c: &mut Control, iter: u32) {
+impl Schedule {
+    /// Arms what iteration `iter` measures; on a device, the iteration's start is marked on
+    /// the armed events' streams, into `stream_marks` as (iteration, lane, mark).
+    pub(crate) fn arm(
+        &self,
+        c: &mut Plan,
+        iter: u32,
+        device: Option<&dyn Device>,
+        stream_marks: &mut Vec<(u32, u32, u64)>,
+    ) {
         self.reset_calls(c);
         c.armed.clear();
-        if c.schedule.is_empty() {
+        if c.order.is_empty() {
             return;
         }
         let k = c.armed_iterations;
-        let repeat = u64::from(self.config.repeat);
+        let repeat = u64::from(self.repeat);
         self.cur_iter.store(iter, Relaxed);
-        match self.config.mode {
+        match self.mode {
             Mode::Sample | Mode::Continuous => {
-                let event = c.schedule[(k / repeat) as usize];
+                let event = c.order[(k / repeat) as usize];
                 let entry = self.events[event as usize].get().map(|e| e.entry);
                 if let (Some(old), true) = (c.armed_entry, c.armed_entry != entry) {
                     self.desc(old).state.store(self.idle_state(old), Relaxed);
@@ -36,24 +44,29 @@ impl Session {
             }
             Mode::Trace => {
                 self.cur_slot.store(k as u32, Relaxed);
-                for &event in &c.schedule {
+                for &event in &c.order {
                     if let Some(e) = self.events[event as usize].get() {
                         self.desc(e.entry).state.store(State::Armed, Release);
                     }
                 }
-                c.armed.extend_from_slice(&c.schedule);
+                c.armed.extend_from_slice(&c.order);
             }
             Mode::Off => {}
         }
-        self.mark_iteration_on_streams(c, iter);
+        if let Some(device) = device {
+            self.mark_iteration_on_streams(c, iter, device, stream_marks);
+        }
     }
 
     /// Like HugeCTR, records the start of iteration `iter` on each stream an armed event is
     /// timed on, so that samples get their offset on the device's time line.
-    fn mark_iteration_on_streams(&self, c: &mut Control, iter: u32) {
-        let Some(device) = &self.device else {
-            return;
-        };
+    fn mark_iteration_on_streams(
+        &self,
+        c: &Plan,
+        iter: u32,
+        device: &dyn Device,
+        stream_marks: &mut Vec<(u32, u32, u64)>,
+    ) {
         let mut lanes: Vec<u32> = c
             .armed
             .iter()
@@ -66,24 +79,24 @@ impl Session {
         for lane in lanes {
             if let Some(&stream) = lane_stream(&c.streams, lane) {
                 let mark = device.mark_on(stream);
-                c.stream_marks.push((iter, lane, mark));
+                stream_marks.push((iter, lane, mark));
             }
         }
     }
 
     /// How many armed iterations complete the schedule (0: nothing to measure).
-    pub(crate) fn total_armed_iterations(&self, c: &Control) -> u64 {
-        let repeat = u64::from(self.config.repeat);
-        match self.config.mode {
-            Mode::Sample | Mode::Continuous => c.schedule.len() as u64 * repeat,
-            Mode::Trace if c.schedule.is_empty() => 0,
+    pub(crate) fn total_armed_iterations(&self, c: &Plan) -> u64 {
+        let repeat = u64::from(self.repeat);
+        match self.mode {
+            Mode::Sample | Mode::Continuous => c.order.len() as u64 * repeat,
+            Mode::Trace if c.order.is_empty() => 0,
             Mode::Trace => repeat,
             Mode::Off => 0,
         }
     }
 
     /// A new iteration: no run of a selected probe counted yet.
-    pub(crate) fn reset_calls(&self, c: &Control) {
+    pub(crate) fn reset_calls(&self, c: &Plan) {
         for &entry in &c.selected {
             self.route(entry).reset_calls();
         }

@@ -12,8 +12,9 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crate::descriptor::Descriptor;
 use crate::device::Stream;
-use crate::session::{lock, Session};
-use crate::timer::{Armed, CAPTURE, LEARNING};
+use crate::sync::lock;
+
+use super::Schedule;
 
 /// The occurrence value of a probe's merged event.
 pub(crate) const MERGED: u32 = u32::MAX;
@@ -163,17 +164,17 @@ impl Learner {
     }
 }
 
-impl Session {
+impl Schedule {
     /// A run of `desc` in learning state. During warmup the learner notes the run and its
-    /// parent (and, in `trace` mode without warmup, the run is timed as well); after warmup a
-    /// probe not seen yet is only counted, lock-free, and planned at `step()`.
+    /// parent; after warmup a probe not seen yet is only counted, lock-free, and planned at
+    /// `step()`. Returns the run's lane when its end must be reported back
+    /// ([`Schedule::end_learning_run`]): a run that nests, during warmup.
     pub(crate) fn learn_run(
-        &'static self,
+        &self,
         desc: &'static Descriptor,
         nests: bool,
         stream: Option<Stream>,
-        hooks: u8,
-    ) -> Option<Armed> {
+    ) -> Option<u32> {
         let entry = desc.index.load(Relaxed) as usize;
         let calls = &self.routes.get(entry)?.calls;
         if !self.learning.load(Relaxed) {
@@ -195,23 +196,15 @@ impl Session {
             return None;
         }
         OPEN.with(|open| open.borrow_mut().push(key));
-        let mut armed = Armed::bare(self, LEARNING, hooks);
-        if self.measure_first && lane == 0 {
-            // Timed, after the learning work, as an armed run would be.
-            armed.slot = CAPTURE;
-            armed.start = self.clock.mark();
-        }
-        Some(armed)
+        Some(lane)
     }
 
-    /// A learning run ends: its parent is popped, and a timed one is kept for iteration 0.
-    pub(crate) fn end_learning_run(&self, armed: &Armed) {
-        let stop = (armed.slot == CAPTURE).then(|| self.clock.mark());
+    /// A learning run ends: its parent is popped; `timed` (start and stop marks, `trace` mode
+    /// without warmup) is kept as the run's sample for iteration 0.
+    pub(crate) fn end_learning_run(&self, timed: Option<(u64, u64)>) {
         let key = OPEN.with(|open| open.borrow_mut().pop());
-        if let (Some(stop), Some(key)) = (stop, key) {
-            lock(&self.learner)
-                .first_runs
-                .push((key, armed.start, stop));
+        if let (Some((start, stop)), Some(key)) = (timed, key) {
+            lock(&self.learner).first_runs.push((key, start, stop));
         }
     }
 }

@@ -10,20 +10,27 @@
 //!   others put back to rest.
 //!
 //! The routing tables live here, beside the schedule that fills them: a descriptor holds only
-//! its state and its index into [`ProbeRoute`]s.
+//! its state and its index into [`ProbeRoute`]s. [`Schedule`] is what the hot path reads
+//! (lock-free); [`Plan`] is the cold-path state, kept behind the session's lock.
 
 mod arm;
 mod learn;
 mod plan;
 
 use std::sync::atomic::{
-    AtomicPtr, AtomicU32,
+    AtomicBool, AtomicPtr, AtomicU32,
     Ordering::{Acquire, Relaxed},
 };
+use std::sync::{Mutex, OnceLock};
 
+use crate::config::{Config, Mode};
+use crate::descriptor::{Descriptor, State};
 use crate::device::Stream;
+use crate::record::Store;
+use crate::registry::registry;
 
 pub(crate) use learn::{Key, Learner, Planned, MERGED};
+pub(crate) use plan::POOL_ITERATIONS;
 
 /// No event: an index that means "none".
 pub(crate) const NONE: u32 = u32::MAX;
@@ -119,6 +126,184 @@ impl ProbeRoute {
             for route in routes.0.iter() {
                 route.calls.store(0, Relaxed);
             }
+        }
+    }
+}
+
+/// Hooks of a run (`PROF_NVTX`, `PROF_SYNC`): bits of a guard, undone when the run ends.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Hooks {
+    /// `PROF_SYNC`'s level.
+    pub sync: u8,
+    /// NVTX ranges are pushed (`PROF_NVTX=1` and the device has NVTX).
+    pub nvtx: bool,
+    /// Some probe has hooks (on a device, NVTX or `PROF_SYNC` of 2 or more): selected probes
+    /// are never fully off while the session runs.
+    pub any: bool,
+}
+
+/// Hook bits of a guard: an NVTX range was pushed.
+pub(crate) const HOOK_NVTX: u8 = 1;
+/// Hook bits of a guard: synchronize the device when the run ends.
+pub(crate) const HOOK_SYNC: u8 = 2;
+/// Hook bits of a guard: a kernel-attribution tag was pushed.
+pub(crate) const HOOK_KERNELS: u8 = 4;
+
+impl Hooks {
+    /// The hooks a run of `desc` opens (`nests`: it ends on the thread it started on).
+    pub(crate) fn of(&self, desc: &Descriptor, nests: bool) -> u8 {
+        let mut hooks = 0;
+        if self.sync >= 3 || (self.sync == 2 && desc.info.phase.is_some()) {
+            hooks |= HOOK_SYNC;
+        }
+        // NVTX ranges are a per-thread stack: an `async fn` may end on another thread.
+        if self.nvtx && nests {
+            hooks |= HOOK_NVTX;
+        }
+        hooks
+    }
+}
+
+/// A scheduled event and its storage.
+#[derive(Debug)]
+pub(crate) struct Event {
+    /// The probe's registry index.
+    pub entry: usize,
+    /// 0 (no stream), or 1 + the index of the stream in [`Plan::streams`].
+    pub lane: u32,
+    /// Which run of the probe (on its lane) within an iteration, or `MERGED`.
+    pub occurrence: u32,
+    /// Position in the iteration's execution order.
+    pub order: u32,
+    /// The learner key of the run that contained this one, if any.
+    pub parent: Option<Key>,
+    /// Where its samples go.
+    pub store: Store,
+}
+
+/// The stream of `lane` (0: none).
+pub(crate) fn lane_stream(streams: &[Stream], lane: u32) -> Option<&Stream> {
+    streams.get((lane as usize).checked_sub(1)?)
+}
+
+/// The schedule's lock-free half: the events with their storage, the probes' routes and what
+/// is armed now. The hot path reads it; the cold path fills it.
+#[derive(Debug)]
+pub(crate) struct Schedule {
+    /// The events, allocated when planned (fixed capacity: the bound, one merged event per
+    /// probe and lane, and room for probes registered later).
+    pub events: Box<[OnceLock<Event>]>,
+    /// Where each probe's runs go, by registry index (room for probes registered later).
+    pub routes: Box<[ProbeRoute]>,
+    /// The event armed in `sample` and `continuous` mode.
+    pub armed_event: AtomicU32,
+    /// The sample slot armed runs write.
+    pub cur_slot: AtomicU32,
+    /// The iteration armed runs belong to.
+    pub cur_iter: AtomicU32,
+    /// Still in warmup: selected probes report their runs to the learner.
+    pub learning: AtomicBool,
+    /// `trace` mode with no warmup: iteration 0 both learns the events and is measured (its
+    /// runs are timed on the learning path and stored when the events are made).
+    pub measure_first: bool,
+    /// What warmup has seen.
+    pub learner: Mutex<Learner>,
+    /// The hooks runs open.
+    pub hooks: Hooks,
+    /// `PROF_MODE`.
+    pub mode: Mode,
+    /// `PROF_WARMUP`.
+    pub warmup: u32,
+    /// `PROF_REPEAT`.
+    pub repeat: u32,
+    /// The most bytes of sample storage to reserve.
+    pub sample_budget_bytes: usize,
+}
+
+/// The schedule's cold-path state, behind the session's lock.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    /// The registry indices of the probes the filter selects (runtime probes join as they are
+    /// registered).
+    pub selected: Vec<usize>,
+    /// Event indices in execution order.
+    pub order: Vec<u32>,
+    /// Events allocated in [`Schedule::events`].
+    pub allocated: usize,
+    /// Events armed in the iteration now running.
+    pub armed: Vec<u32>,
+    /// The probe armed in `sample` mode.
+    pub armed_entry: Option<usize>,
+    /// Iterations in which something was armed, after warmup.
+    pub armed_iterations: u64,
+    /// Selected probes not seen yet; they stay in learning state.
+    pub late: Vec<usize>,
+    /// The streams of the events, lane `k` being `streams[k - 1]`.
+    pub streams: Vec<Stream>,
+    /// The route tables the probes' routes point to (kept alive here; boxed so that their
+    /// addresses stay put when the vector grows).
+    #[allow(clippy::vec_box)]
+    pub tables: Vec<Box<Routes>>,
+    /// Bytes reserved for samples so far.
+    pub sample_bytes: usize,
+    /// Events left out because their storage would pass the budget.
+    pub events_over_budget: usize,
+    /// The budget warning was given.
+    pub warned_budget: bool,
+}
+
+impl Schedule {
+    /// The schedule of a session over `selected` probes, with room for `reserve` more
+    /// registered while it runs.
+    pub(crate) fn new(config: &Config, selected: usize, reserve: usize, hooks: Hooks) -> Schedule {
+        // One merged event per selected probe and lane beyond the bound, and room for probes
+        // registered while the session runs.
+        let capacity = config.max_events as usize + selected + reserve;
+        let measure_first = config.mode == Mode::Trace && config.warmup == 0;
+        Schedule {
+            events: (0..capacity).map(|_| OnceLock::new()).collect(),
+            routes: (0..registry().len() + reserve)
+                .map(|_| ProbeRoute::default())
+                .collect(),
+            armed_event: AtomicU32::new(NONE),
+            cur_slot: AtomicU32::new(0),
+            cur_iter: AtomicU32::new(0),
+            learning: AtomicBool::new(
+                config.mode != Mode::Off && (config.warmup > 0 || measure_first),
+            ),
+            measure_first,
+            learner: Mutex::new(Learner::new(config.max_events)),
+            hooks,
+            mode: config.mode,
+            warmup: config.warmup,
+            repeat: config.repeat,
+            sample_budget_bytes: config.sample_budget_bytes,
+        }
+    }
+
+    /// The descriptor of probe `entry`.
+    pub(crate) fn desc(&self, entry: usize) -> &'static Descriptor {
+        registry().entry(entry).desc
+    }
+
+    /// Where probe `entry`'s runs go. Every selected probe has one (a probe registered beyond
+    /// the room reserved is not adopted).
+    pub(crate) fn route(&self, entry: usize) -> &ProbeRoute {
+        &self.routes[entry]
+    }
+
+    /// Event `e`, once allocated.
+    #[inline]
+    pub(crate) fn event(&self, e: u32) -> Option<&Event> {
+        self.events.get(e as usize).and_then(OnceLock::get)
+    }
+
+    /// The state of a selected probe that is not measured: `Hook` when its runs have hooks.
+    pub(crate) fn idle_state(&self, entry: usize) -> State {
+        if self.hooks.any && self.hooks.of(self.desc(entry), true) != 0 {
+            State::Hook
+        } else {
+            State::Off
         }
     }
 }

@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
-use super::{Key, Planned, Route, Routes, MERGED, NONE};
+use super::{lane_stream, Event, Key, Plan, Planned, Route, Routes, Schedule, MERGED, NONE};
 use crate::config::Mode;
-use crate::device::{Stream, NO_MARK};
-use crate::record::{Resolved, Store, DEVICE_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES};
-use crate::session::{lane_stream, lock, Control, Event, Session};
+use crate::device::{Device, Stream, NO_MARK};
+use crate::record::{Store, DEVICE_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES};
+use crate::sync::lock;
 
 /// The events allocated for one (probe, lane).
 struct Allocated {
@@ -21,7 +21,7 @@ struct Allocated {
 
 /// How many iterations' worth of device marks a stream's pool holds: the device may lag the
 /// CPU by this many iterations before samples are lost.
-const POOL_ITERATIONS: usize = 16;
+pub(crate) const POOL_ITERATIONS: usize = 16;
 
 /// The learner's plan grouped by (probe, lane), in order of first appearance.
 struct Groups {
@@ -57,16 +57,16 @@ impl Groups {
     }
 }
 
-impl Session {
+impl Schedule {
     /// Warmup is over: turn what it saw into events in execution order.
-    pub(crate) fn plan_after_warmup(&self, c: &mut Control) {
+    pub(crate) fn plan_after_warmup(&self, c: &mut Plan, device: Option<&dyn Device>) {
         let (plan, streams): (Vec<Planned>, Vec<Stream>) = {
             let learner = lock(&self.learner);
             (learner.plan(), learner.streams().to_vec())
         };
         c.streams = streams;
         let groups = Groups::of(&plan);
-        self.allocate_groups(c, &groups);
+        self.allocate_groups(c, &groups, device.is_some());
         let entries: Vec<usize> = {
             let mut seen = std::collections::HashSet::new();
             groups
@@ -76,13 +76,13 @@ impl Session {
                 .filter(|e| seen.insert(*e))
                 .collect()
         };
-        let mut schedule: Vec<u32> = (0..c.allocated as u32).collect();
-        schedule.sort_by_key(|&e| {
+        let mut order: Vec<u32> = (0..c.allocated as u32).collect();
+        order.sort_by_key(|&e| {
             self.events[e as usize]
                 .get()
                 .map_or(u32::MAX, |ev| ev.order)
         });
-        c.schedule = schedule;
+        c.order = order;
         c.late = c
             .selected
             .iter()
@@ -94,25 +94,20 @@ impl Session {
                 .state
                 .store(self.idle_state(entry), Relaxed);
         }
-        self.prepare_streams(c);
+        self.prepare_streams(c, device);
         if plan.is_empty() {
             eprintln!(
                 "profiler-core: warning: none of the {} selected probes ran during the {} warmup \
                  iterations; events will be scheduled as they first appear",
                 c.selected.len(),
-                self.config.warmup
+                self.warmup
             );
         }
         self.warn_over_budget(c);
-        // Everything the measured iterations need is reserved now.
-        let iterations =
-            self.config.warmup as usize + c.schedule.len().max(1) * self.config.repeat as usize + 2;
-        c.iter_marks.reserve(iterations);
-        c.pending.reserve(c.schedule.len().max(1) * 2);
     }
 
     /// Allocates the events of every (probe, lane) and points each probe's routing at them.
-    fn allocate_groups(&self, c: &mut Control, groups: &Groups) {
+    fn allocate_groups(&self, c: &mut Plan, groups: &Groups, on_device: bool) {
         let mut routes: HashMap<usize, Vec<Route>> = HashMap::new();
         for &(entry, lane) in &groups.order {
             let (occurrences, merged) = groups.counts[&(entry, lane)];
@@ -120,7 +115,15 @@ impl Session {
                 let place = groups.place.get(&(entry, lane, occ));
                 place.copied().unwrap_or((0, None))
             };
-            let a = self.add_probe_events(c, entry, lane, occurrences, merged, &mut at);
+            let timed_on_device = lane > 0 && on_device;
+            let a = self.add_probe_events(
+                c,
+                (entry, lane),
+                occurrences,
+                merged,
+                timed_on_device,
+                &mut at,
+            );
             match lane_stream(&c.streams, lane) {
                 None => self.route_plain(entry, &a),
                 Some(&stream) => routes.entry(entry).or_default().push(Route {
@@ -135,7 +138,7 @@ impl Session {
         for (entry, list) in routes {
             let table = Box::new(Routes(list.into_boxed_slice()));
             let ptr = &*table as *const Routes as *mut Routes;
-            c.routes.push(table);
+            c.tables.push(table);
             self.route(entry).streams.store(ptr, Release);
         }
     }
@@ -144,17 +147,16 @@ impl Session {
     /// merged event).
     fn add_probe_events(
         &self,
-        c: &mut Control,
-        entry: usize,
-        lane: u32,
+        c: &mut Plan,
+        (entry, lane): (usize, u32),
         occurrences: u32,
         merged: bool,
+        timed_on_device: bool,
         place: &mut dyn FnMut(u32) -> (u32, Option<Key>),
     ) -> Allocated {
         let first = c.allocated as u32;
-        let repeat = self.config.repeat as usize;
-        let timed_on_device = lane > 0 && self.device.is_some();
-        let mut make = |c: &mut Control, occurrence: u32| {
+        let repeat = self.repeat as usize;
+        let mut make = |c: &mut Plan, occurrence: u32| {
             let index = c.allocated;
             let is_merged = occurrence == MERGED;
             let per_slot = if timed_on_device && !is_merged {
@@ -163,7 +165,7 @@ impl Session {
                 SAMPLE_BYTES
             };
             let bytes = per_slot * if is_merged { RESERVOIR } else { repeat };
-            if c.sample_bytes + bytes > self.config().sample_budget_bytes {
+            if c.sample_bytes + bytes > self.sample_budget_bytes {
                 c.events_over_budget += 1;
                 return None;
             }
@@ -185,7 +187,6 @@ impl Session {
                 .is_some_and(|slot| slot.set(event).is_ok());
             if stored {
                 c.allocated += 1;
-                c.resolved.push(Resolved::default());
                 Some(index as u32)
             } else {
                 None
@@ -214,7 +215,7 @@ impl Session {
     }
 
     /// Probes first seen after warmup: each is scheduled after the others.
-    pub(crate) fn discover_late(&self, c: &mut Control) {
+    pub(crate) fn discover_late(&self, c: &mut Plan) {
         if c.late.is_empty() {
             return;
         }
@@ -230,13 +231,14 @@ impl Session {
             let occurrences = calls.min(learner.budget_left() as u32);
             learner.spend(occurrences as usize);
             drop(learner);
-            let base = c.schedule.len() as u32;
+            let base = c.order.len() as u32;
             let before = c.allocated as u32;
             let mut at = |occ: u32| (base + if occ == MERGED { occurrences } else { occ }, None);
             // A probe first seen after warmup is timed without its stream (on the CPU).
-            let a = self.add_probe_events(c, entry, 0, occurrences, calls > occurrences, &mut at);
+            let merged = calls > occurrences;
+            let a = self.add_probe_events(c, (entry, 0), occurrences, merged, false, &mut at);
             self.route_plain(entry, &a);
-            c.schedule.extend(before..c.allocated as u32);
+            c.order.extend(before..c.allocated as u32);
             self.desc(entry)
                 .state
                 .store(self.idle_state(entry), Relaxed);
@@ -245,23 +247,23 @@ impl Session {
         self.warn_over_budget(c);
     }
 
-    fn warn_over_budget(&self, c: &mut Control) {
+    fn warn_over_budget(&self, c: &mut Plan) {
         if c.events_over_budget > 0 && !c.warned_budget {
             c.warned_budget = true;
             eprintln!(
                 "profiler-core: warning: {} events are left out: their samples would need more \
                  than {} MiB (PROF_REPEAT={} slots each); lower PROF_REPEAT or narrow PROF_FILTER",
                 c.events_over_budget,
-                self.config().sample_budget_bytes >> 20,
-                self.config().repeat
+                self.sample_budget_bytes >> 20,
+                self.repeat
             );
         }
     }
 
     /// Reserves each stream's event pool: enough marks for the events that may be armed on it
     /// in one iteration, for `POOL_ITERATIONS` iterations.
-    fn prepare_streams(&self, c: &mut Control) {
-        let Some(device) = &self.device else {
+    fn prepare_streams(&self, c: &mut Plan, device: Option<&dyn Device>) {
+        let Some(device) = device else {
             return;
         };
         let mut per_lane: HashMap<u32, usize> = HashMap::new();
@@ -276,7 +278,7 @@ impl Session {
             .into_iter()
             .filter_map(|(lane, events)| {
                 let stream = *lane_stream(&c.streams, lane)?;
-                let armed = match self.config.mode {
+                let armed = match self.mode {
                     Mode::Trace => events,
                     _ => 1,
                 };
@@ -286,15 +288,16 @@ impl Session {
         if !streams.is_empty() {
             device.prepare(&streams);
         }
-        c.stream_marks.reserve(2 * POOL_ITERATIONS * streams.len());
     }
 
     /// `trace` mode without warmup: the runs timed while iteration 0 was learned become the
-    /// events' first samples (slot 0), and iteration 0 counts as the first active one.
-    pub(crate) fn absorb_first_runs(&self, c: &mut Control) {
+    /// events' first samples (slot 0), and iteration 0 counts as the first active one. Returns
+    /// the slots to resolve: (event, slot, iteration). `linear`: the clock's deltas add up.
+    pub(crate) fn absorb_first_runs(&self, c: &mut Plan, linear: bool) -> Vec<(u32, u32, u32)> {
+        let mut pending = Vec::new();
         let runs = std::mem::take(&mut lock(&self.learner).first_runs);
         let mut by_key: HashMap<Key, u32> = HashMap::new();
-        for &e in &c.schedule {
+        for &e in &c.order {
             if let Some(ev) = self.events[e as usize].get() {
                 by_key.insert((ev.entry, ev.lane, ev.occurrence), e);
             }
@@ -310,11 +313,12 @@ impl Session {
                 continue;
             };
             ev.store
-                .record(0, 0, (start, stop), (NO_MARK, NO_MARK), self.linear);
+                .record(0, 0, (start, stop), (NO_MARK, NO_MARK), linear);
             if ev.store.totals.is_none() {
-                c.pending.push((e, 0, 0));
+                pending.push((e, 0, 0));
             }
         }
         c.armed_iterations = 1;
+        pending
     }
 }

@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{lock, Control, Event, Session};
+use super::{lock, Control, Session};
 use crate::clock::Reading;
 use crate::record::{resolve_slot, IterationStarts, Resolved, RESERVOIR};
 use crate::registry::registry;
+use crate::schedule::Event;
 use crate::schedule::{Key, MERGED};
 use profiler_format::{self as json, Profile, Stats};
 
@@ -22,10 +23,10 @@ impl Session {
     /// The results as `prof.json` holds them; `last_chance`: the run is ending, so the armed
     /// iteration's samples count and the clocks are settled first.
     pub(super) fn profile(&self, c: &mut Control, complete: bool, last_chance: bool) -> Profile {
-        if !c.armed.is_empty() && last_chance {
-            let slot = self.cur_slot.load(Relaxed);
-            let iter = self.cur_iter.load(Relaxed);
-            let armed = c.armed.clone();
+        if !c.plan.armed.is_empty() && last_chance {
+            let slot = self.schedule.cur_slot.load(Relaxed);
+            let iter = self.schedule.cur_iter.load(Relaxed);
+            let armed = c.plan.armed.clone();
             c.pending.extend(armed.iter().map(|&e| (e, slot, iter)));
         }
         if last_chance {
@@ -38,13 +39,15 @@ impl Session {
         self.resolve(c, last_chance);
         // Learner key -> order, to name each event's parent.
         let order_of: HashMap<Key, u32> = c
-            .schedule
+            .plan
+            .order
             .iter()
-            .filter_map(|&e| self.events[e as usize].get())
+            .filter_map(|&e| self.schedule.events[e as usize].get())
             .map(|ev| ((ev.entry, ev.lane, ev.occurrence), ev.order))
             .collect();
         let mut events: Vec<json::Event> = c
-            .schedule
+            .plan
+            .order
             .iter()
             .filter_map(|&e| self.event_json(c, e, &order_of))
             .collect();
@@ -87,7 +90,7 @@ impl Session {
 
     /// Event `e` as `prof.json` writes it, or `None` if it was never allocated.
     fn event_json(&self, c: &Control, e: u32, order_of: &HashMap<Key, u32>) -> Option<json::Event> {
-        let ev = self.events[e as usize].get()?;
+        let ev = self.schedule.events[e as usize].get()?;
         let entry = registry().entry(ev.entry);
         let info = &entry.desc.info;
         let (resolved, stats) = match &ev.store.totals {
@@ -100,7 +103,8 @@ impl Session {
             }
             Some(_) => self.merged_samples(ev, &c.iter_marks, c.iter_base),
         };
-        let stream = super::lane_stream(&c.streams, ev.lane).filter(|_| self.device.is_some());
+        let stream = crate::schedule::lane_stream(&c.plan.streams, ev.lane)
+            .filter(|_| self.device.is_some());
         let kernels = c.kernels.of(e, &resolved.iters);
         let gpu = (ev.store.samples.has_device() || kernels.is_some()).then(|| json::Gpu {
             cpu_stats: (!resolved.cpu.is_empty()).then(|| Stats::of(&resolved.cpu)),
@@ -110,7 +114,7 @@ impl Session {
         });
         // A merged event holds the runs from the first one past the per-occurrence events.
         let occurrence = if ev.occurrence == MERGED {
-            self.route(ev.entry).events.load(Relaxed)
+            self.schedule.route(ev.entry).events.load(Relaxed)
         } else {
             ev.occurrence
         };

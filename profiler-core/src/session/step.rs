@@ -7,7 +7,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::{lock, Control, Session};
 use crate::config::Mode;
 use crate::descriptor::State;
-use crate::record::{resolve_slot, IterationStarts, Outcome};
+use crate::record::{resolve_slot, IterationStarts, Outcome, Resolved};
+use crate::schedule::POOL_ITERATIONS;
 
 /// Where each iteration began, for one event's offsets.
 struct Starts<'a> {
@@ -55,18 +56,19 @@ impl Session {
         }
         c.iter_marks.push(now);
         let completed = c.iter_base + (c.iter_marks.len() - 1) as u32;
-        if self.learning.load(Relaxed) {
-            lock(&self.learner).next_iteration();
-            self.reset_calls(&c);
+        if self.schedule.learning.load(Relaxed) {
+            lock(&self.schedule.learner).next_iteration();
+            self.schedule.reset_calls(&c.plan);
             if completed >= self.config.warmup {
-                self.learning.store(false, Relaxed);
-                self.plan_after_warmup(&mut c);
+                self.schedule.learning.store(false, Relaxed);
+                self.plan(&mut c);
                 c.window_first_iter = completed;
                 self.begin_measuring();
-                if self.measure_first {
-                    self.absorb_first_runs(&mut c);
-                    let total = self.total_armed_iterations(&c);
-                    if total > 0 && c.armed_iterations >= total {
+                if self.schedule.measure_first {
+                    let first = self.schedule.absorb_first_runs(&mut c.plan, self.linear);
+                    c.pending.extend(first);
+                    let total = self.schedule.total_armed_iterations(&c.plan);
+                    if total > 0 && c.plan.armed_iterations >= total {
                         self.resolve(&mut c, false);
                         self.finish(&mut c);
                         return;
@@ -76,18 +78,18 @@ impl Session {
             }
             return;
         }
-        if !c.armed.is_empty() {
-            let slot = self.cur_slot.load(Relaxed);
-            let iter = self.cur_iter.load(Relaxed);
-            let armed = std::mem::take(&mut c.armed);
+        if !c.plan.armed.is_empty() {
+            let slot = self.schedule.cur_slot.load(Relaxed);
+            let iter = self.schedule.cur_iter.load(Relaxed);
+            let armed = std::mem::take(&mut c.plan.armed);
             c.pending.extend(armed.iter().map(|&e| (e, slot, iter)));
-            c.armed_iterations += 1;
+            c.plan.armed_iterations += 1;
         }
         self.gather_kernels(&mut c, false);
         self.resolve(&mut c, false);
         self.discover_late(&mut c);
-        let total = self.total_armed_iterations(&c);
-        if total > 0 && c.armed_iterations >= total {
+        let total = self.schedule.total_armed_iterations(&c.plan);
+        if total > 0 && c.plan.armed_iterations >= total {
             if self.config.mode != Mode::Continuous {
                 self.finish(&mut c);
                 return;
@@ -95,6 +97,35 @@ impl Session {
             self.close_window(&mut c, completed);
         }
         self.arm(&mut c, completed);
+    }
+
+    /// Warmup is over (or a program that never called `step()` ends): the events are planned,
+    /// and everything the measured iterations need is reserved now.
+    fn plan(&self, c: &mut Control) {
+        self.schedule
+            .plan_after_warmup(&mut c.plan, self.device.as_deref());
+        let events = c.plan.order.len().max(1);
+        let iterations = self.config.warmup as usize + events * self.config.repeat as usize + 2;
+        c.iter_marks.reserve(iterations);
+        c.pending.reserve(events * 2);
+        c.stream_marks
+            .reserve(2 * POOL_ITERATIONS * c.plan.streams.len());
+        c.resolved.resize(c.plan.allocated, Resolved::default());
+    }
+
+    /// Probes first seen after warmup are planned, after the others.
+    fn discover_late(&self, c: &mut Control) {
+        self.schedule.discover_late(&mut c.plan);
+        c.resolved.resize(c.plan.allocated, Resolved::default());
+    }
+
+    /// Arms what iteration `iter` measures.
+    fn arm(&self, c: &mut Control, iter: u32) {
+        let Control {
+            plan, stream_marks, ..
+        } = c;
+        self.schedule
+            .arm(plan, iter, self.device.as_deref(), stream_marks);
     }
 
     /// Warmup is over: the focused capture and the kernel records start.
@@ -145,9 +176,9 @@ impl Session {
         let marks = std::mem::take(&mut c.iter_marks);
         let stream_marks = std::mem::take(&mut c.stream_marks);
         let mut kept = Vec::with_capacity(pending.len());
-        let current = self.cur_iter.load(Relaxed);
+        let current = self.schedule.cur_iter.load(Relaxed);
         for (event, slot, iter) in pending {
-            let Some(ev) = self.events[event as usize].get() else {
+            let Some(ev) = self.schedule.events[event as usize].get() else {
                 continue;
             };
             if ev.store.totals.is_some() {
@@ -200,10 +231,10 @@ impl Session {
         c.finished = true;
         self.done.store(true, Relaxed);
         self.end_measuring(c);
-        for &entry in &c.selected {
-            self.desc(entry).state.store(State::Off, Relaxed);
+        for &entry in &c.plan.selected {
+            self.schedule.desc(entry).state.store(State::Off, Relaxed);
         }
-        c.armed.clear();
+        c.plan.armed.clear();
         // Spans are judged again: none is selected any more, so they cost nothing from now on.
         #[cfg(feature = "tracing")]
         tracing_core::callsite::rebuild_interest_cache();
@@ -279,14 +310,15 @@ impl Session {
         if mark_done {
             self.done.store(true, Relaxed);
         }
-        for &entry in &c.selected {
-            self.desc(entry).state.store(State::Off, Relaxed);
+        for &entry in &c.plan.selected {
+            self.schedule.desc(entry).state.store(State::Off, Relaxed);
         }
-        if self.measure_first && self.learning.swap(false, Relaxed) {
+        if self.schedule.measure_first && self.schedule.learning.swap(false, Relaxed) {
             // A program that never called step(): what its one iteration ran is measured.
-            lock(&self.learner).next_iteration();
-            self.plan_after_warmup(&mut c);
-            self.absorb_first_runs(&mut c);
+            lock(&self.schedule.learner).next_iteration();
+            self.plan(&mut c);
+            let first = self.schedule.absorb_first_runs(&mut c.plan, self.linear);
+            c.pending.extend(first);
         }
         let complete = c.finished;
         self.end_measuring(&mut c);

@@ -39,10 +39,11 @@ impl Session {
         let fresh = vec![Resolved::default(); c.resolved.len()];
         let resolved = std::mem::replace(&mut c.resolved, fresh);
         let mut events: Vec<WindowEvent> = c
-            .schedule
+            .plan
+            .order
             .iter()
             .filter_map(|&e| {
-                let ev = self.events[e as usize].get()?;
+                let ev = self.schedule.events[e as usize].get()?;
                 if ev.store.totals.is_some() {
                     return None; // merged: exact totals over the whole run, in `events`
                 }
@@ -67,7 +68,7 @@ impl Session {
         }
         c.shown = Some(resolved);
         c.window_first_iter = completed;
-        c.armed_iterations = 0;
+        c.plan.armed_iterations = 0;
         self.forget_before(c, completed);
         if c.windows_closed == 1 {
             eprintln!(
