@@ -58,7 +58,7 @@ impl Stream {
 #[diagnostic::on_unimplemented(
     message = "`stream = ...` must name a device stream, and `{Self}` does not",
     label = "not a stream",
-    note = "pass a cudarc `CudaStream` (by reference or `Arc`), or a `profiler_core::Stream`"
+    note = "pass a cudarc `CudaStream` (by reference or `Arc`), or a `profiler_core::device::Stream`"
 )]
 pub trait AsStream {
     /// The stream this value names.
