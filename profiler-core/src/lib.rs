@@ -33,6 +33,12 @@
 //! Run it with `--features profiler-core/enable`, and `PROF_FILTER="layer=mlp"` to select
 //! probes; the results go to `prof.json` and a summary to stderr. `--list-probes` lists every
 //! probe. The variables, the schedule and the JSON fields are described in the README.
+//!
+//! The root holds what a training program uses: the macros, [`step`], [`finished`], [`init`]
+//! and its guard, [`probes`], `snapshot` and `Profile`, and the configuration made in code
+//! (`Config`, `Filter`, `init_with`). Beyond it: `format` (the types of `prof.json`), `device`
+//! (streams and the `Device` trait a GPU backend implements) and `testing` (clocks whose time
+//! the test sets). All but the first four and the macros exist with the `enable` feature only.
 #![warn(missing_docs)]
 
 /// Measures each call of a function.
@@ -92,8 +98,12 @@ pub mod device;
 mod filter;
 #[cfg(feature = "enable")]
 mod output;
+/// `prof.json`'s types ([`Profile`] and its parts), as [`snapshot`] returns them: the
+/// `profiler-format` crate.
 #[cfg(feature = "enable")]
-pub use profiler_format::{Event, Gpu, Iterations, Kernel, Kernels, Profile, Run, Stats, SCHEMA};
+pub use profiler_format as format;
+#[cfg(feature = "enable")]
+pub use profiler_format::Profile;
 #[cfg(feature = "tracing")]
 mod bridge;
 #[cfg(feature = "enable")]

@@ -10,8 +10,9 @@
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use profiler_core::device::{Device, Stream};
+use profiler_core::format::Event;
 use profiler_core::testing::{FakeClock, SimDevice};
-use profiler_core::{probe, profiled, Config, Event, Filter, InitGuard, Mode, Profile};
+use profiler_core::{probe, profiled, Config, Filter, InitGuard, Mode, Profile};
 
 const A: Stream = Stream::new(0xa0, 0);
 const B: Stream = Stream::new(0xb0, 1);

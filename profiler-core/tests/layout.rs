@@ -25,7 +25,12 @@ fn sources(dir: &Path) -> Vec<PathBuf> {
 /// The top-level module a file belongs to (`schedule` for `schedule/plan.rs`).
 fn module_of(src: &Path, file: &Path) -> String {
     let rel = file.strip_prefix(src).unwrap();
-    let first = rel.components().next().unwrap().as_os_str().to_string_lossy();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
     first.trim_end_matches(".rs").to_owned()
 }
 
@@ -112,7 +117,11 @@ fn the_core_modules_import_one_another_without_a_cycle() {
 #[test]
 fn the_descriptor_imports_nothing_and_the_schedule_not_its_users() {
     let graph = graph();
-    assert_eq!(graph["descriptor"], BTreeSet::new(), "descriptor.rs is a leaf");
+    assert_eq!(
+        graph["descriptor"],
+        BTreeSet::new(),
+        "descriptor.rs is a leaf"
+    );
     for user in ["session", "timer", "startup"] {
         assert!(
             !graph["schedule"].contains(user),

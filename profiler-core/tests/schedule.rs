@@ -64,7 +64,7 @@ fn snapshot() -> Profile {
     profiler_core::snapshot().expect("a session runs")
 }
 
-fn event<'a>(p: &'a Profile, name: &str, occurrence: u32) -> &'a profiler_core::Event {
+fn event<'a>(p: &'a Profile, name: &str, occurrence: u32) -> &'a profiler_core::format::Event {
     p.events
         .iter()
         .find(|e| e.name == name && e.occurrence == occurrence)
