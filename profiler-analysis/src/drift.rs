@@ -41,7 +41,7 @@ use serde::Serialize;
 
 use super::diff::{self, DiffOptions, EventDiff, Verdict};
 use super::{event_key, stats};
-use profiler_format::{Event, Iterations, Profile, Stats, Window};
+use profiler_format::{Event, Identity, Iterations, Profile, Stats, Window};
 
 /// Fewest kept windows for a comparison.
 pub const MIN_WINDOWS: usize = 2;
@@ -93,16 +93,10 @@ pub struct Span {
 pub struct Series {
     /// The event's `order` (`None` for the iteration).
     pub order: Option<u32>,
-    /// The probe's id (`"iteration"` for the iteration).
-    pub id: String,
-    /// The probe's name (`"iteration"` for the iteration).
-    pub name: String,
-    /// The `layer` key.
-    pub layer: Option<String>,
-    /// The `phase` key.
-    pub phase: Option<String>,
-    /// Which run of the probe within an iteration.
-    pub occurrence: u32,
+    /// Which event (`id` and `name` `"iteration"` for the whole iteration); flattened, so that
+    /// JSON has its `id`, `name`, `layer`, `phase` and `occurrence` as keys of the row.
+    #[serde(flatten)]
+    pub identity: Identity,
     /// Median per kept window, oldest first; `None` where it had no sample.
     pub medians_ns: Vec<Option<u64>>,
     /// The first known median.
@@ -174,79 +168,25 @@ pub fn windows(profile: &Profile, options: &DiffOptions) -> Option<Windows> {
         return None;
     }
     let k = kept.len();
-    // Every order measured in a window, in execution order, with its event when the file has it.
-    let mut orders: Vec<u32> = kept
+    let measured = window_events(profile);
+    let mut iteration = series(None, Identity::named("iteration"), wall_medians(kept));
+    let mut events: Vec<Series> = measured
         .iter()
-        .flat_map(|w| w.events.iter().map(|e| e.order))
-        .collect();
-    orders.sort_unstable();
-    orders.dedup();
-    let by_order: HashMap<u32, &Event> =
-        profile.events.iter().rev().map(|e| (e.order, e)).collect();
-    let identity: Vec<Event> = orders
-        .iter()
-        .map(|&o| match by_order.get(&o) {
-            Some(e) => (*e).clone(),
-            None => placeholder(o),
-        })
-        .collect();
-    let window_medians = |order: u32| -> Vec<Option<u64>> {
-        kept.iter()
-            .map(|w| {
-                w.events
-                    .iter()
-                    .find(|e| e.order == order)
-                    .filter(|e| e.stats.count > 0)
-                    .map(|e| e.stats.median_ns)
-            })
-            .collect()
-    };
-    let wall_medians: Vec<Option<u64>> = kept
-        .iter()
-        .map(|w| (!w.wall_ns.is_empty()).then(|| Stats::of(&w.wall_ns).median_ns))
+        .map(|e| series(Some(e.order), e.identity(), event_medians(kept, e.order)))
         .collect();
 
-    let mut iteration = series(None, "iteration", "iteration", None, None, 0, wall_medians);
-    let mut events: Vec<Series> = orders
-        .iter()
-        .zip(&identity)
-        .map(|(&o, e)| {
-            series(
-                Some(o),
-                &e.id,
-                &e.name,
-                e.layer.clone(),
-                e.phase.clone(),
-                e.occurrence,
-                window_medians(o),
-            )
-        })
-        .collect();
-
-    let span = |r: &std::ops::Range<usize>| Span {
-        first: kept[r.start].index,
-        last: kept[r.end - 1].index,
-        windows: r.len(),
-    };
     let (baseline, recent, note) = match split(k) {
         Some((b, r)) => {
-            let before = pooled(profile, &identity, &kept[b.clone()]);
-            let after = pooled(profile, &identity, &kept[r.clone()]);
-            let d = diff::diff(&before, &after, options);
-            let by_key: HashMap<(String, u32), &EventDiff> = d
-                .events
-                .iter()
-                .map(|e| ((e.id.clone(), e.occurrence), e))
-                .collect();
-            for (s, e) in events.iter_mut().zip(&identity) {
-                if let Some(c) = by_key.get(&event_key(e)) {
-                    s.comparison = Some((*c).clone());
-                }
-                s.drift = status(s.comparison.as_ref());
-            }
-            iteration.comparison = Some(d.iteration.clone());
-            iteration.drift = status(iteration.comparison.as_ref());
-            (Some(span(&b)), Some(span(&r)), None)
+            let sides = (&kept[b.clone()], &kept[r.clone()]);
+            compare(
+                profile,
+                &measured,
+                sides,
+                options,
+                &mut iteration,
+                &mut events,
+            );
+            (Some(span(kept, &b)), Some(span(kept, &r)), None)
         }
         None => (
             None,
@@ -277,6 +217,88 @@ pub fn windows(profile: &Profile, options: &DiffOptions) -> Option<Windows> {
     })
 }
 
+/// Every event measured in at least one window, in execution order: the file's event of that
+/// `order` (the first, if several share it), or a [`placeholder`] when `events` lacks it (a
+/// window may hold an event the last window's `events` no longer lists).
+fn window_events(profile: &Profile) -> Vec<Event> {
+    let mut orders: Vec<u32> = profile
+        .windows
+        .iter()
+        .flat_map(|w| w.events.iter().map(|e| e.order))
+        .collect();
+    orders.sort_unstable();
+    orders.dedup();
+    let by_order: HashMap<u32, &Event> =
+        profile.events.iter().rev().map(|e| (e.order, e)).collect();
+    orders
+        .iter()
+        .map(|&o| match by_order.get(&o) {
+            Some(e) => (*e).clone(),
+            None => placeholder(o),
+        })
+        .collect()
+}
+
+/// The median of the event of `order` in each window; `None` where it had no sample.
+fn event_medians(kept: &[Window], order: u32) -> Vec<Option<u64>> {
+    kept.iter()
+        .map(|w| {
+            w.events
+                .iter()
+                .find(|e| e.order == order)
+                .filter(|e| e.stats.count > 0)
+                .map(|e| e.stats.median_ns)
+        })
+        .collect()
+}
+
+/// The median wall time of each window's iterations; `None` for a window without any.
+fn wall_medians(kept: &[Window]) -> Vec<Option<u64>> {
+    kept.iter()
+        .map(|w| (!w.wall_ns.is_empty()).then(|| Stats::of(&w.wall_ns).median_ns))
+        .collect()
+}
+
+/// The kept windows at positions `r`, by their `index`.
+fn span(kept: &[Window], r: &std::ops::Range<usize>) -> Span {
+    Span {
+        first: kept[r.start].index,
+        last: kept[r.end - 1].index,
+        windows: r.len(),
+    }
+}
+
+/// Compares the `(baseline, recent)` windows as `prof diff` compares two runs, and sets the
+/// comparison and the verdict of the iteration and of every series of `events` (one per event
+/// of `measured`, in the same order).
+fn compare(
+    profile: &Profile,
+    measured: &[Event],
+    (baseline, recent): (&[Window], &[Window]),
+    options: &DiffOptions,
+    iteration: &mut Series,
+    events: &mut [Series],
+) {
+    let before = pooled(profile, measured, baseline);
+    let after = pooled(profile, measured, recent);
+    let d = diff::diff(&before, &after, options);
+    let by_key: HashMap<(String, u32), &EventDiff> = d
+        .events
+        .iter()
+        .map(|e| ((e.identity.id.clone(), e.identity.occurrence), e))
+        .collect();
+    for (s, e) in events.iter_mut().zip(measured) {
+        if let Some(c) = by_key.get(&event_key(e)) {
+            s.comparison = Some((*c).clone());
+        }
+        s.drift = status(s.comparison.as_ref());
+    }
+    iteration.comparison = Some(d.iteration.clone());
+    iteration.drift = status(iteration.comparison.as_ref());
+}
+
+/// The drift verdict of a comparison: `prof diff`'s verdict, unknown without a sample on
+/// each side.
 fn status(c: Option<&EventDiff>) -> DriftStatus {
     match c {
         Some(c) if c.before_n > 0 && c.after_n > 0 => match c.verdict {
@@ -288,15 +310,8 @@ fn status(c: Option<&EventDiff>) -> DriftStatus {
     }
 }
 
-fn series(
-    order: Option<u32>,
-    id: &str,
-    name: &str,
-    layer: Option<String>,
-    phase: Option<String>,
-    occurrence: u32,
-    medians_ns: Vec<Option<u64>>,
-) -> Series {
+/// A series of medians, without comparison yet.
+fn series(order: Option<u32>, identity: Identity, medians_ns: Vec<Option<u64>>) -> Series {
     let first = medians_ns.iter().flatten().next().copied();
     let last = medians_ns.iter().rev().flatten().next().copied();
     let change = match (first, last) {
@@ -305,11 +320,7 @@ fn series(
     };
     Series {
         order,
-        id: id.to_owned(),
-        name: name.to_owned(),
-        layer,
-        phase,
-        occurrence,
+        identity,
         medians_ns,
         first_median_ns: first,
         last_median_ns: last,
@@ -344,10 +355,10 @@ fn placeholder(order: u32) -> Event {
     }
 }
 
-/// A synthetic profile of some windows: per event of `identity`, its samples in those windows
+/// A synthetic profile of some windows: per event of `measured`, its samples in those windows
 /// pooled; the windows' iterations in order, none of them warmup.
-fn pooled(profile: &Profile, identity: &[Event], windows: &[Window]) -> Profile {
-    let events = identity
+fn pooled(profile: &Profile, measured: &[Event], windows: &[Window]) -> Profile {
+    let events = measured
         .iter()
         .map(|e| {
             let samples: Vec<u64> = windows

@@ -205,7 +205,9 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
         .events
         .iter()
         .map(|row| {
-            let event = events.get(&(row.id.clone(), row.occurrence)).copied();
+            let event = events
+                .get(&(row.identity.id.clone(), row.identity.occurrence))
+                .copied();
             let (samples_ns, samples_stride) = thin(
                 event.map(|e| e.samples_ns.as_slice()).unwrap_or(&[]),
                 per_event,

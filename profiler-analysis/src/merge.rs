@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::text;
 use super::{event_key, stats, Format};
-use profiler_format::{Event, Profile};
+use profiler_format::{Event, Identity, Profile};
 
 /// The schema name of a merged file.
 pub const MERGED_SCHEMA: &str = "profiler-core/merged/v1";
@@ -35,16 +35,10 @@ pub const MERGED_SCHEMA: &str = "profiler-core/merged/v1";
 /// One event across the ranks.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MergedEvent {
-    /// The probe's id.
-    pub id: String,
-    /// The probe's name.
-    pub name: String,
-    /// The `layer` key.
-    pub layer: Option<String>,
-    /// The `phase` key.
-    pub phase: Option<String>,
-    /// Which run of the probe within an iteration.
-    pub occurrence: u32,
+    /// Which event; flattened, so that JSON has its `id`, `name`, `layer`, `phase` and
+    /// `occurrence` as keys of the row.
+    #[serde(flatten)]
+    pub identity: Identity,
     /// Median time on each rank, in the order of [`Merged::ranks`]; `None` where it is absent.
     pub per_rank_median_ns: Vec<Option<f64>>,
     /// Smallest per-rank median.
@@ -104,9 +98,35 @@ pub fn merge(profiles: &[Profile]) -> Result<Merged, String> {
     if profiles.is_empty() {
         return Err("nothing to merge: give one prof.json per rank".to_owned());
     }
-    let mut warnings = Vec::new();
+    let (ranked, duplicates) = rank(profiles);
+    let mut warnings: Vec<String> = duplicates.into_iter().collect();
+    let ranks: Vec<u32> = ranked.iter().map(|r| r.0).collect();
+    warnings.extend(run_warnings(&ranked));
+    let (events, incomplete) = merge_events(&ranked, &ranks);
+    warnings.extend(missing_warning(&incomplete));
 
-    // Ranks: from run.rank unless two inputs share one.
+    let iteration_median_ns: Vec<f64> = ranked
+        .iter()
+        .map(|(_, p)| super::scale::iteration_time(p).unwrap_or(0.0))
+        .collect();
+    let with_rank: Vec<(u32, f64)> = ranks
+        .iter()
+        .copied()
+        .zip(iteration_median_ns.iter().copied())
+        .collect();
+    Ok(Merged {
+        schema: MERGED_SCHEMA.to_owned(),
+        straggler: argmax(&with_rank),
+        ranks,
+        iteration_median_ns,
+        events,
+        warnings,
+    })
+}
+
+/// The profiles with their ranks, ascending: each its `run.rank`, unless two inputs give the
+/// same one; then every input is numbered by its position instead, and the warning says so.
+fn rank(profiles: &[Profile]) -> (Vec<(u32, &Profile)>, Option<String>) {
     let mut ranked: Vec<(u32, &Profile)> = profiles.iter().map(|p| (p.run.rank, p)).collect();
     let mut seen: HashMap<u32, usize> = HashMap::new();
     let mut duplicates = Vec::new();
@@ -122,17 +142,22 @@ pub fn merge(profiles: &[Profile]) -> Result<Merged, String> {
     }
     if duplicates.is_empty() {
         ranked.sort_by_key(|r| r.0);
-    } else {
-        warnings.push(format!(
-            "{}: ranks are numbered by input order instead (0 for the first input)",
-            duplicates.join(", ")
-        ));
-        for (i, r) in ranked.iter_mut().enumerate() {
-            r.0 = i as u32;
-        }
+        return (ranked, None);
     }
-    let ranks: Vec<u32> = ranked.iter().map(|r| r.0).collect();
+    for (i, r) in ranked.iter_mut().enumerate() {
+        r.0 = i as u32;
+    }
+    let warning = format!(
+        "{}: ranks are numbered by input order instead (0 for the first input)",
+        duplicates.join(", ")
+    );
+    (ranked, Some(warning))
+}
 
+/// What makes the ranks' runs hard to compare: different programs, modes or filters, and ranks
+/// whose run ended before its schedule did.
+fn run_warnings(ranked: &[(u32, &Profile)]) -> Vec<String> {
+    let mut warnings = Vec::new();
     for (what, get) in [
         (
             "programs",
@@ -151,19 +176,23 @@ pub fn merge(profiles: &[Profile]) -> Result<Merged, String> {
             ));
         }
     }
-    for (rank, p) in &ranked {
+    for (rank, p) in ranked {
         if !p.complete {
             warnings.push(format!(
                 "rank {rank} is incomplete (it ended before its schedule did)"
             ));
         }
     }
+    warnings
+}
 
-    // Events in order of first appearance.
+/// Every event across the ranks, matched by [`event_key`], in the order of first appearance
+/// (lowest rank first), and the names of those missing from some rank.
+fn merge_events(ranked: &[(u32, &Profile)], ranks: &[u32]) -> (Vec<MergedEvent>, Vec<String>) {
     let mut order: Vec<(String, u32)> = Vec::new();
     let mut first: HashMap<(String, u32), &Event> = HashMap::new();
     let mut per_rank: Vec<HashMap<(String, u32), &Event>> = Vec::new();
-    for (_, p) in &ranked {
+    for (_, p) in ranked {
         let mut map = HashMap::new();
         for e in &p.events {
             let key = event_key(e);
@@ -184,78 +213,73 @@ pub fn merge(profiles: &[Profile]) -> Result<Merged, String> {
                 .iter()
                 .map(|m| m.get(key).and_then(|e| event_time(e)))
                 .collect();
-            let present: Vec<(u32, f64)> = ranks
-                .iter()
-                .zip(&per_rank_median_ns)
-                .filter_map(|(&r, t)| Some((r, (*t)?)))
-                .collect();
-            if present.len() < ranks.len() {
+            if per_rank_median_ns.iter().any(Option::is_none) {
                 incomplete.push(if e.occurrence > 0 {
                     format!("{}#{}", e.name, e.occurrence)
                 } else {
                     e.name.clone()
                 });
             }
-            let times: Vec<f64> = present.iter().map(|p| p.1).collect();
-            let (min_ns, max_ns) = if times.is_empty() {
-                (0.0, 0.0)
-            } else {
-                (
-                    times.iter().copied().fold(f64::INFINITY, f64::min),
-                    times.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                )
-            };
-            MergedEvent {
-                id: e.id.clone(),
-                name: e.name.clone(),
-                layer: e.layer.clone(),
-                phase: e.phase.clone(),
-                occurrence: e.occurrence,
-                per_rank_median_ns,
-                min_ns,
-                median_ns: stats::median(&times),
-                max_ns,
-                straggler: if present.is_empty() {
-                    ranks[0]
-                } else {
-                    argmax(&present)
-                },
-                spread: max_ns / min_ns.max(1.0),
-            }
+            merged_event(e.identity(), per_rank_median_ns, ranks)
         })
         .collect();
-    if !incomplete.is_empty() {
-        let shown: Vec<&str> = incomplete.iter().take(5).map(String::as_str).collect();
-        warnings.push(format!(
-            "{} event{} missing from some ranks: {}{}",
-            incomplete.len(),
-            if incomplete.len() == 1 {
-                " is"
-            } else {
-                "s are"
-            },
-            shown.join(", "),
-            if incomplete.len() > 5 { ", ..." } else { "" }
-        ));
-    }
+    (events, incomplete)
+}
 
-    let iteration_median_ns: Vec<f64> = ranked
+/// The row of one event (or of the iteration) from its median on each rank, in the order of
+/// `ranks`: the min, median and max over the ranks that have it, its straggler (the first rank
+/// when none has it) and its spread.
+fn merged_event(
+    identity: Identity,
+    per_rank_median_ns: Vec<Option<f64>>,
+    ranks: &[u32],
+) -> MergedEvent {
+    let present: Vec<(u32, f64)> = ranks
         .iter()
-        .map(|(_, p)| super::scale::iteration_time(p).unwrap_or(0.0))
+        .zip(&per_rank_median_ns)
+        .filter_map(|(&r, t)| Some((r, (*t)?)))
         .collect();
-    let with_rank: Vec<(u32, f64)> = ranks
-        .iter()
-        .copied()
-        .zip(iteration_median_ns.iter().copied())
-        .collect();
-    Ok(Merged {
-        schema: MERGED_SCHEMA.to_owned(),
-        straggler: argmax(&with_rank),
-        ranks,
-        iteration_median_ns,
-        events,
-        warnings,
-    })
+    let times: Vec<f64> = present.iter().map(|p| p.1).collect();
+    let (min_ns, max_ns) = if times.is_empty() {
+        (0.0, 0.0)
+    } else {
+        (
+            times.iter().copied().fold(f64::INFINITY, f64::min),
+            times.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        )
+    };
+    MergedEvent {
+        identity,
+        per_rank_median_ns,
+        min_ns,
+        median_ns: stats::median(&times),
+        max_ns,
+        straggler: if present.is_empty() {
+            ranks[0]
+        } else {
+            argmax(&present)
+        },
+        spread: max_ns / min_ns.max(1.0),
+    }
+}
+
+/// The warning naming (the first five of) the events missing from some ranks, if any is.
+fn missing_warning(incomplete: &[String]) -> Option<String> {
+    if incomplete.is_empty() {
+        return None;
+    }
+    let shown: Vec<&str> = incomplete.iter().take(5).map(String::as_str).collect();
+    Some(format!(
+        "{} event{} missing from some ranks: {}{}",
+        incomplete.len(),
+        if incomplete.len() == 1 {
+            " is"
+        } else {
+            "s are"
+        },
+        shown.join(", "),
+        if incomplete.len() > 5 { ", ..." } else { "" }
+    ))
 }
 
 /// Largest number of ranks shown one column each in tables.
@@ -279,11 +303,7 @@ fn iteration_row(m: &Merged) -> MergedEvent {
     let min_ns = times.iter().copied().fold(f64::INFINITY, f64::min);
     let max_ns = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     MergedEvent {
-        id: "iteration".to_owned(),
-        name: "iteration".to_owned(),
-        layer: None,
-        phase: None,
-        occurrence: 0,
+        identity: Identity::named("iteration"),
         per_rank_median_ns: times.iter().map(|&t| Some(t)).collect(),
         min_ns,
         median_ns: stats::median(times),
@@ -302,12 +322,8 @@ fn render_csv(m: &Merged) -> String {
     out.push('\n');
     for e in std::iter::once(&iteration_row(m)).chain(&m.events) {
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{}",
-            text::csv_field(&e.id),
-            text::csv_field(&e.name),
-            text::csv_field(e.layer.as_deref().unwrap_or("")),
-            text::csv_field(e.phase.as_deref().unwrap_or("")),
-            e.occurrence,
+            "{},{},{},{},{},{}",
+            text::identity_csv(&e.identity).join(","),
             text::num(e.min_ns),
             text::num(e.median_ns),
             text::num(e.max_ns),
@@ -323,17 +339,9 @@ fn render_csv(m: &Merged) -> String {
     out
 }
 
-fn label(e: &MergedEvent) -> String {
-    text::label(
-        &e.name,
-        e.occurrence,
-        e.layer.as_deref(),
-        e.phase.as_deref(),
-    )
-}
-
-fn render_text(m: &Merged, markdown: bool) -> String {
-    let per_rank = m.ranks.len() <= MAX_RANK_COLUMNS;
+/// The table's columns: the identity, the statistics over the ranks and, when `per_rank`, one
+/// column per rank.
+fn text_headers(m: &Merged, per_rank: bool) -> Vec<String> {
     let mut headers: Vec<String> = [
         "layer",
         "phase",
@@ -351,38 +359,33 @@ fn render_text(m: &Merged, markdown: bool) -> String {
     if per_rank {
         headers.extend(m.ranks.iter().map(|r| format!("rank {r}")));
     }
-    let cells = |e: &MergedEvent, iteration: bool| -> Vec<String> {
-        let mut c = vec![
-            e.layer.clone().unwrap_or_else(|| "-".to_owned()),
-            e.phase.clone().unwrap_or_else(|| "-".to_owned()),
-            e.name.clone(),
-            if iteration {
-                "-".to_owned()
-            } else {
-                e.occurrence.to_string()
-            },
-            super::report::human_ns(e.min_ns),
-            super::report::human_ns(e.median_ns),
-            super::report::human_ns(e.max_ns),
-            format!("{:.2}x", e.spread),
-            e.straggler.to_string(),
-        ];
-        if per_rank {
-            c.extend(
-                e.per_rank_median_ns
-                    .iter()
-                    .map(|t| t.map_or_else(|| "-".to_owned(), super::report::human_ns)),
-            );
-        }
-        c
-    };
-    let iteration = iteration_row(m);
-    let mut rows = vec![cells(&iteration, true)];
-    rows.extend(m.events.iter().map(|e| cells(e, false)));
-    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
-    let bullet = if markdown { "\n" } else { "" };
+    headers
+}
+
+/// The cells of a row under [`text_headers`].
+fn text_cells(e: &MergedEvent, iteration: bool, per_rank: bool) -> Vec<String> {
+    let mut c = text::identity_cells(&e.identity, iteration);
+    c.extend([
+        super::report::human_ns(e.min_ns),
+        super::report::human_ns(e.median_ns),
+        super::report::human_ns(e.max_ns),
+        format!("{:.2}x", e.spread),
+        e.straggler.to_string(),
+    ]);
+    if per_rank {
+        c.extend(
+            e.per_rank_median_ns
+                .iter()
+                .map(|t| t.map_or_else(|| "-".to_owned(), super::report::human_ns)),
+        );
+    }
+    c
+}
+
+/// The line above the table: the ranks and the slowest median iteration.
+fn intro(m: &Merged, iteration: &MergedEvent) -> String {
     let ranks: Vec<String> = m.ranks.iter().map(u32::to_string).collect();
-    let mut out = format!(
+    format!(
         "{} rank{} ({}); slowest median iteration: rank {} ({} vs {} on the fastest, spread \
          {:.2}x); straggler = rank with the largest median, spread = max / min\n",
         m.ranks.len(),
@@ -392,39 +395,61 @@ fn render_text(m: &Merged, markdown: bool) -> String {
         super::report::human_ns(iteration.max_ns),
         super::report::human_ns(iteration.min_ns),
         iteration.spread
-    );
+    )
+}
+
+/// Which rank is most often the straggler, and the widest spreads; `None` with one rank or no
+/// event, where there is nothing to compare.
+fn straggler_line(m: &Merged) -> Option<String> {
+    if m.ranks.len() <= 1 || m.events.is_empty() {
+        return None;
+    }
+    let mut counts: HashMap<u32, usize> = HashMap::new();
+    for e in &m.events {
+        *counts.entry(e.straggler).or_default() += 1;
+    }
+    let (rank, n) = m
+        .ranks
+        .iter()
+        .map(|r| (*r, counts.get(r).copied().unwrap_or(0)))
+        .fold(
+            (m.ranks[0], 0),
+            |best, c| if c.1 > best.1 { c } else { best },
+        );
+    let mut widest: Vec<&MergedEvent> = m.events.iter().collect();
+    widest.sort_by(|a, b| b.spread.total_cmp(&a.spread));
+    let names: Vec<String> = widest
+        .iter()
+        .take(3)
+        .map(|e| {
+            let label = e.identity.label();
+            format!("{label} ({:.2}x, rank {})", e.spread, e.straggler)
+        })
+        .collect();
+    Some(format!(
+        "rank {rank} is the straggler of {n} of {} events; widest spread: {}",
+        m.events.len(),
+        names.join(", ")
+    ))
+}
+
+fn render_text(m: &Merged, markdown: bool) -> String {
+    let per_rank = m.ranks.len() <= MAX_RANK_COLUMNS;
+    let headers = text_headers(m, per_rank);
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let iteration = iteration_row(m);
+    let mut rows = vec![text_cells(&iteration, true, per_rank)];
+    rows.extend(m.events.iter().map(|e| text_cells(e, false, per_rank)));
+    let bullet = if markdown { "\n" } else { "" };
+    let mut out = intro(m, &iteration);
     if markdown {
         out.push('\n');
         out.push_str(&text::markdown(&headers, &rows));
     } else {
         out.push_str(&text::aligned(&headers, &rows, 3));
     }
-    // Which rank is most often the straggler, and the widest spreads.
-    if m.ranks.len() > 1 && !m.events.is_empty() {
-        let mut counts: HashMap<u32, usize> = HashMap::new();
-        for e in &m.events {
-            *counts.entry(e.straggler).or_default() += 1;
-        }
-        let (rank, n) = m
-            .ranks
-            .iter()
-            .map(|r| (*r, counts.get(r).copied().unwrap_or(0)))
-            .fold(
-                (m.ranks[0], 0),
-                |best, c| if c.1 > best.1 { c } else { best },
-            );
-        let mut widest: Vec<&MergedEvent> = m.events.iter().collect();
-        widest.sort_by(|a, b| b.spread.total_cmp(&a.spread));
-        let names: Vec<String> = widest
-            .iter()
-            .take(3)
-            .map(|e| format!("{} ({:.2}x, rank {})", label(e), e.spread, e.straggler))
-            .collect();
-        out.push_str(&format!(
-            "{bullet}rank {rank} is the straggler of {n} of {} events; widest spread: {}\n",
-            m.events.len(),
-            names.join(", ")
-        ));
+    if let Some(line) = straggler_line(m) {
+        out.push_str(&format!("{bullet}{line}\n"));
     }
     for w in &m.warnings {
         out.push_str(&format!("{bullet}warning: {w}\n"));
@@ -476,7 +501,7 @@ mod tests {
         assert_eq!(m.iteration_median_ns, [2000.0, 2500.0, 3000.0]);
         assert_eq!(m.straggler, 2);
         let ar = &m.events[0];
-        assert_eq!(ar.name, "allreduce");
+        assert_eq!(ar.identity.name, "allreduce");
         assert_eq!(
             ar.per_rank_median_ns,
             [Some(200.0), Some(450.0), Some(1000.0)]

@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use super::text;
 use super::{event_key, stats, Format};
-use profiler_format::{Event, Profile};
+use profiler_format::{Event, Identity, Profile};
 
 /// How an event's time should ideally grow with the parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -77,16 +77,10 @@ impl Ideal {
 /// One event (or the iteration) across the runs, in the order of [`Scaling::values`].
 #[derive(Clone, Debug, Serialize)]
 pub struct ScaleRow {
-    /// The probe's id (`"iteration"` for the whole iteration).
-    pub id: String,
-    /// The probe's name (`"iteration"` for the whole iteration).
-    pub name: String,
-    /// The `layer` key.
-    pub layer: Option<String>,
-    /// The `phase` key.
-    pub phase: Option<String>,
-    /// Which run of the probe within an iteration.
-    pub occurrence: u32,
+    /// Which event (`id` and `name` `"iteration"` for the whole iteration); flattened, so that
+    /// JSON has its `id`, `name`, `layer`, `phase` and `occurrence` as keys of the row.
+    #[serde(flatten)]
+    pub identity: Identity,
     /// Median time in each run; `None` where the event is absent.
     pub times_ns: Vec<Option<f64>>,
     /// t_i / t_0.
@@ -153,11 +147,7 @@ fn row(e: Option<&Event>, times_ns: Vec<Option<f64>>, values: &[f64], ideal: Ide
         })
         .collect();
     ScaleRow {
-        id: e.map_or_else(|| "iteration".to_owned(), |e| e.id.clone()),
-        name: e.map_or_else(|| "iteration".to_owned(), |e| e.name.clone()),
-        layer: e.and_then(|e| e.layer.clone()),
-        phase: e.and_then(|e| e.phase.clone()),
-        occurrence: e.map_or(0, |e| e.occurrence),
+        identity: e.map_or_else(|| Identity::named("iteration"), Event::identity),
         times_ns,
         ratio,
         efficiency,
@@ -236,15 +226,6 @@ fn percent(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{:.0}%", 100.0 * v))
 }
 
-fn label(r: &ScaleRow) -> String {
-    text::label(
-        &r.name,
-        r.occurrence,
-        r.layer.as_deref(),
-        r.phase.as_deref(),
-    )
-}
-
 /// Prints a scaling: times per value, then the efficiency against the first value and per step.
 /// CSV has one row per event (the iteration first) and value: `id, name, layer, phase,
 /// occurrence, <param>, time_ns, ratio, efficiency, step_efficiency`.
@@ -265,12 +246,8 @@ fn render_csv(s: &Scaling) -> String {
     for r in std::iter::once(&s.iteration).chain(&s.events) {
         for (i, v) in s.values.iter().enumerate() {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{}\n",
-                text::csv_field(&r.id),
-                text::csv_field(&r.name),
-                text::csv_field(r.layer.as_deref().unwrap_or("")),
-                text::csv_field(r.phase.as_deref().unwrap_or("")),
-                r.occurrence,
+                "{},{},{},{},{},{}\n",
+                text::identity_csv(&r.identity).join(","),
                 text::num(*v),
                 opt(r.times_ns[i]),
                 opt(r.ratio[i]),
@@ -282,7 +259,9 @@ fn render_csv(s: &Scaling) -> String {
     out
 }
 
-fn render_text(s: &Scaling, markdown: bool) -> String {
+/// The table: the identity columns, then a time per value, then the efficiencies against the
+/// first value and per step (none for the first value, which they are measured from).
+fn text_headers(s: &Scaling) -> Vec<String> {
     let mut headers: Vec<String> = ["layer", "phase", "name", "occ"]
         .iter()
         .map(|h| h.to_string())
@@ -296,31 +275,25 @@ fn render_text(s: &Scaling, markdown: bool) -> String {
     for v in &s.values[1..] {
         headers.push(format!("step {}", value_text(*v)));
     }
-    let cells = |r: &ScaleRow, iteration: bool| -> Vec<String> {
-        let mut c = vec![
-            r.layer.clone().unwrap_or_else(|| "-".to_owned()),
-            r.phase.clone().unwrap_or_else(|| "-".to_owned()),
-            r.name.clone(),
-            if iteration {
-                "-".to_owned()
-            } else {
-                r.occurrence.to_string()
-            },
-        ];
-        c.extend(
-            r.times_ns
-                .iter()
-                .map(|t| t.map_or_else(|| "-".to_owned(), super::report::human_ns)),
-        );
-        c.extend(r.efficiency[1..].iter().map(|&e| percent(e)));
-        c.extend(r.step_efficiency[1..].iter().map(|&e| percent(e)));
-        c
-    };
-    let mut rows = vec![cells(&s.iteration, true)];
-    rows.extend(s.events.iter().map(|r| cells(r, false)));
-    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
-    let bullet = if markdown { "\n" } else { "" };
-    let mut out = format!(
+    headers
+}
+
+/// The cells of a row under [`text_headers`].
+fn text_cells(r: &ScaleRow, iteration: bool) -> Vec<String> {
+    let mut c = text::identity_cells(&r.identity, iteration);
+    c.extend(
+        r.times_ns
+            .iter()
+            .map(|t| t.map_or_else(|| "-".to_owned(), super::report::human_ns)),
+    );
+    c.extend(r.efficiency[1..].iter().map(|&e| percent(e)));
+    c.extend(r.step_efficiency[1..].iter().map(|&e| percent(e)));
+    c
+}
+
+/// The line above the table: the parameter, its values, the ideal and how to read the columns.
+fn intro(s: &Scaling) -> String {
+    format!(
         "scaling with {} ({}), ideal {}: {} {}; eff = efficiency against {}={}, step = \
          against the previous value; 100% is ideal, below is worse\n",
         s.param,
@@ -334,14 +307,13 @@ fn render_text(s: &Scaling, markdown: bool) -> String {
         s.param,
         s.param,
         value_text(s.values[0]),
-    );
-    if markdown {
-        out.push('\n');
-        out.push_str(&text::markdown(&headers, &rows));
-    } else {
-        out.push_str(&text::aligned(&headers, &rows, 3));
-    }
-    // The least efficient events at the largest value.
+    )
+}
+
+/// The lines below the table: the least efficient events at the largest value, and how many
+/// events some runs lack; each line starts with `bullet`.
+fn footnotes(s: &Scaling, bullet: &str) -> String {
+    let mut out = String::new();
     let last = s.values.len() - 1;
     let mut worst: Vec<(&ScaleRow, f64)> = s
         .events
@@ -353,7 +325,7 @@ fn render_text(s: &Scaling, markdown: bool) -> String {
         let names: Vec<String> = worst
             .iter()
             .take(3)
-            .map(|(r, e)| format!("{} ({})", label(r), percent(Some(*e))))
+            .map(|(r, e)| format!("{} ({})", r.identity.label(), percent(Some(*e))))
             .collect();
         out.push_str(&format!(
             "{bullet}least efficient at {}={}: {}\n",
@@ -373,6 +345,22 @@ fn render_text(s: &Scaling, markdown: bool) -> String {
             if absent == 1 { " is" } else { "s are" }
         ));
     }
+    out
+}
+
+fn render_text(s: &Scaling, markdown: bool) -> String {
+    let headers = text_headers(s);
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut rows = vec![text_cells(&s.iteration, true)];
+    rows.extend(s.events.iter().map(|r| text_cells(r, false)));
+    let mut out = intro(s);
+    if markdown {
+        out.push('\n');
+        out.push_str(&text::markdown(&headers, &rows));
+    } else {
+        out.push_str(&text::aligned(&headers, &rows, 3));
+    }
+    out.push_str(&footnotes(s, if markdown { "\n" } else { "" }));
     out
 }
 
@@ -449,7 +437,7 @@ mod tests {
         assert!(close(bad.efficiency[2], 0.25));
         assert!(close(bad.step_efficiency[2], 0.5));
         // The iteration: 10µs -> 20µs -> 50µs (warmup excluded).
-        assert_eq!(s.iteration.id, "iteration");
+        assert_eq!(s.iteration.identity.id, "iteration");
         assert_eq!(
             s.iteration.times_ns,
             [Some(10_000.0), Some(20_000.0), Some(50_000.0)]
@@ -488,7 +476,7 @@ mod tests {
         let a = run(&[("x", 1000.0), ("only_a", 10.0)], 5_000);
         let b = run(&[("x", 2000.0), ("only_b", 10.0)], 5_000);
         let s = scale(&[(1.0, &a), (2.0, &b)], "n", Ideal::Linear).unwrap();
-        let ids: Vec<&str> = s.events.iter().map(|r| r.name.as_str()).collect();
+        let ids: Vec<&str> = s.events.iter().map(|r| r.identity.name.as_str()).collect();
         assert_eq!(ids, ["x", "only_a", "only_b"]);
         assert_eq!(s.events[1].times_ns, [Some(10.0), None]);
         assert_eq!(s.events[1].efficiency, [Some(1.0), None]);

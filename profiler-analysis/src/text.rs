@@ -1,7 +1,9 @@
 //! Text helpers shared by the renderers of reports, diffs, scalings and merges: aligned
-//! columns, CSV fields, Markdown tables, numbers and event labels.
+//! columns, CSV fields, Markdown tables, numbers and the identity columns of events.
 
 use std::fmt::Write;
+
+use profiler_format::Identity;
 
 /// A number for CSV and the like: up to 6 significant decimals, trailing zeros dropped;
 /// empty when not finite.
@@ -52,25 +54,31 @@ pub(crate) fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// An event's label for people: `layer/phase name#occurrence` (the occurrence only when above 0,
-/// the group only when the event has a layer or a phase).
-pub(crate) fn label(
-    name: &str,
-    occurrence: u32,
-    layer: Option<&str>,
-    phase: Option<&str>,
-) -> String {
-    let group: Vec<&str> = [layer, phase].into_iter().flatten().collect();
-    let name = if occurrence > 0 {
-        format!("{name}#{occurrence}")
-    } else {
-        name.to_owned()
-    };
-    if group.is_empty() {
-        name
-    } else {
-        format!("{} {name}", group.join("/"))
-    }
+/// The identity columns of every CSV of events, `id, name, layer, phase, occurrence`, as
+/// fields (an absent layer or phase empty), so that all the CSVs spell them alike.
+pub(crate) fn identity_csv(identity: &Identity) -> [String; 5] {
+    [
+        csv_field(&identity.id),
+        csv_field(&identity.name),
+        csv_field(identity.layer.as_deref().unwrap_or("")),
+        csv_field(identity.phase.as_deref().unwrap_or("")),
+        identity.occurrence.to_string(),
+    ]
+}
+
+/// The identity columns every table of events starts with, `layer, phase, name, occ` (`-` for
+/// an absent layer or phase); the whole iteration has no occurrence, so it shows `-` there.
+pub(crate) fn identity_cells(identity: &Identity, iteration: bool) -> Vec<String> {
+    vec![
+        identity.layer.clone().unwrap_or_else(|| "-".to_owned()),
+        identity.phase.clone().unwrap_or_else(|| "-".to_owned()),
+        identity.name.clone(),
+        if iteration {
+            "-".to_owned()
+        } else {
+            identity.occurrence.to_string()
+        },
+    ]
 }
 
 /// A Markdown table cell: pipes escaped, line breaks flattened.

@@ -1,5 +1,6 @@
 //! `prof.json`, the file profiler-core writes (schema `profiler-core/prof/v1`): its types, which
-//! also read it back ([`json`]); the atomic write used for every result file ([`write`]); and the
+//! also read it back ([`json`]); the [`Identity`] every report row names its event by
+//! ([`identity`]); the atomic write used for every result file ([`write`](mod@write)); and the
 //! measures and end-of-run summary that the profiled program and the `prof` tool share
 //! ([`measure`], [`summary`]), so that both print the same numbers.
 //!
@@ -7,6 +8,7 @@
 //! `prof` tool build on it without the runtime or the macros.
 #![warn(missing_docs)]
 
+pub mod identity;
 pub mod json;
 pub mod measure;
 pub mod stats;
@@ -14,5 +16,6 @@ pub mod summary;
 pub mod text;
 pub mod write;
 
+pub use identity::Identity;
 pub use json::*;
 pub use write::{check_target, write_atomic};

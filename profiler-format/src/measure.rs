@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use crate::stats;
-use crate::{Event, Profile};
+use crate::{Event, Identity, Profile};
 
 /// What [`measure`] finds in a profile.
 #[derive(Clone, Debug)]
@@ -53,16 +53,10 @@ pub fn warmup_listed(profile: &Profile) -> usize {
 pub struct EventRow {
     /// Position in the iteration's execution order.
     pub order: u32,
-    /// The probe's id.
-    pub id: String,
-    /// The probe's name.
-    pub name: String,
-    /// The `layer` key.
-    pub layer: Option<String>,
-    /// The `phase` key.
-    pub phase: Option<String>,
-    /// Which run of the probe within an iteration (the first one held, when merged).
-    pub occurrence: u32,
+    /// Which event (its occurrence: the first run held, when merged); flattened, so that JSON
+    /// has its `id`, `name`, `layer`, `phase` and `occurrence` as keys of the row.
+    #[serde(flatten)]
+    pub identity: Identity,
     /// True when the event holds every run of its probe from `occurrence` on.
     pub merged: bool,
     /// The `order` of the enclosing event, if any.
@@ -294,11 +288,7 @@ impl RowContext<'_> {
         };
         EventRow {
             order: e.order,
-            id: e.id.clone(),
-            name: e.name.clone(),
-            layer: e.layer.clone(),
-            phase: e.phase.clone(),
-            occurrence: e.occurrence,
+            identity: e.identity(),
             merged: e.merged,
             parent: e.parent,
             depth,

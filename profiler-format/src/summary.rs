@@ -1,5 +1,5 @@
 //! The end-of-run summary printed on stderr: one row per event in execution order, built from
-//! the same [`measure`](crate::measure::measure) as `prof report`, so that the two never disagree.
+//! the same [`measure`] as `prof report`, so that the two never disagree.
 
 use std::fmt::Write;
 
@@ -47,9 +47,9 @@ pub fn status(complete: bool) -> &'static str {
 /// An event's occurrence, `+` marking a merged event.
 pub fn occ(e: &EventRow) -> String {
     if e.merged {
-        format!("{}+", e.occurrence)
+        format!("{}+", e.identity.occurrence)
     } else {
-        e.occurrence.to_string()
+        e.identity.occurrence.to_string()
     }
 }
 
@@ -87,7 +87,7 @@ pub fn noisy_line(events: &[EventRow], cv_threshold: f64) -> String {
     let names: Vec<String> = noisy
         .iter()
         .take(5)
-        .map(|e| format!("{}#{}", e.name, e.occurrence))
+        .map(|e| format!("{}#{}", e.identity.name, e.identity.occurrence))
         .collect();
     let more = if noisy.len() > 5 {
         format!(", +{} more", noisy.len() - 5)
@@ -113,9 +113,9 @@ fn cells(e: &EventRow) -> Vec<String> {
         }
     };
     vec![
-        opt(&e.layer),
-        opt(&e.phase),
-        e.name.clone(),
+        opt(&e.identity.layer),
+        opt(&e.identity.phase),
+        e.identity.name.clone(),
         occ(e),
         e.samples.to_string(),
         times(e.median_ns),

@@ -78,7 +78,7 @@ use serde::Serialize;
 
 use super::stats::{self, SplitMix64};
 use super::{event_key, text, Format};
-use profiler_format::{Event, Profile};
+use profiler_format::{Event, Identity, Profile};
 
 /// Settings of a comparison.
 #[derive(Clone, Debug)]
@@ -133,16 +133,10 @@ impl Verdict {
 /// The comparison of one event (or of the whole iteration) between two runs.
 #[derive(Clone, Debug, Serialize)]
 pub struct EventDiff {
-    /// The probe's id (`"iteration"` for the whole iteration).
-    pub id: String,
-    /// The probe's name (`"iteration"` for the whole iteration).
-    pub name: String,
-    /// The `layer` key.
-    pub layer: Option<String>,
-    /// The `phase` key.
-    pub phase: Option<String>,
-    /// Which run of the probe within an iteration.
-    pub occurrence: u32,
+    /// Which event (`id` and `name` `"iteration"` for the whole iteration); flattened, so that
+    /// JSON has its `id`, `name`, `layer`, `phase` and `occurrence` as keys of the row.
+    #[serde(flatten)]
+    pub identity: Identity,
     /// Samples in the `before` run.
     pub before_n: usize,
     /// Samples in the `after` run.
@@ -473,11 +467,7 @@ fn compare_event(
         (lo / factor, hi * factor, p)
     };
     EventDiff {
-        id: event.id.clone(),
-        name: event.name.clone(),
-        layer: event.layer.clone(),
-        phase: event.phase.clone(),
-        occurrence: event.occurrence,
+        identity: event.identity(),
         before_n: before.raw.len(),
         after_n: after.raw.len(),
         before_median_ns: before_median,
@@ -570,11 +560,7 @@ fn compare_iteration(
         (lo / factor, hi * factor, p_beyond(&mb, &ma, factor))
     };
     EventDiff {
-        id: "iteration".to_owned(),
-        name: "iteration".to_owned(),
-        layer: None,
-        phase: None,
-        occurrence: 0,
+        identity: Identity::named("iteration"),
         before_n: wb.len(),
         after_n: wa.len(),
         before_median_ns: before_median,

@@ -22,12 +22,13 @@ fn render_csv(diff: &Diff) -> String {
     let mut out = String::from(CSV_HEADER);
     out.push('\n');
     for d in std::iter::once(&diff.iteration).chain(&diff.events) {
+        let [id, name, layer, phase, occurrence] = text::identity_csv(&d.identity);
         let fields = [
-            text::csv_field(&d.id),
-            text::csv_field(&d.name),
-            text::csv_field(d.layer.as_deref().unwrap_or("")),
-            text::csv_field(d.phase.as_deref().unwrap_or("")),
-            d.occurrence.to_string(),
+            id,
+            name,
+            layer,
+            phase,
+            occurrence,
             d.before_n.to_string(),
             d.after_n.to_string(),
             text::num(d.before_median_ns),
@@ -56,15 +57,6 @@ fn render_csv(diff: &Diff) -> String {
         }
     }
     out
-}
-
-fn label(d: &EventDiff) -> String {
-    text::label(
-        &d.name,
-        d.occurrence,
-        d.layer.as_deref(),
-        d.phase.as_deref(),
-    )
 }
 
 fn missing_label(m: &Missing) -> String {
@@ -109,22 +101,16 @@ fn text_cells(d: &EventDiff, iteration: bool) -> Vec<String> {
             crate::report::human_ns(v)
         }
     };
-    vec![
-        d.layer.clone().unwrap_or_else(|| "-".to_owned()),
-        d.phase.clone().unwrap_or_else(|| "-".to_owned()),
-        d.name.clone(),
-        if iteration {
-            "-".to_owned()
-        } else {
-            d.occurrence.to_string()
-        },
+    let mut cells = text::identity_cells(&d.identity, iteration);
+    cells.extend([
         times(d.before_median_ns, d.before_n),
         times(d.after_median_ns, d.after_n),
         change(d.ratio),
         ci,
         p_text(d.p_adjusted),
         d.verdict.as_str().to_owned(),
-    ]
+    ]);
+    cells
 }
 
 fn render_text(diff: &Diff, markdown: bool) -> String {
@@ -168,7 +154,7 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
         let names: Vec<String> = all
             .iter()
             .filter(|d| d.verdict == v)
-            .map(|d| format!("{} ({})", label(d), change(d.ratio)))
+            .map(|d| format!("{} ({})", d.identity.label(), change(d.ratio)))
             .collect();
         format!("{} {}: {}", names.len(), v.as_str(), names.join(", "))
     };

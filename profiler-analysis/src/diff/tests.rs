@@ -166,7 +166,9 @@ fn steady(_: usize) -> f64 {
 fn find<'a>(diff: &'a Diff, layer: &str, phase: &str) -> &'a EventDiff {
     diff.events
         .iter()
-        .find(|e| e.layer.as_deref() == Some(layer) && e.phase.as_deref() == Some(phase))
+        .find(|e| {
+            e.identity.layer.as_deref() == Some(layer) && e.identity.phase.as_deref() == Some(phase)
+        })
         .unwrap()
 }
 
@@ -206,14 +208,14 @@ fn a_slower_layer_is_named_and_only_it() {
         .filter(|e| e.verdict == Verdict::Regressed)
         .collect();
     assert_eq!(regressed.len(), 1, "{text}");
-    assert_eq!(regressed[0].name, target.0);
-    assert_eq!(regressed[0].layer.as_deref(), Some("top_mlp"));
+    assert_eq!(regressed[0].identity.name, target.0);
+    assert_eq!(regressed[0].identity.layer.as_deref(), Some("top_mlp"));
     assert!((regressed[0].ratio - 1.3).abs() < 0.05, "{text}");
     assert!(regressed[0].ci_low > 1.02 && regressed[0].p_adjusted < 0.05);
     assert!(d
         .events
         .iter()
-        .all(|e| e.verdict != Verdict::Improved || e.name == target.0));
+        .all(|e| e.verdict != Verdict::Improved || e.identity.name == target.0));
     assert!(d.has_regression());
     let last = text.lines().last().unwrap();
     assert!(
@@ -317,7 +319,7 @@ fn a_slower_iteration_is_a_regression() {
     let before = simulate(&specs, 50, 0.1, steady, &[], 1);
     let after = simulate(&specs, 50, 0.1, |_| 1.1, &[], 2);
     let d = diff(&before, &after, &DiffOptions::default());
-    assert_eq!(d.iteration.id, "iteration");
+    assert_eq!(d.iteration.identity.id, "iteration");
     assert_eq!(d.iteration.before_n, 8 * 50);
     assert!((d.iteration.ratio - 1.1).abs() < 0.02, "{:?}", d.iteration);
     assert_eq!(d.iteration.verdict, Verdict::Regressed);
@@ -342,7 +344,7 @@ fn events_in_one_run_only_are_listed() {
     );
     // In the after run's order.
     assert_eq!(
-        d.events[0].id,
+        d.events[0].identity.id,
         specs[2].1.map(|l| format!("{l}::{}", specs[2].0)).unwrap()
     );
     let text = render(&d, Format::Table);

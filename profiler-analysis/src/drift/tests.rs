@@ -77,7 +77,7 @@ pub(crate) fn continuous(
 }
 
 fn of<'a>(w: &'a Windows, name: &str) -> &'a Series {
-    w.events.iter().find(|s| s.name == name).unwrap()
+    w.events.iter().find(|s| s.identity.name == name).unwrap()
 }
 
 #[test]
@@ -124,7 +124,7 @@ fn a_steady_run_drifts_nowhere() {
 fn an_event_20_percent_slower_in_the_recent_windows_is_flagged() {
     let p = continuous(&model(), 20, 12, 12, 0.1, &[("top_backward", 1.2, 9)], 7);
     let w = windows(&p, &DiffOptions::default()).unwrap();
-    let drifted: Vec<&str> = w.drifted().map(|s| s.name.as_str()).collect();
+    let drifted: Vec<&str> = w.drifted().map(|s| s.identity.name.as_str()).collect();
     assert_eq!(drifted, ["top_backward"]);
     let s = of(&w, "top_backward");
     assert_eq!(s.drift, DriftStatus::Slower);
@@ -224,7 +224,7 @@ fn an_event_missing_from_some_windows_has_gaps_and_no_verdict_without_a_side() {
     }
     let w = windows(&p, &DiffOptions::default()).unwrap();
     let s = w.events.iter().find(|s| s.order == Some(99)).unwrap();
-    assert_eq!(s.name, "order 99");
+    assert_eq!(s.identity.name, "order 99");
     assert_eq!(s.medians_ns, [None, None, None, Some(10)]);
     assert_eq!(s.drift, DriftStatus::Unknown);
     let lookup = of(&w, "lookup");

@@ -107,13 +107,13 @@ fn event_cells(e: &EventRow, indent: bool) -> Vec<String> {
         }
     };
     let name = if indent {
-        format!("{}{}", "  ".repeat(e.depth as usize), e.name)
+        format!("{}{}", "  ".repeat(e.depth as usize), e.identity.name)
     } else {
-        e.name.clone()
+        e.identity.name.clone()
     };
     vec![
-        opt(&e.layer),
-        opt(&e.phase),
+        opt(&e.identity.layer),
+        opt(&e.identity.phase),
         name,
         occ(e),
         calls(e.calls_per_iter),
@@ -254,15 +254,9 @@ fn windows_rows(w: &drift::Windows) -> Vec<Vec<String>> {
     std::iter::once(&w.iteration)
         .chain(&w.events)
         .map(|s| {
-            vec![
-                opt(&s.layer),
-                opt(&s.phase),
-                s.name.clone(),
-                if s.order.is_none() {
-                    "-".to_owned()
-                } else {
-                    s.occurrence.to_string()
-                },
+            // Only the iteration's series has no order.
+            let mut cells = text::identity_cells(&s.identity, s.order.is_none());
+            cells.extend([
                 drift::sparkline(&s.medians_ns),
                 known(s.first_median_ns),
                 known(s.last_median_ns),
@@ -270,7 +264,8 @@ fn windows_rows(w: &drift::Windows) -> Vec<Vec<String>> {
                     .map(signed_percent)
                     .unwrap_or_else(|| "-".to_owned()),
                 drift_cell(s, w.alpha),
-            ]
+            ]);
+            cells
         })
         .collect()
 }
@@ -279,18 +274,7 @@ fn windows_rows(w: &drift::Windows) -> Vec<Vec<String>> {
 fn drifted_line(w: &drift::Windows) -> String {
     let drifted: Vec<String> = w
         .drifted()
-        .map(|s| {
-            format!(
-                "{} ({})",
-                text::label(
-                    &s.name,
-                    s.occurrence,
-                    s.layer.as_deref(),
-                    s.phase.as_deref()
-                ),
-                s.drift.as_str()
-            )
-        })
+        .map(|s| format!("{} ({})", s.identity.label(), s.drift.as_str()))
         .collect();
     if w.baseline.is_none() {
         "no drift verdict: not enough windows yet".to_owned()
@@ -346,105 +330,122 @@ pub(super) const WINDOW_CSV_HEADERS: [&str; 7] = [
     "drift_p_adjusted",
 ];
 
-fn render_csv(report: &Report) -> String {
-    let windows = report.windows.as_ref();
+/// The header row: [`CSV_HEADERS`], and [`WINDOW_CSV_HEADERS`] for a report with windows.
+fn csv_headers(windows: bool) -> Vec<&'static str> {
     let mut headers = CSV_HEADERS.to_vec();
-    if windows.is_some() {
+    if windows {
         headers.extend(WINDOW_CSV_HEADERS);
     }
-    let mut out = headers.join(",") + "\n";
-    // The drift columns of the event of `order` (`None`: the iteration).
-    let drift_cells = |order: Option<u32>| -> Vec<String> {
-        let Some(w) = windows else {
-            return Vec::new();
-        };
-        let series = match order {
-            None => Some(&w.iteration),
-            Some(o) => w.events.iter().find(|s| s.order == Some(o)),
-        };
-        let mut cells = vec![String::new(); 2];
-        match series {
-            Some(s) => {
-                cells.push(s.drift.as_str().to_owned());
-                let c = s.comparison.as_ref();
-                for v in [
-                    c.map(|c| c.ratio),
-                    c.map(|c| c.ci_low),
-                    c.map(|c| c.ci_high),
-                    c.map(|c| c.p_adjusted),
-                ] {
-                    cells.push(v.map(|v| num(v, 6)).unwrap_or_default());
-                }
-            }
-            None => cells.extend(std::iter::repeat_n(String::new(), 5)),
-        }
-        cells
+    headers
+}
+
+/// The [`WINDOW_CSV_HEADERS`] cells of the event of `order`: its drift verdict and comparison
+/// (the window columns stay empty on an event row); none without windows.
+fn drift_csv(windows: Option<&drift::Windows>, order: u32) -> Vec<String> {
+    let Some(w) = windows else {
+        return Vec::new();
     };
-    for e in &report.events {
-        let cells = [
-            "event".to_owned(),
-            e.order.to_string(),
-            text::csv_field(&e.id),
-            text::csv_field(&e.name),
-            text::csv_field(e.layer.as_deref().unwrap_or("")),
-            text::csv_field(e.phase.as_deref().unwrap_or("")),
-            e.occurrence.to_string(),
-            e.merged.to_string(),
-            e.parent.map(|p| p.to_string()).unwrap_or_default(),
-            e.depth.to_string(),
-            e.samples.to_string(),
-            num(e.calls_per_iter, 6),
-            num(e.median_ns, 3),
-            num(e.mean_ns, 3),
-            num(e.min_ns, 3),
-            num(e.max_ns, 3),
-            num(e.stddev_ns, 3),
-            num(e.p90_ns, 3),
-            num(e.cv, 6),
-            num(e.total_ns, 3),
-            num(e.self_ns, 3),
-            num(e.share, 6),
-            e.noisy.to_string(),
-            e.perturbation.map(|p| num(p, 6)).unwrap_or_default(),
-            String::new(),
-            String::new(),
-        ];
-        let mut cells = cells.to_vec();
-        cells.extend(drift_cells(Some(e.order)));
-        out.push_str(&cells.join(","));
-        out.push('\n');
-    }
-    for g in &report.groups {
-        let mut cells = vec![String::new(); headers.len()];
-        cells[0] = "group".to_owned();
-        cells[11] = num(g.calls_per_iter, 6);
-        cells[19] = num(g.total_ns, 3);
-        cells[20] = num(g.self_ns, 3);
-        cells[21] = num(g.share, 6);
-        cells[24] = text::csv_field(&g.key);
-        cells[25] = g.events.to_string();
-        out.push_str(&cells.join(","));
-        out.push('\n');
-    }
-    if let Some(w) = windows {
-        for s in std::iter::once(&w.iteration).chain(&w.events) {
-            for (k, median) in s.medians_ns.iter().enumerate() {
-                let Some(median) = median else { continue };
-                let mut cells = vec![String::new(); headers.len()];
-                cells[0] = "window".to_owned();
-                cells[1] = s.order.map(|o| o.to_string()).unwrap_or_default();
-                cells[2] = text::csv_field(&s.id);
-                cells[3] = text::csv_field(&s.name);
-                cells[4] = text::csv_field(s.layer.as_deref().unwrap_or(""));
-                cells[5] = text::csv_field(s.phase.as_deref().unwrap_or(""));
-                cells[6] = s.occurrence.to_string();
-                cells[12] = median.to_string();
-                cells[26] = w.indices[k].to_string();
-                cells[27] = w.first_iterations[k].to_string();
-                out.push_str(&cells.join(","));
-                out.push('\n');
+    let mut cells = vec![String::new(); 2];
+    match w.events.iter().find(|s| s.order == Some(order)) {
+        Some(s) => {
+            cells.push(s.drift.as_str().to_owned());
+            let c = s.comparison.as_ref();
+            for v in [
+                c.map(|c| c.ratio),
+                c.map(|c| c.ci_low),
+                c.map(|c| c.ci_high),
+                c.map(|c| c.p_adjusted),
+            ] {
+                cells.push(v.map(|v| num(v, 6)).unwrap_or_default());
             }
         }
+        None => cells.extend(std::iter::repeat_n(String::new(), 5)),
+    }
+    cells
+}
+
+/// The [`CSV_HEADERS`] cells of an event row (the group columns empty).
+fn event_csv(e: &EventRow) -> Vec<String> {
+    let mut cells = vec!["event".to_owned(), e.order.to_string()];
+    cells.extend(text::identity_csv(&e.identity));
+    cells.extend([
+        e.merged.to_string(),
+        e.parent.map(|p| p.to_string()).unwrap_or_default(),
+        e.depth.to_string(),
+        e.samples.to_string(),
+        num(e.calls_per_iter, 6),
+        num(e.median_ns, 3),
+        num(e.mean_ns, 3),
+        num(e.min_ns, 3),
+        num(e.max_ns, 3),
+        num(e.stddev_ns, 3),
+        num(e.p90_ns, 3),
+        num(e.cv, 6),
+        num(e.total_ns, 3),
+        num(e.self_ns, 3),
+        num(e.share, 6),
+        e.noisy.to_string(),
+        e.perturbation.map(|p| num(p, 6)).unwrap_or_default(),
+        String::new(),
+        String::new(),
+    ]);
+    cells
+}
+
+/// A group row, `width` cells: only the columns a group has are filled.
+fn group_csv(g: &GroupRow, width: usize) -> Vec<String> {
+    let mut cells = vec![String::new(); width];
+    cells[0] = "group".to_owned();
+    cells[11] = num(g.calls_per_iter, 6);
+    cells[19] = num(g.total_ns, 3);
+    cells[20] = num(g.self_ns, 3);
+    cells[21] = num(g.share, 6);
+    cells[24] = text::csv_field(&g.key);
+    cells[25] = g.events.to_string();
+    cells
+}
+
+/// The `window` rows, `width` cells each: per series (the iteration first) and window where it
+/// was measured, its identity, the window and its median there.
+fn window_csv(w: &drift::Windows, width: usize) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for s in std::iter::once(&w.iteration).chain(&w.events) {
+        for (k, median) in s.medians_ns.iter().enumerate() {
+            let Some(median) = median else { continue };
+            let mut cells = vec![String::new(); width];
+            cells[0] = "window".to_owned();
+            cells[1] = s.order.map(|o| o.to_string()).unwrap_or_default();
+            cells.splice(2..7, text::identity_csv(&s.identity));
+            cells[12] = median.to_string();
+            cells[26] = w.indices[k].to_string();
+            cells[27] = w.first_iterations[k].to_string();
+            rows.push(cells);
+        }
+    }
+    rows
+}
+
+fn render_csv(report: &Report) -> String {
+    let windows = report.windows.as_ref();
+    let headers = csv_headers(windows.is_some());
+    let width = headers.len();
+    let mut rows: Vec<Vec<String>> = report
+        .events
+        .iter()
+        .map(|e| {
+            let mut cells = event_csv(e);
+            cells.extend(drift_csv(windows, e.order));
+            cells
+        })
+        .collect();
+    rows.extend(report.groups.iter().map(|g| group_csv(g, width)));
+    if let Some(w) = windows {
+        rows.extend(window_csv(w, width));
+    }
+    let mut out = headers.join(",") + "\n";
+    for cells in rows {
+        out.push_str(&cells.join(","));
+        out.push('\n');
     }
     out
 }

@@ -85,7 +85,7 @@ fn nested() -> Profile {
 }
 
 fn by_name<'a>(r: &'a Report, name: &str) -> &'a EventRow {
-    r.events.iter().find(|e| e.name == name).unwrap()
+    r.events.iter().find(|e| e.identity.name == name).unwrap()
 }
 
 #[test]
@@ -124,7 +124,7 @@ fn self_time_subtracts_children_totals() {
     let selfs: Vec<(&str, f64, f64)> = r
         .events
         .iter()
-        .map(|e| (e.name.as_str(), e.total_ns, e.self_ns))
+        .map(|e| (e.identity.name.as_str(), e.total_ns, e.self_ns))
         .collect();
     assert_eq!(
         selfs,
@@ -352,7 +352,7 @@ fn sort_orders() {
         )
         .events
         .iter()
-        .map(|e| e.name.clone())
+        .map(|e| e.identity.name.clone())
         .collect::<Vec<_>>()
     };
     assert_eq!(names(SortBy::Order), ["a", "b", "c", "m"]);
