@@ -182,12 +182,15 @@ fn label(name: &str, occurrence: u32) -> String {
     }
 }
 
+/// Everything the page draws: the report (grouped by phase, with the layer groups beside it),
+/// the iterations and, given a baseline, the comparison with it.
 fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageData<'a> {
     let options = ReportOptions {
         group_by: Some(GroupBy::Phase),
         ..ReportOptions::default()
     };
     let by_phase = report::build(profile, &options);
+    // Only its groups are used: no need for the windows' comparison (as costly as a diff).
     let by_layer = report::build(
         profile,
         &ReportOptions {
@@ -196,14 +199,47 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
             ..options.clone()
         },
     );
+    let rows = event_data(profile, &by_phase.events);
+    let mut report = serde_json::to_value(&by_phase).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut report {
+        map.remove("groups");
+        map.insert(
+            "events".to_owned(),
+            serde_json::to_value(&rows).unwrap_or(Value::Null),
+        );
+    }
+    let (wall_ns, stride) = thin(&profile.iterations.wall_ns, MAX_ITERATIONS);
+    let diff = baseline.map(|before| {
+        serde_json::to_value(diff::diff(before, profile, &DiffOptions::default()))
+            .unwrap_or(Value::Null)
+    });
+    PageData {
+        run: RunInfo::of(profile),
+        report,
+        groups: Groups {
+            phase: by_phase.groups,
+            layer: by_layer.groups,
+        },
+        iterations: IterationData {
+            wall_ns,
+            stride,
+            first: profile.iterations.first,
+            armed: armed(profile),
+        },
+        baseline: baseline.map(RunInfo::of),
+        diff,
+    }
+}
 
+/// Each report row with what the page draws beyond it, from the profile's event of the same
+/// identity: where it comes from, its median start offset (for the timeline) and its samples
+/// (for the histograms), thinned so that the page stays within [`MAX_SAMPLES`].
+fn event_data<'a>(profile: &'a Profile, rows: &'a [EventRow]) -> Vec<EventData<'a>> {
     let events: HashMap<(String, u32), &Event> =
         profile.events.iter().map(|e| (event_key(e), e)).collect();
-    let n = by_phase.events.len().max(1);
+    let n = rows.len().max(1);
     let per_event = (MAX_SAMPLES / n).clamp(SAMPLES_PER_EVENT.0, SAMPLES_PER_EVENT.1);
-    let rows: Vec<EventData> = by_phase
-        .events
-        .iter()
+    rows.iter()
         .map(|row| {
             let event = events
                 .get(&(row.identity.id.clone(), row.identity.occurrence))
@@ -225,52 +261,24 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
                 samples_stride,
             }
         })
-        .collect();
-    let mut report = serde_json::to_value(&by_phase).unwrap_or(Value::Null);
-    if let Value::Object(map) = &mut report {
-        map.remove("groups");
-        map.insert(
-            "events".to_owned(),
-            serde_json::to_value(&rows).unwrap_or(Value::Null),
-        );
+        .collect()
+}
+
+/// `sample` and `continuous` modes: the first and last iteration each event was armed in, with
+/// its label; none in `trace` mode, where every event is armed in every measured iteration.
+fn armed(profile: &Profile) -> Vec<(u32, u32, String)> {
+    if !matches!(profile.run.mode.as_str(), "sample" | "continuous") {
+        return Vec::new();
     }
-
-    let (wall_ns, stride) = thin(&profile.iterations.wall_ns, MAX_ITERATIONS);
-    let armed = if matches!(profile.run.mode.as_str(), "sample" | "continuous") {
-        profile
-            .events
-            .iter()
-            .filter_map(|e| {
-                let first = *e.sample_iters.iter().min()?;
-                let last = *e.sample_iters.iter().max()?;
-                Some((first, last, label(&e.name, e.occurrence)))
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-
-    let diff = baseline.map(|before| {
-        serde_json::to_value(diff::diff(before, profile, &DiffOptions::default()))
-            .unwrap_or(Value::Null)
-    });
-
-    PageData {
-        run: RunInfo::of(profile),
-        report,
-        groups: Groups {
-            phase: by_phase.groups,
-            layer: by_layer.groups,
-        },
-        iterations: IterationData {
-            wall_ns,
-            stride,
-            first: profile.iterations.first,
-            armed,
-        },
-        baseline: baseline.map(RunInfo::of),
-        diff,
-    }
+    profile
+        .events
+        .iter()
+        .filter_map(|e| {
+            let first = *e.sample_iters.iter().min()?;
+            let last = *e.sample_iters.iter().max()?;
+            Some((first, last, label(&e.name, e.occurrence)))
+        })
+        .collect()
 }
 
 /// Text for HTML content or a quoted attribute value.

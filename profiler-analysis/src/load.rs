@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::error::Category;
 
 use profiler_format::write::shorten;
-use profiler_format::{Event, Profile, SCHEMA};
+use profiler_format::{Event, Profile, Run, SCHEMA};
 
 /// Why a profile could not be used. Its `Display` names the file, the problem and the fix.
 #[derive(Debug)]
@@ -136,8 +136,8 @@ pub fn parse_profile(bytes: &[u8], path: &Path) -> Result<Profile, LoadError> {
 /// The values of `run.mode` the core writes (`PROF_MODE`).
 const MODES: [&str; 4] = ["sample", "trace", "continuous", "off"];
 
-/// `text` whole when it has at most `max` characters, else its ends around an ellipsis (a
-/// file may hold anything, and a message should stay readable).
+/// How a message names an event: its id (shortened, since a file may hold anything and a
+/// message should stay readable), occurrence and order.
 fn describe(e: &Event) -> String {
     format!(
         "event `{}` (occurrence {}, order {})",
@@ -149,7 +149,22 @@ fn describe(e: &Event) -> String {
 
 /// Checks that a parsed profile adds up; the error says what does not.
 fn check(profile: &Profile) -> Result<(), String> {
-    let run = &profile.run;
+    check_run(&profile.run)?;
+    check_iterations(profile)?;
+    // A sample belongs to the iteration its run started in, by its start mark. A run that
+    // started after the last `step()` (the program ended between two steps, or a run on
+    // another thread began just after the step that completed the schedule) is in iteration
+    // `count`, which never completed; nothing is ever in a later one.
+    let count = profile.iterations.count;
+    for e in &profile.events {
+        check_samples(e, count)?;
+    }
+    check_parents(&profile.events)?;
+    check_windows(profile)
+}
+
+/// `run`: a mode the core writes, and at least one repeat.
+fn check_run(run: &Run) -> Result<(), String> {
     if !MODES.contains(&run.mode.as_str()) {
         return Err(format!(
             "run.mode `{}` is not one of {}",
@@ -160,6 +175,12 @@ fn check(profile: &Profile) -> Result<(), String> {
     if run.repeat == 0 {
         return Err("run.repeat is 0 (PROF_REPEAT is at least 1)".to_owned());
     }
+    Ok(())
+}
+
+/// `iterations`: `count` agrees with `first` and the number of wall times.
+fn check_iterations(profile: &Profile) -> Result<(), String> {
+    let run = &profile.run;
     let iterations = &profile.iterations;
     // `wall_ns[k]` is iteration `first + k`, and the last listed is the last completed, except
     // in `continuous` mode, which lists the last completed window's iterations: those of the
@@ -172,75 +193,73 @@ fn check(profile: &Profile) -> Result<(), String> {
         Some(end) => end == iterations.count,
         None => false,
     };
-    if !adds_up {
-        return Err(if iterations.first == 0 && run.mode != "continuous" {
-            format!(
-                "iterations.count is {} but there are {} wall_ns (one per completed iteration)",
-                iterations.count,
-                iterations.wall_ns.len()
-            )
-        } else {
-            format!(
-                "iterations.count is {} but iterations.first + the number of wall_ns is {} + {} \
-                 (wall_ns lists the iterations from first on, {})",
-                iterations.count,
-                iterations.first,
-                iterations.wall_ns.len(),
-                if run.mode == "continuous" {
-                    "none past the last completed one"
-                } else {
-                    "to the last completed one"
-                }
-            )
-        });
+    if adds_up {
+        return Ok(());
     }
-    // A sample belongs to the iteration its run started in, by its start mark. A run that
-    // started after the last `step()` (the program ended between two steps, or a run on
-    // another thread began just after the step that completed the schedule) is in iteration
-    // `count`, which never completed; nothing is ever in a later one.
-    let iteration_bound = iterations.count.saturating_add(1);
-    for e in &profile.events {
-        let n = e.samples_ns.len();
-        if e.offsets_ns.len() != n || e.sample_iters.len() != n {
-            return Err(format!(
-                "{} has {n} samples_ns but {} offsets_ns and {} sample_iters",
-                describe(e),
-                e.offsets_ns.len(),
-                e.sample_iters.len()
-            ));
-        }
-        if let Some((i, &iter)) = e
-            .sample_iters
-            .iter()
-            .enumerate()
-            .find(|(_, &iter)| u64::from(iter) >= iteration_bound)
-        {
-            return Err(format!(
-                "{}: sample_iters[{i}] is {iter}, but iterations.count is {} (indices run \
-                 from 0 to {}, the last for runs that began after the last completed iteration)",
-                describe(e),
-                iterations.count,
-                iterations.count
-            ));
-        }
-        let count = e.stats.count;
-        if e.merged && count < n as u64 {
-            return Err(format!(
-                "{}: stats.count is {count}, fewer than its {n} samples_ns (a merged event \
-                 counts every run and keeps a bounded sample of them)",
-                describe(e)
-            ));
-        }
-        if !e.merged && count != n as u64 {
-            return Err(format!(
-                "{}: stats.count is {count} but it has {n} samples_ns (they must be equal for \
-                 an event that is not merged)",
-                describe(e)
-            ));
-        }
+    Err(if iterations.first == 0 && run.mode != "continuous" {
+        format!(
+            "iterations.count is {} but there are {} wall_ns (one per completed iteration)",
+            iterations.count,
+            iterations.wall_ns.len()
+        )
+    } else {
+        format!(
+            "iterations.count is {} but iterations.first + the number of wall_ns is {} + {} \
+             (wall_ns lists the iterations from first on, {})",
+            iterations.count,
+            iterations.first,
+            iterations.wall_ns.len(),
+            if run.mode == "continuous" {
+                "none past the last completed one"
+            } else {
+                "to the last completed one"
+            }
+        )
+    })
+}
+
+/// An event's samples: one offset and one iteration each, no iteration past `count` (the one
+/// still running, see [`check`]), and `stats.count` equal to their number (at least it, for a
+/// merged event, which keeps a bounded sample of its runs).
+fn check_samples(e: &Event, count: u64) -> Result<(), String> {
+    let n = e.samples_ns.len();
+    if e.offsets_ns.len() != n || e.sample_iters.len() != n {
+        return Err(format!(
+            "{} has {n} samples_ns but {} offsets_ns and {} sample_iters",
+            describe(e),
+            e.offsets_ns.len(),
+            e.sample_iters.len()
+        ));
     }
-    check_parents(&profile.events)?;
-    check_windows(profile)
+    let iteration_bound = count.saturating_add(1);
+    if let Some((i, &iter)) = e
+        .sample_iters
+        .iter()
+        .enumerate()
+        .find(|(_, &iter)| u64::from(iter) >= iteration_bound)
+    {
+        return Err(format!(
+            "{}: sample_iters[{i}] is {iter}, but iterations.count is {count} (indices run \
+             from 0 to {count}, the last for runs that began after the last completed iteration)",
+            describe(e),
+        ));
+    }
+    let stats_count = e.stats.count;
+    if e.merged && stats_count < n as u64 {
+        return Err(format!(
+            "{}: stats.count is {stats_count}, fewer than its {n} samples_ns (a merged event \
+             counts every run and keeps a bounded sample of them)",
+            describe(e)
+        ));
+    }
+    if !e.merged && stats_count != n as u64 {
+        return Err(format!(
+            "{}: stats.count is {stats_count} but it has {n} samples_ns (they must be equal for \
+             an event that is not merged)",
+            describe(e)
+        ));
+    }
+    Ok(())
 }
 
 /// `continuous` mode's windows: increasing `index`, and in each, events that name an event of

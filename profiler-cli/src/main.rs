@@ -165,6 +165,36 @@ impl From<FormatArg> for Format {
     }
 }
 
+impl From<GroupByArg> for report::GroupBy {
+    fn from(g: GroupByArg) -> report::GroupBy {
+        match g {
+            GroupByArg::Layer => report::GroupBy::Layer,
+            GroupByArg::Phase => report::GroupBy::Phase,
+            GroupByArg::LayerPhase => report::GroupBy::LayerPhase,
+        }
+    }
+}
+
+impl From<SortArg> for report::SortBy {
+    fn from(s: SortArg) -> report::SortBy {
+        match s {
+            SortArg::Order => report::SortBy::Order,
+            SortArg::Median => report::SortBy::Median,
+            SortArg::Total => report::SortBy::Total,
+        }
+    }
+}
+
+impl From<IdealArg> for scale::Ideal {
+    fn from(i: IdealArg) -> scale::Ideal {
+        match i {
+            IdealArg::Linear => scale::Ideal::Linear,
+            IdealArg::Inverse => scale::Ideal::Inverse,
+            IdealArg::Constant => scale::Ideal::Constant,
+        }
+    }
+}
+
 /// The values `--resamples` accepts: fewer than 100 resamples make a confidence interval of
 /// little use, and each resample of each event costs time (and the ratios, memory).
 fn resamples_range() -> clap::builder::RangedU64ValueParser<usize> {
@@ -248,6 +278,11 @@ fn load(path: &Path) -> Result<Profile, Failure> {
     Ok(analysis::load_profile(path)?)
 }
 
+/// Every profile of `paths`, in order; the first that cannot be loaded is the failure.
+fn load_all(paths: &[PathBuf]) -> Result<Vec<Profile>, Failure> {
+    paths.iter().map(|f| load(f)).collect()
+}
+
 /// `error: cannot write PATH: WHY`, with a help line.
 fn cannot_write(path: &Path, why: impl std::fmt::Display) -> Failure {
     Failure(format!(
@@ -296,6 +331,8 @@ fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     encoder.finish()
 }
 
+/// Runs one command; the exit status on success (1 for a regression found with
+/// `--fail-on-regression`), a [`Failure`] (status 2) otherwise.
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Report {
@@ -307,39 +344,15 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         } => {
             let profile = load(&file)?;
             let options = report::ReportOptions {
-                group_by: group_by.map(|g| match g {
-                    GroupByArg::Layer => report::GroupBy::Layer,
-                    GroupByArg::Phase => report::GroupBy::Phase,
-                    GroupByArg::LayerPhase => report::GroupBy::LayerPhase,
-                }),
-                sort: match sort {
-                    SortArg::Order => report::SortBy::Order,
-                    SortArg::Median => report::SortBy::Median,
-                    SortArg::Total => report::SortBy::Total,
-                },
+                group_by: group_by.map(Into::into),
+                sort: sort.into(),
                 cv_threshold,
                 ..report::ReportOptions::default()
             };
-            print(&report::render(
-                &report::build(&profile, &options),
-                format.into(),
-            ));
+            let built = report::build(&profile, &options);
+            print(&report::render(&built, format.into()));
         }
-        Command::Trace { file, output } => {
-            check_output(&output)?;
-            let profile = load(&file)?;
-            let doc = trace::chrome_trace(&profile);
-            // Pretty: HolisticTraceAnalysis finds the rank with a regex that wants `"rank": N`.
-            let text = serde_json::to_vec_pretty(&doc)?;
-            let gz = output.extension().is_some_and(|e| e == "gz");
-            let bytes = if gz { gzip(&text)? } else { text };
-            write_output(&output, &bytes)?;
-            eprintln!(
-                "prof: wrote {} ({} mode); open it in https://ui.perfetto.dev or chrome://tracing",
-                output.display(),
-                profile.run.mode
-            );
-        }
+        Command::Trace { file, output } => write_trace(&file, &output)?,
         Command::Diff {
             before,
             after,
@@ -350,76 +363,112 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             fail_on_regression,
             format,
         } => {
-            let (b, a) = (load(&before)?, load(&after)?);
             let options = diff::DiffOptions {
                 threshold,
                 alpha,
                 resamples,
                 seed,
             };
-            let result = diff::diff(&b, &a, &options);
-            print(&diff::render(&result, format.into()));
-            if fail_on_regression && result.has_regression() {
-                return Ok(ExitCode::from(1));
-            }
+            return compare(&before, &after, &options, fail_on_regression, format);
         }
         Command::Scale {
             files,
             param,
             ideal,
             format,
-        } => {
-            let (name, values) = parse_param(&param)?;
-            if values.len() != files.len() {
-                return Err(Failure(format!(
-                    "error: --param gives {} values for {} files: give one value per file, in \
-                     the same order",
-                    values.len(),
-                    files.len()
-                )));
-            }
-            let profiles = files
-                .iter()
-                .map(|f| load(f))
-                .collect::<Result<Vec<_>, _>>()?;
-            let runs: Vec<(f64, &Profile)> = values.iter().copied().zip(&profiles).collect();
-            let ideal = match ideal {
-                IdealArg::Linear => scale::Ideal::Linear,
-                IdealArg::Inverse => scale::Ideal::Inverse,
-                IdealArg::Constant => scale::Ideal::Constant,
-            };
-            let scaling = scale::scale(&runs, &name, ideal)?;
-            print(&scale::render(&scaling, format.into()));
-        }
+        } => print_scaling(&files, &param, ideal, format)?,
         Command::Merge {
             files,
             output,
             format,
-        } => {
-            if let Some(output) = &output {
-                check_output(output)?;
-            }
-            let profiles = files
-                .iter()
-                .map(|f| load(f))
-                .collect::<Result<Vec<_>, _>>()?;
-            let merged = merge::merge(&profiles)?;
-            if let Some(output) = output {
-                write_output(&output, &serde_json::to_vec_pretty(&merged)?)?;
-                eprintln!("prof: wrote {}", output.display());
-            }
-            print(&merge::render(&merged, format.into()));
-        }
-        Command::Html { file, diff, output } => {
-            check_output(&output)?;
-            let profile = load(&file)?;
-            let baseline = diff.as_deref().map(load).transpose()?;
-            let page = html::html_report(&profile, baseline.as_ref());
-            write_output(&output, page.as_bytes())?;
-            eprintln!("prof: wrote {}", output.display());
-        }
+        } => merge_ranks(&files, output.as_deref(), format)?,
+        Command::Html { file, diff, output } => write_html(&file, diff.as_deref(), &output)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `prof trace`: the output is checked before the input is read, so that a bad `-o` fails fast.
+fn write_trace(file: &Path, output: &Path) -> Result<(), Failure> {
+    check_output(output)?;
+    let profile = load(file)?;
+    let doc = trace::chrome_trace(&profile);
+    // Pretty: HolisticTraceAnalysis finds the rank with a regex that wants `"rank": N`.
+    let text = serde_json::to_vec_pretty(&doc)?;
+    let gz = output.extension().is_some_and(|e| e == "gz");
+    let bytes = if gz { gzip(&text)? } else { text };
+    write_output(output, &bytes)?;
+    eprintln!(
+        "prof: wrote {} ({} mode); open it in https://ui.perfetto.dev or chrome://tracing",
+        output.display(),
+        profile.run.mode
+    );
+    Ok(())
+}
+
+/// `prof diff`: status 1 when `fail_on_regression` and anything regressed, for CI.
+fn compare(
+    before: &Path,
+    after: &Path,
+    options: &diff::DiffOptions,
+    fail_on_regression: bool,
+    format: FormatArg,
+) -> Result<ExitCode, Failure> {
+    let (b, a) = (load(before)?, load(after)?);
+    let result = diff::diff(&b, &a, options);
+    print(&diff::render(&result, format.into()));
+    if fail_on_regression && result.has_regression() {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `prof scale`: `--param` is checked against the files before any of them is read.
+fn print_scaling(
+    files: &[PathBuf],
+    param: &str,
+    ideal: IdealArg,
+    format: FormatArg,
+) -> Result<(), Failure> {
+    let (name, values) = parse_param(param)?;
+    if values.len() != files.len() {
+        return Err(Failure(format!(
+            "error: --param gives {} values for {} files: give one value per file, in the same \
+             order",
+            values.len(),
+            files.len()
+        )));
+    }
+    let profiles = load_all(files)?;
+    let runs: Vec<(f64, &Profile)> = values.iter().copied().zip(&profiles).collect();
+    let scaling = scale::scale(&runs, &name, ideal.into())?;
+    print(&scale::render(&scaling, format.into()));
+    Ok(())
+}
+
+/// `prof merge`: the merged JSON written to `output` when given, the merge printed either way.
+fn merge_ranks(files: &[PathBuf], output: Option<&Path>, format: FormatArg) -> Result<(), Failure> {
+    if let Some(output) = output {
+        check_output(output)?;
+    }
+    let profiles = load_all(files)?;
+    let merged = merge::merge(&profiles)?;
+    if let Some(output) = output {
+        write_output(output, &serde_json::to_vec_pretty(&merged)?)?;
+        eprintln!("prof: wrote {}", output.display());
+    }
+    print(&merge::render(&merged, format.into()));
+    Ok(())
+}
+
+/// `prof html`, against `baseline` when given.
+fn write_html(file: &Path, baseline: Option<&Path>, output: &Path) -> Result<(), Failure> {
+    check_output(output)?;
+    let profile = load(file)?;
+    let baseline = baseline.map(load).transpose()?;
+    let page = html::html_report(&profile, baseline.as_ref());
+    write_output(output, page.as_bytes())?;
+    eprintln!("prof: wrote {}", output.display());
+    Ok(())
 }
 
 fn main() -> ExitCode {

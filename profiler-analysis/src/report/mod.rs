@@ -202,6 +202,50 @@ fn group_key(i: usize, events: &[Event], chain: &[usize], by: GroupBy) -> String
     }
 }
 
+/// One row per group of `by`, by descending total (see the module documentation): `rows` and
+/// `chains` (each event's ancestors) are in the order of `events`, and `iter_mean` is the mean
+/// measured iteration the shares are of.
+fn group_rows(
+    events: &[Event],
+    rows: &[EventRow],
+    chains: &[Vec<usize>],
+    by: GroupBy,
+    iter_mean: f64,
+) -> Vec<GroupRow> {
+    let keys: Vec<String> = (0..events.len())
+        .map(|i| group_key(i, events, &chains[i], by))
+        .collect();
+    let mut groups: Vec<GroupRow> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (i, key) in keys.iter().enumerate() {
+        let g = *index.entry(key.as_str()).or_insert_with(|| {
+            groups.push(GroupRow {
+                key: key.clone(),
+                events: 0,
+                calls_per_iter: 0.0,
+                total_ns: 0.0,
+                self_ns: 0.0,
+                share: 0.0,
+            });
+            groups.len() - 1
+        });
+        let row = &rows[i];
+        let group = &mut groups[g];
+        group.events += 1;
+        group.calls_per_iter += row.calls_per_iter;
+        group.self_ns += row.self_ns;
+        // Nesting within the group is counted once: a member inside another adds no total.
+        if !chains[i].iter().any(|&a| keys[a] == *key) {
+            group.total_ns += row.total_ns;
+        }
+    }
+    for group in &mut groups {
+        group.share = ratio_or_zero(group.total_ns, iter_mean);
+    }
+    groups.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns));
+    groups
+}
+
 /// Computes the report of a profile (see the module documentation for every definition).
 pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
     let Measures {
@@ -214,41 +258,9 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
         options.cv_threshold,
         options.perturbation_threshold,
     );
-    let iter_mean = iteration.mean_ns;
-    let events = &profile.events;
-
-    let mut groups: Vec<GroupRow> = Vec::new();
-    if let Some(by) = options.group_by {
-        let keys: Vec<String> = (0..events.len())
-            .map(|i| group_key(i, events, &chains[i], by))
-            .collect();
-        let mut index: HashMap<&str, usize> = HashMap::new();
-        for (i, key) in keys.iter().enumerate() {
-            let g = *index.entry(key.as_str()).or_insert_with(|| {
-                groups.push(GroupRow {
-                    key: key.clone(),
-                    events: 0,
-                    calls_per_iter: 0.0,
-                    total_ns: 0.0,
-                    self_ns: 0.0,
-                    share: 0.0,
-                });
-                groups.len() - 1
-            });
-            let row = &rows[i];
-            let group = &mut groups[g];
-            group.events += 1;
-            group.calls_per_iter += row.calls_per_iter;
-            group.self_ns += row.self_ns;
-            if !chains[i].iter().any(|&a| keys[a] == *key) {
-                group.total_ns += row.total_ns;
-            }
-        }
-        for group in &mut groups {
-            group.share = ratio_or_zero(group.total_ns, iter_mean);
-        }
-        groups.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns));
-    }
+    let groups = options.group_by.map_or_else(Vec::new, |by| {
+        group_rows(&profile.events, &rows, &chains, by, iteration.mean_ns)
+    });
 
     rows.sort_by_key(|r| r.order);
     match options.sort {
