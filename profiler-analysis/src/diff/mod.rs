@@ -218,34 +218,7 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
     let confidence = (1.0 - options.alpha).clamp(0.0, 1.0);
     let mut seeds = SplitMix64::new(options.seed);
 
-    // Match the events by identity; the first of duplicated keys wins.
-    let mut before_index: HashMap<(String, u32), usize> = HashMap::new();
-    for (i, e) in before.events.iter().enumerate() {
-        before_index.entry(event_key(e)).or_insert(i);
-    }
-    let mut after_keys: HashMap<(String, u32), ()> = HashMap::new();
-    let mut pairs: Vec<(&Event, &Event)> = Vec::new();
-    let mut only_after = Vec::new();
-    for e in &after.events {
-        let key = event_key(e);
-        if after_keys.insert(key.clone(), ()).is_some() {
-            continue;
-        }
-        match before_index.get(&key) {
-            Some(&i) => pairs.push((&before.events[i], e)),
-            None => only_after.push(missing(e)),
-        }
-    }
-    let mut seen_before: HashMap<(String, u32), ()> = HashMap::new();
-    let only_before = before
-        .events
-        .iter()
-        .filter(|e| {
-            let key = event_key(e);
-            seen_before.insert(key.clone(), ()).is_none() && !after_keys.contains_key(&key)
-        })
-        .map(missing)
-        .collect();
+    let (pairs, only_before, only_after) = match_events(before, after);
 
     // Samples, adjusted for the machine's speed within each window, and the drift between the
     // two windows of each event.
@@ -288,6 +261,43 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
     }
 }
 
+/// The events of both runs, matched by identity ([`event_key`]; the first of duplicated keys
+/// wins), in the `after` run's order, and those found only before or only after.
+fn match_events<'a>(
+    before: &'a Profile,
+    after: &'a Profile,
+) -> (Vec<(&'a Event, &'a Event)>, Vec<Missing>, Vec<Missing>) {
+    let mut before_index: HashMap<(String, u32), usize> = HashMap::new();
+    for (i, e) in before.events.iter().enumerate() {
+        before_index.entry(event_key(e)).or_insert(i);
+    }
+    let mut after_keys: HashMap<(String, u32), ()> = HashMap::new();
+    let mut pairs: Vec<(&Event, &Event)> = Vec::new();
+    let mut only_after = Vec::new();
+    for e in &after.events {
+        let key = event_key(e);
+        if after_keys.insert(key.clone(), ()).is_some() {
+            continue;
+        }
+        match before_index.get(&key) {
+            Some(&i) => pairs.push((&before.events[i], e)),
+            None => only_after.push(missing(e)),
+        }
+    }
+    let mut seen_before: HashMap<(String, u32), ()> = HashMap::new();
+    let only_before = before
+        .events
+        .iter()
+        .filter(|e| {
+            let key = event_key(e);
+            seen_before.insert(key.clone(), ()).is_none() && !after_keys.contains_key(&key)
+        })
+        .map(missing)
+        .collect();
+    (pairs, only_before, only_after)
+}
+
+/// An event of one run only, as listed.
 fn missing(e: &Event) -> Missing {
     Missing {
         id: e.id.clone(),

@@ -97,7 +97,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{json, Map, Value};
 
-use profiler_format::{quantiles, Event, Profile};
+use profiler_format::{quantiles, Event, Iterations, Profile};
 
 /// Prefix of the iteration spans, as PyTorch's profiler names them and HTA looks for them.
 pub const STEP_PREFIX: &str = "ProfilerStep#";
@@ -133,51 +133,62 @@ pub fn chrome_trace(profile: &Profile) -> Value {
     metadata_events(profile, cpu_pid, &streams, &tids, &mut events);
     for &i in &order {
         let s = &slices[i];
-        let (pid, tid) = match s.track {
-            Track::Cpu => (cpu_pid, tids[&(s.track, s.lane)]),
-            Track::Gpu { device, .. } => (device, tids[&(s.track, s.lane)]),
+        let pid = match s.track {
+            Track::Cpu => cpu_pid,
+            Track::Gpu { device, .. } => device,
         };
-        let (name, cat, args) = match s.what {
-            What::Step { iteration, wall_ns } => {
-                step_fields(profile, iteration, wall_ns, s.end - s.start)
-            }
-            What::Sample { event, sample } => {
-                let e = &profile.events[event];
-                let mut args = event_args(e, s.track);
-                args.insert("iteration".into(), json!(e.sample_iters[sample]));
-                args.insert("dur_ns".into(), json!(e.samples_ns[sample]));
-                args.insert("offset_ns".into(), json!(e.offsets_ns[sample]));
-                (e.name.clone(), category(s.track), args)
-            }
-            What::Average {
-                event,
-                median_offset,
-            } => {
-                let e = &profile.events[event];
-                let st = duration_stats(e);
-                let mut args = event_args(e, s.track);
-                args.insert("samples".into(), json!(e.samples_ns.len()));
-                args.insert("median_ns".into(), json!(st.median_ns));
-                args.insert("p90_ns".into(), json!(st.p90_ns));
-                args.insert("min_ns".into(), json!(st.min_ns));
-                args.insert("max_ns".into(), json!(st.max_ns));
-                args.insert("median_offset_ns".into(), json!(median_offset));
-                (e.name.clone(), category(s.track), args)
-            }
-        };
+        let (name, cat, args) = slice_fields(profile, s);
         let (ts, dur) = ts_dur(s.start, s.end);
         events.push(json!({
             "ph": "X",
             "cat": cat,
             "name": name,
             "pid": pid,
-            "tid": tid,
+            "tid": tids[&(s.track, s.lane)],
             "ts": ts,
             "dur": dur,
             "args": Value::Object(args),
         }));
     }
+    document(profile, time_zero, events)
+}
 
+/// Name, category and `args` of a slice: a step's, or an event's with what its mode measured
+/// (one sample in `trace` mode, the statistics of all of them in `sample` mode).
+fn slice_fields(profile: &Profile, s: &Slice) -> (String, &'static str, Map<String, Value>) {
+    match s.what {
+        What::Step { iteration, wall_ns } => {
+            step_fields(profile, iteration, wall_ns, s.end - s.start)
+        }
+        What::Sample { event, sample } => {
+            let e = &profile.events[event];
+            let mut args = event_args(e, s.track);
+            args.insert("iteration".into(), json!(e.sample_iters[sample]));
+            args.insert("dur_ns".into(), json!(e.samples_ns[sample]));
+            args.insert("offset_ns".into(), json!(e.offsets_ns[sample]));
+            (e.name.clone(), category(s.track), args)
+        }
+        What::Average {
+            event,
+            median_offset,
+        } => {
+            let e = &profile.events[event];
+            let st = duration_stats(e);
+            let mut args = event_args(e, s.track);
+            args.insert("samples".into(), json!(e.samples_ns.len()));
+            args.insert("median_ns".into(), json!(st.median_ns));
+            args.insert("p90_ns".into(), json!(st.p90_ns));
+            args.insert("min_ns".into(), json!(st.min_ns));
+            args.insert("max_ns".into(), json!(st.max_ns));
+            args.insert("median_offset_ns".into(), json!(median_offset));
+            (e.name.clone(), category(s.track), args)
+        }
+    }
+}
+
+/// The whole document around `events`: the top-level keys Kineto writes and HTA reads (see the
+/// module documentation), with the run in `otherData`.
+fn document(profile: &Profile, time_zero: u64, events: Vec<Value>) -> Value {
     let run = &profile.run;
     json!({
         "schemaVersion": 1,
@@ -458,38 +469,11 @@ fn parent_event(events: &[Event], of_order: &HashMap<u32, usize>, i: usize) -> O
 
 /// `trace` mode: one step per measured iteration and one slice per sample.
 fn trace_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
-    let events = &profile.events;
-    let walls = &profile.iterations.wall_ns;
-    let mut starts = Vec::with_capacity(walls.len() + 1);
-    let mut t = 0u64;
-    for w in walls {
-        starts.push(t);
-        t = t.saturating_add(*w);
-    }
-    let end_of_walls = t;
-    // `wall_ns[k]` is iteration `first + k` (`first` is 0 but for a `continuous`-mode file).
-    let first = profile.iterations.first;
-    let listed_end = first.saturating_add(walls.len() as u64);
-    let iter_start = |k: u64| -> u64 {
-        k.checked_sub(first)
-            .and_then(|i| starts.get(usize::try_from(i).ok()?).copied())
-            .unwrap_or(if k < first { 0 } else { end_of_walls })
-    };
-
-    // The measured iterations: the active window, and any iteration holding a sample.
-    let warmup = (profile.run.warmup as u64).max(first);
-    let window_end = warmup
-        .saturating_add(profile.run.repeat as u64)
-        .min(listed_end);
-    let mut iterations: BTreeSet<u64> = (warmup..window_end).collect();
-    for e in events {
-        iterations.extend(e.sample_iters.iter().map(|&k| k as u64));
-    }
-
+    let timeline = Timeline::of(&profile.iterations);
     let mut slices = Vec::new();
     let mut step_of = HashMap::new();
-    for &k in &iterations {
-        let start = iter_start(k);
+    for k in measured_iterations(profile) {
+        let start = timeline.start(k);
         let wall = profile.iterations.wall_of(k);
         step_of.insert(k, slices.len());
         slices.push(Slice {
@@ -505,7 +489,86 @@ fn trace_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
             lane: 0,
         });
     }
+    push_samples(profile, streams, &timeline, &step_of, &mut slices);
+    // An iteration that did not complete ends with its last sample.
+    for (&k, &s) in &step_of {
+        if profile.iterations.wall_of(k).is_none() {
+            let last = slices
+                .iter()
+                .filter(|c| c.parent == Some(s))
+                .map(|c| c.end)
+                .max();
+            if let Some(last) = last {
+                slices[s].end = slices[s].end.max(last);
+            }
+        }
+    }
+    slices
+}
 
+/// Where the iterations lie on the trace's time line (`trace` mode): each listed one starts
+/// where the previous ended.
+struct Timeline {
+    /// Start of each listed iteration, the first at 0.
+    starts: Vec<u64>,
+    /// The first listed iteration (`iterations.first`).
+    first: u64,
+    /// End of the last listed iteration.
+    end: u64,
+}
+
+impl Timeline {
+    fn of(iterations: &Iterations) -> Timeline {
+        let mut starts = Vec::with_capacity(iterations.wall_ns.len() + 1);
+        let mut t = 0u64;
+        for w in &iterations.wall_ns {
+            starts.push(t);
+            t = t.saturating_add(*w);
+        }
+        Timeline {
+            starts,
+            first: iterations.first,
+            end: t,
+        }
+    }
+
+    /// Start of iteration `k`: `wall_ns[k - first]`'s for a listed one; 0 for one before them,
+    /// the end of the last for one after them (the iteration still running).
+    fn start(&self, k: u64) -> u64 {
+        k.checked_sub(self.first)
+            .and_then(|i| self.starts.get(usize::try_from(i).ok()?).copied())
+            .unwrap_or(if k < self.first { 0 } else { self.end })
+    }
+}
+
+/// The iterations drawn as steps: the active window (from the warmup on, `repeat` of them, as
+/// far as they are listed), and any iteration holding a sample.
+fn measured_iterations(profile: &Profile) -> BTreeSet<u64> {
+    // `wall_ns[k]` is iteration `first + k` (`first` is 0 but for a `continuous`-mode file).
+    let first = profile.iterations.first;
+    let listed_end = first.saturating_add(profile.iterations.wall_ns.len() as u64);
+    let warmup = (profile.run.warmup as u64).max(first);
+    let window_end = warmup
+        .saturating_add(profile.run.repeat as u64)
+        .min(listed_end);
+    let mut iterations: BTreeSet<u64> = (warmup..window_end).collect();
+    for e in &profile.events {
+        iterations.extend(e.sample_iters.iter().map(|&k| k as u64));
+    }
+    iterations
+}
+
+/// Adds one slice per sample of every event, in execution order: inside the slice of its
+/// parent's sample in the same iteration that encloses it on the same track, else (on the CPU)
+/// inside its iteration's step (`step_of`).
+fn push_samples(
+    profile: &Profile,
+    streams: &Streams,
+    timeline: &Timeline,
+    step_of: &HashMap<u64, usize>,
+    slices: &mut Vec<Slice>,
+) {
+    let events = &profile.events;
     let (idx, of_order) = by_order(events);
     // (event, iteration) to the slices of that event's samples in that iteration.
     let mut drawn: HashMap<(usize, u64), Vec<usize>> = HashMap::new();
@@ -520,7 +583,7 @@ fn trace_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
             .min(e.sample_iters.len());
         for j in 0..n {
             let k = e.sample_iters[j] as u64;
-            let start = iter_start(k).saturating_add(e.offsets_ns[j]);
+            let start = timeline.start(k).saturating_add(e.offsets_ns[j]);
             let end = start.saturating_add(e.samples_ns[j]);
             let enclosing = parent
                 .and_then(|p| drawn.get(&(p, k)))
@@ -547,20 +610,6 @@ fn trace_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
             });
         }
     }
-    // An iteration that did not complete ends with its last sample.
-    for (&k, &s) in &step_of {
-        if profile.iterations.wall_of(k).is_none() {
-            let last = slices
-                .iter()
-                .filter(|c| c.parent == Some(s))
-                .map(|c| c.end)
-                .max();
-            if let Some(last) = last {
-                slices[s].end = slices[s].end.max(last);
-            }
-        }
-    }
-    slices
 }
 
 /// `sample` mode: one average iteration (see the module documentation).
@@ -710,7 +759,19 @@ fn metadata_events(
     tids: &BTreeMap<(Track, usize), u32>,
     out: &mut Vec<Value>,
 ) {
-    let meta = |name: &str, pid: u32, tid: u32, args: Value| json!({ "name": name, "ph": "M", "pid": pid, "tid": tid, "args": args });
+    process_metadata(profile, cpu_pid, streams, out);
+    cpu_thread_metadata(cpu_pid, tids, out);
+    gpu_thread_metadata(streams, tids, out);
+}
+
+/// A metadata event (`"ph": "M"`).
+fn meta(name: &str, pid: u32, tid: u32, args: Value) -> Value {
+    json!({ "name": name, "ph": "M", "pid": pid, "tid": tid, "args": args })
+}
+
+/// The CPU process (named after the program and rank, labelled with the host, mode and clock,
+/// first) and one process per GPU device, after it.
+fn process_metadata(profile: &Profile, cpu_pid: u32, streams: &Streams, out: &mut Vec<Value>) {
     let run = &profile.run;
     out.push(meta(
         "process_name",
@@ -744,11 +805,10 @@ fn metadata_events(
             json!({ "sort_index": device as u64 + 1 }),
         ));
     }
-    let stream_names: HashMap<(u32, u32), &str> = streams
-        .tids
-        .iter()
-        .map(|((d, name), &tid)| ((*d, tid), name.as_str()))
-        .collect();
+}
+
+/// The CPU tracks: `main`, then `concurrent 1`, `concurrent 2`, ...
+fn cpu_thread_metadata(cpu_pid: u32, tids: &BTreeMap<(Track, usize), u32>, out: &mut Vec<Value>) {
     // Every CPU lane up to the last used, so that `main` is named even with no event.
     let cpu_lanes = tids
         .keys()
@@ -771,6 +831,20 @@ fn metadata_events(
             json!({ "sort_index": lane }),
         ));
     }
+}
+
+/// The GPU tracks in use: `stream <stream>`, and `stream <stream> (concurrent 1)`, ... sorted
+/// after their stream.
+fn gpu_thread_metadata(
+    streams: &Streams,
+    tids: &BTreeMap<(Track, usize), u32>,
+    out: &mut Vec<Value>,
+) {
+    let stream_names: HashMap<(u32, u32), &str> = streams
+        .tids
+        .iter()
+        .map(|((d, name), &tid)| ((*d, tid), name.as_str()))
+        .collect();
     for (&(track, lane), &tid) in tids {
         if let Track::Gpu { device, stream } = track {
             let base = format!("stream {}", stream_names[&(device, stream)]);
