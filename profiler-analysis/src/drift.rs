@@ -218,8 +218,8 @@ pub fn windows(profile: &Profile, options: &DiffOptions) -> Option<Windows> {
 }
 
 /// Every event measured in at least one window, in execution order: the file's event of that
-/// `order` (the first, if several share it), or a [`placeholder`] when `events` lacks it (a
-/// window may hold an event the last window's `events` no longer lists).
+/// `order` (the first, if several share it), or a [`placeholder`] named after the order when
+/// `events` lacks it, so that every series has an identity to show.
 fn window_events(profile: &Profile) -> Vec<Event> {
     let mut orders: Vec<u32> = profile
         .windows
