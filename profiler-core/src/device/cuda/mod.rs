@@ -8,7 +8,7 @@
 //! panics when it cannot load one; no CUDA failure panics, it loses the measurement instead.
 //!
 //! Marks are events taken from a fixed pool per stream, prepared on the cold path by
-//! [`Device::prepare`](crate::Device::prepare) in the primary context of the stream's device
+//! [`Device::prepare`](crate::device::Device::prepare) in the primary context of the stream's device
 //! (the context `cudarc`'s `CudaContext::new` retains, where its streams live).
 
 mod cupti;
@@ -98,7 +98,7 @@ enum Once {
 ///
 /// Open it with [`CudaDevice::open`]; marks are taken with
 /// [`Device::mark_on`](crate::device::Device::mark_on) on the streams given to
-/// [`Device::prepare`](crate::Device::prepare).
+/// [`Device::prepare`](crate::device::Device::prepare).
 pub struct CudaDevice {
     /// Filled in order by `prepare` (under `writer`), read without a lock by `mark_on`.
     streams: [OnceLock<StreamEvents>; MAX_STREAMS],
