@@ -33,6 +33,18 @@ pub enum Format {
     Markdown,
 }
 
+/// Median of an event's samples, or its recorded median when no sample was kept (the time
+/// `prof scale` and `prof merge` compare).
+pub(crate) fn event_time(e: &profiler_format::Event) -> Option<f64> {
+    if !e.samples_ns.is_empty() {
+        Some(stats::median(&stats::as_f64(&e.samples_ns)))
+    } else if e.stats.count > 0 {
+        Some(e.stats.median_ns as f64)
+    } else {
+        None
+    }
+}
+
 /// The identity of an event across runs: its probe's id and its occurrence.
 pub fn event_key(event: &profiler_format::Event) -> (String, u32) {
     (event.id.clone(), event.occurrence)

@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::text;
-use super::{event_key, stats, Format};
+use super::{event_key, event_time, stats, Format};
 use profiler_format::{Event, Identity, Profile};
 
 /// The schema name of a merged file.
@@ -69,17 +69,6 @@ pub struct Merged {
     /// What may make the comparison misleading: duplicated ranks, different programs, modes or
     /// filters, events missing from some ranks.
     pub warnings: Vec<String>,
-}
-
-/// Median of an event's samples, or its recorded median when no sample was kept.
-fn event_time(e: &Event) -> Option<f64> {
-    if !e.samples_ns.is_empty() {
-        Some(stats::median(&stats::as_f64(&e.samples_ns)))
-    } else if e.stats.count > 0 {
-        Some(e.stats.median_ns as f64)
-    } else {
-        None
-    }
 }
 
 /// Index of the largest value (the first on a tie).

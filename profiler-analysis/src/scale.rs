@@ -27,7 +27,7 @@
 use serde::Serialize;
 
 use super::text;
-use super::{event_key, stats, Format};
+use super::{event_key, event_time, stats, Format};
 use profiler_format::{Event, Identity, Profile};
 
 /// How an event's time should ideally grow with the parameter.
@@ -104,17 +104,6 @@ pub struct Scaling {
     pub iteration: ScaleRow,
     /// The events, in the order of their first appearance (run 0's order first).
     pub events: Vec<ScaleRow>,
-}
-
-/// Median of an event's samples, or its recorded median when no sample was kept.
-fn event_time(e: &Event) -> Option<f64> {
-    if !e.samples_ns.is_empty() {
-        Some(stats::median(&stats::as_f64(&e.samples_ns)))
-    } else if e.stats.count > 0 {
-        Some(e.stats.median_ns as f64)
-    } else {
-        None
-    }
 }
 
 /// Median wall time of the measured iterations (index >= warmup; all when none is).

@@ -460,9 +460,7 @@ fn compare_event(
     seed: u64,
 ) -> EventDiff {
     let n = before.raw.len().min(after.raw.len());
-    let before_median = stats::median(&before.raw);
-    let after_median = stats::median(&after.raw);
-    let (ci_low, ci_high, p_value) = if n == 0 {
+    let interval = if n == 0 {
         (f64::NAN, f64::NAN, 1.0)
     } else {
         let factor = allowance.exp();
@@ -476,13 +474,26 @@ fn compare_event(
         let p = p_beyond(&before.adjusted, &after.adjusted, factor);
         (lo / factor, hi * factor, p)
     };
+    unjudged(event.identity(), &before.raw, &after.raw, interval)
+}
+
+/// The row of a comparison of `before` and `after` (raw samples) whose interval and p-value are
+/// known, `(ci_low, ci_high, p_value)`; the p-adjustment and verdict come later.
+fn unjudged(
+    identity: Identity,
+    before: &[f64],
+    after: &[f64],
+    (ci_low, ci_high, p_value): (f64, f64, f64),
+) -> EventDiff {
+    let before_median = stats::median(before);
+    let after_median = stats::median(after);
     EventDiff {
-        identity: event.identity(),
-        before_n: before.raw.len(),
-        after_n: after.raw.len(),
+        identity,
+        before_n: before.len(),
+        after_n: after.len(),
         before_median_ns: before_median,
         after_median_ns: after_median,
-        ratio: ratio(after_median, before_median, n),
+        ratio: ratio(after_median, before_median, before.len().min(after.len())),
         ci_low,
         ci_high,
         p_value,
@@ -551,9 +562,7 @@ fn compare_iteration(
     let wb = stats::as_f64(crate::measured_walls(before));
     let wa = stats::as_f64(crate::measured_walls(after));
     let n = wb.len().min(wa.len());
-    let before_median = stats::median(&wb);
-    let after_median = stats::median(&wa);
-    let (ci_low, ci_high, p_value) = if n == 0 {
+    let interval = if n == 0 {
         (f64::NAN, f64::NAN, 1.0)
     } else {
         let (lb, la) = (block_len(before, wb.len()), block_len(after, wa.len()));
@@ -569,19 +578,7 @@ fn compare_iteration(
         let factor = allowance.exp();
         (lo / factor, hi * factor, p_beyond(&mb, &ma, factor))
     };
-    EventDiff {
-        identity: Identity::named("iteration"),
-        before_n: wb.len(),
-        after_n: wa.len(),
-        before_median_ns: before_median,
-        after_median_ns: after_median,
-        ratio: ratio(after_median, before_median, n),
-        ci_low,
-        ci_high,
-        p_value,
-        p_adjusted: p_value,
-        verdict: Verdict::NoChange,
-    }
+    unjudged(Identity::named("iteration"), &wb, &wa, interval)
 }
 
 /// Like [`stats::bootstrap_median_ratio`], but each side is resampled by whole blocks of
