@@ -353,3 +353,169 @@ fn a_huge_filter_is_not_echoed_whole() {
     assert_refused_before_training(&out, "huge filter", "selects none");
     assert!(stderr(&out).len() < 2_000, "{} bytes", stderr(&out).len());
 }
+
+/// The old scheme wrote to `.NAME.tmp.PID`, a name anyone could predict. A link or a FIFO
+/// planted there (here by the shell that then becomes the program, so the PID is known) is
+/// never opened: the victim keeps its bytes, the run neither hangs nor writes elsewhere.
+#[cfg(unix)]
+#[test]
+fn links_and_fifos_planted_at_the_old_temporary_name_are_never_opened() {
+    let dir = scratch("planted-before");
+    std::fs::write(dir.join("victim"), b"V\n").unwrap();
+    for plant in ["ln -s \"$PWD/victim\"", "mkfifo"] {
+        let script = format!("{plant} .p.json.tmp.$$; exec \"$0\" --batch 8 --iters 400");
+        let mut cmd = Command::new("sh");
+        cmd.current_dir(&dir)
+            .args(["-c", &script])
+            .arg(dlrm())
+            .env("PROF_WARMUP", "2")
+            .env("PROF_REPEAT", "3")
+            .env("PROF_OUT", dir.join("p.json"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let out = wait_at_most(cmd.spawn().unwrap(), Duration::from_secs(60), plant);
+        assert!(out.status.success(), "{plant}: {}", stderr(&out));
+        assert_eq!(
+            std::fs::read(dir.join("victim")).unwrap(),
+            b"V\n",
+            "{plant}"
+        );
+        let meta = std::fs::symlink_metadata(dir.join("p.json")).unwrap();
+        assert!(
+            meta.file_type().is_file(),
+            "{plant}: p.json is not a regular file"
+        );
+        assert_eq!(read_json(&dir.join("p.json"))["complete"], true);
+        std::fs::remove_file(dir.join("p.json")).unwrap();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            if name.starts_with(".p.json.tmp.") {
+                std::fs::remove_file(dir.join(name)).unwrap();
+            }
+        }
+    }
+}
+
+/// While a continuous-mode run rewrites its file (about once a second), another thread swaps
+/// every temporary file it sees for a link to a victim, and plants links and FIFOs at guessable
+/// names. The victim is never written, the output is never turned into a link, the run ends.
+#[cfg(unix)]
+#[test]
+fn a_race_planting_links_and_fifos_at_the_temporary_names_writes_nothing_else() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let dir = scratch("planted-race");
+    let victim = dir.join("victim");
+    std::fs::write(&victim, b"V\n").unwrap();
+    let mut cmd = command(
+        &dir,
+        &[
+            ("PROF_MODE", OsStr::new("continuous")),
+            ("PROF_OUT", OsStr::new("p.json")),
+        ],
+        &["--iters", "2500"],
+    );
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapped = Arc::new(AtomicUsize::new(0));
+    let planter = {
+        let (dir, stop, swapped) = (dir.clone(), stop.clone(), swapped.clone());
+        std::thread::spawn(move || {
+            let _ = std::os::unix::fs::symlink(&victim, dir.join(format!(".p.json.tmp.{pid}")));
+            let fifo = dir.join(format!(".p.json.{pid}.tmp"));
+            let _ = Command::new("mkfifo").arg(&fifo).status();
+            while !stop.load(Ordering::Relaxed) {
+                for e in std::fs::read_dir(&dir).unwrap().flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let ours = e.file_type().is_ok_and(|t| t.is_file());
+                    if ours && name.starts_with(".p.json.") && name.ends_with(".tmp") {
+                        let bait = dir.join(".bait");
+                        let _ = std::fs::remove_file(&bait);
+                        if std::os::unix::fs::symlink(&victim, &bait).is_ok()
+                            && std::fs::rename(&bait, dir.join(&name)).is_ok()
+                        {
+                            swapped.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        })
+    };
+    let out = wait_at_most(
+        child,
+        Duration::from_secs(120),
+        "continuous run under attack",
+    );
+    stop.store(true, Ordering::Relaxed);
+    planter.join().unwrap();
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{err}");
+    // A write that found its temporary file replaced fails and says so; the next one, or the
+    // one at the end, is tried again.
+    assert!(matches!(out.status.code(), Some(0) | Some(1)), "{err}");
+    assert_eq!(std::fs::read(dir.join("victim")).unwrap(), b"V\n", "{err}");
+    // Renaming a link over the temporary file just before it is renamed into place can put
+    // that link at p.json (whoever may rename files in the directory can do that to p.json
+    // directly): the rewrites after it refuse to follow it, and say so.
+    let meta = std::fs::symlink_metadata(dir.join("p.json"));
+    match meta {
+        Ok(meta) if meta.file_type().is_file() => {
+            read_json(&dir.join("p.json"));
+        }
+        Ok(meta) if meta.file_type().is_symlink() => {
+            assert!(err.contains("is not followed"), "{err}");
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "results lost, yet exit 0: {err}"
+            );
+        }
+        Ok(_) => panic!("p.json is a special file"),
+        Err(_) => assert_eq!(out.status.code(), Some(1), "no p.json, yet exit 0: {err}"),
+    }
+    eprintln!(
+        "temporary files swapped for links: {}; writes refused: {}",
+        swapped.load(Ordering::Relaxed),
+        err.matches("was replaced while").count()
+    );
+}
+
+/// `PROF_OUT=/dev/stdout` (and `/proc/self/fd/1`, and the log's own path) when standard output
+/// is appended to a log file: refused before training, and the log keeps its earlier lines.
+#[cfg(target_os = "linux")]
+#[test]
+fn prof_out_leading_to_standard_output_never_replaces_the_log() {
+    let dir = scratch("stdout-log");
+    let log = dir.join("train.log");
+    for out_path in ["/dev/stdout", "/proc/self/fd/1", "/dev/fd/1", "train.log"] {
+        std::fs::write(&log, b"earlier lines\n").unwrap();
+        let file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        let mut cmd = command(&dir, &[("PROF_OUT", OsStr::new(out_path))], &[]);
+        let out = cmd.stdout(file).stderr(Stdio::piped()).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{out_path}: {err}");
+        assert!(err.contains("PROF_OUT"), "{out_path}: {err}");
+        assert!(
+            err.contains("descriptor 1 (standard output)") || err.contains("open file descriptor"),
+            "{out_path}: {err}"
+        );
+        assert_eq!(
+            std::fs::read(&log).unwrap(),
+            b"earlier lines\n",
+            "{out_path}: the log changed"
+        );
+    }
+}
+
+/// A file name of 255 bytes, the most most file systems allow, is written; the temporary name
+/// stays within the limit.
+#[test]
+fn a_255_byte_output_name_is_written() {
+    let dir = scratch("name-255");
+    let name = format!("{}.json", "p".repeat(250));
+    let out = run(&dir, &[("PROF_OUT", &name)], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read_json(&dir.join(&name))["complete"], true);
+}

@@ -308,7 +308,7 @@ fn check_output(path: &Path) -> Result<(), Failure> {
             format_args!("the directory {} does not exist", dir.display()),
         ));
     }
-    Ok(())
+    profiler_format::write::check_writable(&target).map_err(|e| cannot_write(path, e))
 }
 
 fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Failure> {

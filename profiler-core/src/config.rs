@@ -375,9 +375,9 @@ impl Config {
     }
 
     /// Checks, before training starts, that the output can be written: the path names a file
-    /// (not a directory, a FIFO or a device), its directory exists, and the temporary file
-    /// that the final write renames into place can be created there (so a name too long for
-    /// the file system fails now, not after training). A rank that `%r` cannot use is an error
+    /// (not a directory, a FIFO, a device or an open descriptor such as `/dev/stdout`), its
+    /// directory exists, and a temporary file such as the final write renames into place can
+    /// be created there (so a directory that cannot be written fails now, not after training). A rank that `%r` cannot use is an error
     /// too.
     pub fn check_output(&self) -> Result<(), ConfigError> {
         if self.out.contains("%r") {
@@ -415,11 +415,15 @@ impl Config {
                 dir.display()
             )));
         }
-        // The very name the final write will use first: checks permission and name length.
-        let probe = profiler_format::write::temp_path(&target);
-        std::fs::File::create(&probe)
-            .map_err(|e| fail(format!("cannot create {}: {e}", probe.display())))?;
-        let _ = std::fs::remove_file(&probe);
+        // A new file with a name as long as the target's (created exclusively, so nothing that
+        // is there is opened, let alone emptied), removed at once: checks permission and name
+        // length now rather than after training.
+        profiler_format::write::check_writable(&target).map_err(|e| {
+            fail(format!(
+                "cannot create a temporary file in {}: {e}",
+                dir.display()
+            ))
+        })?;
         Ok(())
     }
 }

@@ -33,9 +33,11 @@ fn special_kind(meta: &std::fs::Metadata) -> Option<&'static str> {
 /// symbolic link (or a chain of them), the file it points to, so that the link stays a link.
 ///
 /// Fails, with a message that names the path and what it is, when the target exists and is not
-/// a regular file (a directory, a FIFO, a device such as `/dev/stdout`, a socket): an atomic
-/// write replaces its target by renaming a new file over it, and must never replace those. A
-/// path that ends in `/` names a directory and fails too.
+/// a regular file (a directory, a FIFO, a device, a socket), and when the path leads to one of
+/// this process's open descriptors: `/dev/stdout`, `/dev/stderr`, `/proc/self/fd/N`, or any
+/// path to a file the process has open (standard output redirected to a log, say). An atomic
+/// write replaces its target by renaming a new file over it, and must never replace those: the
+/// log's earlier lines would be gone. A path that ends in `/` names a directory and fails too.
 pub fn check_target(path: &Path) -> Result<PathBuf, String> {
     if path.as_os_str().is_empty() {
         return Err("the path is empty".into());
@@ -62,12 +64,67 @@ pub fn check_target(path: &Path) -> Result<PathBuf, String> {
                 }
             ));
         }
+        if let Some(fd) = open_descriptor_of(&meta) {
+            return Err(format!(
+                "{shown} is the file this process has open as {}; results are written to a new \
+                 file renamed over the old one, which would replace it and lose what was \
+                 written there (write the results to a file of their own)",
+                describe_fd(fd)
+            ));
+        }
     }
+    let target = resolve_links(path, &shown)?;
+    pin(path, &target, &shown)?;
+    match std::fs::symlink_metadata(&target) {
+        Ok(meta) => match special_kind(&meta) {
+            None => Ok(target),
+            Some(kind) => Err(format!(
+                "{shown} links to {}, which is {kind}; results are written to a new file \
+                 renamed over the old one, which must not replace {kind}",
+                shorten(&target.display().to_string(), 200)
+            )),
+        },
+        // Nothing there yet: the write creates it.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(target),
+        Err(e) => Err(format!(
+            "cannot inspect {}: {e}",
+            shorten(&target.display().to_string(), 200)
+        )),
+    }
+}
+
+/// Where each output path led the first time this process checked it. A path keeps leading
+/// there: a link planted (or re-aimed) while a run goes on is not followed, so a user who can
+/// write to the output's directory cannot steer a later rewrite into another file.
+static PINNED: std::sync::Mutex<Vec<(PathBuf, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+
+/// Records that `path` leads to `target`, or fails when it led elsewhere before.
+fn pin(path: &Path, target: &Path, shown: &str) -> Result<(), String> {
+    let mut pinned = PINNED.lock().unwrap_or_else(|e| e.into_inner());
+    match pinned.iter().find(|(p, _)| p == path) {
+        Some((_, first)) if first != target => Err(format!(
+            "{shown} now leads to {}, but led to {} when this process first checked it; a link \
+             planted or changed while the program runs is not followed (remove it, or point \
+             the output at a new path)",
+            shorten(&target.display().to_string(), 200),
+            shorten(&first.display().to_string(), 200)
+        )),
+        Some(_) => Ok(()),
+        None => {
+            pinned.push((path.to_path_buf(), target.to_path_buf()));
+            Ok(())
+        }
+    }
+}
+
+/// The end of `path`'s chain of symbolic links (at most 40), without following the last name
+/// if it is not a link. A link that lives in a `/proc/.../fd` directory is an open descriptor
+/// (of this process or another): refused, since what it leads to is not a file of its own.
+fn resolve_links(path: &Path, shown: &str) -> Result<PathBuf, String> {
     let mut target = path.to_path_buf();
     for _ in 0..40 {
         let meta = match std::fs::symlink_metadata(&target) {
             Ok(meta) => meta,
-            // Nothing there yet: the write creates it.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(target),
             Err(e) => {
                 return Err(format!(
@@ -76,25 +133,70 @@ pub fn check_target(path: &Path) -> Result<PathBuf, String> {
                 ))
             }
         };
-        if meta.file_type().is_symlink() {
-            let link = std::fs::read_link(&target)
-                .map_err(|e| format!("cannot read the link {shown}: {e}"))?;
-            target = match target.parent() {
-                Some(dir) if link.is_relative() => dir.join(link),
-                _ => link,
-            };
-            continue;
+        if !meta.file_type().is_symlink() {
+            return Ok(target);
         }
-        return match special_kind(&meta) {
-            None => Ok(target),
-            Some(kind) => Err(format!(
-                "{shown} links to {}, which is {kind}; results are written to a new file \
-                 renamed over the old one, which must not replace {kind}",
+        if in_descriptor_dir(&target) {
+            return Err(format!(
+                "{shown} leads through {}, an open file descriptor, not a file of its own; \
+                 results are written to a new file renamed over the old one, which must never \
+                 replace what a descriptor points to (write the results to a file of their own)",
                 shorten(&target.display().to_string(), 200)
-            )),
+            ));
+        }
+        let link = std::fs::read_link(&target)
+            .map_err(|e| format!("cannot read the link {shown}: {e}"))?;
+        target = match target.parent() {
+            Some(dir) if link.is_relative() => dir.join(link),
+            _ => link,
         };
     }
     Err(format!("{shown}: too many levels of symbolic links"))
+}
+
+/// Whether the link `path` is an entry of a `/proc/<pid>/fd` (or `/dev/fd`, which leads there)
+/// directory: the kernel's magic links to open descriptors.
+fn in_descriptor_dir(path: &Path) -> bool {
+    let Some(dir) = path.parent() else {
+        return false;
+    };
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mut parts = dir.components().map(|c| c.as_os_str().to_string_lossy());
+    let _root = parts.next();
+    let parts: Vec<_> = parts.collect();
+    parts.first().is_some_and(|p| p == "proc") && parts.last().is_some_and(|p| p == "fd")
+}
+
+/// The number of a descriptor this process has open on the file `meta` describes, if any.
+#[cfg(target_os = "linux")]
+fn open_descriptor_of(meta: &std::fs::Metadata) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let entries = std::fs::read_dir("/proc/self/fd").ok()?;
+    let mut fds: Vec<u32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    fds.sort_unstable();
+    fds.into_iter().find(|fd| {
+        std::fs::metadata(format!("/proc/self/fd/{fd}"))
+            .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
+    })
+}
+
+/// Elsewhere only the standard descriptors can be asked about portably; the magic paths are
+/// still refused by [`in_descriptor_dir`] where they exist.
+#[cfg(not(target_os = "linux"))]
+fn open_descriptor_of(_meta: &std::fs::Metadata) -> Option<u32> {
+    None
+}
+
+/// `descriptor 1 (standard output)`, and so on.
+fn describe_fd(fd: u32) -> String {
+    match fd {
+        0 => "descriptor 0 (standard input)".into(),
+        1 => "descriptor 1 (standard output)".into(),
+        2 => "descriptor 2 (standard error)".into(),
+        n => format!("descriptor {n}"),
+    }
 }
 
 /// `text` itself when it has at most `max` characters, else its start and end around `…` and
@@ -109,8 +211,19 @@ pub fn shorten(text: &str, max: usize) -> String {
     format!("{head}…{tail} ({n} characters)")
 }
 
-/// The temporary file [`write_atomic`] writes first, beside `target`.
-pub fn temp_path(target: &Path) -> PathBuf {
+/// The longest a temporary file's name may be in bytes, kept under the 255 of common file
+/// systems whatever the target's name: `.` + at most 200 bytes of the name + `.` + 12 random
+/// characters + `.tmp`.
+const MAX_NAME_PART: usize = 200;
+
+/// Creates a new, empty temporary file in the directory of `target` (which [`check_target`]
+/// resolved), for a write that will be renamed over `target`.
+///
+/// The file is created exclusively (`O_CREAT | O_EXCL`: never a file, link or FIFO that was
+/// there) under an unpredictable name (`.NAME.XXXXXXXXXXXX.tmp`, 12 random characters, the
+/// name shortened so that the whole stays a legal file name), with the mode a plain create
+/// would give (`0666` less the umask). Dropping the returned file removes it.
+pub fn create_temp(target: &Path) -> std::io::Result<tempfile::NamedTempFile> {
     let dir = match target.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -119,29 +232,100 @@ pub fn temp_path(target: &Path) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "prof.json".into());
-    dir.join(format!(".{name}.tmp.{}", std::process::id()))
+    let mut cut = name.len().min(MAX_NAME_PART);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let prefix = format!(".{}.", &name[..cut]);
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp").rand_bytes(12);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    builder.tempfile_in(dir)
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed, then
-/// renamed over the target, so a reader never sees half a file.
+/// Checks, before any work whose results would be lost, that a write to `target` (which
+/// [`check_target`] resolved) can succeed: a file can be created in its directory, and a name
+/// as long as the target's is legal there. It creates a new file exclusively under a random
+/// name of that length and removes it at once, so nothing that exists is opened or emptied.
+pub fn check_writable(target: &Path) -> std::io::Result<()> {
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let len = target.file_name().map_or(0, |n| n.as_encoded_bytes().len());
+    let probe = tempfile::Builder::new()
+        .prefix(".")
+        .suffix("")
+        .rand_bytes(len.saturating_sub(1).max(12))
+        .tempfile_in(dir)?;
+    probe.close()
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file created exclusively in the same
+/// directory (see [`create_temp`]), flushed, then renamed over the target, so a reader never
+/// sees half a file and nothing but the target is ever written.
 ///
 /// A symbolic link is followed (the file it points to is replaced, the link stays). A target
-/// that is not a regular file (a directory, a FIFO, a device such as `/dev/stdout`) is never
-/// replaced: the write fails with [`std::io::ErrorKind::InvalidInput`] (see [`check_target`]).
+/// that is not a regular file (a directory, a FIFO, a device such as `/dev/null`), or that is
+/// one of this process's open descriptors (`/dev/stdout`, `/proc/self/fd/N`, a log that
+/// standard output goes to), is never replaced: the write fails with
+/// [`std::io::ErrorKind::InvalidInput`] (see [`check_target`]). An existing target keeps its
+/// permission bits.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let target = check_target(path)
-        .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
-    let tmp = temp_path(&target);
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, &target)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let invalid = |why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
+    let target = check_target(path).map_err(invalid)?;
+    let mut tmp = create_temp(&target)?;
+    #[cfg(unix)]
+    if let Ok(meta) = std::fs::metadata(&target) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o7777;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
-    result
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    // The target may have changed while the file was written: check it once more, so that a
+    // link or a special file planted meanwhile is not replaced.
+    let again = check_target(path).map_err(invalid)?;
+    if again != target {
+        return Err(invalid(format!(
+            "{} changed while the results were written (it now leads to {}); nothing was \
+             replaced",
+            shorten(&path.display().to_string(), 200),
+            shorten(&again.display().to_string(), 200)
+        )));
+    }
+    if !still_ours(&tmp)? {
+        // Something else was renamed over the temporary name: leave it (it is not ours to
+        // remove) and replace nothing.
+        let _ = tmp.keep();
+        return Err(invalid(format!(
+            "the temporary file for {} was replaced while the results were written; nothing \
+             was replaced",
+            shorten(&path.display().to_string(), 200)
+        )));
+    }
+    tmp.persist(&target).map(drop).map_err(|e| e.error)
+}
+
+/// Whether the temporary file's name still leads to the file this process created.
+fn still_ours(tmp: &tempfile::NamedTempFile) -> std::io::Result<bool> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let ours = tmp.as_file().metadata()?;
+        Ok(std::fs::symlink_metadata(tmp.path())
+            .is_ok_and(|there| there.dev() == ours.dev() && there.ino() == ours.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tmp;
+        Ok(true)
+    }
 }
 
 #[cfg(test)]
@@ -216,6 +400,114 @@ mod tests {
         assert!(err.to_string().contains("names a directory"), "{err}");
         let err = write_atomic(&dir, b"x").unwrap_err();
         assert!(err.to_string().contains("is a directory"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn fresh(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("prof-out-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_old_predictable_temporary_names_are_never_opened() {
+        let dir = fresh("planted");
+        std::fs::write(dir.join("victim"), b"V").unwrap();
+        let target = dir.join("p.json");
+        // What an attacker plants where the old scheme put its temporary file.
+        let old_name = dir.join(format!(".p.json.tmp.{}", std::process::id()));
+        std::os::unix::fs::symlink(dir.join("victim"), &old_name).unwrap();
+        check_writable(&target).unwrap();
+        write_atomic(&target, b"results").unwrap();
+        assert_eq!(std::fs::read(dir.join("victim")).unwrap(), b"V");
+        assert_eq!(std::fs::read(&target).unwrap(), b"results");
+        assert!(std::fs::symlink_metadata(&old_name)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // The temporary name is new each time, and leaves nothing behind.
+        let a = create_temp(&target).unwrap();
+        let b = create_temp(&target).unwrap();
+        assert_ne!(a.path(), b.path());
+        let name = a.path().file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with(".p.json.") && name.ends_with(".tmp"),
+            "{name}"
+        );
+        drop((a, b));
+        let mut left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left.len(), 3, "{left:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_legal_255_byte_name_is_written_and_a_longer_one_refused_early() {
+        let dir = fresh("long");
+        let name = format!("{}.json", "p".repeat(250));
+        assert_eq!(name.len(), 255);
+        let target = dir.join(&name);
+        check_writable(&target).unwrap();
+        write_atomic(&target, b"x").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"x");
+        let too_long = dir.join(format!("{}.json", "p".repeat(251)));
+        let err = check_writable(&too_long).unwrap_err();
+        assert!(err.to_string().contains("too long"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn open_descriptors_are_refused_and_left_alone() {
+        let dir = fresh("descriptors");
+        let log = dir.join("log");
+        std::fs::write(&log, b"earlier lines\n").unwrap();
+        let open = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        use std::os::fd::AsRawFd;
+        let fd = open.as_raw_fd();
+        for path in [
+            log.clone(),
+            PathBuf::from(format!("/proc/self/fd/{fd}")),
+            PathBuf::from(format!("/dev/fd/{fd}")),
+        ] {
+            let err = write_atomic(&path, b"results").unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!("descriptor {fd}")) || text.contains("open file descriptor"),
+                "{}: {text}",
+                path.display()
+            );
+        }
+        // A link of one's own to the log counts too.
+        let link = dir.join("out.json");
+        std::os::unix::fs::symlink(&log, &link).unwrap();
+        assert!(write_atomic(&link, b"results").is_err());
+        drop(open);
+        assert_eq!(std::fs::read(&log).unwrap(), b"earlier lines\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_replaced_target_keeps_its_mode_and_a_new_one_gets_the_umasks() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = fresh("modes");
+        let target = dir.join("p.json");
+        write_atomic(&target, b"one").unwrap();
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        // Whatever the umask, a plain create never gives more than 0666.
+        assert_eq!(mode & !0o666, 0, "{mode:o}");
+        assert_ne!(mode & 0o600, 0, "{mode:o}");
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&target, b"two").unwrap();
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
