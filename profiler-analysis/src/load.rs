@@ -95,13 +95,76 @@ impl fmt::Display for LoadError {
 impl std::error::Error for LoadError {}
 
 /// Reads and checks a profile; a profile without events is an error.
+///
+/// Only a regular file (or a link to one) is read: a FIFO, a device such as `/dev/zero`, a
+/// socket or a directory is refused before anything is read, so that `prof` never blocks on a
+/// pipe nor reads until memory runs out.
 pub fn load_profile(path: impl AsRef<Path>) -> Result<Profile, LoadError> {
     let path = path.as_ref();
-    let text = std::fs::read(path).map_err(|e| match e.kind() {
+    let text = read_regular(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => LoadError::Missing(path.to_path_buf()),
         _ => LoadError::Io(path.to_path_buf(), e),
     })?;
     parse_profile(&text, path)
+}
+
+/// The bytes of the regular file at `path`. Opened without blocking (a FIFO would otherwise
+/// wait for a writer), then checked on the open descriptor, so what is read is what was checked.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        const O_NONBLOCK: i32 = if cfg!(target_os = "linux") {
+            0o4000
+        } else {
+            0x0004
+        };
+        options.custom_flags(O_NONBLOCK);
+    }
+    let mut file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file; prof reads the prof.json a run wrote (copy a \
+                 stream to a file first)",
+                file_kind(&meta)
+            ),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// What a file that is not a regular file is, for messages.
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    let kind = meta.file_type();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a named pipe (FIFO)";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// Parses and checks the bytes of a profile; `path` is used in messages.
@@ -124,13 +187,54 @@ pub fn parse_profile(bytes: &[u8], path: &Path) -> Result<Profile, LoadError> {
         Some(other) => return Err(LoadError::Schema(owned(), Some(other.to_owned()))),
         None => return Err(LoadError::Schema(owned(), None)),
     }
-    let profile: Profile =
-        serde_json::from_value(value).map_err(|e| LoadError::Invalid(owned(), e.to_string()))?;
+    let profile: Profile = serde_path_to_error::deserialize(&value)
+        .map_err(|e| LoadError::Invalid(owned(), shape_error(&value, &e)))?;
     check(&profile).map_err(|why| LoadError::Invalid(owned(), why))?;
     if profile.events.is_empty() {
         return Err(LoadError::NoEvents(owned()));
     }
     Ok(profile)
+}
+
+/// A value of the wrong type or range, named by where it is (`events[3].samples_ns[2]`) and,
+/// inside an event, by the event's id.
+fn shape_error(
+    value: &serde_json::Value,
+    e: &serde_path_to_error::Error<serde_json::Error>,
+) -> String {
+    let at = e.path().to_string();
+    let event = e.path().iter().take(2).collect::<Vec<_>>();
+    let id = match event.as_slice() {
+        [serde_path_to_error::Segment::Map { key }, serde_path_to_error::Segment::Seq { index }]
+            if key == "events" =>
+        {
+            value["events"][*index]["id"]
+                .as_str()
+                .map(|id| shorten(id, 120))
+        }
+        _ => None,
+    };
+    let inner = e.inner().to_string();
+    // serde_json appends its own position, which is the whole document's for a `Value`.
+    let inner = inner.split(" at line ").next().unwrap_or(&inner);
+    match (at.as_str(), id) {
+        (".", _) => inner.to_owned(),
+        (_, Some(id)) => format!("{at} (event `{id}`): {inner}"),
+        (_, None) => format!("{at}: {inner}"),
+    }
+}
+
+/// Beyond this a time is not a measurement: 2^53 ns is 104 days, longer than any run, and
+/// readers that hold JSON numbers as doubles (Perfetto, the HTML page) lose precision past it.
+pub const MAX_NS: u64 = 1 << 53;
+
+/// `N ns (about D days)`, for a time past [`MAX_NS`].
+fn absurd(ns: u64) -> String {
+    format!(
+        "{ns} ns (about {:.0} days; a time above 2^53 ns, about {} days, is not a measurement)",
+        ns as f64 / 86_400e9,
+        MAX_NS / 86_400_000_000_000
+    )
 }
 
 /// The values of `run.mode` the core writes (`PROF_MODE`).
@@ -158,7 +262,11 @@ fn check(profile: &Profile) -> Result<(), String> {
     let count = profile.iterations.count;
     for e in &profile.events {
         check_samples(e, count)?;
+        check_sample_values(e, &profile.run)?;
+        check_stats(e)?;
     }
+    check_warmup(profile)?;
+    check_unique(&profile.events)?;
     check_parents(&profile.events)?;
     check_windows(profile)
 }
@@ -178,10 +286,63 @@ fn check_run(run: &Run) -> Result<(), String> {
     Ok(())
 }
 
+/// Samples are taken after the warmup: a warmup longer than the run that holds samples did
+/// not happen.
+fn check_warmup(profile: &Profile) -> Result<(), String> {
+    let (warmup, count) = (u64::from(profile.run.warmup), profile.iterations.count);
+    let sampled = profile.events.iter().any(|e| !e.samples_ns.is_empty());
+    if sampled && warmup > count {
+        return Err(format!(
+            "run.warmup is {warmup}, but only {count} iterations completed and the events hold \
+             samples (nothing is measured during the warmup)"
+        ));
+    }
+    Ok(())
+}
+
+/// Each event once: no two share an `order`, nor an (id, occurrence, device, stream).
+fn check_unique(events: &[Event]) -> Result<(), String> {
+    let mut orders: HashMap<u32, usize> = HashMap::with_capacity(events.len());
+    let mut keys = HashMap::with_capacity(events.len());
+    for (i, e) in events.iter().enumerate() {
+        if let Some(j) = orders.insert(e.order, i) {
+            return Err(format!(
+                "events[{j}] and events[{i}] both have order {} ({} and {}); each event has a \
+                 place of its own in the iteration's order",
+                e.order,
+                describe(&events[j]),
+                describe(e)
+            ));
+        }
+        let key = (&e.id, e.occurrence, e.merged, e.device, &e.stream);
+        if let Some(j) = keys.insert(key, i) {
+            return Err(format!(
+                "events[{j}] and events[{i}] are the same event: {} appears twice",
+                describe(e)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `iterations`: `count` agrees with `first` and the number of wall times.
 fn check_iterations(profile: &Profile) -> Result<(), String> {
     let run = &profile.run;
     let iterations = &profile.iterations;
+    let mut total: u64 = 0;
+    for (k, &wall) in iterations.wall_ns.iter().enumerate() {
+        total = total.saturating_add(wall);
+        if wall > MAX_NS || total > MAX_NS {
+            return Err(if wall > MAX_NS {
+                format!("iterations.wall_ns[{k}] is {}", absurd(wall))
+            } else {
+                format!(
+                    "iterations.wall_ns adds up to {} by wall_ns[{k}]",
+                    absurd(total)
+                )
+            });
+        }
+    }
     // `wall_ns[k]` is iteration `first + k`, and the last listed is the last completed, except
     // in `continuous` mode, which lists the last completed window's iterations: those of the
     // window still running when the file was written come after them.
@@ -257,6 +418,70 @@ fn check_samples(e: &Event, count: u64) -> Result<(), String> {
             "{}: stats.count is {stats_count} but it has {n} samples_ns (they must be equal for \
              an event that is not merged)",
             describe(e)
+        ));
+    }
+    Ok(())
+}
+
+/// An event's times are times (none past [`MAX_NS`]), and it has no more samples than its
+/// run could take: one per iteration at most (an event is one run of a probe per iteration),
+/// and at most `run.repeat` (the iterations it was armed in, or the active ones in `trace`
+/// mode). A merged event keeps a bounded sample of any number of runs.
+fn check_sample_values(e: &Event, run: &Run) -> Result<(), String> {
+    let times = [("samples_ns", &e.samples_ns), ("offsets_ns", &e.offsets_ns)];
+    for (field, values) in times {
+        if let Some((i, &v)) = values.iter().enumerate().find(|(_, &v)| v > MAX_NS) {
+            return Err(format!("{}: {field}[{i}] is {}", describe(e), absurd(v)));
+        }
+    }
+    let n = e.samples_ns.len() as u64;
+    if !e.merged && n > u64::from(run.repeat) {
+        return Err(format!(
+            "{} has {n} samples, but run.repeat is {}: an event is measured in at most \
+             PROF_REPEAT iterations, once in each",
+            describe(e),
+            run.repeat
+        ));
+    }
+    Ok(())
+}
+
+/// `stats` agree with the samples: min <= median <= p90 <= max and min <= mean <= max; for an
+/// event that is not merged (whose samples are all its runs), min and max are those of the
+/// samples; for a merged one, every sample lies between them.
+fn check_stats(e: &Event) -> Result<(), String> {
+    let s = &e.stats;
+    if s.count == 0 {
+        return Ok(());
+    }
+    let ordered = s.min_ns <= s.median_ns && s.median_ns <= s.p90_ns && s.p90_ns <= s.max_ns;
+    if !ordered || s.mean_ns < s.min_ns || s.mean_ns > s.max_ns {
+        return Err(format!(
+            "{}: its stats do not add up (min_ns {}, median_ns {}, p90_ns {}, max_ns {}, \
+             mean_ns {}; each must lie between min_ns and max_ns, in that order)",
+            describe(e),
+            s.min_ns,
+            s.median_ns,
+            s.p90_ns,
+            s.max_ns,
+            s.mean_ns
+        ));
+    }
+    let (Some(&lo), Some(&hi)) = (e.samples_ns.iter().min(), e.samples_ns.iter().max()) else {
+        return Ok(());
+    };
+    let agree = if e.merged {
+        s.min_ns <= lo && hi <= s.max_ns
+    } else {
+        s.min_ns == lo && s.max_ns == hi
+    };
+    if !agree {
+        return Err(format!(
+            "{}: stats.min_ns {} and stats.max_ns {} disagree with samples_ns, which run from \
+             {lo} to {hi}",
+            describe(e),
+            s.min_ns,
+            s.max_ns
         ));
     }
     Ok(())
@@ -471,6 +696,106 @@ mod tests {
             e.contains("iterations.count is 4") && e.contains("3 wall_ns"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn absurd_values_are_refused_naming_the_field_and_the_event() {
+        type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
+        let cases: Vec<(Edit, &[&str])> = vec![
+            (
+                Box::new(|v| v["events"][1]["samples_ns"][0] = u64::MAX.into()),
+                &["`a::f1`", "samples_ns[0] is 18446744073709551615 ns"],
+            ),
+            (
+                Box::new(|v| v["events"][2]["offsets_ns"][1] = (1u64 << 60).into()),
+                &["`a::f2`", "offsets_ns[1]"],
+            ),
+            (
+                Box::new(|v| {
+                    v["events"][0]["stats"]["min_ns"] = 1_000_000_000u64.into();
+                    v["events"][0]["stats"]["max_ns"] = 1.into();
+                }),
+                &["`a::f`", "stats do not add up", "min_ns 1000000000"],
+            ),
+            (
+                Box::new(|v| v["events"][0]["stats"]["max_ns"] = 9.into()),
+                &["`a::f`", "disagree with samples_ns", "from 1 to 2"],
+            ),
+            (
+                Box::new(|v| v["iterations"]["wall_ns"][1] = u64::MAX.into()),
+                &["iterations.wall_ns[1] is 18446744073709551615 ns"],
+            ),
+            (
+                Box::new(|v| {
+                    let big = serde_json::Value::from(1u64 << 52);
+                    v["iterations"]["wall_ns"] = serde_json::json!([big, big, big]);
+                }),
+                &["iterations.wall_ns adds up to", "by wall_ns[2]"],
+            ),
+            (
+                Box::new(|v| v["run"]["warmup"] = 1_000_000_000u64.into()),
+                &["run.warmup is 1000000000", "only 3 iterations"],
+            ),
+            (
+                Box::new(|v| v["events"][2]["order"] = 1.into()),
+                &["events[1] and events[2] both have order 1"],
+            ),
+            (
+                Box::new(|v| v["events"][2]["id"] = "a::f1".into()),
+                &["events[1] and events[2] are the same event", "`a::f1`"],
+            ),
+            (
+                Box::new(|v| v["run"]["repeat"] = 1.into()),
+                &[
+                    "`a::f` (occurrence 0, order 0) has 2 samples",
+                    "run.repeat is 1",
+                ],
+            ),
+            (
+                Box::new(|v| v["events"][2]["samples_ns"][1] = (-5).into()),
+                &[
+                    "events[2].samples_ns[1] (event `a::f2`)",
+                    "integer `-5`",
+                    "u64",
+                ],
+            ),
+            (
+                Box::new(|v| v["iterations"]["count"] = "many".into()),
+                &["iterations.count: invalid type"],
+            ),
+        ];
+        for (edit, expected) in cases {
+            let e = invalid(&edited(edit));
+            for part in expected {
+                assert!(e.contains(part), "`{part}` not in: {e}");
+            }
+            assert!(!e.contains("at line"), "{e}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn inputs_that_are_not_regular_files_are_refused_without_reading() {
+        let e = load_profile("/dev/zero").unwrap_err().to_string();
+        assert!(
+            e.contains("/dev/zero") && e.contains("character device"),
+            "{e}"
+        );
+        let dir = std::env::temp_dir().join(format!("prof-load-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("p.json");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        // Would block forever if the FIFO were opened for a plain read.
+        let e = load_profile(&fifo).unwrap_err().to_string();
+        assert!(e.contains("named pipe (FIFO)"), "{e}");
+        let e = load_profile(&dir).unwrap_err().to_string();
+        assert!(e.contains("directory"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// What the core really writes stays valid: a recursion past `PROF_MAX_EVENTS` makes merged

@@ -83,6 +83,18 @@ fn diff_of_the_same_build_says_no_regression_and_a_slowed_layer_is_named() {
             for s in e["samples_ns"].as_array_mut().unwrap() {
                 *s = Value::from((s.as_f64().unwrap() * 1.4) as u64);
             }
+            // The stats follow the samples (prof checks that they agree).
+            for key in [
+                "mean_ns",
+                "median_ns",
+                "min_ns",
+                "max_ns",
+                "stddev_ns",
+                "p90_ns",
+            ] {
+                let s = &mut e["stats"][key];
+                *s = Value::from((s.as_f64().unwrap() * 1.4) as u64);
+            }
         }
     }
     let slow = dir.join("slow.json");
