@@ -52,6 +52,9 @@ pub struct Config {
     pub exit: bool,
     /// Bound on distinct events kept (`PROF_MAX_EVENTS`).
     pub max_events: u32,
+    /// Bound on the probes that take part in a run, those registered while it runs included
+    /// (`PROF_MAX_PROBES`); the later ones are not measured.
+    pub max_probes: u32,
     /// `continuous` mode: the most windows kept (`PROF_WINDOWS`); the oldest is dropped first.
     pub windows: u32,
     /// Print the summary table on stderr when the results are written.
@@ -79,6 +82,7 @@ impl Default for Config {
             out: "prof.json".to_owned(),
             exit: false,
             max_events: 4096,
+            max_probes: 4096,
             windows: 100,
             summary: true,
             sample_budget_bytes: 1 << 30,
@@ -91,7 +95,7 @@ impl Default for Config {
 }
 
 /// The variables this build understands, for the unknown-variable warning.
-pub const KNOWN_VARS: [&str; 12] = [
+pub const KNOWN_VARS: [&str; 13] = [
     "PROF_FILTER",
     "PROF_MODE",
     "PROF_WARMUP",
@@ -99,6 +103,7 @@ pub const KNOWN_VARS: [&str; 12] = [
     "PROF_OUT",
     "PROF_EXIT",
     "PROF_MAX_EVENTS",
+    "PROF_MAX_PROBES",
     "PROF_WINDOWS",
     "PROF_NVTX",
     "PROF_CAPTURE",
@@ -151,6 +156,8 @@ impl std::error::Error for ConfigError {}
 pub const MAX_REPEAT: u32 = 1_000_000;
 /// See [`MAX_REPEAT`].
 pub const MAX_EVENTS: u32 = 1_000_000;
+/// The most probes `PROF_MAX_PROBES` may let take part.
+pub const MAX_PROBES: u32 = 1_000_000;
 /// The most windows `continuous` mode may keep (`PROF_WINDOWS`).
 pub const MAX_WINDOWS: u32 = 100_000;
 
@@ -287,6 +294,9 @@ impl Config {
         if let Some(value) = lookup("PROF_MAX_EVENTS") {
             config.max_events = parse_count("PROF_MAX_EVENTS", &value, 1, MAX_EVENTS)?;
         }
+        if let Some(value) = lookup("PROF_MAX_PROBES") {
+            config.max_probes = parse_count("PROF_MAX_PROBES", &value, 1, MAX_PROBES)?;
+        }
         if let Some(value) = lookup("PROF_WINDOWS") {
             config.windows = parse_count("PROF_WINDOWS", &value, 1, MAX_WINDOWS)?;
         }
@@ -350,6 +360,12 @@ impl Config {
             return Err(ConfigError::new(
                 "PROF_MAX_EVENTS",
                 format!("error: PROF_MAX_EVENTS must be from 1 to {MAX_EVENTS}"),
+            ));
+        }
+        if self.max_probes == 0 || self.max_probes > MAX_PROBES {
+            return Err(ConfigError::new(
+                "PROF_MAX_PROBES",
+                format!("error: PROF_MAX_PROBES must be from 1 to {MAX_PROBES}"),
             ));
         }
         Ok(())
@@ -569,12 +585,13 @@ mod tests {
             ("PROF_REPEAT", " 7 "),
             ("PROF_EXIT", "1"),
             ("PROF_MAX_EVENTS", "12"),
+            ("PROF_MAX_PROBES", "34"),
             ("PROF_FILTER", "layer=mlp"),
         ])
         .unwrap();
         assert_eq!(
-            (c.mode, c.warmup, c.repeat, c.max_events),
-            (Mode::Trace, 0, 7, 12)
+            (c.mode, c.warmup, c.repeat, c.max_events, c.max_probes),
+            (Mode::Trace, 0, 7, 12, 34)
         );
         assert!(c.exit);
         assert_eq!(c.filter.source(), "layer=mlp");
@@ -591,6 +608,11 @@ mod tests {
         assert!(e.to_string().contains("at least 1"), "{e}");
         let e = config(&[("PROF_MAX_EVENTS", "99999999999")]).unwrap_err();
         assert!(e.to_string().contains("too large"), "{e}");
+        let e = config(&[("PROF_MAX_PROBES", "0")]).unwrap_err();
+        assert_eq!(e.var, "PROF_MAX_PROBES");
+        assert!(e.to_string().contains("at least 1"), "{e}");
+        let e = config(&[("PROF_MAX_PROBES", "2000000")]).unwrap_err();
+        assert!(e.to_string().contains("from 1 to 1000000"), "{e}");
         let e = config(&[("PROF_REPEAT", "5000000")]).unwrap_err();
         assert!(e.to_string().contains("from 1 to 1000000"), "{e}");
         let e = config(&[("PROF_REPEAT", "")]).unwrap_err();

@@ -30,7 +30,13 @@ use crate::timer::ProbeGuard;
 /// ```
 ///
 /// Characters a `PROF_FILTER` value cannot hold (anything but `[A-Za-z0-9_.:/-]`) become `_`, so
-/// that every listed name can be typed into a filter.
+/// that every listed name can be typed into a filter. Two names that become the same (`a b`
+/// and `a_b`) stay two probes: the second's id ends in `.2` (as for any two probes with the
+/// same id), so each can be selected on its own.
+///
+/// At most `PROF_MAX_PROBES` probes (default 4096) take part in a run, those registered while
+/// it runs included; the ones past it cost one atomic load and a branch, and a warning names
+/// the first of them.
 #[derive(Clone, Copy, Debug)]
 pub struct RuntimeProbe {
     desc: &'static Descriptor,
@@ -88,12 +94,14 @@ type SiteKey = (&'static str, String, String, Option<String>, Option<String>);
 /// Registers `site` (or returns its descriptor if it is registered already).
 pub(crate) fn register(site: Site<'_>) -> &'static Descriptor {
     static INTERNED: OnceLock<Mutex<HashMap<SiteKey, &'static Descriptor>>> = OnceLock::new();
+    // Keyed by the names as given: two names that differ only in characters a filter cannot
+    // hold (`a b`, `a_b`) are two probes, and the registry gives the second id a `.2`.
     let key: SiteKey = (
         site.kind.as_str(),
-        clean(site.module),
-        clean(site.name),
-        site.layer.map(clean),
-        site.phase.map(clean),
+        site.module.to_owned(),
+        site.name.to_owned(),
+        site.layer.map(str::to_owned),
+        site.phase.map(str::to_owned),
     );
     let mut interned = crate::sync::lock(INTERNED.get_or_init(Default::default));
     if let Some(desc) = interned.get(&key) {
@@ -101,11 +109,11 @@ pub(crate) fn register(site: Site<'_>) -> &'static Descriptor {
     }
     let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
     let desc: &'static Descriptor = Box::leak(Box::new(Descriptor::new(StaticInfo {
-        name: leak(&key.2),
-        layer: key.3.as_deref().map(leak),
-        phase: key.4.as_deref().map(leak),
+        name: leak(&clean(site.name)),
+        layer: site.layer.map(|l| leak(&clean(l))),
+        phase: site.phase.map(|p| leak(&clean(p))),
         kind: site.kind,
-        module: leak(&key.1),
+        module: leak(&clean(site.module)),
         file: leak(site.file),
         line: site.line,
         anchor: no_anchor,

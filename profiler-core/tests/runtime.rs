@@ -132,3 +132,116 @@ fn names_are_made_filter_safe() {
     assert_eq!(info.phase, Some("f_w_d"));
     assert_eq!(RuntimeProbe::new("", None, None).name(), "_");
 }
+
+/// Two names that become the same once made filter-safe stay two probes, with distinct ids.
+#[test]
+fn names_that_collide_once_made_safe_stay_two_probes() {
+    let spaced = RuntimeProbe::new("collide a", Some("collide_test"), None);
+    let underscored = RuntimeProbe::new("collide_a", Some("collide_test"), None);
+    assert_eq!(spaced.name(), underscored.name());
+    let ids: Vec<String> = profiler_core::probes()
+        .into_iter()
+        .filter(|p| p.name == "collide_a")
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_ne!(ids[0], ids[1]);
+    assert!(ids.contains(&"collide_a.2".to_owned()), "{ids:?}");
+    // The same name again is the same probe.
+    let again = RuntimeProbe::new("collide a", Some("collide_test"), None);
+    assert_eq!(
+        profiler_core::probes()
+            .into_iter()
+            .filter(|p| p.name == "collide_a")
+            .count(),
+        2
+    );
+    let _ = again;
+}
+
+/// `PROF_MAX_PROBES` bounds the probes that take part, those selected at start-up and those
+/// registered while the run goes on: the ones past it are not measured.
+#[test]
+fn at_most_max_probes_take_part() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let before: Vec<RuntimeProbe> = (0..4)
+        .map(|i| RuntimeProbe::new(&format!("cap.before.{i}"), Some("cap_test"), None))
+        .collect();
+    let config = Config {
+        filter: Filter::parse("layer=cap_test").unwrap(),
+        mode: Mode::Trace,
+        warmup: 2,
+        repeat: 3,
+        max_probes: 6,
+        out: std::env::temp_dir()
+            .join(format!("prof-runtime-{}-cap.json", std::process::id()))
+            .display()
+            .to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let _g = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    // Probes the filter does not select take no room.
+    let _others: Vec<RuntimeProbe> = (0..3)
+        .map(|i| RuntimeProbe::new(&format!("cap.other.{i}"), Some("elsewhere"), None))
+        .collect();
+    // Registered during warmup: two fit under the cap of 6, the other three do not.
+    let after: Vec<RuntimeProbe> = (0..5)
+        .map(|i| RuntimeProbe::new(&format!("cap.after.{i}"), Some("cap_test"), None))
+        .collect();
+    for _ in 0..5 {
+        for p in before.iter().chain(&after) {
+            p.measure(|| clock.advance(7));
+        }
+        profiler_core::step();
+    }
+    let p = profiler_core::snapshot().unwrap();
+    let mut names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "cap.after.0",
+            "cap.after.1",
+            "cap.before.0",
+            "cap.before.1",
+            "cap.before.2",
+            "cap.before.3"
+        ]
+    );
+    assert!(p.events.iter().all(|e| e.samples_ns == [7; 3]));
+}
+
+/// The cap applies to the probes selected at start-up too: the first registered take part.
+#[test]
+fn a_selection_past_max_probes_keeps_the_first_registered() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let probes: Vec<RuntimeProbe> = (0..10)
+        .map(|i| RuntimeProbe::new(&format!("first.{i}"), Some("first_test"), None))
+        .collect();
+    let config = Config {
+        filter: Filter::parse("layer=first_test").unwrap(),
+        mode: Mode::Trace,
+        warmup: 1,
+        repeat: 2,
+        max_probes: 3,
+        out: std::env::temp_dir()
+            .join(format!("prof-runtime-{}-first.json", std::process::id()))
+            .display()
+            .to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let _g = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    for _ in 0..3 {
+        for p in &probes {
+            p.measure(|| clock.advance(1));
+        }
+        profiler_core::step();
+    }
+    let p = profiler_core::snapshot().unwrap();
+    let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["first.0", "first.1", "first.2"]);
+}

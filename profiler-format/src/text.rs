@@ -19,11 +19,35 @@ pub fn human_ns(ns: f64) -> String {
     }
 }
 
+/// The widest a cell of a table may be, in characters: a name of 10 kB must not make every
+/// line of a summary as wide (the JSON outputs keep names whole).
+pub const MAX_CELL: usize = 64;
+
+/// `text` itself when it has at most `max` characters, else its start and end around `…`, in
+/// `max` characters (the end is kept because that is where names differ: `.2`, `#3`).
+pub fn clip(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max || max < 3 {
+        return text.to_owned();
+    }
+    let head = (max - 1) / 2;
+    let tail = max - 1 - head;
+    let mut out: String = text.chars().take(head).collect();
+    out.push('…');
+    out.extend(text.chars().skip(n - tail));
+    out
+}
+
 /// Aligned columns: the first `left` columns left-aligned, the others right-aligned; each
-/// line starts with two spaces and ends with a newline.
+/// line starts with two spaces and ends with a newline. A cell longer than [`MAX_CELL`]
+/// characters is shortened (see [`clip`]).
 pub fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| clip(cell, MAX_CELL)).collect())
+        .collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
@@ -41,7 +65,7 @@ pub fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> String {
         l.trim_end().to_owned() + "\n"
     };
     let mut out = line(headers);
-    for row in rows {
+    for row in &rows {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
         out.push_str(&line(&cells));
     }
@@ -61,4 +85,23 @@ pub fn signed_percent(v: f64) -> String {
 /// An optional key's text, `-` when absent.
 pub fn opt(v: &Option<String>) -> String {
     v.clone().unwrap_or_else(|| "-".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_cells_are_clipped_in_the_middle() {
+        assert_eq!(clip("short", 10), "short");
+        let long = format!("{}.2", "a".repeat(10_000));
+        let clipped = clip(&long, MAX_CELL);
+        assert_eq!(clipped.chars().count(), MAX_CELL);
+        assert!(
+            clipped.ends_with("a.2") && clipped.contains('…'),
+            "{clipped}"
+        );
+        let table = aligned(&["name", "n"], &[vec![long, "1".into()]], 1);
+        assert!(table.lines().all(|l| l.chars().count() < 80), "{table}");
+    }
 }

@@ -253,16 +253,18 @@ pub(crate) struct Plan {
 }
 
 impl Schedule {
-    /// The schedule of a session over `selected` probes, with room for `reserve` more
-    /// registered while it runs.
-    pub(crate) fn new(config: &Config, selected: usize, reserve: usize, hooks: Hooks) -> Schedule {
-        // One merged event per selected probe and lane beyond the bound, and room for probes
-        // registered while the session runs.
-        let capacity = config.max_events as usize + selected + reserve;
+    /// The schedule of a session over at most `config.max_probes` probes, those registered
+    /// while it runs included.
+    pub(crate) fn new(config: &Config, hooks: Hooks) -> Schedule {
+        // One merged event per probe taking part beyond the bound on events.
+        let max_probes = config.max_probes as usize;
+        let capacity = config.max_events as usize + max_probes;
         let measure_first = config.mode == Mode::Trace && config.warmup == 0;
         Schedule {
             events: (0..capacity).map(|_| OnceLock::new()).collect(),
-            routes: (0..registry().len() + reserve)
+            // Indexed by registry entry: room for `max_probes` registrations after this one
+            // (selected or not), of which at most `max_probes` in all take part.
+            routes: (0..registry().len() + max_probes)
                 .map(|_| ProbeRoute::default())
                 .collect(),
             armed_event: AtomicU32::new(NONE),

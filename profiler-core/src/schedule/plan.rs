@@ -252,7 +252,9 @@ impl Schedule {
             c.warned_budget = true;
             eprintln!(
                 "profiler-core: warning: {} events are left out: their samples would need more \
-                 than {} MiB (PROF_REPEAT={} slots each); lower PROF_REPEAT or narrow PROF_FILTER",
+                 than {} MiB ({} slots per event (PROF_REPEAT), {RESERVOIR} per merged event, \
+                 {SAMPLE_BYTES} bytes a slot); lower PROF_REPEAT, PROF_MAX_EVENTS or \
+                 PROF_MAX_PROBES, or narrow PROF_FILTER",
                 c.events_over_budget,
                 self.sample_budget_bytes >> 20,
                 self.repeat

@@ -27,9 +27,6 @@ use crate::record::Resolved;
 use crate::registry::registry;
 use crate::schedule::{Hooks, Plan, Schedule};
 
-/// Events (and routing tables) kept free for probes registered while a session runs.
-const RUNTIME_RESERVE: usize = 1024;
-
 /// Cold-path state, behind one lock.
 #[derive(Debug, Default)]
 pub(crate) struct Control {
@@ -92,8 +89,12 @@ pub struct Session {
     pub(crate) background_writing: AtomicBool,
     /// A background write failed (said once).
     pub(crate) background_failed: AtomicBool,
-    /// More probes were registered at run time than there is room for (said once).
+    /// More probes were registered at run time than `PROF_MAX_PROBES` leaves room for (said
+    /// once).
     pub(crate) too_many_runtime: AtomicBool,
+    /// How many probes the registry held when the session started: those were selected (or
+    /// not) then; a later one is adopted when it registers.
+    pub(crate) registered_at_start: usize,
 }
 
 static CURRENT: AtomicPtr<Session> = AtomicPtr::new(std::ptr::null_mut());
@@ -120,6 +121,22 @@ pub(crate) fn install(session: Session) -> &'static Session {
     leaked
 }
 
+/// Keeps the first `max` selected probes (in registration order) and says how many are left
+/// out: each probe that takes part may reserve sample storage (up to a merged event's
+/// reservoir), so their number bounds the memory and the cost of a step.
+fn cap_probes(selected: &mut Vec<usize>, max: usize) {
+    if selected.len() <= max {
+        return;
+    }
+    eprintln!(
+        "profiler-core: warning: the filter selects {} probes; the first {max} take part and \
+         the other {} are not measured (PROF_MAX_PROBES={max}: raise it, or narrow PROF_FILTER)",
+        selected.len(),
+        selected.len() - max
+    );
+    selected.truncate(max);
+}
+
 impl Session {
     /// A session over the registered probes that `config.filter` selects.
     pub(crate) fn new(
@@ -131,13 +148,15 @@ impl Session {
         for entry in reg.iter() {
             entry.desc.state.store(State::Off, Relaxed);
         }
-        let selected: Vec<usize> = if config.mode == Mode::Off {
+        let registered_at_start = reg.len();
+        let mut selected: Vec<usize> = if config.mode == Mode::Off {
             Vec::new()
         } else {
-            (0..reg.len())
+            (0..registered_at_start)
                 .filter(|&i| reg.entry(i).selected_by(&config.filter))
                 .collect()
         };
+        cap_probes(&mut selected, config.max_probes as usize);
         let measure_first = config.mode == Mode::Trace && config.warmup == 0;
         let learning = config.mode != Mode::Off && (config.warmup > 0 || measure_first);
         let control = Control {
@@ -173,7 +192,7 @@ impl Session {
             any: device.is_some() && (nvtx || config.sync >= 2),
         };
         Session {
-            schedule: Schedule::new(&config, selected.len(), RUNTIME_RESERVE, hooks),
+            schedule: Schedule::new(&config, hooks),
             floor_ns: clock.empty_measurement_ns(),
             device,
             kernels_on: AtomicBool::new(false),
@@ -186,6 +205,7 @@ impl Session {
             background_writing: AtomicBool::new(false),
             background_failed: AtomicBool::new(false),
             too_many_runtime: AtomicBool::new(false),
+            registered_at_start,
         }
     }
 
@@ -213,20 +233,26 @@ impl Session {
             return;
         }
         let e = registry().entry(entry);
-        if !e.selected_by(&self.config.filter) {
-            return;
-        }
-        if entry >= self.schedule.routes.len() {
-            if !self.too_many_runtime.swap(true, Relaxed) {
-                eprintln!(
-                    "profiler-core: warning: more than {RUNTIME_RESERVE} probes were registered \
-                     while this session runs; the later ones are not measured"
-                );
-            }
+        // A probe registered before the session started was selected (or not) then.
+        if entry < self.registered_at_start || !e.selected_by(&self.config.filter) {
             return;
         }
         let mut c = lock(&self.control);
-        if c.finished || c.written || c.plan.selected.contains(&entry) {
+        if c.finished || c.written {
+            return;
+        }
+        let max = self.config.max_probes as usize;
+        if entry >= self.schedule.routes.len() || c.plan.selected.len() >= max {
+            drop(c);
+            if !self.too_many_runtime.swap(true, Relaxed) {
+                eprintln!(
+                    "profiler-core: warning: probe `{}` and any registered after it are not \
+                     measured: PROF_MAX_PROBES={max} probes take part in a run, those \
+                     registered while it runs included (raise PROF_MAX_PROBES, or narrow \
+                     PROF_FILTER)",
+                    profiler_format::text::clip(e.desc.info.name, 80)
+                );
+            }
             return;
         }
         c.plan.selected.push(entry);
