@@ -410,6 +410,73 @@ fn profiles_that_do_not_add_up_are_refused() {
     }
 }
 
+/// Absurd values exit 2 naming the field and the event; inputs that are not regular files are
+/// refused without reading them (a FIFO would block, `/dev/zero` would fill memory).
+#[test]
+fn absurd_values_and_inputs_that_are_not_files_exit_2() {
+    let dir = scratch("absurd");
+    let cases = [
+        (
+            mutated(&dir, "huge-sample.json", |v| {
+                v["events"][1]["samples_ns"][0] = u64::MAX.into()
+            }),
+            vec!["samples_ns[0] is 18446744073709551615 ns"],
+        ),
+        (
+            mutated(&dir, "min-max.json", |v| {
+                v["events"][1]["stats"]["min_ns"] = 1_000_000_000u64.into();
+                v["events"][1]["stats"]["max_ns"] = 1.into();
+            }),
+            vec!["stats do not add up"],
+        ),
+        (
+            mutated(&dir, "wall.json", |v| {
+                v["iterations"]["wall_ns"][3] = u64::MAX.into()
+            }),
+            vec!["iterations.wall_ns[3]"],
+        ),
+        (
+            mutated(&dir, "warmup.json", |v| {
+                v["run"]["warmup"] = 1_000_000_000u64.into()
+            }),
+            vec!["run.warmup is 1000000000"],
+        ),
+        (
+            mutated(&dir, "duplicate.json", |v| {
+                let first = v["events"][0].clone();
+                v["events"].as_array_mut().unwrap().push(first);
+            }),
+            vec!["both have order"],
+        ),
+        (
+            mutated(&dir, "negative.json", |v| {
+                v["events"][2]["samples_ns"][0] = (-5).into()
+            }),
+            vec!["events[2].samples_ns[0] (event `", "-5"],
+        ),
+    ];
+    for (file, expected) in &cases {
+        let err = fails_with_2(&["report", p(file)]);
+        for word in expected {
+            assert!(
+                err.contains(word),
+                "{}: {word:?} not in:\n{err}",
+                file.display()
+            );
+        }
+    }
+    let err = fails_with_2(&["report", "/dev/zero"]);
+    assert!(err.contains("character device"), "{err}");
+    let fifo = dir.join("pipe.json");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let err = fails_with_2(&["report", p(&fifo)]);
+    assert!(err.contains("named pipe (FIFO)"), "{err}");
+}
+
 /// Every stored profile still loads: the checks refuse nothing the core writes.
 #[test]
 fn every_stored_profile_loads() {
