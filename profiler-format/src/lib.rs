@@ -8,6 +8,7 @@
 //! `prof` tool build on it without the runtime or the macros.
 #![warn(missing_docs)]
 
+pub mod breakdown;
 pub mod identity;
 pub mod json;
 pub mod measure;

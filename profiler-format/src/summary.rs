@@ -175,6 +175,9 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
         "  {}",
         perturbation_line(&profile.run.mode, perturbation.as_ref())
     );
+    if let Some(breakdown) = crate::breakdown::breakdown(profile).filter(|_| !events.is_empty()) {
+        let _ = writeln!(out, "  {}", breakdown.line());
+    }
     if let (Some(first), Some(last)) = (profile.windows.first(), profile.windows.last()) {
         // Continuous mode: drift takes a bootstrap per event, left to `prof report`.
         let _ = writeln!(

@@ -1,0 +1,401 @@
+//! Where the mean iteration goes: its time split into categories (by phase: `data`, `h2d`,
+//! `fwd`, `bwd`, `comm`, `update`, and any other a probe names) plus `other`, the time no
+//! top-level event covers; and the largest stretches of the iteration that no probe covers,
+//! with the probes on either side, so that a user knows where to put the next `probe!`.
+//!
+//! Built on the same [`measure`] rows as the summary and `prof report`:
+//! - a category's time is the sum of its top-level events' time per iteration (`total_ns`: mean
+//!   × calls per iteration); a nested event is inside its parent's time and counts there;
+//! - `other` is the mean measured iteration minus the categories (never below 0), so that the
+//!   categories and `other` add up to the mean iteration;
+//! - when the top-level events add up to more than the iteration (they overlap: several
+//!   threads), `other` is 0 and `overlap_ns` says by how much the categories exceed it;
+//! - the uncovered stretches come from the average iteration the warmup and the samples
+//!   describe (as `prof trace` draws it in `sample` mode): each top-level event placed at its
+//!   median offset from the iteration's start (or right after the previous one, if that ends
+//!   later), lasting its median run × calls per iteration. The stretches before the first
+//!   event, between two events and after the last (up to the end of the mean iteration) are
+//!   the gaps. In `sample` mode each event is measured in iterations of its own, so on a busy
+//!   machine these positions are approximate; in `trace` mode they come from the same
+//!   iterations.
+//!
+//! Events timed on a device stream are left out: their time runs on the device, beside the
+//! CPU's.
+
+use serde::Serialize;
+
+use crate::measure::{measure, EventRow};
+use crate::stats;
+use crate::text::{human_ns, percent};
+use crate::Profile;
+
+/// The phases in the order an iteration usually runs them; others follow in execution order.
+pub const PHASES: [&str; 6] = ["data", "h2d", "fwd", "bwd", "comm", "update"];
+
+/// The category of top-level events without a `phase`.
+pub const NO_PHASE: &str = "(no phase)";
+
+/// The category of the time no top-level event covers.
+pub const OTHER: &str = "other";
+
+/// How many uncovered stretches are listed, largest first.
+pub const GAPS: usize = 3;
+
+/// The breakdown of a profile's mean iteration.
+#[derive(Clone, Debug, Serialize)]
+pub struct Breakdown {
+    /// Mean wall time of the measured iterations.
+    pub iteration_ns: f64,
+    /// One row per category, `other` last (always present).
+    pub categories: Vec<Category>,
+    /// Time by which the categories exceed the iteration (top-level events that overlap); 0
+    /// when they do not.
+    pub overlap_ns: f64,
+    /// The largest stretches of the average iteration that no top-level event covers, largest
+    /// first (at most [`GAPS`]).
+    pub gaps: Vec<Gap>,
+}
+
+/// One category of the breakdown.
+#[derive(Clone, Debug, Serialize)]
+pub struct Category {
+    /// The phase, [`NO_PHASE`], or [`OTHER`].
+    pub name: String,
+    /// Time per iteration.
+    pub total_ns: f64,
+    /// `total_ns` over the mean iteration.
+    pub share: f64,
+    /// How many top-level events it holds (0 for `other`).
+    pub events: u32,
+}
+
+/// A stretch of the average iteration that no top-level event covers.
+#[derive(Clone, Debug, Serialize)]
+pub struct Gap {
+    /// Where it starts, from the start of the iteration (the previous `step()`).
+    pub start_ns: f64,
+    /// How long it is.
+    pub len_ns: f64,
+    /// `len_ns` over the mean iteration.
+    pub share: f64,
+    /// The event that ends where it starts; `None` at the start of the iteration.
+    pub after: Option<Site>,
+    /// The event that starts where it ends; `None` at the end of the iteration (`step()`).
+    pub before: Option<Site>,
+}
+
+/// An event beside a gap: what it is and where it is in the source.
+#[derive(Clone, Debug, Serialize)]
+pub struct Site {
+    /// The event's label (`layer/phase name#occurrence`).
+    pub label: String,
+    /// Its probe's id.
+    pub id: String,
+    /// `file:line` of its annotation.
+    pub location: String,
+}
+
+/// A top-level event placed on the average iteration.
+struct Placed {
+    index: usize,
+    start: f64,
+    end: f64,
+}
+
+/// The breakdown of `profile`'s mean iteration; `None` without a measured iteration.
+pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
+    let measures = measure(profile, f64::INFINITY, f64::INFINITY);
+    let iteration_ns = measures.iteration.mean_ns;
+    if !(iteration_ns > 0.0) {
+        return None;
+    }
+    let top: Vec<usize> = (0..profile.events.len())
+        .filter(|&i| is_top_level(profile, &measures.events, i))
+        .collect();
+    let mut categories = categories(profile, &measures.events, &top, iteration_ns);
+    let covered: f64 = categories.iter().map(|c| c.total_ns).sum();
+    let other_ns = (iteration_ns - covered).max(0.0);
+    categories.push(Category {
+        name: OTHER.to_owned(),
+        total_ns: other_ns,
+        share: other_ns / iteration_ns,
+        events: 0,
+    });
+    let placed = place(profile, &measures.events, &top);
+    Some(Breakdown {
+        iteration_ns,
+        categories,
+        overlap_ns: (covered - iteration_ns).max(0.0),
+        gaps: gaps(profile, &placed, iteration_ns),
+    })
+}
+
+/// Whether event `i` (row `rows[i]`) is a top-level event with samples, timed on the CPU.
+fn is_top_level(profile: &Profile, rows: &[EventRow], i: usize) -> bool {
+    rows[i].depth == 0 && rows[i].samples > 0 && profile.events[i].device.is_none()
+}
+
+/// The categories of the top-level events `top`, in [`PHASES`] order, then the others in
+/// execution order, then [`NO_PHASE`].
+fn categories(
+    profile: &Profile,
+    rows: &[EventRow],
+    top: &[usize],
+    iteration_ns: f64,
+) -> Vec<Category> {
+    let mut by_order: Vec<usize> = top.to_vec();
+    by_order.sort_by_key(|&i| profile.events[i].order);
+    let mut names: Vec<String> = PHASES.iter().map(|p| (*p).to_owned()).collect();
+    for &i in &by_order {
+        let name = category_of(profile, i);
+        if !names.contains(&name) && name != NO_PHASE {
+            names.push(name);
+        }
+    }
+    names.push(NO_PHASE.to_owned());
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let members: Vec<usize> = top
+                .iter()
+                .copied()
+                .filter(|&i| category_of(profile, i) == name)
+                .collect();
+            if members.is_empty() {
+                return None;
+            }
+            let total_ns: f64 = members.iter().map(|&i| rows[i].total_ns).sum();
+            Some(Category {
+                name,
+                total_ns,
+                share: total_ns / iteration_ns,
+                events: members.len() as u32,
+            })
+        })
+        .collect()
+}
+
+/// The category of event `i`: its phase, or [`NO_PHASE`].
+fn category_of(profile: &Profile, i: usize) -> String {
+    profile.events[i]
+        .phase
+        .clone()
+        .unwrap_or_else(|| NO_PHASE.to_owned())
+}
+
+/// The top-level events on the average iteration, in order of their median offset, none
+/// starting before the previous one ends.
+fn place(profile: &Profile, rows: &[EventRow], top: &[usize]) -> Vec<Placed> {
+    let mut at: Vec<(f64, usize)> = top
+        .iter()
+        .map(|&i| {
+            let offsets = stats::as_f64(&profile.events[i].offsets_ns);
+            (stats::median(&offsets), i)
+        })
+        .collect();
+    at.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut placed: Vec<Placed> = Vec::with_capacity(at.len());
+    let mut end = 0.0f64;
+    for (offset, i) in at {
+        let start = offset.max(end);
+        // The median run, not the mean: in `sample` mode each event is measured in
+        // iterations of its own, and one slow iteration must not shift every later event.
+        end = start + rows[i].median_ns * rows[i].calls_per_iter;
+        placed.push(Placed {
+            index: i,
+            start,
+            end,
+        });
+    }
+    placed
+}
+
+/// The largest stretches of `[0, iteration_ns]` that `placed` leaves uncovered.
+fn gaps(profile: &Profile, placed: &[Placed], iteration_ns: f64) -> Vec<Gap> {
+    let site = |p: &Placed| {
+        let e = &profile.events[p.index];
+        Site {
+            label: e.identity().label(),
+            id: e.id.clone(),
+            location: format!("{}:{}", e.file, e.line),
+        }
+    };
+    let mut gaps = Vec::new();
+    let mut cursor = 0.0f64;
+    let mut previous: Option<&Placed> = None;
+    for p in placed.iter().chain(std::iter::once(&Placed {
+        index: usize::MAX,
+        start: iteration_ns,
+        end: iteration_ns,
+    })) {
+        let len = p.start.min(iteration_ns) - cursor;
+        if len > 0.0 {
+            gaps.push(Gap {
+                start_ns: cursor,
+                len_ns: len,
+                share: len / iteration_ns,
+                after: previous.map(site),
+                before: (p.index != usize::MAX).then(|| site(p)),
+            });
+        }
+        cursor = cursor.max(p.end);
+        previous = (p.index != usize::MAX).then_some(p);
+    }
+    gaps.sort_by(|a, b| b.len_ns.total_cmp(&a.len_ns));
+    gaps.truncate(GAPS);
+    gaps
+}
+
+impl Breakdown {
+    /// One line for the end-of-run summary: each category's share, `other`, and the largest
+    /// stretch no probe covers.
+    pub fn line(&self) -> String {
+        let shares: Vec<String> = self
+            .categories
+            .iter()
+            .map(|c| format!("{} {}", c.name, percent(c.share)))
+            .collect();
+        let mut line = format!(
+            "breakdown of the mean iteration ({}): {}",
+            human_ns(self.iteration_ns),
+            shares.join(", ")
+        );
+        if self.overlap_ns > 0.0 {
+            line.push_str(&format!(
+                " (the categories exceed the mean iteration by {}: top-level events overlap, \
+                 on several threads, or were measured in slower iterations)",
+                human_ns(self.overlap_ns)
+            ));
+        }
+        if let Some(gap) = self.gaps.first() {
+            line.push_str(&format!(
+                "; largest stretch no probe covers: {} {}",
+                human_ns(gap.len_ns),
+                gap.describe()
+            ));
+        }
+        line
+    }
+}
+
+impl Gap {
+    /// `after X (file:line)` / `before Y (file:line)`, for people.
+    pub fn describe(&self) -> String {
+        let after = match &self.after {
+            Some(s) => format!("after {} ({})", s.label, s.location),
+            None => "from the start of the iteration".to_owned(),
+        };
+        let before = match &self.before {
+            Some(s) => format!("before {} ({})", s.label, s.location),
+            None => "until step()".to_owned(),
+        };
+        format!("{after}, {before}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Event, Iterations, Run, Stats, SCHEMA};
+
+    fn event(order: u32, name: &str, phase: Option<&str>, offset: u64, dur: u64) -> Event {
+        Event {
+            id: format!("t::{name}"),
+            name: name.to_owned(),
+            layer: None,
+            phase: phase.map(str::to_owned),
+            kind: "fn".to_owned(),
+            module: "t".to_owned(),
+            file: "t.rs".to_owned(),
+            line: 10 + order,
+            occurrence: 0,
+            order,
+            device: None,
+            stream: None,
+            merged: false,
+            parent: None,
+            samples_ns: vec![dur; 4],
+            offsets_ns: vec![offset; 4],
+            sample_iters: vec![2, 3, 4, 5],
+            stats: Stats::of(&[dur; 4]),
+            gpu: None,
+        }
+    }
+
+    fn profile(events: Vec<Event>, wall: u64) -> Profile {
+        Profile {
+            schema: SCHEMA.to_owned(),
+            complete: true,
+            run: Run {
+                program: "t".into(),
+                pid: 1,
+                host: "h".into(),
+                rank: 0,
+                mode: "sample".into(),
+                filter: String::new(),
+                warmup: 2,
+                repeat: 4,
+                clock: "fake".into(),
+                max_events: 4096,
+                timer_floor_ns: 0,
+                profiler_version: String::new(),
+                windows: None,
+            },
+            iterations: Iterations {
+                count: 6,
+                first: 0,
+                wall_ns: vec![wall; 6],
+            },
+            events,
+            windows: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn categories_and_other_add_up_to_the_mean_iteration() {
+        let mut child = event(2, "inner", Some("fwd"), 150, 50);
+        child.parent = Some(1);
+        let p = profile(
+            vec![
+                event(0, "load", Some("data"), 0, 100),
+                event(1, "forward", Some("fwd"), 100, 300),
+                child,
+                event(3, "backward", Some("bwd"), 700, 250),
+                event(4, "misc", None, 950, 10),
+            ],
+            1000,
+        );
+        let b = breakdown(&p).unwrap();
+        let names: Vec<&str> = b.categories.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["data", "fwd", "bwd", NO_PHASE, OTHER]);
+        let total: f64 = b.categories.iter().map(|c| c.total_ns).sum();
+        assert_eq!(total, 1000.0);
+        // The nested event counts inside its parent, not again.
+        assert_eq!(b.categories[1].total_ns, 300.0);
+        assert_eq!(b.categories[4].total_ns, 1000.0 - 660.0);
+        assert_eq!(b.overlap_ns, 0.0);
+        // The largest uncovered stretch: 300 ns between forward and backward.
+        let g = &b.gaps[0];
+        assert_eq!((g.start_ns, g.len_ns), (400.0, 300.0));
+        assert_eq!(g.after.as_ref().unwrap().label, "fwd forward");
+        assert_eq!(g.before.as_ref().unwrap().location, "t.rs:13");
+        // Then the 40 ns after the last event, until step().
+        assert_eq!((b.gaps[1].start_ns, b.gaps[1].len_ns), (960.0, 40.0));
+        assert!(b.gaps[1].before.is_none());
+        assert!(b.gaps[1].describe().ends_with("until step()"));
+    }
+
+    #[test]
+    fn overlapping_top_level_events_leave_no_other_and_say_so() {
+        let p = profile(
+            vec![
+                event(0, "a", Some("fwd"), 0, 800),
+                event(1, "loader", Some("data"), 0, 600),
+            ],
+            1000,
+        );
+        let b = breakdown(&p).unwrap();
+        assert_eq!(b.categories.last().unwrap().total_ns, 0.0);
+        assert_eq!(b.overlap_ns, 400.0);
+    }
+}
