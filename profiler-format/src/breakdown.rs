@@ -11,9 +11,11 @@
 //! - when the top-level events add up to more than the iteration (they overlap: several
 //!   threads), `other` is 0 and `overlap_ns` says by how much the categories exceed it;
 //! - the uncovered stretches come from the average iteration the warmup and the samples
-//!   describe (as `prof trace` draws it in `sample` mode): each top-level event placed at its
-//!   median offset from the iteration's start (or right after the previous one, if that ends
-//!   later), lasting its median run × calls per iteration. The stretches before the first
+//!   describe (as `prof trace` draws it in `sample` mode): the top-level events in execution
+//!   order, each placed at its median offset from the iteration's start (scaled down by the
+//!   mean iteration over the median of the iterations it was measured in, when those were
+//!   slower: a busy machine delays an event without leaving a gap) or right after the previous
+//!   one, if that ends later, lasting its median run × calls per iteration. The stretches before the first
 //!   event, between two events and after the last (up to the end of the mean iteration) are
 //!   the gaps. In `sample` mode each event is measured in iterations of its own, so on a busy
 //!   machine these positions are approximate; in `trace` mode they come from the same
@@ -183,17 +185,17 @@ fn category_of(profile: &Profile, i: usize) -> String {
         .unwrap_or_else(|| NO_PHASE.to_owned())
 }
 
-/// The top-level events on the average iteration, in order of their median offset, none
-/// starting before the previous one ends.
+/// The top-level events on the average iteration, in execution order, each at its median
+/// offset unless the previous one ends later.
 fn place(profile: &Profile, rows: &[EventRow], top: &[usize]) -> Vec<Placed> {
+    let mean_iteration = stats::mean(&stats::as_f64(crate::measure::measured_walls(profile)));
     let mut at: Vec<(f64, usize)> = top
         .iter()
-        .map(|&i| {
-            let offsets = stats::as_f64(&profile.events[i].offsets_ns);
-            (stats::median(&offsets), i)
-        })
+        .map(|&i| (scaled_offset(profile, i, mean_iteration), i))
         .collect();
-    at.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    // In execution order (learned at warmup), not by offset: in `sample` mode the offsets of
+    // two events come from different iterations and may disagree on which starts first.
+    at.sort_by_key(|&(_, i)| profile.events[i].order);
     let mut placed: Vec<Placed> = Vec::with_capacity(at.len());
     let mut end = 0.0f64;
     for (offset, i) in at {
@@ -208,6 +210,25 @@ fn place(profile: &Profile, rows: &[EventRow], top: &[usize]) -> Vec<Placed> {
         });
     }
     placed
+}
+
+/// Event `i`'s median offset, scaled from the iterations it was measured in to the mean one: an
+/// event measured while the machine was busy starts late in its (slower) iterations, and
+/// unscaled, that delay would show as a stretch no probe covers.
+fn scaled_offset(profile: &Profile, i: usize, mean_iteration: f64) -> f64 {
+    let e = &profile.events[i];
+    let offset = stats::median(&stats::as_f64(&e.offsets_ns));
+    let walls: Vec<f64> = e
+        .sample_iters
+        .iter()
+        .filter_map(|&it| profile.iterations.wall_of(u64::from(it)))
+        .map(|w| w as f64)
+        .collect();
+    let armed = stats::median(&walls);
+    if walls.is_empty() || !(armed > 0.0) || !(mean_iteration > 0.0) {
+        return offset;
+    }
+    offset * (mean_iteration / armed).min(1.0)
 }
 
 /// The largest stretches of `[0, iteration_ns]` that `placed` leaves uncovered.

@@ -83,6 +83,7 @@ use serde::Serialize;
 use super::diff::DiffOptions;
 use super::{drift, text};
 use crate::Format;
+use profiler_format::breakdown::{breakdown, Breakdown};
 use profiler_format::measure::{measure, ratio_or_zero, Measures};
 pub use profiler_format::measure::{EventRow, IterationRow, Perturbation};
 use profiler_format::{Event, Profile};
@@ -175,6 +176,10 @@ pub struct Report {
     pub events: Vec<EventRow>,
     /// The groups, by descending total; empty unless grouping was asked for.
     pub groups: Vec<GroupRow>,
+    /// Where the mean iteration goes, by category, and the stretches no probe covers; absent
+    /// without a measured iteration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<Breakdown>,
     /// The CV threshold the `noisy` flags were set with.
     pub cv_threshold: f64,
     /// `continuous` mode: each event's median per window and its drift; absent (`null` is
@@ -278,6 +283,7 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
         perturbation,
         events: rows,
         groups,
+        breakdown: breakdown(profile),
         cv_threshold: options.cv_threshold,
         windows: options
             .windows
@@ -286,6 +292,7 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
     }
 }
 
+mod breakdown;
 mod render;
 pub use render::{human_ns, render, summary, summary_unwritten};
 

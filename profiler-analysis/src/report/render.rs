@@ -171,6 +171,10 @@ fn render_table(report: &Report) -> String {
         let rows: Vec<Vec<String>> = report.groups.iter().map(group_cells).collect();
         lines.extend(aligned(&GROUP_HEADERS, &rows, 1));
     }
+    if let Some(b) = &report.breakdown {
+        lines.push(String::new());
+        lines.extend(super::breakdown::lines(b, false));
+    }
     lines.push(String::new());
     lines.push(legend(report));
     if let Some(w) = &report.windows {
@@ -450,7 +454,7 @@ fn render_csv(report: &Report) -> String {
     out
 }
 
-fn md_table(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
+pub(super) fn md_table(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
     let row = |cells: Vec<String>| format!("| {} |", cells.join(" | "));
     let mut out = vec![row(headers.iter().map(|h| text::md_cell(h)).collect())];
     out.push(format!(
@@ -490,6 +494,14 @@ fn render_markdown(report: &Report) -> String {
         lines.push(String::new());
         let rows: Vec<Vec<String>> = report.groups.iter().map(group_cells).collect();
         lines.extend(md_table(&GROUP_HEADERS, &rows, 1));
+    }
+    if let Some(b) = &report.breakdown {
+        lines.push(String::new());
+        lines.extend(
+            super::breakdown::lines(b, true)
+                .into_iter()
+                .map(|l| if l.starts_with('|') { l } else { text::md_cell(&l) }),
+        );
     }
     lines.push(String::new());
     lines.push(text::md_cell(&legend(report)));
