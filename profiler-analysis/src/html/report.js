@@ -472,7 +472,46 @@
       stackedBar('By layer', layerGroups, layerColor)
     ]));
     card.appendChild(el('p', { 'class': 'note', text: 'Each group\'s self time (its events\' time less that of the events nested in them, so nothing is counted twice) as a share of the mean measured iteration. Hover for totals.' }));
+    if (rep.breakdown) { guarded('step-time breakdown', function () { card.appendChild(stepBreakdown(rep.breakdown)); }); }
     root.appendChild(card);
+  }
+  // The mean iteration by category (the top-level events' phases) plus `other`, the time no
+  // top-level event covers, and the largest stretches no probe covers: where to annotate next.
+  function stepBreakdown(b) {
+    var box = el('div', { id: 'step-breakdown' }, el('h3', { text: 'Step time by category, and what no probe covers' }));
+    var cats = b.categories || [];
+    var sum = cats.reduce(function (m, c) { return m + (num(c.share) || 0); }, 0);
+    var scale = sum > 1 ? 1 / sum : 1;
+    var bar = el('div', { 'class': 'stack' });
+    var list = el('ul', { 'class': 'legend' });
+    cats.forEach(function (c) {
+      var other = c.name === 'other';
+      var color = other ? '#e6e9ec' : (phaseColor[c.name] || '#8c959f');
+      var label = c.name + ': ' + fmtNs(c.total_ns) + ' per iteration (' + fmtPct(c.share) + ' of the mean iteration)' + (other ? ', covered by no top-level event' : ', ' + fmtNum(c.events) + ' top-level event(s)');
+      bar.appendChild(el('div', { 'class': 'cat', title: label, style: { width: ((num(c.share) || 0) * scale * 100).toFixed(3) + '%', background: color } }));
+      list.appendChild(el('li', { title: label }, [
+        el('span', { 'class': 'sw', style: { background: color, border: other ? '1px solid #d0d7de' : null } }),
+        el('span', { 'class': 'lk', text: c.name }),
+        el('span', { 'class': 'lv' }, [el('b', { text: fmtPct(c.share) }), ' · ' + fmtNs(c.total_ns)])
+      ]));
+    });
+    box.appendChild(bar);
+    box.appendChild(list);
+    if (num(b.overlap_ns) > 0) {
+      box.appendChild(el('p', { 'class': 'note', text: 'The categories exceed the mean iteration by ' + fmtNs(b.overlap_ns) + ' (bar scaled to fit): top-level events overlap (several threads), or were measured in slower iterations.' }));
+    }
+    var gaps = b.gaps || [];
+    if (gaps.length) {
+      var rows = gaps.map(function (g) {
+        var after = g.after ? g.after.label + ' (' + g.after.location + ')' : 'the start of the iteration';
+        var before = g.before ? g.before.label + ' (' + g.before.location + ')' : 'step()';
+        return el('li', { 'class': 'gap' }, [el('b', { text: fmtNs(g.len_ns) }), ' (' + fmtPct(g.share) + ') at ' + fmtNs(g.start_ns) + ': after ' + after + ', before ' + before]);
+      });
+      box.appendChild(el('p', { 'class': 'sub', text: 'Not covered by any probe, largest first: where to put the next probe!' }));
+      box.appendChild(el('ul', { 'class': 'gaps' }, rows));
+    }
+    box.appendChild(el('p', { 'class': 'note', text: 'Each category is the time per iteration of the top-level events of that phase; other is the mean iteration less all of them. Positions are on the average iteration (from the previous step()).' }));
+    return box;
   }
 
   // ---- timeline --------------------------------------------------------------------------
