@@ -221,7 +221,10 @@ fn real_profile() {
     }
     assert!(!dom.contains("id=\"diff\""));
     // The step-time breakdown: a bar per category, `other` last, and where to annotate next.
-    assert!(dom.contains("id=\"step-breakdown\""), "no step-time breakdown");
+    assert!(
+        dom.contains("id=\"step-breakdown\""),
+        "no step-time breakdown"
+    );
     assert!(dom.matches("class=\"cat\"").count() >= 2, "no category bar");
     assert!(dom.contains("class=\"gap\""), "no uncovered stretch listed");
     // One bar per event in the timeline, one sparkline per row.

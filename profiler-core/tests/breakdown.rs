@@ -49,7 +49,13 @@ fn the_breakdown_adds_up_and_finds_the_uncovered_work() {
         assert_eq!(b.iteration_ns, 1450.0, "{mode:?}");
         let total: f64 = b.categories.iter().map(|c| c.total_ns).sum();
         assert_eq!(total, b.iteration_ns, "{mode:?}: {b:?}");
-        let of = |name: &str| b.categories.iter().find(|c| c.name == name).unwrap().total_ns;
+        let of = |name: &str| {
+            b.categories
+                .iter()
+                .find(|c| c.name == name)
+                .unwrap()
+                .total_ns
+        };
         assert_eq!(
             (of("data"), of("fwd"), of("bwd"), of("update"), of(OTHER)),
             (100.0, 300.0, 600.0, 30.0, 420.0),
@@ -57,11 +63,18 @@ fn the_breakdown_adds_up_and_finds_the_uncovered_work() {
         );
         assert_eq!(b.overlap_ns, 0.0);
         let gap = &b.gaps[0];
-        assert_eq!((gap.start_ns, gap.len_ns), (400.0, 400.0), "{mode:?}: {b:?}");
+        assert_eq!(
+            (gap.start_ns, gap.len_ns),
+            (400.0, 400.0),
+            "{mode:?}: {b:?}"
+        );
         assert_eq!(gap.after.as_ref().unwrap().label, "bd/fwd forward");
         assert_eq!(gap.before.as_ref().unwrap().label, "bd/bwd backward");
         let here = gap.before.as_ref().unwrap().location.clone();
-        assert!(here.starts_with("profiler-core/tests/breakdown.rs:"), "{here}");
+        assert!(
+            here.starts_with("profiler-core/tests/breakdown.rs:"),
+            "{here}"
+        );
         assert_eq!(b.gaps[1].len_ns, 20.0);
         assert!(b.gaps[1].before.is_none(), "until step()");
         let line = b.line();

@@ -108,7 +108,7 @@ struct Placed {
 pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
     let measures = measure(profile, f64::INFINITY, f64::INFINITY);
     let iteration_ns = measures.iteration.mean_ns;
-    if !(iteration_ns > 0.0) {
+    if iteration_ns.is_nan() || iteration_ns <= 0.0 {
         return None;
     }
     let top: Vec<usize> = (0..profile.events.len())
@@ -225,7 +225,8 @@ fn scaled_offset(profile: &Profile, i: usize, mean_iteration: f64) -> f64 {
         .map(|w| w as f64)
         .collect();
     let armed = stats::median(&walls);
-    if walls.is_empty() || !(armed > 0.0) || !(mean_iteration > 0.0) {
+    let positive = |v: f64| v > 0.0;
+    if walls.is_empty() || !positive(armed) || !positive(mean_iteration) {
         return offset;
     }
     offset * (mean_iteration / armed).min(1.0)

@@ -64,7 +64,8 @@ pub(super) fn lines(b: &Breakdown, markdown: bool) -> Vec<String> {
         .iter()
         .map(|g| {
             let side = |s: &Option<profiler_format::breakdown::Site>, edge: &str| {
-                s.as_ref().map_or_else(|| edge.to_owned(), |s| s.label.clone())
+                s.as_ref()
+                    .map_or_else(|| edge.to_owned(), |s| s.label.clone())
             };
             let place = match (&g.after, &g.before) {
                 (Some(a), _) => format!("after {}", a.location),

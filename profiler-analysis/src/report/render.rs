@@ -497,11 +497,13 @@ fn render_markdown(report: &Report) -> String {
     }
     if let Some(b) = &report.breakdown {
         lines.push(String::new());
-        lines.extend(
-            super::breakdown::lines(b, true)
-                .into_iter()
-                .map(|l| if l.starts_with('|') { l } else { text::md_cell(&l) }),
-        );
+        lines.extend(super::breakdown::lines(b, true).into_iter().map(|l| {
+            if l.starts_with('|') {
+                l
+            } else {
+                text::md_cell(&l)
+            }
+        }));
     }
     lines.push(String::new());
     lines.push(text::md_cell(&legend(report)));

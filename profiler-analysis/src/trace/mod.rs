@@ -150,6 +150,14 @@ pub fn chrome_trace(profile: &Profile) -> Value {
             "args": Value::Object(args),
         }));
     }
+    let other_tid = tids
+        .iter()
+        .filter(|((t, _), _)| *t == Track::Cpu)
+        .map(|(_, &tid)| tid)
+        .max()
+        .unwrap_or(1)
+        + 1;
+    events.extend(other::other_track(&slices, cpu_pid, other_tid));
     document(profile, time_zero, events)
 }
 
@@ -863,6 +871,8 @@ fn gpu_thread_metadata(
         }
     }
 }
+
+mod other;
 
 #[cfg(test)]
 mod tests;

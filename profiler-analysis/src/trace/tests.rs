@@ -312,3 +312,41 @@ fn iterations_are_numbered_from_first() {
     );
     assert_eq!(s[2].4["wall_ns"], 200);
 }
+
+/// The stretches of each step no top-level event covers are drawn as `other` on a track of
+/// their own; nested events do not count as covering (their parent does), and a stretch
+/// shorter than a microsecond is left out.
+#[test]
+fn uncovered_stretches_are_drawn_on_the_other_track() {
+    let a = with_samples(event(0, "a", None), &[(1, 0, 4_000), (2, 0, 4_000)]);
+    let inner = with_samples(event(1, "inner", Some(0)), &[(1, 100, 500), (2, 100, 500)]);
+    let b = with_samples(event(2, "b", None), &[(1, 7_000, 2_000), (2, 7_000, 2_500)]);
+    let p = profile(
+        "trace",
+        1,
+        2,
+        vec![5_000, 10_000, 10_000],
+        vec![a, inner, b],
+    );
+    let t = chrome_trace(&p);
+    let other: Vec<(u64, u64, u64)> = spans(&t)
+        .into_iter()
+        .filter(|s| s.0 == "other")
+        .map(|s| (s.1, s.2, s.3))
+        .collect();
+    // Iteration 1: 4000..7000 and 9000..10000; iteration 2: 14000..17000 (9500..10000, 500 ns,
+    // is left out).
+    assert_eq!(
+        other,
+        vec![
+            (42_000_002, 4_000, 7_000),
+            (42_000_002, 9_000, 10_000),
+            (42_000_002, 14_000, 17_000),
+        ]
+    );
+    let named = t["traceEvents"].as_array().unwrap().iter().any(|e| {
+        e["name"] == "thread_name" && e["tid"] == 2 && e["args"]["name"] == other::TRACK_NAME
+    });
+    assert!(named);
+    assert_nested(&t);
+}
