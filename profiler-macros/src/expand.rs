@@ -6,7 +6,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
-use syn::{AttrStyle, Block, ItemFn, LitStr, ReturnType, Type};
+use syn::{AttrStyle, Block, ItemFn, LitStr, ReturnType, Signature, Stmt, Type};
 
 use crate::args::Args;
 
@@ -86,8 +86,10 @@ fn enter_call(args: &Args, is_async: bool) -> TokenStream {
     }
 }
 
-/// `#[profiled]` on a function: the measurement wraps the original body.
-pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
+/// `item` with its body replaced by `body(signature, statements)`: its outer attributes,
+/// visibility and signature kept, its inner attributes (`#![...]`) first in the new body, and
+/// the body's braces kept (so that spans point where they did).
+fn wrap_body(item: ItemFn, body: impl FnOnce(&Signature, &[Stmt]) -> TokenStream) -> TokenStream {
     let ItemFn {
         attrs,
         vis,
@@ -97,38 +99,44 @@ pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
     let (outer, inner): (Vec<_>, Vec<_>) = attrs
         .into_iter()
         .partition(|attr| matches!(attr.style, AttrStyle::Outer));
-    let name = args
-        .name
-        .clone()
-        .unwrap_or_else(|| LitStr::new(&unraw(&sig.ident), sig.ident.span()));
-    let registration = registration(&name, args, Kind::Fn, sig.ident.span());
-    let stmts = &block.stmts;
-    let body = if sig.asyncness.is_some() {
-        let fake_return = fake_return_edge(&sig.output);
-        let enter = enter_call(args, true);
-        quote! {
-            let __profiler_guard = #enter;
-            let __profiler_result = async move {
-                #fake_return
-                #(#stmts)*
-            }
-            .await;
-            __profiler_guard.complete();
-            __profiler_result
-        }
-    } else {
-        let enter = enter_call(args, false);
-        quote! {
-            let __profiler_guard = #enter;
-            #(#stmts)*
-        }
-    };
-    let brace = block.brace_token;
+    let inside = body(&sig, &block.stmts);
     let mut out = quote! { #(#outer)* #vis #sig };
-    brace.surround(&mut out, |tokens| {
-        quote!(#(#inner)* #registration #body).to_tokens(tokens);
+    block.brace_token.surround(&mut out, |tokens| {
+        quote!(#(#inner)* #inside).to_tokens(tokens);
     });
     out
+}
+
+/// `#[profiled]` on a function: the measurement wraps the original body.
+pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
+    wrap_body(item, |sig, stmts| {
+        let name = args
+            .name
+            .clone()
+            .unwrap_or_else(|| LitStr::new(&unraw(&sig.ident), sig.ident.span()));
+        let registration = registration(&name, args, Kind::Fn, sig.ident.span());
+        let body = if sig.asyncness.is_some() {
+            let fake_return = fake_return_edge(&sig.output);
+            let enter = enter_call(args, true);
+            quote! {
+                let __profiler_guard = #enter;
+                let __profiler_result = async move {
+                    #fake_return
+                    #(#stmts)*
+                }
+                .await;
+                __profiler_guard.complete();
+                __profiler_result
+            }
+        } else {
+            let enter = enter_call(args, false);
+            quote! {
+                let __profiler_guard = #enter;
+                #(#stmts)*
+            }
+        };
+        quote!(#registration #body)
+    })
 }
 
 /// An unreachable `return` of the declared type, so that `?` and `return` inside the async
@@ -182,26 +190,12 @@ pub fn probe(args: &Args, block: Option<Block>) -> TokenStream {
 
 /// `#[profiler_core::main]`: start the session before the body; the guard writes on return.
 pub fn main_fn(item: ItemFn) -> TokenStream {
-    let ItemFn {
-        attrs,
-        vis,
-        sig,
-        block,
-    } = item;
-    let (outer, inner): (Vec<_>, Vec<_>) = attrs
-        .into_iter()
-        .partition(|attr| matches!(attr.style, AttrStyle::Outer));
-    let stmts = &block.stmts;
-    let mut out = quote! { #(#outer)* #vis #sig };
-    block.brace_token.surround(&mut out, |tokens| {
+    wrap_body(item, |_, stmts| {
         quote! {
-            #(#inner)*
             let __profiler_session = ::profiler_core::init();
             #(#stmts)*
         }
-        .to_tokens(tokens);
-    });
-    out
+    })
 }
 
 /// The identifier as written, without a raw `r#` prefix.
