@@ -352,6 +352,7 @@ fn placeholder(order: u32) -> Event {
         sample_iters: Vec::new(),
         stats: Stats::default(),
         gpu: None,
+        memory: None,
     }
 }
 
@@ -373,6 +374,7 @@ fn pooled(profile: &Profile, measured: &[Event], windows: &[Window]) -> Profile 
                 sample_iters: Vec::new(),
                 merged: false,
                 gpu: None,
+                memory: None,
                 ..e.clone()
             }
         })

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::error::Category;
 
 use profiler_format::write::shorten;
-use profiler_format::{Event, Profile, Run, SCHEMA};
+use profiler_format::{Event, Profile, Run, SCHEMA, SCHEMAS};
 
 /// Why a profile could not be used. Its `Display` names the file, the problem and the fix.
 #[derive(Debug)]
@@ -66,9 +66,10 @@ impl fmt::Display for LoadError {
                 Some(found) => write!(
                     f,
                     "error: {}: schema `{found}` is not one this tool reads (expected \
-                     `{SCHEMA}`)\n  = help: use the prof tool of the profiler-core version that \
-                     wrote the file",
-                    p.display()
+                     `{SCHEMA}` or `{}`)\n  = help: use the prof tool of the profiler-core \
+                     version that wrote the file",
+                    p.display(),
+                    SCHEMAS[1]
                 ),
                 None => write!(
                     f,
@@ -183,7 +184,7 @@ pub fn parse_profile(bytes: &[u8], path: &Path) -> Result<Profile, LoadError> {
             _ => LoadError::NotJson(owned(), e),
         })?;
     match value.get("schema").and_then(|s| s.as_str()) {
-        Some(SCHEMA) => {}
+        Some(schema) if SCHEMAS.contains(&schema) => {}
         Some(other) => return Err(LoadError::Schema(owned(), Some(other.to_owned()))),
         None => return Err(LoadError::Schema(owned(), None)),
     }
@@ -391,6 +392,22 @@ fn check_samples(e: &Event, count: u64) -> Result<(), String> {
             e.offsets_ns.len(),
             e.sample_iters.len()
         ));
+    }
+    if let Some(m) = &e.memory {
+        let lens = [
+            m.alloc_bytes.len(),
+            m.freed_bytes.len(),
+            m.allocs.len(),
+            m.peak_bytes.len(),
+        ];
+        if lens.iter().any(|&l| l != n) {
+            return Err(format!(
+                "{} has {n} samples_ns but memory lists of {} (alloc_bytes, freed_bytes, \
+                 allocs, peak_bytes: one value per sample each)",
+                describe(e),
+                lens.map(|l| l.to_string()).join(", ")
+            ));
+        }
     }
     let iteration_bound = count.saturating_add(1);
     if let Some((i, &iter)) = e

@@ -86,6 +86,9 @@ pub use profiler_macros::main;
 mod info;
 pub use info::ProbeInfo;
 
+mod alloc;
+pub use alloc::Alloc;
+
 #[cfg(feature = "enable")]
 mod clock;
 #[cfg(feature = "enable")]

@@ -10,6 +10,7 @@ use std::sync::atomic::{
     Ordering::{Acquire, Relaxed, Release},
 };
 
+use crate::alloc::Figures;
 use crate::clock::ActiveClock;
 use crate::clock::Reading;
 use crate::device::{Device, NO_MARK};
@@ -35,7 +36,17 @@ pub(crate) struct Samples {
     iter: Box<[AtomicU32]>,
     /// Device marks (start, stop) for an event timed on a stream.
     device: Option<DeviceMarks>,
+    /// What each run allocated ([`MEMORY_FIGURES`] values a slot), when the program installed
+    /// [`Alloc`](crate::Alloc).
+    mem: Option<Box<[AtomicU64]>>,
 }
+
+/// Values a slot keeps of a run's memory figures: bytes allocated, bytes freed, allocations,
+/// peak.
+pub(crate) const MEMORY_FIGURES: usize = 4;
+
+/// Extra bytes per slot of an event whose runs' memory is counted.
+pub(crate) const MEMORY_SAMPLE_BYTES: usize = 8 * MEMORY_FIGURES;
 
 fn atomics64(n: usize) -> Box<[AtomicU64]> {
     (0..n).map(|_| AtomicU64::new(0)).collect()
@@ -48,7 +59,41 @@ impl Samples {
             stop: atomics64(slots),
             iter: (0..slots).map(|_| AtomicU32::new(0)).collect(),
             device: device.then(|| (atomics64(slots), atomics64(slots))),
+            mem: None,
         }
+    }
+
+    /// These samples keep each run's memory figures too.
+    fn with_memory(mut self) -> Samples {
+        self.mem = Some(atomics64(self.iter.len() * MEMORY_FIGURES));
+        self
+    }
+
+    /// Whether runs' memory figures are kept.
+    pub fn has_memory(&self) -> bool {
+        self.mem.is_some()
+    }
+
+    /// Stores a run's memory figures in `slot` (before the slot is published by its iteration).
+    #[inline]
+    fn write_memory(&self, slot: usize, figures: &Figures) {
+        if let Some(mem) = &self.mem {
+            if let Some(cells) = mem.get(slot * MEMORY_FIGURES..(slot + 1) * MEMORY_FIGURES) {
+                cells[0].store(figures.alloc_bytes, Relaxed);
+                cells[1].store(figures.freed_bytes, Relaxed);
+                cells[2].store(figures.allocs, Relaxed);
+                cells[3].store(figures.peak_bytes, Relaxed);
+            }
+        }
+    }
+
+    /// The memory figures of a filled slot.
+    pub fn read_memory(&self, slot: usize) -> Option<[u64; MEMORY_FIGURES]> {
+        let cells = self
+            .mem
+            .as_ref()?
+            .get(slot * MEMORY_FIGURES..(slot + 1) * MEMORY_FIGURES)?;
+        Some([0, 1, 2, 3].map(|i| cells[i].load(Relaxed)))
     }
 
     /// Whether this event is timed on a device stream.
@@ -154,32 +199,52 @@ pub(crate) struct Store {
 impl Store {
     /// `device`: the event is timed on a stream (never so for a merged event, whose reservoir
     /// overwrites slots and so could not give device marks back to their pool).
-    pub fn new(slots: usize, merged: bool, device: bool) -> Store {
+    /// `memory`: each run's memory figures are kept too.
+    pub fn new(slots: usize, merged: bool, device: bool, memory: bool) -> Store {
+        let samples = Samples::new(if merged { RESERVOIR } else { slots }, device && !merged);
         Store {
-            samples: Samples::new(if merged { RESERVOIR } else { slots }, device && !merged),
+            samples: if memory {
+                samples.with_memory()
+            } else {
+                samples
+            },
             totals: merged.then(Totals::new),
         }
     }
 
-    /// Stores one run: its CPU marks and, for an event timed on a stream, its device marks.
-    /// `linear` says whether raw CPU deltas can be summed.
+    /// Stores one run: its CPU marks and, for an event timed on a stream, its device marks,
+    /// and what it allocated when that was counted. `linear` says whether raw CPU deltas can
+    /// be summed.
     #[inline]
-    pub fn record(&self, slot: u32, iter: u32, cpu: (u64, u64), device: (u64, u64), linear: bool) {
+    pub fn record(
+        &self,
+        slot: u32,
+        iter: u32,
+        cpu: (u64, u64),
+        device: (u64, u64),
+        linear: bool,
+        memory: Option<&Figures>,
+    ) {
         let (start, stop) = cpu;
-        match &self.totals {
-            None => self.samples.write_all(slot as usize, cpu, device, iter),
+        let index = match &self.totals {
+            None => slot as usize,
             Some(totals) => {
                 let n = totals.add(linear.then(|| stop.saturating_sub(start)));
                 // Reservoir sampling (algorithm R) with a hash of n as the random draw.
-                let index = if (n as usize) < RESERVOIR {
+                if (n as usize) < RESERVOIR {
                     n as usize
                 } else {
                     (mix(n) % (n + 1)) as usize
-                };
-                if index < RESERVOIR {
-                    self.samples.write(index, start, stop, iter);
                 }
             }
+        };
+        if let Some(figures) = memory {
+            self.samples.write_memory(index, figures);
+        }
+        match &self.totals {
+            None => self.samples.write_all(index, cpu, device, iter),
+            Some(_) if index < RESERVOIR => self.samples.write(index, start, stop, iter),
+            Some(_) => {}
         }
     }
 }
@@ -205,6 +270,9 @@ pub(crate) struct Resolved {
     pub cpu: Vec<u64>,
     /// Samples dropped because a device mark could not be taken or read.
     pub lost: u64,
+    /// Each sample's memory figures, for an event whose runs' memory is counted (empty
+    /// otherwise).
+    pub memory: Vec<[u64; MEMORY_FIGURES]>,
 }
 
 /// The outcome of trying to resolve one slot.
@@ -287,6 +355,9 @@ pub(crate) fn resolve_slot(
             if device_marks.is_some() {
                 out.cpu.push(c);
             }
+            if let Some(figures) = store.samples.read_memory(slot) {
+                out.memory.push(figures);
+            }
         }
         // Lost readings are dropped, and counted.
         _ => out.lost += 1,
@@ -335,9 +406,9 @@ mod tests {
 
     #[test]
     fn merged_totals_are_exact_and_reservoir_bounded() {
-        let store = Store::new(4, true, false);
+        let store = Store::new(4, true, false, false);
         for i in 0..5000u64 {
-            store.record(0, 0, (100, 100 + i), (NO_MARK, NO_MARK), true);
+            store.record(0, 0, (100, 100 + i), (NO_MARK, NO_MARK), true, None);
         }
         let t = store.totals.as_ref().unwrap();
         assert_eq!(t.count.load(Relaxed), 5000);

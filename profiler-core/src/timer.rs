@@ -6,7 +6,8 @@
 //! - armed probe (the second half of this file): the routing-table lookup and one `fetch_add`
 //!   (the occurrence count), two clock reads, and three relaxed stores into sample storage
 //!   reserved when the schedule was planned. No allocation, lock, hashing, string work or
-//!   system call. On a stream it adds two device marks (events from a pool reserved at the
+//!   system call. With [`Alloc`](crate::Alloc) installed it adds a few thread-local writes
+//!   before the start mark and after the stop mark (the run's memory figures). On a stream it adds two device marks (events from a pool reserved at the
 //!   plan) and, with hooks on, the NVTX push/pop and synchronizations asked for.
 //!
 //! A probe in learning state goes to `schedule/learn.rs`; everything else (planning, arming at
@@ -17,7 +18,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use crate::config::Mode;
 use crate::descriptor::{Descriptor, State};
 use crate::device::{AsStream, Stream, NO_MARK};
-use crate::schedule::{HOOK_KERNELS, HOOK_NVTX, HOOK_SYNC, NONE};
+use crate::schedule::{HOOK_KERNELS, HOOK_MEMORY, HOOK_NVTX, HOOK_SYNC, NONE};
 use crate::session::{current, Session};
 
 /// The event of a guard opened during warmup: it measures nothing, but its drop tells the
@@ -306,6 +307,10 @@ impl Session {
         }
         let iter = self.schedule.cur_iter.load(Relaxed);
         let mut hooks = hooks;
+        // Counting starts before the start mark, so that its own cost is not measured.
+        if self.schedule.memory && nests && crate::alloc::begin() {
+            hooks |= HOOK_MEMORY;
+        }
         let (start, dstart, at) = match self.device.as_deref() {
             // The CPU-only path: nothing more than before streams existed.
             None => (self.clock.mark(), NO_MARK, Stream::new(0, 0)),
@@ -354,6 +359,7 @@ impl Session {
             device.synchronize();
         }
         let stop = self.clock.mark();
+        let memory = (armed.hooks & HOOK_MEMORY != 0).then(crate::alloc::end);
         if let Some(event) = self.schedule.event(armed.event) {
             event.store.record(
                 armed.slot,
@@ -361,6 +367,7 @@ impl Session {
                 (armed.start, stop),
                 (armed.dstart, dstop),
                 self.linear,
+                memory.as_ref(),
             );
         }
         self.close_hooks(armed.hooks & !HOOK_SYNC);
@@ -368,6 +375,9 @@ impl Session {
 
     /// A run ends without a sample: warmup's nesting, a discarded guard, or hooks only.
     pub(crate) fn discard_run(&self, armed: &Armed) {
+        if armed.hooks & HOOK_MEMORY != 0 {
+            crate::alloc::end();
+        }
         if armed.event == LEARNING {
             let timed = (armed.slot == CAPTURE).then(|| (armed.start, self.clock.mark()));
             self.schedule.end_learning_run(timed);

@@ -341,6 +341,7 @@ mod tests {
             sample_iters: vec![2, 3, 4, 5],
             stats: Stats::of(&[dur; 4]),
             gpu: None,
+            memory: None,
         }
     }
 

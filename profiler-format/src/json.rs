@@ -1,9 +1,28 @@
-//! `prof.json`, schema `profiler-core/prof/v1`: the types, which also read the file back.
+//! `prof.json`, schema `profiler-core/prof/v1` (`v2` when it carries memory figures): the types,
+//! which also read the file back.
 
 use serde::{Deserialize, Serialize};
 
-/// The schema name written in every file.
+/// The schema name written in every file that carries no memory figures.
 pub const SCHEMA: &str = "profiler-core/prof/v1";
+
+/// The schema name of a file whose events carry memory figures ([`Event::memory`], from
+/// `profiler_core::Alloc`): v1 plus those. Readers of v1 files that ignore unknown fields read
+/// it too; this version says that the figures are there.
+pub const SCHEMA_V2: &str = "profiler-core/prof/v2";
+
+/// The schemas this version reads.
+pub const SCHEMAS: [&str; 2] = [SCHEMA, SCHEMA_V2];
+
+/// The schema a profile of these events is written with: [`SCHEMA_V2`] when one carries memory
+/// figures, else [`SCHEMA`].
+pub fn schema_for(events: &[Event]) -> &'static str {
+    if events.iter().any(|e| e.memory.is_some()) {
+        SCHEMA_V2
+    } else {
+        SCHEMA
+    }
+}
 
 /// A whole `prof.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -170,6 +189,37 @@ pub struct Event {
     /// (`PROF_KERNELS=1`): what the device adds to the picture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<Gpu>,
+    /// Present when the program installed `profiler_core::Alloc` (schema
+    /// [`SCHEMA_V2`]): what each sample's run allocated on its thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Memory>,
+}
+
+/// What each run of an event allocated, on the thread that ran it, one value per sample in
+/// the order of `samples_ns` (counted by `profiler_core::Alloc`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    /// Bytes allocated (a `realloc` counts its new size).
+    pub alloc_bytes: Vec<u64>,
+    /// Bytes freed (a `realloc` counts its old size).
+    pub freed_bytes: Vec<u64>,
+    /// Number of allocations.
+    pub allocs: Vec<u64>,
+    /// Peak of the bytes allocated and not yet freed during the run, above what was live when
+    /// it started.
+    pub peak_bytes: Vec<u64>,
+}
+
+impl Memory {
+    /// How many samples the figures are for (the length of every list when they agree).
+    pub fn len(&self) -> usize {
+        self.alloc_bytes.len()
+    }
+
+    /// Whether there is no sample.
+    pub fn is_empty(&self) -> bool {
+        self.alloc_bytes.is_empty()
+    }
 }
 
 /// The device side of an event.

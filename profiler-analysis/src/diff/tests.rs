@@ -35,6 +35,7 @@ pub(crate) fn event(spec: &Spec, samples: Vec<u64>, iters: Vec<u32>, order: u32)
         samples_ns: samples,
         sample_iters: iters,
         gpu: None,
+        memory: None,
     }
 }
 

@@ -31,6 +31,7 @@ fn ev(
         offsets_ns: vec![0; samples.len()],
         sample_iters: iters.to_vec(),
         gpu: None,
+        memory: None,
         stats: Stats::of(samples),
     }
 }

@@ -23,6 +23,7 @@ fn event(order: u32, name: &str, parent: Option<u32>) -> Event {
         offsets_ns: vec![],
         sample_iters: vec![],
         gpu: None,
+        memory: None,
         stats: Stats::default(),
     }
 }

@@ -148,6 +148,8 @@ pub(crate) const HOOK_NVTX: u8 = 1;
 pub(crate) const HOOK_SYNC: u8 = 2;
 /// Hook bits of a guard: a kernel-attribution tag was pushed.
 pub(crate) const HOOK_KERNELS: u8 = 4;
+/// Hook bits of a guard: the run's allocations are counted ([`Alloc`](crate::Alloc)).
+pub(crate) const HOOK_MEMORY: u8 = 8;
 
 impl Hooks {
     /// The hooks a run of `desc` opens (`nests`: it ends on the thread it started on).
@@ -218,6 +220,9 @@ pub(crate) struct Schedule {
     pub repeat: u32,
     /// The most bytes of sample storage to reserve.
     pub sample_budget_bytes: usize,
+    /// The program's global allocator is [`Alloc`](crate::Alloc): armed runs count what they
+    /// allocate, and events keep it per sample.
+    pub memory: bool,
 }
 
 /// The schedule's cold-path state, behind the session's lock.
@@ -280,6 +285,7 @@ impl Schedule {
             warmup: config.warmup,
             repeat: config.repeat,
             sample_budget_bytes: config.sample_budget_bytes,
+            memory: crate::alloc::installed(),
         }
     }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering::{Relaxed, Release};
 use super::{lane_stream, Event, Key, Plan, Planned, Route, Routes, Schedule, MERGED, NONE};
 use crate::config::Mode;
 use crate::device::{Device, Stream, NO_MARK};
-use crate::record::{Store, DEVICE_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES};
+use crate::record::{Store, DEVICE_SAMPLE_BYTES, MEMORY_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES};
 use crate::sync::lock;
 
 /// The events allocated for one (probe, lane).
@@ -163,7 +163,7 @@ impl Schedule {
                 SAMPLE_BYTES + DEVICE_SAMPLE_BYTES
             } else {
                 SAMPLE_BYTES
-            };
+            } + if self.memory { MEMORY_SAMPLE_BYTES } else { 0 };
             let bytes = per_slot * if is_merged { RESERVOIR } else { repeat };
             if c.sample_bytes + bytes > self.sample_budget_bytes {
                 c.events_over_budget += 1;
@@ -177,7 +177,7 @@ impl Schedule {
                 occurrence,
                 order,
                 parent,
-                store: Store::new(repeat, is_merged, timed_on_device),
+                store: Store::new(repeat, is_merged, timed_on_device, self.memory),
             };
             // Capacity is max_events plus one merged event per selected probe and lane, which
             // the learner's bound guarantees.
@@ -315,7 +315,7 @@ impl Schedule {
                 continue;
             };
             ev.store
-                .record(0, 0, (start, stop), (NO_MARK, NO_MARK), linear);
+                .record(0, 0, (start, stop), (NO_MARK, NO_MARK), linear, None);
             if ev.store.totals.is_none() {
                 pending.push((e, 0, 0));
             }

@@ -53,7 +53,7 @@ impl Session {
             .collect();
         events.sort_by_key(|e| e.order);
         Profile {
-            schema: json::SCHEMA.to_owned(),
+            schema: json::schema_for(&events).to_owned(),
             // In continuous mode, what is shown is complete once a window has closed.
             complete: complete || c.windows_closed > 0,
             run: self.run_json(),
@@ -138,6 +138,11 @@ impl Session {
             sample_iters: resolved.iters,
             stats,
             gpu,
+            memory: ev
+                .store
+                .samples
+                .has_memory()
+                .then(|| memory_json(&resolved.memory)),
         })
     }
 
@@ -228,6 +233,20 @@ fn sort_by_iteration(r: &mut Resolved) {
     r.iters = idx.iter().map(|&i| r.iters[i]).collect();
     if r.cpu.len() == idx.len() {
         r.cpu = idx.iter().map(|&i| r.cpu[i]).collect();
+    }
+    if r.memory.len() == idx.len() {
+        r.memory = idx.iter().map(|&i| r.memory[i]).collect();
+    }
+}
+
+/// Each sample's memory figures as `prof.json` lists them.
+fn memory_json(figures: &[[u64; crate::record::MEMORY_FIGURES]]) -> json::Memory {
+    let list = |k: usize| figures.iter().map(|f| f[k]).collect();
+    json::Memory {
+        alloc_bytes: list(0),
+        freed_bytes: list(1),
+        allocs: list(2),
+        peak_bytes: list(3),
     }
 }
 
