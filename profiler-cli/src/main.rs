@@ -137,6 +137,10 @@ enum SortArg {
     Order,
     Median,
     Total,
+    /// Median bytes allocated per run (needs memory figures: `profiler_core::Alloc`).
+    Alloc,
+    /// Median peak of live bytes per run (needs memory figures).
+    Peak,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -181,6 +185,8 @@ impl From<SortArg> for report::SortBy {
             SortArg::Order => report::SortBy::Order,
             SortArg::Median => report::SortBy::Median,
             SortArg::Total => report::SortBy::Total,
+            SortArg::Alloc => report::SortBy::Alloc,
+            SortArg::Peak => report::SortBy::Peak,
         }
     }
 }

@@ -186,7 +186,32 @@ fn structure_problems(profile: &Profile, trace: &Value) -> Vec<String> {
         ));
     }
     let spans = spans(trace, &mut problems);
-    let (steps, ours): (Vec<&Span>, Vec<&Span>) = spans.iter().partition(|s| s.is_step());
+    // The `other` track: stretches of a step that no top-level event covers.
+    let (others, spans_rest): (Vec<&Span>, Vec<&Span>) = spans
+        .iter()
+        .partition(|s| s.name == "other" && s.args["what"].is_string());
+    let (steps, ours): (Vec<&Span>, Vec<&Span>) = spans_rest.into_iter().partition(|s| s.is_step());
+    for o in &others {
+        let step = steps.iter().find(|st| st.contains(o));
+        match step {
+            Some(st)
+                if profile.run.mode != "trace" || st.args["iteration"] == o.args["iteration"] => {}
+            _ => problems.push(format!("other {} is outside its ProfilerStep", o.args)),
+        }
+        let covered = ours.iter().any(|s| {
+            s.pid == o.pid
+                && s.ts < o.end - 1e-6
+                && o.ts < s.end - 1e-6
+                && s.tid == 1
+                && profile.events.iter().any(|e| {
+                    e.order as u64 == s.args["order"].as_u64().unwrap_or(u64::MAX)
+                        && e.parent.is_none()
+                })
+        });
+        if covered {
+            problems.push(format!("other {} overlaps a top-level event", o.args));
+        }
+    }
 
     // The steps: one per expected iteration, in order, not overlapping.
     let numbers: Vec<u64> = steps
@@ -354,7 +379,7 @@ fn assert_well_formed(profile: &Profile, trace: &Value) {
 /// What HTA must find in a directory of traces of `profile` (one per rank in `ranks`).
 fn expectations(profile: &Profile, trace: &Value, ranks: &[u32]) -> Value {
     let cpu: Vec<&Event> = profile.events.iter().filter(|e| !is_gpu(e)).collect();
-    let names: BTreeSet<&str> = cpu
+    let mut names: BTreeSet<&str> = cpu
         .iter()
         .filter(|e| !e.samples_ns.is_empty())
         .map(|e| e.name.as_str())
@@ -384,6 +409,15 @@ fn expectations(profile: &Profile, trace: &Value, ranks: &[u32]) -> Value {
         .sum();
     let mut problems = Vec::new();
     let spans = spans(trace, &mut problems);
+    // The `other` slices (what no top-level event covers) are CPU events of their step too.
+    for o in spans
+        .iter()
+        .filter(|s| s.name == "other" && s.args["what"].is_string())
+    {
+        names.insert("other");
+        let k = o.args["iteration"].as_u64().unwrap_or(0);
+        *per_iteration.entry(k).or_default() += 1;
+    }
     let cpu_spans: Vec<Span> = spans
         .into_iter()
         .filter(|s| s.args["stream"].is_null())
@@ -475,7 +509,8 @@ fn sample_mode_draws_an_average_iteration_that_hta_finds() {
     write_trace(&dir.join("rank-0.json"), &trace);
     let expect = expectations(&profile, &trace, &[0]);
     assert_eq!(expect["iterations"], json!([0]));
-    assert_eq!(expect["events_per_iteration"]["0"], 25);
+    // The 25 events, and the 3 stretches of the average iteration no top-level event covers.
+    assert_eq!(expect["events_per_iteration"]["0"], 25 + 3);
     assert_hta_finds(&dir, &expect);
 }
 

@@ -92,6 +92,37 @@ pub struct EventRow {
     /// Median wall time of the iterations this event was armed in over the warmup baseline,
     /// minus 1; `None` without a baseline or armed iteration.
     pub perturbation: Option<f64>,
+    /// What a run allocates, when the program counted it (`profiler_core::Alloc`); absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryRow>,
+}
+
+/// What one run of an event allocates: medians over its samples (exact counts, not times: a
+/// run of the same code allocates the same, so the median is the typical run).
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryRow {
+    /// Median bytes allocated by a run.
+    pub alloc_bytes: f64,
+    /// Median bytes freed by a run.
+    pub freed_bytes: f64,
+    /// Median number of allocations of a run.
+    pub allocs: f64,
+    /// Median peak of live bytes during a run, above what was live at its start.
+    pub peak_bytes: f64,
+}
+
+impl MemoryRow {
+    /// The medians of an event's memory figures.
+    pub fn of(m: &crate::Memory) -> MemoryRow {
+        let median = |v: &[u64]| stats::median(&stats::as_f64(v));
+        MemoryRow {
+            alloc_bytes: median(&m.alloc_bytes),
+            freed_bytes: median(&m.freed_bytes),
+            allocs: median(&m.allocs),
+            peak_bytes: median(&m.peak_bytes),
+        }
+    }
 }
 
 /// The iterations of the run.
@@ -306,6 +337,11 @@ impl RowContext<'_> {
             share: ratio_or_zero(total_ns, self.iter_mean),
             noisy: s.count >= 2 && cv > self.cv_threshold,
             perturbation,
+            memory: e
+                .memory
+                .as_ref()
+                .filter(|m| !m.is_empty())
+                .map(MemoryRow::of),
         }
     }
 }

@@ -72,6 +72,23 @@ pub fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> String {
     out
 }
 
+/// A size for people: `512B`, `12.3KiB`, `4.56MiB`, `1.20GiB`.
+pub fn human_bytes(bytes: f64) -> String {
+    if !bytes.is_finite() {
+        return "-".to_owned();
+    }
+    let a = bytes.abs();
+    if a < 1023.5 {
+        format!("{bytes:.0}B")
+    } else if a < 1024.0 * 1023.95 {
+        format!("{:.1}KiB", bytes / 1024.0)
+    } else if a < 1024.0 * 1024.0 * 1023.995 {
+        format!("{:.2}MiB", bytes / (1024.0 * 1024.0))
+    } else {
+        format!("{:.2}GiB", bytes / (1024.0 * 1024.0 * 1024.0))
+    }
+}
+
 /// A fraction as a percentage with one decimal: `0.067` → `6.7%`.
 pub fn percent(v: f64) -> String {
     format!("{:.1}%", 100.0 * v)
@@ -90,6 +107,15 @@ pub fn opt(v: &Option<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_for_people() {
+        assert_eq!(human_bytes(0.0), "0B");
+        assert_eq!(human_bytes(1000.0), "1000B");
+        assert_eq!(human_bytes(1536.0), "1.5KiB");
+        assert_eq!(human_bytes(3.0 * 1024.0 * 1024.0), "3.00MiB");
+        assert_eq!(human_bytes(5e9), "4.66GiB");
+    }
 
     #[test]
     fn long_cells_are_clipped_in_the_middle() {

@@ -85,7 +85,7 @@ use super::{drift, text};
 use crate::Format;
 use profiler_format::breakdown::{breakdown, Breakdown};
 use profiler_format::measure::{measure, ratio_or_zero, Measures};
-pub use profiler_format::measure::{EventRow, IterationRow, Perturbation};
+pub use profiler_format::measure::{EventRow, IterationRow, MemoryRow, Perturbation};
 use profiler_format::{Event, Profile};
 
 /// What [`ReportOptions::group_by`] groups events by.
@@ -109,6 +109,10 @@ pub enum SortBy {
     Median,
     /// Descending total time per iteration.
     Total,
+    /// Descending median bytes allocated per run (events without memory figures last).
+    Alloc,
+    /// Descending median peak of live bytes per run (events without memory figures last).
+    Peak,
 }
 
 /// How [`build`] makes a report.
@@ -272,6 +276,8 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
         SortBy::Order => {}
         SortBy::Median => rows.sort_by(|a, b| b.median_ns.total_cmp(&a.median_ns)),
         SortBy::Total => rows.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns)),
+        SortBy::Alloc => sort_by_memory(&mut rows, |m| m.alloc_bytes),
+        SortBy::Peak => sort_by_memory(&mut rows, |m| m.peak_bytes),
     }
 
     Report {
@@ -290,6 +296,12 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
             .then(|| drift::windows(profile, &DiffOptions::default()))
             .flatten(),
     }
+}
+
+/// Rows by descending `key` of their memory figures; rows without figures last, in order.
+fn sort_by_memory(rows: &mut [EventRow], key: fn(&MemoryRow) -> f64) {
+    let value = |r: &EventRow| r.memory.as_ref().map_or(f64::NEG_INFINITY, key);
+    rows.sort_by(|a, b| value(b).total_cmp(&value(a)));
 }
 
 mod breakdown;

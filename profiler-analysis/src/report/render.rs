@@ -97,6 +97,48 @@ const EVENT_HEADERS: [&str; 17] = [
 ];
 const GROUP_HEADERS: [&str; 6] = ["group", "events", "calls", "total", "self", "share"];
 
+/// The columns a report adds when its events carry memory figures (`profiler_core::Alloc`),
+/// before the noisy mark.
+const MEMORY_HEADERS: [&str; 3] = ["alloc", "allocs", "peak"];
+/// Their CSV columns, after every other.
+const MEMORY_CSV_HEADERS: [&str; 4] = ["alloc_bytes", "freed_bytes", "allocs", "peak_bytes"];
+
+/// Whether the report's events carry memory figures.
+fn has_memory(report: &Report) -> bool {
+    report.events.iter().any(|e| e.memory.is_some())
+}
+
+/// The event table's headers: [`EVENT_HEADERS`], with [`MEMORY_HEADERS`] before the last
+/// (the noisy mark) when the events carry memory figures.
+fn event_headers(memory: bool) -> Vec<&'static str> {
+    let mut headers = EVENT_HEADERS.to_vec();
+    if memory {
+        let last = headers.len() - 1;
+        headers.splice(last..last, MEMORY_HEADERS);
+    }
+    headers
+}
+
+/// An event's cells of the event table, with its memory cells when `memory`.
+fn event_row(e: &EventRow, indent: bool, memory: bool) -> Vec<String> {
+    let mut cells = event_cells(e, indent);
+    if memory {
+        let last = cells.len() - 1;
+        let m = e.memory.as_ref();
+        let bytes =
+            |v: Option<f64>| v.map_or_else(|| "-".to_owned(), profiler_format::text::human_bytes);
+        cells.splice(
+            last..last,
+            [
+                bytes(m.map(|m| m.alloc_bytes)),
+                m.map_or_else(|| "-".to_owned(), |m| calls(m.allocs)),
+                bytes(m.map(|m| m.peak_bytes)),
+            ],
+        );
+    }
+    cells
+}
+
 /// The human cells of an event row (`indent`: indent the name by depth).
 fn event_cells(e: &EventRow, indent: bool) -> Vec<String> {
     let times = |v: f64| {
@@ -160,12 +202,13 @@ fn render_table(report: &Report) -> String {
         perturbation_line(&report.mode, report.perturbation.as_ref()),
     ];
     let indent = in_execution_order(report);
+    let memory = has_memory(report);
     let rows: Vec<Vec<String>> = report
         .events
         .iter()
-        .map(|e| event_cells(e, indent))
+        .map(|e| event_row(e, indent, memory))
         .collect();
-    lines.extend(aligned(&EVENT_HEADERS, &rows, 3));
+    lines.extend(aligned(&event_headers(memory), &rows, 3));
     if !report.groups.is_empty() {
         lines.push(String::new());
         let rows: Vec<Vec<String>> = report.groups.iter().map(group_cells).collect();
@@ -429,9 +472,23 @@ fn window_csv(w: &drift::Windows, width: usize) -> Vec<Vec<String>> {
     rows
 }
 
+/// The [`MEMORY_CSV_HEADERS`] cells of an event row (empty without figures).
+fn memory_csv(e: &EventRow) -> Vec<String> {
+    match &e.memory {
+        Some(m) => [m.alloc_bytes, m.freed_bytes, m.allocs, m.peak_bytes]
+            .map(|v| num(v, 1))
+            .to_vec(),
+        None => vec![String::new(); MEMORY_CSV_HEADERS.len()],
+    }
+}
+
 fn render_csv(report: &Report) -> String {
     let windows = report.windows.as_ref();
-    let headers = csv_headers(windows.is_some());
+    let memory = has_memory(report);
+    let mut headers = csv_headers(windows.is_some());
+    if memory {
+        headers.extend(MEMORY_CSV_HEADERS);
+    }
     let width = headers.len();
     let mut rows: Vec<Vec<String>> = report
         .events
@@ -439,6 +496,9 @@ fn render_csv(report: &Report) -> String {
         .map(|e| {
             let mut cells = event_csv(e);
             cells.extend(drift_csv(windows, e.order));
+            if memory {
+                cells.extend(memory_csv(e));
+            }
             cells
         })
         .collect();
@@ -482,13 +542,16 @@ fn render_markdown(report: &Report) -> String {
         )),
         String::new(),
     ];
+    let memory = has_memory(report);
     let rows: Vec<Vec<String>> = report
         .events
         .iter()
-        .map(|e| event_cells(e, false))
+        .map(|e| event_row(e, false, memory))
         .collect();
-    let mut headers = EVENT_HEADERS;
-    headers[16] = "noisy";
+    let mut headers = event_headers(memory);
+    if let Some(last) = headers.last_mut() {
+        *last = "noisy";
+    }
     lines.extend(md_table(&headers, &rows, 3));
     if !report.groups.is_empty() {
         lines.push(String::new());

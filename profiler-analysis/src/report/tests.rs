@@ -761,3 +761,61 @@ fn one_window_says_it_is_not_enough() {
         .trim_end()
         .ends_with("no drift verdict: not enough windows yet"));
 }
+
+/// Memory figures (from `profiler_core::Alloc`) add three columns, `-` for an event without
+/// them, and `--sort alloc|peak` orders by them; without figures nothing changes.
+#[test]
+fn memory_columns_appear_with_memory_figures_only() {
+    let plain = profile(1, &[100, 100, 100], vec![flat(0, "a", None, None, 10)]);
+    let before = render(&build(&plain, &ReportOptions::default()), Format::Table);
+    assert!(!before.contains("alloc"), "{before}");
+
+    let mut small = flat(0, "small", None, None, 10);
+    small.memory = Some(profiler_format::Memory {
+        alloc_bytes: vec![2048],
+        freed_bytes: vec![2048],
+        allocs: vec![2],
+        peak_bytes: vec![1024],
+    });
+    let mut big = flat(1, "big", None, None, 10);
+    big.memory = Some(profiler_format::Memory {
+        alloc_bytes: vec![3 << 20],
+        freed_bytes: vec![0],
+        allocs: vec![3],
+        peak_bytes: vec![3 << 20],
+    });
+    let none = flat(2, "none", None, None, 10);
+    let p = profile(1, &[100, 100, 100], vec![small, big, none]);
+    let table = render(&build(&p, &ReportOptions::default()), Format::Table);
+    let header = table.lines().nth(3).unwrap();
+    assert!(header.contains("alloc allocs    peak"), "{table}");
+    let line = |name: &str| table.lines().find(|l| l.contains(name)).unwrap().to_owned();
+    assert!(line("small").contains("2.0KiB      2  1.0KiB"), "{table}");
+    assert!(line("big").contains("3.00MiB      3 3.00MiB"), "{table}");
+    assert!(line(" none").contains("-      -       -"), "{table}");
+    let sorted = build(
+        &p,
+        &ReportOptions {
+            sort: SortBy::Alloc,
+            ..ReportOptions::default()
+        },
+    );
+    let names: Vec<&str> = sorted
+        .events
+        .iter()
+        .map(|e| e.identity.name.as_str())
+        .collect();
+    assert_eq!(names, ["big", "small", "none"]);
+    let csv = render(&build(&p, &ReportOptions::default()), Format::Csv);
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with("alloc_bytes,freed_bytes,allocs,peak_bytes"),
+        "{csv}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&render(&build(&p, &ReportOptions::default()), Format::Json)).unwrap();
+    assert_eq!(json["events"][1]["memory"]["alloc_bytes"], 3145728.0);
+    assert!(json["events"][2].get("memory").is_none());
+}

@@ -150,14 +150,8 @@ pub fn chrome_trace(profile: &Profile) -> Value {
             "args": Value::Object(args),
         }));
     }
-    let other_tid = tids
-        .iter()
-        .filter(|((t, _), _)| *t == Track::Cpu)
-        .map(|(_, &tid)| tid)
-        .max()
-        .unwrap_or(1)
-        + 1;
-    events.extend(other::other_track(&slices, cpu_pid, other_tid));
+    let main_tid = tids.get(&(Track::Cpu, 0)).copied().unwrap_or(1);
+    events.extend(other::other_slices(&slices, cpu_pid, main_tid));
     document(profile, time_zero, events)
 }
 

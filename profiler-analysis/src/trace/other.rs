@@ -1,21 +1,22 @@
-//! The `other` track: in each drawn step, the stretches no top-level CPU event covers (the
-//! step-time breakdown's `other`), as slices named `other` on a track of their own, `not
-//! covered by any probe`, after the CPU tracks. Perfetto draws them under the step; a reader
-//! sees at a glance where the iteration's time goes unmeasured, and where to put the next
-//! probe. In `trace` mode they are each real iteration's; in `sample` mode, the average
-//! iteration's as drawn. Stretches shorter than a microsecond, or than 0.5% of their step, are
-//! left out (the clock's jitter, not work).
+//! `other`: in each drawn step, the stretches no top-level CPU event covers (the step-time
+//! breakdown's `other`), as slices named `other` on the `main` track, inside the step between
+//! the events (where nothing else is drawn), with `args.what` saying what they are. Perfetto
+//! draws them under the step beside the events, and HolisticTraceAnalysis counts them among the
+//! step's CPU events; a reader sees at a glance where the iteration's time goes unmeasured, and
+//! where to put the next probe. In `trace` mode they are each real iteration's; in `sample`
+//! mode, the average iteration's as drawn. Stretches shorter than a microsecond, or than 0.5%
+//! of their step, are left out (the clock's jitter, not work).
 
 use serde_json::{json, Value};
 
-use super::{meta, ts_dur, Slice, Track, What, CPU_CATEGORY};
+use super::{ts_dur, Slice, Track, What, CPU_CATEGORY};
 
-/// The `thread_name` of the track.
-pub const TRACK_NAME: &str = "not covered by any probe";
+/// What `args.what` says of an `other` slice.
+pub const WHAT: &str = "time of the step no top-level event covers";
 
-/// The metadata and slices of the `other` track, on thread `tid` of process `pid`, for the
+/// The `other` slices, on thread `tid` (the main track) of process `pid`, for the
 /// (time-shifted) `slices` of the drawing.
-pub(super) fn other_track(slices: &[Slice], pid: u32, tid: u32) -> Vec<Value> {
+pub(super) fn other_slices(slices: &[Slice], pid: u32, tid: u32) -> Vec<Value> {
     let mut out = Vec::new();
     for (s, step) in slices.iter().enumerate() {
         let What::Step { iteration, .. } = step.what else {
@@ -49,27 +50,12 @@ pub(super) fn other_track(slices: &[Slice], pid: u32, tid: u32) -> Vec<Value> {
                         "iteration": iteration,
                         "dur_ns": a - cursor,
                         "offset_ns": cursor - step.start,
-                        "what": "time of the step no top-level event covers"
+                        "what": WHAT
                     },
                 }));
             }
             cursor = cursor.max(b);
         }
-    }
-    if !out.is_empty() {
-        out.insert(
-            0,
-            meta("thread_name", pid, tid, json!({ "name": TRACK_NAME })),
-        );
-        out.insert(
-            1,
-            meta(
-                "thread_sort_index",
-                pid,
-                tid,
-                json!({ "sort_index": 1_000_000 }),
-            ),
-        );
     }
     out
 }
