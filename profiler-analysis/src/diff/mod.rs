@@ -185,6 +185,10 @@ pub struct Diff {
     pub threshold: f64,
     /// The significance level used.
     pub alpha: f64,
+    /// What a run of each event allocates, before and after, for the events with memory
+    /// figures in both runs (exact counts: see [`memory`]); absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<memory::MemoryDiff>,
 }
 
 impl Diff {
@@ -258,6 +262,7 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
         only_after,
         threshold: options.threshold,
         alpha: options.alpha,
+        memory: memory::compare(&pairs),
     }
 }
 
@@ -670,6 +675,7 @@ impl BlockSampler {
     }
 }
 
+pub mod memory;
 mod render;
 pub use render::render;
 

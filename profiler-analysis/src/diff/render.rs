@@ -167,5 +167,8 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
     } else {
         out.push_str(&format!("{bullet}no regression\n"));
     }
+    for line in super::memory::lines(&diff.memory) {
+        out.push_str(&format!("{bullet}{line}\n"));
+    }
     out
 }

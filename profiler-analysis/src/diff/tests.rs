@@ -589,3 +589,51 @@ fn samples_meet_their_iterations_when_the_list_starts_late() {
     let d = diff(&p, &p, &DiffOptions::default());
     assert_eq!((d.iteration.before_n, d.iteration.after_n), (3, 3));
 }
+
+/// Memory figures are compared exactly: an event whose runs allocate more is listed, with its
+/// before and after; the others are not; memory does not change the time verdicts.
+#[test]
+fn memory_is_compared_exactly() {
+    let specs = model();
+    let with_memory = |p: &mut Profile, grow: u64| {
+        for e in &mut p.events {
+            let n = e.samples_ns.len();
+            let bytes = if e.name == "top_forward" {
+                4096 + grow
+            } else {
+                4096
+            };
+            e.memory = Some(profiler_format::Memory {
+                alloc_bytes: vec![bytes; n],
+                freed_bytes: vec![bytes; n],
+                allocs: vec![4; n],
+                peak_bytes: vec![bytes; n],
+            });
+        }
+    };
+    let mut before = simulate(&specs, 20, 0.02, steady, &[], 1);
+    let mut after = simulate(&specs, 20, 0.02, steady, &[], 2);
+    with_memory(&mut before, 0);
+    with_memory(&mut after, 1024);
+    let d = diff(&before, &after, &DiffOptions::default());
+    assert_eq!(d.memory.len(), d.events.len());
+    let changed: Vec<&str> = d
+        .memory
+        .iter()
+        .filter(|m| m.changed)
+        .map(|m| m.identity.name.as_str())
+        .collect();
+    assert_eq!(changed, ["top_forward"]);
+    let text = render(&d, Format::Table);
+    assert!(text.contains("memory (exact counts"), "{text}");
+    assert!(
+        text.contains("top_mlp/fwd top_forward: allocated 4.0KiB -> 5.0KiB"),
+        "{text}"
+    );
+    assert!(!d.has_regression());
+    // Without figures on both sides, nothing is said.
+    let plain = simulate(&specs, 20, 0.02, steady, &[], 3);
+    let d = diff(&plain, &after, &DiffOptions::default());
+    assert!(d.memory.is_empty());
+    assert!(!render(&d, Format::Table).contains("memory"));
+}
