@@ -633,3 +633,34 @@ fn conversion_is_fast() {
     assert!(total.as_secs_f64() < 1.0, "took {total:?}");
     assert_well_formed(&profile, &trace);
 }
+
+/// A profile with memory figures (`profiler_core::Alloc`): its `memory` counter track is
+/// written, and HTA still loads the trace and finds the same iterations and events (counters
+/// are not events of an iteration).
+#[test]
+fn memory_counters_load_in_hta() {
+    let mut profile = fixture("dlrm-trace.json");
+    for (k, e) in profile.events.iter_mut().enumerate() {
+        let n = e.samples_ns.len();
+        let bytes = 1024 * (k as u64 + 1);
+        e.memory = Some(profiler_format::Memory {
+            alloc_bytes: vec![bytes; n],
+            freed_bytes: vec![bytes / 2; n],
+            allocs: vec![k as u64 + 1; n],
+            peak_bytes: vec![bytes; n],
+        });
+    }
+    let trace = chrome_trace(&profile);
+    assert_well_formed(&profile, &trace);
+    let counters = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "C" && e["name"] == "memory")
+        .count();
+    assert!(counters > 0, "no memory counter");
+    let dir = scratch("memory");
+    write_trace(&dir.join("rank-0.json"), &trace);
+    let expect = expectations(&profile, &trace, &[0]);
+    assert_hta_finds(&dir, &expect);
+}

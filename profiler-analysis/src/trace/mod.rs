@@ -152,6 +152,7 @@ pub fn chrome_trace(profile: &Profile) -> Value {
     }
     let main_tid = tids.get(&(Track::Cpu, 0)).copied().unwrap_or(1);
     events.extend(other::other_slices(&slices, cpu_pid, main_tid));
+    events.extend(memory::counters(&profile.events, &slices, cpu_pid));
     document(profile, time_zero, events)
 }
 
@@ -866,6 +867,7 @@ fn gpu_thread_metadata(
     }
 }
 
+mod memory;
 mod other;
 
 #[cfg(test)]

@@ -350,3 +350,57 @@ fn uncovered_stretches_are_drawn_on_the_other_track() {
     // On `main`, inside the steps, between the events: everything still nests.
     assert_nested(&t);
 }
+
+/// Memory figures become a `memory` counter track: a top-level run's figures while it runs,
+/// 0 between runs; nothing without figures.
+#[test]
+fn memory_figures_become_a_counter_track() {
+    let mut a = with_samples(event(0, "a", None), &[(1, 100, 400), (2, 100, 500)]);
+    a.memory = Some(profiler_format::Memory {
+        alloc_bytes: vec![4096, 8192],
+        freed_bytes: vec![4096, 0],
+        allocs: vec![1, 2],
+        peak_bytes: vec![4096, 8192],
+    });
+    let p = profile("trace", 1, 2, vec![5_000, 1_000, 1_000], vec![a]);
+    let t = chrome_trace(&p);
+    let counters: Vec<(u64, f64, f64, f64)> = t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .map(|e| {
+            assert_eq!(e["name"], memory::COUNTER);
+            assert_eq!(e["pid"], 42);
+            let a = &e["args"];
+            (
+                (e["ts"].as_f64().unwrap() * 1000.0).round() as u64,
+                a["alloc_bytes"].as_f64().unwrap(),
+                a["peak_bytes"].as_f64().unwrap(),
+                a["net_bytes"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        counters,
+        vec![
+            (100, 4096.0, 4096.0, 0.0),
+            (500, 0.0, 0.0, 0.0),
+            (1_100, 8192.0, 8192.0, 8192.0),
+            (1_600, 0.0, 0.0, 0.0),
+        ]
+    );
+    let plain = profile(
+        "trace",
+        1,
+        2,
+        vec![5_000, 1_000, 1_000],
+        vec![with_samples(event(0, "a", None), &[(1, 100, 400)])],
+    );
+    let t = chrome_trace(&plain);
+    assert!(!t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["ph"] == "C"));
+}
