@@ -53,6 +53,13 @@ use std::time::Instant;
 
 use profiler_core::{probe, profiled};
 
+/// With the `profile` feature (`cargo run --release --example dlrm --features profile`), memory
+/// per layer: profiler-core's counting allocator counts what each armed event allocates on its
+/// thread (one thread-local load and a branch per allocation otherwise).
+#[cfg(feature = "profile")]
+#[global_allocator]
+static ALLOC: profiler_core::Alloc = profiler_core::Alloc::system();
+
 /// Dense (continuous) features per sample, as in the Criteo data sets DLRM was built for.
 const DENSE_FEATURES: usize = 13;
 /// Rows of each embedding table, one table per categorical feature.

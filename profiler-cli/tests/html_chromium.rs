@@ -358,3 +358,40 @@ fn continuous_profile_draws_its_windows() {
         assert_eq!(dom.contains("\">No event drifted"), drifted == 0, "{name}");
     }
 }
+
+/// With memory figures, the page draws a "Memory per layer" card, one bar per layer; without,
+/// there is none (the `real_profile` page).
+#[test]
+fn memory_per_layer_is_drawn() {
+    let mut profile = fixture("before.json");
+    for (k, e) in profile.events.iter_mut().enumerate() {
+        let n = e.samples_ns.len();
+        e.memory = Some(profiler_format::Memory {
+            alloc_bytes: vec![1024 * (k as u64 + 1); n],
+            freed_bytes: vec![512; n],
+            allocs: vec![2; n],
+            peak_bytes: vec![2048; n],
+        });
+    }
+    let layers: std::collections::BTreeSet<String> = profile
+        .events
+        .iter()
+        .filter_map(|e| e.layer.clone())
+        .collect();
+    let Some(dom) = render("memory", &profile, None) else {
+        return;
+    };
+    assert!(dom.contains("id=\"memory\""), "no memory card");
+    let rows = dom.matches("class=\"memrow\"").count();
+    // One per layer, and one for the events without a layer of their own or above them, if any.
+    assert!(
+        rows >= layers.len() && rows <= layers.len() + 1,
+        "{rows} rows for {layers:?}"
+    );
+    assert!(dom.contains("allocated per iteration"));
+    let plain = fixture("before.json");
+    let Some(dom) = render("no-memory", &plain, None) else {
+        return;
+    };
+    assert!(!dom.contains("id=\"memory\""));
+}

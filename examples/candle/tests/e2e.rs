@@ -113,12 +113,20 @@ mod profiled {
             .collect()
     }
 
-    /// Every event measured its `PROF_REPEAT` samples.
+    /// Every event measured its `PROF_REPEAT` samples, each with what its run allocated
+    /// (the example installs `profiler_core::Alloc`): candle's tensors are allocated in
+    /// every layer's forward pass.
     fn assert_measured(prof: &Value) {
         assert_eq!(prof["complete"], true);
+        assert_eq!(prof["schema"], "profiler-core/prof/v2");
         for e in events(prof) {
             assert_eq!(e["samples_ns"].as_array().unwrap().len(), 3, "{e}");
             assert!(e["stats"]["median_ns"].as_u64().unwrap() > 0, "{e}");
+            let allocs = e["memory"]["allocs"].as_array().unwrap();
+            assert_eq!(allocs.len(), 3, "{e}");
+            if e["phase"] == "fwd" {
+                assert!(allocs.iter().all(|a| a.as_u64().unwrap() > 0), "{e}");
+            }
         }
     }
 

@@ -514,6 +514,65 @@
     return box;
   }
 
+  // ---- memory (profiler_core::Alloc) -----------------------------------------------------
+  function fmtBytes(v) {
+    v = num(v);
+    if (v === null || !isFinite(v)) { return '–'; }
+    var a = Math.abs(v);
+    if (a < 1023.5) { return v.toFixed(0) + ' B'; }
+    if (a < 1024 * 1023.95) { return (v / 1024).toFixed(1) + ' KiB'; }
+    if (a < 1024 * 1024 * 1023.995) { return (v / 1048576).toFixed(2) + ' MiB'; }
+    return (v / 1073741824).toFixed(2) + ' GiB';
+  }
+  // Per layer: the bytes its events allocate per iteration (median run x calls, an event
+  // nested in another of the same layer not counted again) and the largest peak of one run.
+  function memoryByLayer() {
+    var byOrder = {};
+    events.forEach(function (e) { byOrder[e.order] = e; });
+    var layerOf = function (e) {
+      for (var x = e, n = 0; x && n < 64; x = byOrder[x.parent], n++) {
+        if (x.layer !== null && x.layer !== undefined) { return x.layer; }
+      }
+      return NONE;
+    };
+    var rows = {};
+    events.forEach(function (e) {
+      if (!e.memory) { return; }
+      var k = layerOf(e);
+      var p = byOrder[e.parent];
+      var r = rows[k] || (rows[k] = { layer: k, alloc: 0, allocs: 0, peak: 0, events: 0 });
+      r.events += 1;
+      r.peak = Math.max(r.peak, num(e.memory.peak_bytes) || 0);
+      if (p && p.memory && layerOf(p) === k) { return; }
+      var calls = num(e.calls_per_iter) || 1;
+      r.alloc += (num(e.memory.alloc_bytes) || 0) * calls;
+      r.allocs += (num(e.memory.allocs) || 0) * calls;
+    });
+    return Object.keys(rows).map(function (k) { return rows[k]; })
+      .sort(function (a, b) { return b.alloc - a.alloc; });
+  }
+  function renderMemory() {
+    if (!events.some(function (e) { return e.memory; })) { return; }
+    var rows = memoryByLayer();
+    var card = el('section', { 'class': 'card', id: 'memory' }, el('h2', { text: 'Memory per layer' }));
+    var max = rows.reduce(function (m, r) { return Math.max(m, r.alloc, r.peak); }, 0) || 1;
+    var list = el('div', { 'class': 'membars' });
+    rows.forEach(function (r) {
+      var label = r.layer + ': ' + fmtBytes(r.alloc) + ' allocated per iteration in ' + fmtNum(r.allocs) + ' allocations; largest peak of one run ' + fmtBytes(r.peak) + ' (' + fmtNum(r.events) + ' event(s))';
+      list.appendChild(el('div', { 'class': 'memrow', title: label }, [
+        el('span', { 'class': 'lk', text: r.layer }),
+        el('span', { 'class': 'memtrack' }, [
+          el('span', { 'class': 'memalloc', style: { width: (100 * r.alloc / max).toFixed(2) + '%', background: layerColor[r.layer] || '#8c959f' } }),
+          el('span', { 'class': 'mempeak', style: { left: (100 * r.peak / max).toFixed(2) + '%' } })
+        ]),
+        el('span', { 'class': 'lv', text: fmtBytes(r.alloc) + ' / iter · peak ' + fmtBytes(r.peak) })
+      ]));
+    });
+    card.appendChild(list);
+    card.appendChild(el('p', { 'class': 'note', text: 'Bars: bytes each layer allocates per iteration (the median run of each event times its calls per iteration; an event nested in another of the same layer is counted once). The mark: the largest peak of live bytes during one run of the layer\'s events. Counted by profiler_core::Alloc on the thread that ran the event; exact counts, not times.' }));
+    root.appendChild(card);
+  }
+
   // ---- timeline --------------------------------------------------------------------------
   function renderTimeline() {
     var card = el('section', { 'class': 'card', id: 'timeline' }, el('h2', { text: 'Average iteration' }));
@@ -878,6 +937,7 @@
   guarded('overview', renderOverview);
   guarded('windows', renderWindows);
   guarded('breakdown', renderBreakdown);
+  guarded('memory', renderMemory);
   guarded('timeline', renderTimeline);
   guarded('events', renderEvents);
   guarded('comparison', renderDiff);
