@@ -236,6 +236,19 @@ pub mod __private {
         crate::ProbeGuard::inert()
     }
 
+    /// Starts counting this thread's allocations as an armed run does (the allocator's
+    /// benchmark measures the armed cost with it); returns whether counting started.
+    #[cfg(feature = "enable")]
+    pub fn alloc_begin() -> bool {
+        crate::alloc::begin()
+    }
+
+    /// Ends what [`alloc_begin`] started; returns the bytes allocated meanwhile.
+    #[cfg(feature = "enable")]
+    pub fn alloc_end() -> u64 {
+        crate::alloc::end().alloc_bytes
+    }
+
     /// The async guard of a probe that does not take part.
     #[cfg(feature = "enable")]
     #[inline(always)]
