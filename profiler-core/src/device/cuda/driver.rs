@@ -9,9 +9,24 @@ use std::ptr;
 
 use cudarc::driver::sys::{self, CUresult};
 
+/// The symbol `cudarc::driver::result::event::elapsed` calls: `cuEventElapsedTime` in the
+/// bindings of CUDA 12 and earlier, `cuEventElapsedTime_v2` (CUDA 12.8 and later drivers) in
+/// those of CUDA 13, where the headers dropped the first. Which bindings `cudarc` compiled is
+/// decided by the build (`nvcc`'s version, a `cuda-*` feature of another crate, or the newest).
+pub(crate) const EVENT_ELAPSED: &str = event_elapsed(sys::CUDA_VERSION);
+
+/// The `cuEventElapsedTime` entry point of the bindings of CUDA `version` (as `12080`).
+pub(crate) const fn event_elapsed(version: u32) -> &'static str {
+    if version >= 13000 {
+        "cuEventElapsedTime_v2"
+    } else {
+        "cuEventElapsedTime"
+    }
+}
+
 /// Every driver function this backend (and `cudarc`'s `CudaContext::new`, which it uses to
 /// retain primary contexts) calls unconditionally.
-const REQUIRED: &[&str] = &[
+pub(crate) const REQUIRED: &[&str] = &[
     "cuInit",
     "cuDeviceGetCount",
     "cuDeviceGet",
@@ -25,10 +40,13 @@ const REQUIRED: &[&str] = &[
     "cuEventDestroy_v2",
     "cuEventRecord",
     "cuEventQuery",
-    "cuEventElapsedTime",
+    EVENT_ELAPSED,
     "cuStreamGetCtx",
     "cuGetErrorString",
 ];
+
+/// The optional driver functions [`Optional`] looks for.
+pub(crate) const OPTIONAL: &[&str] = &["cuStreamGetId", "cuProfilerStart", "cuProfilerStop"];
 
 /// What the driver library offers beyond [`REQUIRED`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -49,50 +67,6 @@ fn driver_has(name: &str) -> bool {
             .get::<unsafe extern "C" fn()>(name.as_bytes())
             .is_ok()
     }
-}
-
-/// Whether `libnvToolsExt` loads and exports every name in `names`.
-pub(crate) fn nvtx_has(names: &[&str]) -> Result<(), String> {
-    use cudarc::nvtx::sys as nvtx;
-    // SAFETY: `is_culib_present` only tries to open the library by its usual names.
-    if !unsafe { nvtx::is_culib_present() } {
-        return Err("the NVTX library (libnvToolsExt) could not be loaded".to_owned());
-    }
-    for name in names {
-        // SAFETY: the library is present (checked above), so `culib()` does not panic; only
-        // a symbol look-up, nothing is called.
-        let found = unsafe {
-            nvtx::culib()
-                .get::<unsafe extern "C" fn()>(name.as_bytes())
-                .is_ok()
-        };
-        if !found {
-            return Err(format!("the NVTX library does not export {name}"));
-        }
-    }
-    Ok(())
-}
-
-/// Whether `libcupti` loads and exports every name in `names`.
-pub(crate) fn cupti_has(names: &[&str]) -> Result<(), String> {
-    use cudarc::cupti::sys as cupti;
-    // SAFETY: `is_culib_present` only tries to open the library by its usual names.
-    if !unsafe { cupti::is_culib_present() } {
-        return Err("the CUPTI library (libcupti) could not be loaded".to_owned());
-    }
-    for name in names {
-        // SAFETY: the library is present (checked above), so `culib()` does not panic; only
-        // a symbol look-up, nothing is called.
-        let found = unsafe {
-            cupti::culib()
-                .get::<unsafe extern "C" fn()>(name.as_bytes())
-                .is_ok()
-        };
-        if !found {
-            return Err(format!("the CUPTI library does not export {name}"));
-        }
-    }
-    Ok(())
 }
 
 /// Loads the driver, checks its entry points, initializes it and counts the devices.

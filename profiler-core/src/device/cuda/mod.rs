@@ -13,6 +13,9 @@
 
 mod cupti;
 mod driver;
+#[cfg(test)]
+mod headers;
+mod loader;
 mod nvtx;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -393,12 +396,13 @@ impl Clock for CudaDevice {
             (Some(_), Some(_)) => return Reading::Pending,
             _ => return Reading::Lost,
         }
-        let mut ms = 0f32;
         // SAFETY: both events are live, completed events of this device, recorded with timing.
-        match unsafe { sys::cuEventElapsedTime(&mut ms, a, b) } {
-            sys::CUresult::CUDA_SUCCESS => Reading::Ready(ms_to_ns(ms)),
-            sys::CUresult::CUDA_ERROR_NOT_READY => Reading::Pending,
-            _ => Reading::Lost,
+        // (`result::event::elapsed` calls the entry point of the bindings `cudarc` was built
+        // with, checked at `open` as `driver::EVENT_ELAPSED`.)
+        match unsafe { cudarc::driver::result::event::elapsed(a, b) } {
+            Ok(ms) => Reading::Ready(ms_to_ns(ms)),
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_READY => Reading::Pending,
+            Err(_) => Reading::Lost,
         }
     }
 
