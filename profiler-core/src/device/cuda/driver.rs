@@ -6,8 +6,11 @@
 //! cannot hit that panic; the optional ones are guarded by [`Optional`].
 
 use std::ptr;
+use std::sync::OnceLock;
 
 use cudarc::driver::sys::{self, CUresult};
+
+use super::loader::Library;
 
 /// The symbol `cudarc::driver::result::event::elapsed` calls: `cuEventElapsedTime` in the
 /// bindings of CUDA 12 and earlier, `cuEventElapsedTime_v2` (CUDA 12.8 and later drivers) in
@@ -45,8 +48,9 @@ pub(crate) const REQUIRED: &[&str] = &[
     "cuGetErrorString",
 ];
 
-/// The optional driver functions [`Optional`] looks for.
-pub(crate) const OPTIONAL: &[&str] = &["cuStreamGetId", "cuProfilerStart", "cuProfilerStop"];
+/// The optional driver functions [`Optional`] looks for: `cuStreamGetId`, then the two of
+/// `profiler`.
+pub(crate) const OPTIONAL: [&str; 3] = ["cuStreamGetId", "cuProfilerStart", "cuProfilerStop"];
 
 /// What the driver library offers beyond [`REQUIRED`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -57,25 +61,29 @@ pub(crate) struct Optional {
     pub profiler: bool,
 }
 
-/// Whether `libcuda` exports `name`.
-fn driver_has(name: &str) -> bool {
-    // SAFETY: only called after `is_culib_present()` returned true, so `culib()` loads the
-    // library instead of panicking; looking a symbol up runs none of the library's code, and
-    // the pointer type is never called through.
-    unsafe {
-        sys::culib()
-            .get::<unsafe extern "C" fn()>(name.as_bytes())
-            .is_ok()
-    }
+/// The names the driver library is opened by to check it: the driver installs
+/// `libcuda.so.1`; the plain name may be a toolkit's link stub, so it comes second.
+pub(crate) const DRIVER_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
+
+/// The driver library, opened once by this crate's loader. Whatever `cudarc` does (load it at
+/// run time, or, when another crate of the build picked `dynamic-linking`, link it), this
+/// finds the same `libcuda` and never panics: `cudarc`'s own `is_culib_present` exists only in
+/// the first mode.
+pub(crate) fn driver_library() -> Result<&'static Library, String> {
+    static DRIVER: OnceLock<Result<Library, String>> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            Library::open("libcuda", DRIVER_NAMES)
+                .map_err(|_| "no CUDA driver: libcuda.so could not be loaded".to_owned())
+        })
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// Loads the driver, checks its entry points, initializes it and counts the devices.
 pub(crate) fn check_driver() -> Result<Optional, String> {
-    // SAFETY: `is_culib_present` only tries to open the library by its usual names.
-    if !unsafe { sys::is_culib_present() } {
-        return Err("no CUDA driver: libcuda.so could not be loaded".to_owned());
-    }
-    if let Some(missing) = REQUIRED.iter().find(|name| !driver_has(name)) {
+    let lib = driver_library()?;
+    if let Some(missing) = REQUIRED.iter().find(|name| !lib.has(name)) {
         return Err(format!(
             "the CUDA driver is too old: libcuda does not export {missing}"
         ));
@@ -98,8 +106,8 @@ pub(crate) fn check_driver() -> Result<Optional, String> {
         return Err("no CUDA device".to_owned());
     }
     Ok(Optional {
-        stream_get_id: driver_has("cuStreamGetId"),
-        profiler: driver_has("cuProfilerStart") && driver_has("cuProfilerStop"),
+        stream_get_id: lib.has(OPTIONAL[0]),
+        profiler: OPTIONAL[1..].iter().all(|name| lib.has(name)),
     })
 }
 

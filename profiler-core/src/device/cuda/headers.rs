@@ -278,7 +278,7 @@ fn driver_checks(c: &mut String, cuda_h: &str) {
         .expect("cuda.h defines CUDA_VERSION");
     let elapsed = driver::event_elapsed(version);
     c.push_str("static void driver_functions(void) {\n");
-    for name in driver::REQUIRED.iter().chain(driver::OPTIONAL) {
+    for name in driver::REQUIRED.iter().chain(&driver::OPTIONAL) {
         let name = if *name == driver::EVENT_ELAPSED {
             elapsed
         } else {

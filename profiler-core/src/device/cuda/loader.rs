@@ -1,4 +1,4 @@
-//! CUPTI and NVTX, opened with `libloading` by this crate rather than through `cudarc`'s `cupti`
+//! The driver (to check it), CUPTI and NVTX, opened with `libloading` by this crate rather than through `cudarc`'s `cupti`
 //! and `nvtx` features: when another crate in the build (candle, burn) picks `cudarc`'s
 //! `dynamic-linking`, those features would link `libcupti` and `libnvToolsExt` into every binary,
 //! making optional tools hard requirements (and CUDA 13 ships no `libnvToolsExt` at all). Opened
@@ -53,6 +53,12 @@ impl Library {
         unsafe { self.lib.get::<T>(symbol.as_bytes()) }
             .map(|f| *f)
             .map_err(|_| format!("{} does not export {symbol}", self.name))
+    }
+
+    /// Whether the library exports `symbol` (nothing is called).
+    pub(crate) fn has(&self, symbol: &str) -> bool {
+        // SAFETY: only a look-up; the pointer type is never called through.
+        unsafe { self.get::<unsafe extern "C" fn()>(symbol) }.is_ok()
     }
 }
 
