@@ -108,3 +108,40 @@ macro_rules! api {
 }
 
 pub(crate) use api;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_library_that_is_not_there_is_an_error_naming_what_was_tried_and_the_fix() {
+        let err = Library::open(
+            "the XYZ library",
+            &["libprof-nothing.so.9", "/nonexistent/x.so"],
+        )
+        .unwrap_err();
+        assert!(
+            err.starts_with("the XYZ library could not be loaded"),
+            "{err}"
+        );
+        assert!(
+            err.contains("libprof-nothing.so.9, /nonexistent/x.so"),
+            "{err}"
+        );
+        assert!(err.contains("LD_LIBRARY_PATH"), "{err}");
+        assert!(!err.contains('\n'), "one line: {err}");
+    }
+
+    #[test]
+    fn a_missing_symbol_is_an_error_naming_it() {
+        // The C library is always there; it exports no CUPTI function.
+        let lib = Library::open("libc", &["libc.so.6"]).expect("libc loads");
+        assert!(lib.has("malloc"));
+        assert!(!lib.has("cuptiActivityEnable"));
+        let err = super::super::cupti::Api::load(&lib).unwrap_err();
+        assert_eq!(
+            err,
+            "libc.so.6 does not export cuptiActivityRegisterCallbacks"
+        );
+    }
+}
