@@ -234,58 +234,39 @@ unsafe extern "C" fn buffer_completed(
     let mut kernels = Vec::new();
     let mut correlations = Vec::new();
     // Registered only once the library is loaded, so the table is there.
-    let Some(Ok(loaded)) = LOADED.get() else {
-        return;
-    };
-    let mut record: *mut CUpti_Activity = std::ptr::null_mut();
-    loop {
-        // SAFETY: `buffer` holds `valid_size` bytes of records written by CUPTI; `record` is
-        // null at first, then the previous record, as the function requires.
-        let r = unsafe { (loaded.api.next_record)(buffer, valid_size, &mut record) };
-        if r != CUPTI_SUCCESS || record.is_null() {
-            break; // CUPTI_ERROR_MAX_LIMIT_REACHED: no more records; anything else: give up
-        }
-        // SAFETY: `record` points at a record inside the buffer, which starts with its kind
-        // as a 32-bit integer; read as an integer, so an unknown kind is harmless.
-        let kind = unsafe { (record as *const u32).read_unaligned() };
-        match kind {
-            KIND_KERNEL | KIND_CONCURRENT_KERNEL => {
-                // SAFETY: kernel records are at least as large as the prefix, which every
-                // version since 4 shares (checked against the headers by `headers.rs`).
-                let k = unsafe { (record as *const KernelRecord).read_unaligned() };
-                let name = if k.name.is_null() {
-                    String::new()
-                } else {
-                    // SAFETY: CUPTI's kernel name is a NUL-terminated string that stays valid
-                    // at least until the buffer is given back; it is copied here.
-                    unsafe { CStr::from_ptr(k.name) }
-                        .to_string_lossy()
-                        .into_owned()
-                };
-                let dims = |d: [i32; 3]| d.map(|v| u32::try_from(v).unwrap_or(0));
-                kernels.push(KernelActivity {
-                    correlation: k.correlation_id,
-                    name,
-                    start_ns: k.start,
-                    end_ns: k.end,
-                    device: k.device_id,
-                    stream: u64::from(k.stream_id),
-                    grid: dims(k.grid),
-                    block: dims(k.block),
-                });
+    if let Some(Ok(loaded)) = LOADED.get() {
+        let mut record: *mut CUpti_Activity = std::ptr::null_mut();
+        loop {
+            // SAFETY: `buffer` holds `valid_size` bytes of records written by CUPTI; `record`
+            // is null at first, then the previous record, as the function requires.
+            let r = unsafe { (loaded.api.next_record)(buffer, valid_size, &mut record) };
+            if r != CUPTI_SUCCESS || record.is_null() {
+                break; // CUPTI_ERROR_MAX_LIMIT_REACHED: no more records; anything else: give up
             }
-            KIND_EXTERNAL_CORRELATION => {
-                // SAFETY: an external correlation record has exactly this layout (checked
-                // against the headers by `headers.rs`).
-                let c = unsafe { (record as *const ExternalCorrelationRecord).read_unaligned() };
-                if c.external_kind == EXTERNAL_CUSTOM0 {
-                    correlations.push(Correlation {
-                        correlation: c.correlation_id,
-                        external: c.external_id,
-                    });
+            // SAFETY: `record` points at a record inside the buffer, which starts with its kind
+            // as a 32-bit integer; read as an integer, so an unknown kind is harmless.
+            let kind = unsafe { (record as *const u32).read_unaligned() };
+            match kind {
+                KIND_KERNEL | KIND_CONCURRENT_KERNEL => {
+                    // SAFETY: kernel records are at least as large as the prefix, which every
+                    // version since 4 shares (checked against the headers by `headers.rs`).
+                    let k = unsafe { (record as *const KernelRecord).read_unaligned() };
+                    kernels.push(kernel_activity(&k));
                 }
+                KIND_EXTERNAL_CORRELATION => {
+                    // SAFETY: an external correlation record has exactly this layout (checked
+                    // against the headers by `headers.rs`).
+                    let c =
+                        unsafe { (record as *const ExternalCorrelationRecord).read_unaligned() };
+                    if c.external_kind == EXTERNAL_CUSTOM0 {
+                        correlations.push(Correlation {
+                            correlation: c.correlation_id,
+                            external: c.external_id,
+                        });
+                    }
+                }
+                _ => {}
             }
-            _ => {}
         }
     }
     if let Some(layout) = buffer_layout() {
@@ -293,6 +274,35 @@ unsafe extern "C" fn buffer_completed(
         // is done with it.
         unsafe { std::alloc::dealloc(buffer, layout) };
     }
+    keep(kernels, correlations);
+}
+
+/// A kernel record as the device reports it.
+fn kernel_activity(k: &KernelRecord) -> KernelActivity {
+    let name = if k.name.is_null() {
+        String::new()
+    } else {
+        // SAFETY: CUPTI's kernel name is a NUL-terminated string that stays valid at least
+        // until the buffer is given back; it is copied here.
+        unsafe { CStr::from_ptr(k.name) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let dims = |d: [i32; 3]| d.map(|v| u32::try_from(v).unwrap_or(0));
+    KernelActivity {
+        correlation: k.correlation_id,
+        name,
+        start_ns: k.start,
+        end_ns: k.end,
+        device: k.device_id,
+        stream: u64::from(k.stream_id),
+        grid: dims(k.grid),
+        block: dims(k.block),
+    }
+}
+
+/// Adds a buffer's records to those gathered, up to the bound; the rest are counted as dropped.
+fn keep(kernels: Vec<KernelActivity>, correlations: Vec<Correlation>) {
     if kernels.is_empty() && correlations.is_empty() {
         return;
     }

@@ -121,10 +121,9 @@ fn kernel_fields() -> Vec<(&'static str, usize, usize)> {
     ]
 }
 
-/// The CUPTI part of the C program: records, enums, types, functions, callbacks.
-fn cupti_checks(c: &mut String, cupti_include: &Path) {
-    // Every kernel record version the headers declare from 4 on (CUPTI writes the newest it
-    // knows; the code reads the prefix they share).
+/// Every kernel record version the headers under `cupti_include` declare, from 4 on (CUPTI
+/// writes the newest it knows; the code reads the prefix they share).
+fn kernel_versions(cupti_include: &Path) -> Vec<u32> {
     let mut versions = Vec::new();
     let mut headers = Vec::new();
     find(
@@ -151,35 +150,11 @@ fn cupti_checks(c: &mut String, cupti_include: &Path) {
         "{}: too few kernel records found: {versions:?}",
         cupti_include.display()
     );
-    let fields = kernel_fields();
-    for v in &versions {
-        let ty = format!("CUpti_ActivityKernel{v}");
-        check_fields(c, &ty, &fields);
-        let _ = writeln!(c, "CHECK(sizeof({ty}) >= {});", size_of::<KernelRecord>());
-    }
-    type E = ExternalCorrelationRecord;
-    check_fields(
-        c,
-        "CUpti_ActivityExternalCorrelation",
-        &[
-            ("kind", offset_of!(E, kind), 4),
-            ("externalKind", offset_of!(E, external_kind), 4),
-            ("externalId", offset_of!(E, external_id), 8),
-            ("correlationId", offset_of!(E, correlation_id), 4),
-            ("reserved", offset_of!(E, reserved), 4),
-        ],
-    );
-    let _ = writeln!(
-        c,
-        "CHECK(sizeof(CUpti_ActivityExternalCorrelation) == {});",
-        size_of::<E>()
-    );
-    check_fields(c, "CUpti_Activity", &[("kind", 0, 4)]);
-    let _ = writeln!(
-        c,
-        "CHECK(sizeof(CUpti_Activity) == {});",
-        size_of::<cupti::CUpti_Activity>()
-    );
+    versions
+}
+
+/// CUPTI's enum values and type sizes as the Rust side has them.
+fn cupti_values(c: &mut String) {
     for (name, value) in [
         ("CUPTI_SUCCESS", cupti::CUPTI_SUCCESS),
         ("CUPTI_ACTIVITY_KIND_KERNEL", cupti::KIND_KERNEL),
@@ -213,6 +188,41 @@ fn cupti_checks(c: &mut String, cupti_include: &Path) {
     ] {
         let _ = writeln!(c, "CHECK(sizeof({ty}) == {size});");
     }
+}
+
+/// The CUPTI part of the C program: records, enums, types, functions, callbacks.
+fn cupti_checks(c: &mut String, cupti_include: &Path) {
+    let versions = kernel_versions(cupti_include);
+    let fields = kernel_fields();
+    for v in &versions {
+        let ty = format!("CUpti_ActivityKernel{v}");
+        check_fields(c, &ty, &fields);
+        let _ = writeln!(c, "CHECK(sizeof({ty}) >= {});", size_of::<KernelRecord>());
+    }
+    type E = ExternalCorrelationRecord;
+    check_fields(
+        c,
+        "CUpti_ActivityExternalCorrelation",
+        &[
+            ("kind", offset_of!(E, kind), 4),
+            ("externalKind", offset_of!(E, external_kind), 4),
+            ("externalId", offset_of!(E, external_id), 8),
+            ("correlationId", offset_of!(E, correlation_id), 4),
+            ("reserved", offset_of!(E, reserved), 4),
+        ],
+    );
+    let _ = writeln!(
+        c,
+        "CHECK(sizeof(CUpti_ActivityExternalCorrelation) == {});",
+        size_of::<E>()
+    );
+    check_fields(c, "CUpti_Activity", &[("kind", 0, 4)]);
+    let _ = writeln!(
+        c,
+        "CHECK(sizeof(CUpti_Activity) == {});",
+        size_of::<cupti::CUpti_Activity>()
+    );
+    cupti_values(c);
 }
 
 /// The NVTX part: the attribute structure, its constants, the handle types.
