@@ -55,7 +55,7 @@ fn c_type(rust: &str) -> String {
 }
 
 /// Every file under `root` whose path satisfies `keep`.
-fn find(root: &Path, keep: &dyn Fn(&Path) -> bool, found: &mut Vec<PathBuf>) {
+pub(super) fn find(root: &Path, keep: &dyn Fn(&Path) -> bool, found: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(root) else {
         return;
     };
@@ -70,12 +70,12 @@ fn find(root: &Path, keep: &dyn Fn(&Path) -> bool, found: &mut Vec<PathBuf>) {
 }
 
 /// The first file under `root` whose path ends with `tail`, or a panic saying what is missing.
-fn one(root: &Path, tail: &str) -> PathBuf {
+pub(super) fn one(root: &Path, tail: &str) -> PathBuf {
     first(root, tail, &|p| p.ends_with(tail))
 }
 
 /// The first file under `root` that `keep` accepts, or a panic saying that `what` is missing.
-fn first(root: &Path, what: &str, keep: &dyn Fn(&Path) -> bool) -> PathBuf {
+pub(super) fn first(root: &Path, what: &str, keep: &dyn Fn(&Path) -> bool) -> PathBuf {
     let mut found = Vec::new();
     find(root, keep, &mut found);
     found.sort();

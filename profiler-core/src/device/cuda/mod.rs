@@ -17,6 +17,8 @@ mod driver;
 mod headers;
 mod loader;
 mod nvtx;
+#[cfg(test)]
+mod nvtx_tool;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
