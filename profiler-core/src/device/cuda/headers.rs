@@ -21,6 +21,12 @@ use std::mem::{offset_of, size_of};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong};
+
+use cudarc::driver::sys::{
+    self, CUcontext, CUdevice, CUdevice_attribute, CUevent, CUresult, CUstream,
+};
+
 use super::cupti::{self, ExternalCorrelationRecord, KernelRecord};
 use super::loader::Library;
 use super::{driver, nvtx};
@@ -48,6 +54,9 @@ fn c_type(rust: &str) -> String {
         "i32" => "int32_t",
         "usize" => "size_t",
         "c_int" => "int",
+        "c_uint" => "unsigned int",
+        "c_ulonglong" => "unsigned long long",
+        "f32" => "float",
         "c_char" => "char",
         other => other,
     }
@@ -183,8 +192,11 @@ fn cupti_values(c: &mut String) {
             "CUpti_ExternalCorrelationKind",
             size_of::<cupti::CUpti_ExternalCorrelationKind>(),
         ),
-        ("CUcontext", size_of::<cudarc::driver::sys::CUcontext>()),
-        ("CUstream", size_of::<cudarc::driver::sys::CUstream>()),
+        ("CUcontext", size_of::<CUcontext>()),
+        ("CUstream", size_of::<CUstream>()),
+        ("CUdevice", size_of::<CUdevice>()),
+        ("CUresult", size_of::<CUresult>()),
+        ("CUdevice_attribute", size_of::<CUdevice_attribute>()),
     ] {
         let _ = writeln!(c, "CHECK(sizeof({ty}) == {size});");
     }
@@ -279,23 +291,21 @@ fn nvtx_checks(c: &mut String) {
 /// The driver part: every function checked for at start-up (for the bindings of this header's
 /// CUDA version) is declared, and the result codes compared by value have `cudarc`'s values.
 fn driver_checks(c: &mut String, cuda_h: &str) {
-    use cudarc::driver::sys::CUresult;
     let version: u32 = cuda_h
         .split("#define CUDA_VERSION")
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .expect("cuda.h defines CUDA_VERSION");
-    let elapsed = driver::event_elapsed(version);
+    // `cudarc::driver::result::event::elapsed` calls this version's entry point; both have the
+    // signature of `cuEventElapsedTime`.
+    let elapsed: &[(&str, &str, &[&str])] = &[(
+        driver::event_elapsed(version),
+        "CUresult",
+        &["*mut f32", "CUevent", "CUevent"],
+    )];
     c.push_str("static void driver_functions(void) {\n");
-    for name in driver::REQUIRED.iter().chain(&driver::OPTIONAL) {
-        let name = if *name == driver::EVENT_ELAPSED {
-            elapsed
-        } else {
-            name
-        };
-        let _ = writeln!(c, "    (void)&{name};");
-    }
+    typed_pointers(c, &[DRIVER_SIGNATURES, elapsed], false);
     c.push_str("}\n");
     for (name, value) in [
         ("CUDA_SUCCESS", CUresult::CUDA_SUCCESS),
@@ -311,7 +321,7 @@ fn driver_checks(c: &mut String, cuda_h: &str) {
     let _ = writeln!(
         c,
         "CHECK(CU_EVENT_DEFAULT == {});",
-        cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT as u32
+        sys::CUevent_flags::CU_EVENT_DEFAULT as u32
     );
 }
 
@@ -319,8 +329,19 @@ fn driver_checks(c: &mut String, cuda_h: &str) {
 /// side declares: a mismatch is an incompatible-pointer-types error.
 fn signature_checks(c: &mut String, tables: &[&[(&str, &str, &[&str])]], callbacks: bool) {
     c.push_str("static void signatures(void) {\n");
+    typed_pointers(c, tables, callbacks);
+    c.push_str("}\n");
+}
+
+/// One typed function-pointer initialization per entry of `tables` (see [`signature_checks`]).
+fn typed_pointers(c: &mut String, tables: &[&[(&str, &str, &[&str])]], callbacks: bool) {
     for (i, (name, ret, args)) in tables.iter().flat_map(|t| t.iter()).enumerate() {
         let args: Vec<String> = args.iter().map(|a| c_type(a)).collect();
+        let args = if args.is_empty() {
+            "void".to_owned()
+        } else {
+            args.join(", ")
+        };
         let value = if callbacks && name.starts_with("CUpti_") {
             format!("({name})0")
         } else {
@@ -328,12 +349,43 @@ fn signature_checks(c: &mut String, tables: &[&[(&str, &str, &[&str])]], callbac
         };
         let _ = writeln!(
             c,
-            "    {} (*f{i})({}) = {value}; (void)f{i};",
-            c_type(ret),
-            args.join(", ")
+            "    {} (*f{i})({args}) = {value}; (void)f{i};",
+            c_type(ret)
         );
     }
-    c.push_str("}\n");
+}
+
+/// Declares the driver functions the code calls through `cudarc` with the Rust types it calls
+/// them with: each is coerced at compile time from `cudarc`'s own function (so the table is
+/// what the code calls), and `DRIVER_SIGNATURES` spells them for the C compiler.
+macro_rules! driver_signatures {
+    ($( $name:ident: fn($($arg:ty),*) -> $ret:ty; )*) => {
+        $( const _: unsafe fn($($arg),*) -> $ret = sys::$name; )*
+        /// The driver functions as the code calls them: name, return type, argument types.
+        const DRIVER_SIGNATURES: &[(&str, &str, &[&str])] =
+            &[$( (stringify!($name), stringify!($ret), &[$(stringify!($arg)),*]) ),*];
+    };
+}
+
+driver_signatures! {
+    cuInit: fn(c_uint) -> CUresult;
+    cuDeviceGetCount: fn(*mut c_int) -> CUresult;
+    cuDeviceGet: fn(*mut CUdevice, c_int) -> CUresult;
+    cuDeviceGetAttribute: fn(*mut c_int, CUdevice_attribute, CUdevice) -> CUresult;
+    cuDevicePrimaryCtxRetain: fn(*mut CUcontext, CUdevice) -> CUresult;
+    cuDevicePrimaryCtxRelease_v2: fn(CUdevice) -> CUresult;
+    cuCtxGetCurrent: fn(*mut CUcontext) -> CUresult;
+    cuCtxSetCurrent: fn(CUcontext) -> CUresult;
+    cuCtxSynchronize: fn() -> CUresult;
+    cuEventCreate: fn(*mut CUevent, c_uint) -> CUresult;
+    cuEventDestroy_v2: fn(CUevent) -> CUresult;
+    cuEventRecord: fn(CUevent, CUstream) -> CUresult;
+    cuEventQuery: fn(CUevent) -> CUresult;
+    cuStreamGetCtx: fn(CUstream, *mut CUcontext) -> CUresult;
+    cuGetErrorString: fn(CUresult, *mut *const c_char) -> CUresult;
+    cuStreamGetId: fn(CUstream, *mut c_ulonglong) -> CUresult;
+    cuProfilerStart: fn() -> CUresult;
+    cuProfilerStop: fn() -> CUresult;
 }
 
 /// The C program for one package directory.
@@ -463,6 +515,20 @@ fn ffi_matches_the_nvidia_headers_and_libraries() {
         eprintln!("checked against {}", root.display());
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_driver_function_checked_for_has_its_signature() {
+    let mut named: Vec<&str> = DRIVER_SIGNATURES.iter().map(|(n, _, _)| *n).collect();
+    named.push(driver::EVENT_ELAPSED);
+    named.sort_unstable();
+    let mut wanted: Vec<&str> = driver::REQUIRED
+        .iter()
+        .chain(&driver::OPTIONAL)
+        .copied()
+        .collect();
+    wanted.sort_unstable();
+    assert_eq!(named, wanted);
 }
 
 #[test]
