@@ -12,20 +12,16 @@ use cudarc::driver::sys::{self, CUresult};
 
 use super::loader::Library;
 
-/// The symbol `cudarc::driver::result::event::elapsed` calls: `cuEventElapsedTime` in the
-/// bindings of CUDA 12 and earlier, `cuEventElapsedTime_v2` (CUDA 12.8 and later drivers) in
-/// those of CUDA 13, where the headers dropped the first. Which bindings `cudarc` compiled is
-/// decided by the build (`nvcc`'s version, a `cuda-*` feature of another crate, or the newest).
-pub(crate) const EVENT_ELAPSED: &str = event_elapsed(sys::CUDA_VERSION);
+/// `cuEventElapsedTime`'s type (its `_v2` has the same).
+pub(crate) type EventElapsed =
+    unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> CUresult;
 
-/// The `cuEventElapsedTime` entry point of the bindings of CUDA `version` (as `12080`).
-pub(crate) const fn event_elapsed(version: u32) -> &'static str {
-    if version >= 13000 {
-        "cuEventElapsedTime_v2"
-    } else {
-        "cuEventElapsedTime"
-    }
-}
+/// The names `cuEventElapsedTime` goes by, preferred first: `_v2` (drivers of CUDA 12.8 and
+/// later; the only one in CUDA 13's headers), then the original (every older driver). Resolved
+/// by this crate rather than called through `cudarc`, whose bindings name only one of the two
+/// (which one depends on the CUDA version the build picked), so that any build runs on old and
+/// new drivers alike.
+pub(crate) const EVENT_ELAPSED: [&str; 2] = ["cuEventElapsedTime_v2", "cuEventElapsedTime"];
 
 /// Every driver function this backend (and `cudarc`'s `CudaContext::new`, which it uses to
 /// retain primary contexts) calls unconditionally.
@@ -43,7 +39,6 @@ pub(crate) const REQUIRED: &[&str] = &[
     "cuEventDestroy_v2",
     "cuEventRecord",
     "cuEventQuery",
-    EVENT_ELAPSED,
     "cuStreamGetCtx",
     "cuGetErrorString",
 ];
@@ -80,14 +75,25 @@ pub(crate) fn driver_library() -> Result<&'static Library, String> {
         .map_err(Clone::clone)
 }
 
-/// Loads the driver, checks its entry points, initializes it and counts the devices.
-pub(crate) fn check_driver() -> Result<Optional, String> {
+/// Loads the driver, checks its entry points, initializes it and counts the devices; gives
+/// what it offers beyond [`REQUIRED`] and its `cuEventElapsedTime`.
+pub(crate) fn check_driver() -> Result<(Optional, EventElapsed), String> {
     let lib = driver_library()?;
     if let Some(missing) = REQUIRED.iter().find(|name| !lib.has(name)) {
         return Err(format!(
             "the CUDA driver is too old: libcuda does not export {missing}"
         ));
     }
+    let elapsed = EVENT_ELAPSED
+        .iter()
+        // SAFETY: both names have this type in the headers (checked by `headers.rs`).
+        .find_map(|name| unsafe { lib.get::<EventElapsed>(name) }.ok())
+        .ok_or_else(|| {
+            format!(
+                "the CUDA driver is too old: libcuda does not export {}",
+                EVENT_ELAPSED[1]
+            )
+        })?;
     // SAFETY: the symbol exists (checked above); cuInit takes flags, 0 is the only valid value.
     let r = unsafe { sys::cuInit(0) };
     if r != CUresult::CUDA_SUCCESS {
@@ -105,10 +111,11 @@ pub(crate) fn check_driver() -> Result<Optional, String> {
     if count <= 0 {
         return Err("no CUDA device".to_owned());
     }
-    Ok(Optional {
+    let optional = Optional {
         stream_get_id: lib.has(OPTIONAL[0]),
         profiler: OPTIONAL[1..].iter().all(|name| lib.has(name)),
-    })
+    };
+    Ok((optional, elapsed))
 }
 
 /// A driver result as one short phrase: its name and, where the driver gives one, its

@@ -297,13 +297,20 @@ fn driver_checks(c: &mut String, cuda_h: &str) {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .expect("cuda.h defines CUDA_VERSION");
-    // `cudarc::driver::result::event::elapsed` calls this version's entry point; both have the
-    // signature of `cuEventElapsedTime`.
-    let elapsed: &[(&str, &str, &[&str])] = &[(
-        driver::event_elapsed(version),
-        "CUresult",
-        &["*mut f32", "CUevent", "CUevent"],
-    )];
+    // The code resolves either name with the type `driver::EventElapsed`; CUDA 13's headers
+    // have only the first.
+    let elapsed: Vec<(&str, &str, &[&str])> = driver::EVENT_ELAPSED
+        .iter()
+        .filter(|name| version < 13000 || name.ends_with("_v2"))
+        .map(|name| {
+            (
+                *name,
+                "CUresult",
+                ["*mut f32", "CUevent", "CUevent"].as_slice(),
+            )
+        })
+        .collect();
+    let elapsed = elapsed.as_slice();
     c.push_str("static void driver_functions(void) {\n");
     typed_pointers(c, &[DRIVER_SIGNATURES, elapsed], false);
     c.push_str("}\n");
@@ -366,6 +373,10 @@ macro_rules! driver_signatures {
             &[$( (stringify!($name), stringify!($ret), &[$(stringify!($arg)),*]) ),*];
     };
 }
+
+// The type the code resolves `cuEventElapsedTime(_v2)` with is the one checked in C above.
+const _: fn(driver::EventElapsed) -> unsafe extern "C" fn(*mut f32, CUevent, CUevent) -> CUresult =
+    |f| f;
 
 driver_signatures! {
     cuInit: fn(c_uint) -> CUresult;
@@ -520,7 +531,6 @@ fn ffi_matches_the_nvidia_headers_and_libraries() {
 #[test]
 fn every_driver_function_checked_for_has_its_signature() {
     let mut named: Vec<&str> = DRIVER_SIGNATURES.iter().map(|(n, _, _)| *n).collect();
-    named.push(driver::EVENT_ELAPSED);
     named.sort_unstable();
     let mut wanted: Vec<&str> = driver::REQUIRED
         .iter()

@@ -112,6 +112,8 @@ pub struct CudaDevice {
     /// the pools).
     lost: AtomicU64,
     optional: driver::Optional,
+    /// `cuEventElapsedTime_v2` or `cuEventElapsedTime`, whichever the driver has.
+    elapsed: driver::EventElapsed,
     nvtx: Option<nvtx::Nvtx>,
     cupti: Option<cupti::Cupti>,
     warned: AtomicU32,
@@ -147,7 +149,7 @@ impl CudaDevice {
     /// device). A missing or failing NVTX or CUPTI does not fail: it prints one warning and
     /// the matching hooks do nothing.
     pub fn open(options: CudaOptions) -> Result<CudaDevice, String> {
-        let optional = driver::check_driver()?;
+        let (optional, elapsed) = driver::check_driver()?;
         let nvtx = if options.nvtx {
             match nvtx::Nvtx::open() {
                 Ok(nvtx) => Some(nvtx),
@@ -177,6 +179,7 @@ impl CudaDevice {
             writer: Mutex::new(Writer::default()),
             lost: AtomicU64::new(0),
             optional,
+            elapsed,
             nvtx,
             cupti,
             warned: AtomicU32::new(0),
@@ -398,13 +401,13 @@ impl Clock for CudaDevice {
             (Some(_), Some(_)) => return Reading::Pending,
             _ => return Reading::Lost,
         }
-        // SAFETY: both events are live, completed events of this device, recorded with timing.
-        // (`result::event::elapsed` calls the entry point of the bindings `cudarc` was built
-        // with, checked at `open` as `driver::EVENT_ELAPSED`.)
-        match unsafe { cudarc::driver::result::event::elapsed(a, b) } {
-            Ok(ms) => Reading::Ready(ms_to_ns(ms)),
-            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_READY => Reading::Pending,
-            Err(_) => Reading::Lost,
+        let mut ms = 0f32;
+        // SAFETY: resolved at `open` with the headers' type; both events are live, completed
+        // events of this device, recorded with timing; `ms` is a valid out-pointer.
+        match unsafe { (self.elapsed)(&mut ms, a, b) } {
+            sys::CUresult::CUDA_SUCCESS => Reading::Ready(ms_to_ns(ms)),
+            sys::CUresult::CUDA_ERROR_NOT_READY => Reading::Pending,
+            _ => Reading::Lost,
         }
     }
 
