@@ -24,7 +24,12 @@ impl Teacher {
     /// A fresh batch: every iteration sees new samples, so the training loss is also a
     /// held-out loss.
     pub fn batch(&self) -> Result<(Tensor, Tensor)> {
-        let _p = profiler_core::probe!("make_batch", layer = "data", phase = "data");
+        let _p = profiler_core::probe!(
+            "make_batch",
+            layer = "data",
+            phase = "data",
+            stream = crate::gpu::stream(&self.device)
+        );
         let (inputs, _) = self.weights.dims2()?;
         let x = Tensor::randn(0f32, 1f32, (self.batch, inputs), &self.device)?;
         let y = x.matmul(&self.weights)?.argmax(D::Minus1)?;

@@ -10,9 +10,13 @@
 //! cargo run --release -p candle-example -- --tracing
 //! PROF_FILTER='name=layers.*' cargo run --release -p candle-example
 //! cargo run --release -p candle-example -- --list-probes
+//! # On an NVIDIA GPU (building needs nvcc): the model on GPU 0, probes timed on candle's stream
+//! cargo run --release -p candle-example --features cuda
 //! ```
 
 mod data;
+#[cfg(feature = "cuda")]
+mod gpu;
 mod model;
 mod timed;
 mod traced;
@@ -153,9 +157,17 @@ fn install_tracing() {
     eprintln!("candle-mlp: --tracing does nothing without the `profile` feature");
 }
 
+/// Where the model runs: GPU 0 in a `cuda` build, else the CPU.
+fn device() -> Result<Device> {
+    #[cfg(feature = "cuda")]
+    return gpu::device();
+    #[cfg(not(feature = "cuda"))]
+    Ok(Device::Cpu)
+}
+
 /// The training loop: one `profiler_core::step()` per iteration.
 fn train(args: &Args) -> Result<()> {
-    let device = Device::Cpu;
+    let device = device()?;
     let varmap = VarMap::new();
     let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
     let model = Mlp::new(args.shape, vb)?;
@@ -169,10 +181,15 @@ fn train(args: &Args) -> Result<()> {
     )?;
     let data = Teacher::new(args.shape.inputs, args.shape.classes, args.batch, &device)?;
     println!(
-        "candle-mlp: {params} parameters, {} hidden blocks of {}, batch {}, {}",
+        "candle-mlp: {params} parameters, {} hidden blocks of {}, batch {}, on {}, {}",
         args.shape.blocks,
         args.shape.hidden,
         args.batch,
+        if device.is_cuda() {
+            "CUDA GPU 0"
+        } else {
+            "the CPU"
+        },
         if args.tracing {
             "tracing spans on"
         } else {
@@ -188,7 +205,7 @@ fn train(args: &Args) -> Result<()> {
         let logits = model.forward(&x)?;
         let loss = model::loss(&logits, &y)?;
         let grads = model::backward(&loss)?;
-        model::update(&mut opt, &grads)?;
+        model::update(&mut opt, &grads, &device)?;
         profiler_core::step();
         iters = it + 1;
 

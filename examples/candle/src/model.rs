@@ -11,7 +11,7 @@
 //! ```
 
 use candle_core::backprop::GradStore;
-use candle_core::{Result, Tensor};
+use candle_core::{Device, Result, Tensor};
 use candle_nn::{Linear, Module, Optimizer, VarBuilder};
 use profiler_core::profiled;
 
@@ -34,7 +34,7 @@ pub struct Input {
 }
 
 impl Module for Input {
-    #[profiled(layer = "input", phase = "fwd")]
+    #[profiled(layer = "input", phase = "fwd", stream = crate::gpu::stream(xs.device()))]
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
         self.linear.forward(xs)?.relu()
     }
@@ -62,7 +62,7 @@ pub struct Head {
 }
 
 impl Module for Head {
-    #[profiled(layer = "head", phase = "fwd")]
+    #[profiled(layer = "head", phase = "fwd", stream = crate::gpu::stream(xs.device()))]
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
         self.linear.forward(xs)
     }
@@ -125,20 +125,22 @@ impl Module for Mlp {
 }
 
 /// (a) The loss: cross-entropy of the logits against the labels.
-#[profiled(layer = "head", phase = "loss")]
+#[profiled(layer = "head", phase = "loss", stream = crate::gpu::stream(logits.device()))]
 pub fn loss(logits: &Tensor, labels: &Tensor) -> Result<Tensor> {
     candle_nn::loss::cross_entropy(logits, labels)
 }
 
 /// (a) The backward pass of the whole model. `Optimizer::backward_step` is `loss.backward()`
 /// then `step(&grads)`; calling the two here times backward and update as separate probes.
-#[profiled(phase = "bwd")]
+#[profiled(phase = "bwd", stream = crate::gpu::stream(loss.device()))]
 pub fn backward(loss: &Tensor) -> Result<GradStore> {
     loss.backward()
 }
 
 /// (a) The optimizer's update of every parameter.
-#[profiled(phase = "update")]
-pub fn update<O: Optimizer>(opt: &mut O, grads: &GradStore) -> Result<()> {
+#[profiled(phase = "update", stream = crate::gpu::stream(device))]
+pub fn update<O: Optimizer>(opt: &mut O, grads: &GradStore, device: &Device) -> Result<()> {
+    // Only the `cuda` build reads `device` (the stream the update is timed on).
+    let _ = device;
     opt.step(grads)
 }

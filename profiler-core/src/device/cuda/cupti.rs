@@ -4,36 +4,115 @@
 //! CUPTI hands records over in buffers it asks for and gives back through two callbacks that
 //! carry no user pointer, so the gathered records live in a process-wide static.
 
+// The FFI types keep the C headers' names, so that the header test (`headers.rs`) can spell
+// them in C as they are.
+#![allow(non_camel_case_types, non_snake_case)]
+
 use std::ffi::{c_char, CStr};
-use std::mem::offset_of;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 
-use cudarc::cupti::sys::{
-    self, CUptiResult, CUpti_ActivityKind as Kind, CUpti_ExternalCorrelationKind as ExternalKind,
-};
+use cudarc::driver::sys::{CUcontext, CUstream};
 
+use super::loader::{api, Library};
 use crate::device::{Correlation, KernelActivity};
 
-/// Every CUPTI entry point this module calls.
-const SYMBOLS: &[&str] = &[
-    "cuptiActivityRegisterCallbacks",
-    "cuptiActivityEnable",
-    "cuptiActivityDisable",
-    "cuptiActivityFlushAll",
-    "cuptiActivityGetNextRecord",
-    "cuptiActivityPushExternalCorrelationId",
-    "cuptiActivityPopExternalCorrelationId",
+/// `CUptiResult` (a C enum).
+pub(crate) type CUptiResult = u32;
+/// `CUpti_ActivityKind` (a C enum).
+pub(crate) type CUpti_ActivityKind = u32;
+/// `CUpti_ExternalCorrelationKind` (a C enum).
+pub(crate) type CUpti_ExternalCorrelationKind = u32;
+
+/// `CUpti_Activity`: the header every activity record starts with (8-byte aligned, as
+/// `PACKED_ALIGNMENT` makes every record).
+#[repr(C, align(8))]
+pub(crate) struct CUpti_Activity {
+    pub(crate) kind: CUpti_ActivityKind,
+}
+
+/// `CUpti_BuffersCallbackRequestFunc`: CUPTI asks for a buffer.
+pub(crate) type CUpti_BuffersCallbackRequestFunc =
+    Option<unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize)>;
+/// `CUpti_BuffersCallbackCompleteFunc`: CUPTI gives a filled buffer back.
+pub(crate) type CUpti_BuffersCallbackCompleteFunc =
+    Option<unsafe extern "C" fn(CUcontext, u32, *mut u8, usize, usize)>;
+
+/// The C signatures of the two callback types (return type, argument types), for the header
+/// test; the Rust types above are what `register` passes.
+#[cfg(test)]
+pub(crate) const CALLBACKS: &[(&str, &str, &[&str])] = &[
+    (
+        "CUpti_BuffersCallbackRequestFunc",
+        "()",
+        &["*mut *mut u8", "*mut usize", "*mut usize"],
+    ),
+    (
+        "CUpti_BuffersCallbackCompleteFunc",
+        "()",
+        &["CUcontext", "u32", "*mut u8", "usize", "usize"],
+    ),
 ];
+
+api! {
+    /// Every CUPTI entry point this module calls unconditionally.
+    struct Api {
+        register_callbacks = "cuptiActivityRegisterCallbacks":
+            fn(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) -> CUptiResult;
+        enable = "cuptiActivityEnable": fn(CUpti_ActivityKind) -> CUptiResult;
+        disable = "cuptiActivityDisable": fn(CUpti_ActivityKind) -> CUptiResult;
+        flush_all = "cuptiActivityFlushAll": fn(u32) -> CUptiResult;
+        next_record = "cuptiActivityGetNextRecord":
+            fn(*mut u8, usize, *mut *mut CUpti_Activity) -> CUptiResult;
+        push_external = "cuptiActivityPushExternalCorrelationId":
+            fn(CUpti_ExternalCorrelationKind, u64) -> CUptiResult;
+        pop_external = "cuptiActivityPopExternalCorrelationId":
+            fn(CUpti_ExternalCorrelationKind, *mut u64) -> CUptiResult;
+    }
+}
+
+api! {
+    /// `cuptiGetStreamIdEx` (CUDA 11.8 and later): the stream ids CUPTI puts in its records.
+    struct StreamIdApi {
+        stream_id = "cuptiGetStreamIdEx": fn(CUcontext, CUstream, u8, *mut u32) -> CUptiResult;
+    }
+}
+
+/// The names the CUPTI library is looked for by, newest first (the packages and the toolkits
+/// ship only the versioned name, `libcupti.so.12` or `.13`; a development install adds the
+/// plain one).
+pub(crate) const LIBRARY_NAMES: &[&str] = &[
+    "libcupti.so",
+    "libcupti.so.13",
+    "libcupti.so.12",
+    "libcupti.so.11",
+];
+
+/// `CUPTI_SUCCESS`.
+pub(crate) const CUPTI_SUCCESS: CUptiResult = 0;
+/// `CUPTI_ACTIVITY_KIND_KERNEL`.
+pub(crate) const KIND_KERNEL: CUpti_ActivityKind = 3;
+/// `CUPTI_ACTIVITY_KIND_DRIVER`.
+pub(crate) const KIND_DRIVER: CUpti_ActivityKind = 4;
+/// `CUPTI_ACTIVITY_KIND_RUNTIME`.
+pub(crate) const KIND_RUNTIME: CUpti_ActivityKind = 5;
+/// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`.
+pub(crate) const KIND_CONCURRENT_KERNEL: CUpti_ActivityKind = 10;
+/// `CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION`.
+pub(crate) const KIND_EXTERNAL_CORRELATION: CUpti_ActivityKind = 39;
+/// `CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0`.
+pub(crate) const EXTERNAL_CUSTOM0: CUpti_ExternalCorrelationKind = 3;
+/// `CUPTI_ACTIVITY_FLAG_FLUSH_FORCED`: also flush buffers that are not full yet.
+pub(crate) const FLUSH_FORCED: u32 = 1;
 
 /// The kinds enabled while kernels are recorded: the kernels themselves, the API calls that
 /// launch them (external correlation records are only emitted for API records) and the
 /// external correlations.
-const KINDS: [Kind; 4] = [
-    Kind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-    Kind::CUPTI_ACTIVITY_KIND_DRIVER,
-    Kind::CUPTI_ACTIVITY_KIND_RUNTIME,
-    Kind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+const KINDS: [CUpti_ActivityKind; 4] = [
+    KIND_CONCURRENT_KERNEL,
+    KIND_DRIVER,
+    KIND_RUNTIME,
+    KIND_EXTERNAL_CORRELATION,
 ];
 
 /// Size of each activity buffer handed to CUPTI.
@@ -43,76 +122,46 @@ const BUFFER_ALIGN: usize = 8;
 /// Records kept between two drains, per kind; beyond it they are counted and dropped, so that a
 /// run that never drains cannot grow without bound.
 const MAX_GATHERED: usize = 1 << 21;
-/// `CUPTI_ACTIVITY_FLAG_FLUSH_FORCED`: also flush buffers that are not full yet.
-const FLUSH_FORCED: u32 = 1;
 
-/// Raw values of the record kinds read (compared as integers: a record of a kind this build
-/// does not know must not be turned into the Rust enum).
-const KIND_KERNEL: u32 = Kind::CUPTI_ACTIVITY_KIND_KERNEL as u32;
-const KIND_CONCURRENT_KERNEL: u32 = Kind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL as u32;
-const KIND_EXTERNAL_CORRELATION: u32 = Kind::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION as u32;
-const EXTERNAL_CUSTOM0: u32 = ExternalKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 as u32;
-
-/// The prefix that every kernel record (`CUpti_ActivityKernel4` to `CUpti_ActivityKernel10`)
-/// shares, with plain integers in place of the enums.
+/// The prefix that every kernel record (`CUpti_ActivityKernel4` and later, as many as the
+/// headers have) shares, with plain integers in place of the enums. The header test checks
+/// each field's offset against every version in the CUDA 12 and 13 headers.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct KernelRecord {
-    kind: u32,
-    cache_config: u8,
-    shared_memory_config: u8,
-    registers_per_thread: u16,
-    partitioned_global_cache_requested: u32,
-    partitioned_global_cache_executed: u32,
-    start: u64,
-    end: u64,
-    completed: u64,
-    device_id: u32,
-    context_id: u32,
-    stream_id: u32,
-    grid: [i32; 3],
-    block: [i32; 3],
-    static_shared_memory: i32,
-    dynamic_shared_memory: i32,
-    local_memory_per_thread: u32,
-    local_memory_total: u32,
-    correlation_id: u32,
-    grid_id: i64,
-    name: *const c_char,
+pub(crate) struct KernelRecord {
+    pub(crate) kind: u32,
+    pub(crate) cache_config: u8,
+    pub(crate) shared_memory_config: u8,
+    pub(crate) registers_per_thread: u16,
+    pub(crate) partitioned_global_cache_requested: u32,
+    pub(crate) partitioned_global_cache_executed: u32,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) completed: u64,
+    pub(crate) device_id: u32,
+    pub(crate) context_id: u32,
+    pub(crate) stream_id: u32,
+    pub(crate) grid: [i32; 3],
+    pub(crate) block: [i32; 3],
+    pub(crate) static_shared_memory: i32,
+    pub(crate) dynamic_shared_memory: i32,
+    pub(crate) local_memory_per_thread: u32,
+    pub(crate) local_memory_total: u32,
+    pub(crate) correlation_id: u32,
+    pub(crate) grid_id: i64,
+    pub(crate) name: *const c_char,
 }
 
 /// `CUpti_ActivityExternalCorrelation`, with plain integers in place of the enums.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct ExternalCorrelationRecord {
-    kind: u32,
-    external_kind: u32,
-    external_id: u64,
-    correlation_id: u32,
-    reserved: u32,
+pub(crate) struct ExternalCorrelationRecord {
+    pub(crate) kind: u32,
+    pub(crate) external_kind: u32,
+    pub(crate) external_id: u64,
+    pub(crate) correlation_id: u32,
+    pub(crate) reserved: u32,
 }
-
-// The prefixes above must match the layouts of the structures `cudarc` generated from the
-// CUPTI headers.
-const _: () = {
-    type K = sys::CUpti_ActivityKernel9;
-    assert!(offset_of!(KernelRecord, start) == offset_of!(K, start));
-    assert!(offset_of!(KernelRecord, end) == offset_of!(K, end));
-    assert!(offset_of!(KernelRecord, device_id) == offset_of!(K, deviceId));
-    assert!(offset_of!(KernelRecord, stream_id) == offset_of!(K, streamId));
-    assert!(offset_of!(KernelRecord, grid) == offset_of!(K, gridX));
-    assert!(offset_of!(KernelRecord, grid) + 8 == offset_of!(K, gridZ));
-    assert!(offset_of!(KernelRecord, block) == offset_of!(K, blockX));
-    assert!(offset_of!(KernelRecord, block) + 8 == offset_of!(K, blockZ));
-    assert!(offset_of!(KernelRecord, correlation_id) == offset_of!(K, correlationId));
-    assert!(offset_of!(KernelRecord, name) == offset_of!(K, name));
-    assert!(std::mem::size_of::<KernelRecord>() <= std::mem::size_of::<K>());
-    type E = sys::CUpti_ActivityExternalCorrelation;
-    assert!(offset_of!(ExternalCorrelationRecord, external_kind) == offset_of!(E, externalKind));
-    assert!(offset_of!(ExternalCorrelationRecord, external_id) == offset_of!(E, externalId));
-    assert!(offset_of!(ExternalCorrelationRecord, correlation_id) == offset_of!(E, correlationId));
-    assert!(std::mem::size_of::<ExternalCorrelationRecord>() == std::mem::size_of::<E>());
-};
 
 /// Records gathered by the buffer callbacks, waiting for `drain_kernels`.
 struct Gathered {
@@ -173,7 +222,7 @@ unsafe extern "C" fn buffer_requested(
 /// # Safety
 /// Called by CUPTI with a buffer that `buffer_requested` allocated.
 unsafe extern "C" fn buffer_completed(
-    _context: cudarc::driver::sys::CUcontext,
+    _context: CUcontext,
     _stream_id: u32,
     buffer: *mut u8,
     _size: usize,
@@ -184,55 +233,40 @@ unsafe extern "C" fn buffer_completed(
     }
     let mut kernels = Vec::new();
     let mut correlations = Vec::new();
-    let mut record: *mut sys::CUpti_Activity = std::ptr::null_mut();
-    loop {
-        // SAFETY: `buffer` holds `valid_size` bytes of records written by CUPTI; `record` is
-        // null at first, then the previous record, as the function requires.
-        let r = unsafe { sys::cuptiActivityGetNextRecord(buffer, valid_size, &mut record) };
-        if r != CUptiResult::CUPTI_SUCCESS || record.is_null() {
-            break; // CUPTI_ERROR_MAX_LIMIT_REACHED: no more records; anything else: give up
-        }
-        // SAFETY: `record` points at a record inside the buffer, which starts with its kind
-        // as a 32-bit integer; read as an integer, so an unknown kind is harmless.
-        let kind = unsafe { (record as *const u32).read_unaligned() };
-        match kind {
-            KIND_KERNEL | KIND_CONCURRENT_KERNEL => {
-                // SAFETY: kernel records are at least as large as the prefix (checked against
-                // `CUpti_ActivityKernel9` at compile time; every version since 4 shares it).
-                let k = unsafe { (record as *const KernelRecord).read_unaligned() };
-                let name = if k.name.is_null() {
-                    String::new()
-                } else {
-                    // SAFETY: CUPTI's kernel name is a NUL-terminated string that stays valid
-                    // at least until the buffer is given back; it is copied here.
-                    unsafe { CStr::from_ptr(k.name) }
-                        .to_string_lossy()
-                        .into_owned()
-                };
-                let dims = |d: [i32; 3]| d.map(|v| u32::try_from(v).unwrap_or(0));
-                kernels.push(KernelActivity {
-                    correlation: k.correlation_id,
-                    name,
-                    start_ns: k.start,
-                    end_ns: k.end,
-                    device: k.device_id,
-                    stream: u64::from(k.stream_id),
-                    grid: dims(k.grid),
-                    block: dims(k.block),
-                });
+    // Registered only once the library is loaded, so the table is there.
+    if let Some(Ok(loaded)) = LOADED.get() {
+        let mut record: *mut CUpti_Activity = std::ptr::null_mut();
+        loop {
+            // SAFETY: `buffer` holds `valid_size` bytes of records written by CUPTI; `record`
+            // is null at first, then the previous record, as the function requires.
+            let r = unsafe { (loaded.api.next_record)(buffer, valid_size, &mut record) };
+            if r != CUPTI_SUCCESS || record.is_null() {
+                break; // CUPTI_ERROR_MAX_LIMIT_REACHED: no more records; anything else: give up
             }
-            KIND_EXTERNAL_CORRELATION => {
-                // SAFETY: an external correlation record has exactly this layout (checked
-                // against `CUpti_ActivityExternalCorrelation` at compile time).
-                let c = unsafe { (record as *const ExternalCorrelationRecord).read_unaligned() };
-                if c.external_kind == EXTERNAL_CUSTOM0 {
-                    correlations.push(Correlation {
-                        correlation: c.correlation_id,
-                        external: c.external_id,
-                    });
+            // SAFETY: `record` points at a record inside the buffer, which starts with its kind
+            // as a 32-bit integer; read as an integer, so an unknown kind is harmless.
+            let kind = unsafe { (record as *const u32).read_unaligned() };
+            match kind {
+                KIND_KERNEL | KIND_CONCURRENT_KERNEL => {
+                    // SAFETY: kernel records are at least as large as the prefix, which every
+                    // version since 4 shares (checked against the headers by `headers.rs`).
+                    let k = unsafe { (record as *const KernelRecord).read_unaligned() };
+                    kernels.push(kernel_activity(&k));
                 }
+                KIND_EXTERNAL_CORRELATION => {
+                    // SAFETY: an external correlation record has exactly this layout (checked
+                    // against the headers by `headers.rs`).
+                    let c =
+                        unsafe { (record as *const ExternalCorrelationRecord).read_unaligned() };
+                    if c.external_kind == EXTERNAL_CUSTOM0 {
+                        correlations.push(Correlation {
+                            correlation: c.correlation_id,
+                            external: c.external_id,
+                        });
+                    }
+                }
+                _ => {}
             }
-            _ => {}
         }
     }
     if let Some(layout) = buffer_layout() {
@@ -240,6 +274,35 @@ unsafe extern "C" fn buffer_completed(
         // is done with it.
         unsafe { std::alloc::dealloc(buffer, layout) };
     }
+    keep(kernels, correlations);
+}
+
+/// A kernel record as the device reports it.
+fn kernel_activity(k: &KernelRecord) -> KernelActivity {
+    let name = if k.name.is_null() {
+        String::new()
+    } else {
+        // SAFETY: CUPTI's kernel name is a NUL-terminated string that stays valid at least
+        // until the buffer is given back; it is copied here.
+        unsafe { CStr::from_ptr(k.name) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let dims = |d: [i32; 3]| d.map(|v| u32::try_from(v).unwrap_or(0));
+    KernelActivity {
+        correlation: k.correlation_id,
+        name,
+        start_ns: k.start,
+        end_ns: k.end,
+        device: k.device_id,
+        stream: u64::from(k.stream_id),
+        grid: dims(k.grid),
+        block: dims(k.block),
+    }
+}
+
+/// Adds a buffer's records to those gathered, up to the bound; the rest are counted as dropped.
+fn keep(kernels: Vec<KernelActivity>, correlations: Vec<Correlation>) {
     if kernels.is_empty() && correlations.is_empty() {
         return;
     }
@@ -252,33 +315,56 @@ unsafe extern "C" fn buffer_completed(
     g.correlations.extend(correlations.into_iter().take(room));
 }
 
+/// The CUPTI library and its entry points, loaded once per process.
+#[derive(Debug)]
+struct Loaded {
+    /// Kept open for the process: the function pointers point into it.
+    _lib: Library,
+    api: Api,
+    stream_ids: Option<StreamIdApi>,
+}
+
+static LOADED: OnceLock<Result<Loaded, String>> = OnceLock::new();
+
 /// Loads CUPTI and registers the buffer callbacks, once per process.
-fn register() -> Result<(), String> {
+fn register() -> Result<&'static Loaded, String> {
     static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
+    let loaded = LOADED
+        .get_or_init(|| {
+            let lib = Library::open("the CUPTI library (libcupti)", LIBRARY_NAMES)?;
+            Ok(Loaded {
+                api: Api::load(&lib)?,
+                stream_ids: StreamIdApi::load(&lib).ok(),
+                _lib: lib,
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)?;
     REGISTERED
         .get_or_init(|| {
-            super::driver::cupti_has(SYMBOLS)?;
-            // SAFETY: the symbols exist (checked above); the callbacks have the signatures
-            // CUPTI expects and live for the whole process.
+            // SAFETY: the entry point was resolved with the type the headers declare; the
+            // callbacks have the signatures CUPTI expects and live for the whole process.
             let r = unsafe {
-                sys::cuptiActivityRegisterCallbacks(Some(buffer_requested), Some(buffer_completed))
+                (loaded.api.register_callbacks)(Some(buffer_requested), Some(buffer_completed))
             };
-            if r == CUptiResult::CUPTI_SUCCESS {
+            if r == CUPTI_SUCCESS {
                 Ok(())
             } else {
-                Err(format!("cuptiActivityRegisterCallbacks failed: {r:?}"))
+                Err(format!("cuptiActivityRegisterCallbacks failed: error {r}"))
             }
         })
-        .clone()
+        .clone()?;
+    Ok(loaded)
 }
 
 /// The CUPTI state of a device.
 #[derive(Debug)]
 pub(crate) struct Cupti {
+    api: Api,
+    /// `cuptiGetStreamIdEx`, where exported.
+    stream_ids: Option<StreamIdApi>,
     /// Whether the activity kinds are enabled now.
     enabled: AtomicBool,
-    /// Whether `cuptiGetStreamIdEx` is exported.
-    stream_ids: bool,
     /// Whether a warning about dropped records was printed.
     warned_dropped: AtomicBool,
 }
@@ -287,10 +373,11 @@ impl Cupti {
     /// Loads CUPTI and registers the callbacks; activity collection stays off until
     /// [`Cupti::enable`].
     pub(crate) fn open() -> Result<Cupti, String> {
-        register()?;
+        let loaded = register()?;
         Ok(Cupti {
+            api: loaded.api,
+            stream_ids: loaded.stream_ids,
             enabled: AtomicBool::new(false),
-            stream_ids: super::driver::cupti_has(&["cuptiGetStreamIdEx"]).is_ok(),
             warned_dropped: AtomicBool::new(false),
         })
     }
@@ -299,14 +386,16 @@ impl Cupti {
     pub(crate) fn enable(&self, on: bool) -> Result<(), String> {
         if on {
             for (i, kind) in KINDS.iter().enumerate() {
-                // SAFETY: symbols checked at `open`.
-                let r = unsafe { sys::cuptiActivityEnable(*kind) };
-                if r != CUptiResult::CUPTI_SUCCESS {
+                // SAFETY: resolved at `open` with the headers' type.
+                let r = unsafe { (self.api.enable)(*kind) };
+                if r != CUPTI_SUCCESS {
                     for enabled in &KINDS[..i] {
-                        // SAFETY: symbols checked at `open`.
-                        let _ = unsafe { sys::cuptiActivityDisable(*enabled) };
+                        // SAFETY: as above.
+                        let _ = unsafe { (self.api.disable)(*enabled) };
                     }
-                    return Err(format!("cuptiActivityEnable({kind:?}) failed: {r:?}"));
+                    return Err(format!(
+                        "cuptiActivityEnable(kind {kind}) failed: error {r}"
+                    ));
                 }
             }
             self.enabled.store(true, Relaxed);
@@ -315,11 +404,11 @@ impl Cupti {
                 return Ok(());
             }
             for kind in KINDS {
-                // SAFETY: symbols checked at `open`.
-                let _ = unsafe { sys::cuptiActivityDisable(kind) };
+                // SAFETY: resolved at `open` with the headers' type.
+                let _ = unsafe { (self.api.disable)(kind) };
             }
-            // SAFETY: symbols checked at `open`; the callbacks run before it returns.
-            let _ = unsafe { sys::cuptiActivityFlushAll(FLUSH_FORCED) };
+            // SAFETY: as above; the callbacks run before it returns.
+            let _ = unsafe { (self.api.flush_all)(FLUSH_FORCED) };
         }
         Ok(())
     }
@@ -327,51 +416,28 @@ impl Cupti {
     /// Tags the launches of this thread with `external` until [`Cupti::pop`].
     #[inline]
     pub(crate) fn push(&self, external: u64) {
-        // SAFETY: symbols checked at `open`.
-        let _ = unsafe {
-            sys::cuptiActivityPushExternalCorrelationId(
-                ExternalKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
-                external,
-            )
-        };
+        // SAFETY: resolved at `open` with the headers' type.
+        let _ = unsafe { (self.api.push_external)(EXTERNAL_CUSTOM0, external) };
     }
 
     /// Ends the innermost tag of this thread.
     #[inline]
     pub(crate) fn pop(&self) {
         let mut last = 0u64;
-        // SAFETY: symbols checked at `open`; `last` is a valid out-pointer.
-        let _ = unsafe {
-            sys::cuptiActivityPopExternalCorrelationId(
-                ExternalKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
-                &mut last,
-            )
-        };
+        // SAFETY: resolved at `open` with the headers' type; `last` is a valid out-pointer.
+        let _ = unsafe { (self.api.pop_external)(EXTERNAL_CUSTOM0, &mut last) };
     }
 
     /// The id CUPTI gives `stream` (of context `ctx`) in its records, if it can tell.
-    pub(crate) fn stream_id(
-        &self,
-        ctx: cudarc::driver::sys::CUcontext,
-        handle: u64,
-    ) -> Option<u64> {
-        if !self.stream_ids {
-            return None;
-        }
+    pub(crate) fn stream_id(&self, ctx: CUcontext, handle: u64) -> Option<u64> {
+        let api = self.stream_ids?;
         // CU_STREAM_PER_THREAD is the per-thread default stream.
         let per_thread = u8::from(handle == 2);
         let mut id = 0u32;
-        // SAFETY: the symbol exists (checked at `open`); `ctx` is a retained context; the
+        // SAFETY: resolved at `open` with the headers' type; `ctx` is a retained context; the
         // stream handle is validated by CUPTI; `id` is a valid out-pointer.
-        let r = unsafe {
-            sys::cuptiGetStreamIdEx(
-                ctx,
-                handle as usize as cudarc::driver::sys::CUstream,
-                per_thread,
-                &mut id,
-            )
-        };
-        (r == CUptiResult::CUPTI_SUCCESS).then_some(u64::from(id))
+        let r = unsafe { (api.stream_id)(ctx, handle as usize as CUstream, per_thread, &mut id) };
+        (r == CUPTI_SUCCESS).then_some(u64::from(id))
     }
 
     /// Flushes the completed buffers and moves what was gathered out.
@@ -380,9 +446,9 @@ impl Cupti {
         kernels: &mut Vec<KernelActivity>,
         correlations: &mut Vec<Correlation>,
     ) {
-        // SAFETY: symbols checked at `open`; the completion callback runs (and takes the lock)
-        // before this returns, so the lock is not held here.
-        let _ = unsafe { sys::cuptiActivityFlushAll(0) };
+        // SAFETY: resolved at `open` with the headers' type; the completion callback runs (and
+        // takes the lock) before this returns, so the lock is not held here.
+        let _ = unsafe { (self.api.flush_all)(0) };
         let dropped = {
             let mut g = gathered();
             kernels.append(&mut g.kernels);
@@ -401,6 +467,7 @@ impl Cupti {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::mem::offset_of;
 
     #[test]
     fn record_prefixes_have_the_cupti_sizes() {

@@ -6,12 +6,26 @@
 //! cannot hit that panic; the optional ones are guarded by [`Optional`].
 
 use std::ptr;
+use std::sync::OnceLock;
 
 use cudarc::driver::sys::{self, CUresult};
 
+use super::loader::Library;
+
+/// `cuEventElapsedTime`'s type (its `_v2` has the same).
+pub(crate) type EventElapsed =
+    unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> CUresult;
+
+/// The names `cuEventElapsedTime` goes by, preferred first: `_v2` (drivers of CUDA 12.8 and
+/// later; the only one in CUDA 13's headers), then the original (every older driver). Resolved
+/// by this crate rather than called through `cudarc`, whose bindings name only one of the two
+/// (which one depends on the CUDA version the build picked), so that any build runs on old and
+/// new drivers alike.
+pub(crate) const EVENT_ELAPSED: [&str; 2] = ["cuEventElapsedTime_v2", "cuEventElapsedTime"];
+
 /// Every driver function this backend (and `cudarc`'s `CudaContext::new`, which it uses to
 /// retain primary contexts) calls unconditionally.
-const REQUIRED: &[&str] = &[
+pub(crate) const REQUIRED: &[&str] = &[
     "cuInit",
     "cuDeviceGetCount",
     "cuDeviceGet",
@@ -25,10 +39,13 @@ const REQUIRED: &[&str] = &[
     "cuEventDestroy_v2",
     "cuEventRecord",
     "cuEventQuery",
-    "cuEventElapsedTime",
     "cuStreamGetCtx",
     "cuGetErrorString",
 ];
+
+/// The optional driver functions [`Optional`] looks for: `cuStreamGetId`, then the two of
+/// `profiler`.
+pub(crate) const OPTIONAL: [&str; 3] = ["cuStreamGetId", "cuProfilerStart", "cuProfilerStop"];
 
 /// What the driver library offers beyond [`REQUIRED`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -39,73 +56,44 @@ pub(crate) struct Optional {
     pub profiler: bool,
 }
 
-/// Whether `libcuda` exports `name`.
-fn driver_has(name: &str) -> bool {
-    // SAFETY: only called after `is_culib_present()` returned true, so `culib()` loads the
-    // library instead of panicking; looking a symbol up runs none of the library's code, and
-    // the pointer type is never called through.
-    unsafe {
-        sys::culib()
-            .get::<unsafe extern "C" fn()>(name.as_bytes())
-            .is_ok()
-    }
+/// The names the driver library is opened by to check it: the driver installs
+/// `libcuda.so.1`; the plain name may be a toolkit's link stub, so it comes second.
+pub(crate) const DRIVER_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
+
+/// The driver library, opened once by this crate's loader. Whatever `cudarc` does (load it at
+/// run time, or, when another crate of the build picked `dynamic-linking`, link it), this
+/// finds the same `libcuda` and never panics: `cudarc`'s own `is_culib_present` exists only in
+/// the first mode.
+pub(crate) fn driver_library() -> Result<&'static Library, String> {
+    static DRIVER: OnceLock<Result<Library, String>> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            Library::open("libcuda", DRIVER_NAMES)
+                .map_err(|_| "no CUDA driver: libcuda.so could not be loaded".to_owned())
+        })
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
-/// Whether `libnvToolsExt` loads and exports every name in `names`.
-pub(crate) fn nvtx_has(names: &[&str]) -> Result<(), String> {
-    use cudarc::nvtx::sys as nvtx;
-    // SAFETY: `is_culib_present` only tries to open the library by its usual names.
-    if !unsafe { nvtx::is_culib_present() } {
-        return Err("the NVTX library (libnvToolsExt) could not be loaded".to_owned());
-    }
-    for name in names {
-        // SAFETY: the library is present (checked above), so `culib()` does not panic; only
-        // a symbol look-up, nothing is called.
-        let found = unsafe {
-            nvtx::culib()
-                .get::<unsafe extern "C" fn()>(name.as_bytes())
-                .is_ok()
-        };
-        if !found {
-            return Err(format!("the NVTX library does not export {name}"));
-        }
-    }
-    Ok(())
-}
-
-/// Whether `libcupti` loads and exports every name in `names`.
-pub(crate) fn cupti_has(names: &[&str]) -> Result<(), String> {
-    use cudarc::cupti::sys as cupti;
-    // SAFETY: `is_culib_present` only tries to open the library by its usual names.
-    if !unsafe { cupti::is_culib_present() } {
-        return Err("the CUPTI library (libcupti) could not be loaded".to_owned());
-    }
-    for name in names {
-        // SAFETY: the library is present (checked above), so `culib()` does not panic; only
-        // a symbol look-up, nothing is called.
-        let found = unsafe {
-            cupti::culib()
-                .get::<unsafe extern "C" fn()>(name.as_bytes())
-                .is_ok()
-        };
-        if !found {
-            return Err(format!("the CUPTI library does not export {name}"));
-        }
-    }
-    Ok(())
-}
-
-/// Loads the driver, checks its entry points, initializes it and counts the devices.
-pub(crate) fn check_driver() -> Result<Optional, String> {
-    // SAFETY: `is_culib_present` only tries to open the library by its usual names.
-    if !unsafe { sys::is_culib_present() } {
-        return Err("no CUDA driver: libcuda.so could not be loaded".to_owned());
-    }
-    if let Some(missing) = REQUIRED.iter().find(|name| !driver_has(name)) {
+/// Loads the driver, checks its entry points, initializes it and counts the devices; gives
+/// what it offers beyond [`REQUIRED`] and its `cuEventElapsedTime`.
+pub(crate) fn check_driver() -> Result<(Optional, EventElapsed), String> {
+    let lib = driver_library()?;
+    if let Some(missing) = REQUIRED.iter().find(|name| !lib.has(name)) {
         return Err(format!(
             "the CUDA driver is too old: libcuda does not export {missing}"
         ));
     }
+    let elapsed = EVENT_ELAPSED
+        .iter()
+        // SAFETY: both names have this type in the headers (checked by `headers.rs`).
+        .find_map(|name| unsafe { lib.get::<EventElapsed>(name) }.ok())
+        .ok_or_else(|| {
+            format!(
+                "the CUDA driver is too old: libcuda does not export {}",
+                EVENT_ELAPSED[1]
+            )
+        })?;
     // SAFETY: the symbol exists (checked above); cuInit takes flags, 0 is the only valid value.
     let r = unsafe { sys::cuInit(0) };
     if r != CUresult::CUDA_SUCCESS {
@@ -123,10 +111,11 @@ pub(crate) fn check_driver() -> Result<Optional, String> {
     if count <= 0 {
         return Err("no CUDA device".to_owned());
     }
-    Ok(Optional {
-        stream_get_id: driver_has("cuStreamGetId"),
-        profiler: driver_has("cuProfilerStart") && driver_has("cuProfilerStop"),
-    })
+    let optional = Optional {
+        stream_get_id: lib.has(OPTIONAL[0]),
+        profiler: OPTIONAL[1..].iter().all(|name| lib.has(name)),
+    };
+    Ok((optional, elapsed))
 }
 
 /// A driver result as one short phrase: its name and, where the driver gives one, its

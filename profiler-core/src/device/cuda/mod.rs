@@ -13,7 +13,12 @@
 
 mod cupti;
 mod driver;
+#[cfg(test)]
+mod headers;
+mod loader;
 mod nvtx;
+#[cfg(test)]
+mod nvtx_tool;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -107,6 +112,8 @@ pub struct CudaDevice {
     /// the pools).
     lost: AtomicU64,
     optional: driver::Optional,
+    /// `cuEventElapsedTime_v2` or `cuEventElapsedTime`, whichever the driver has.
+    elapsed: driver::EventElapsed,
     nvtx: Option<nvtx::Nvtx>,
     cupti: Option<cupti::Cupti>,
     warned: AtomicU32,
@@ -142,7 +149,7 @@ impl CudaDevice {
     /// device). A missing or failing NVTX or CUPTI does not fail: it prints one warning and
     /// the matching hooks do nothing.
     pub fn open(options: CudaOptions) -> Result<CudaDevice, String> {
-        let optional = driver::check_driver()?;
+        let (optional, elapsed) = driver::check_driver()?;
         let nvtx = if options.nvtx {
             match nvtx::Nvtx::open() {
                 Ok(nvtx) => Some(nvtx),
@@ -172,6 +179,7 @@ impl CudaDevice {
             writer: Mutex::new(Writer::default()),
             lost: AtomicU64::new(0),
             optional,
+            elapsed,
             nvtx,
             cupti,
             warned: AtomicU32::new(0),
@@ -394,8 +402,9 @@ impl Clock for CudaDevice {
             _ => return Reading::Lost,
         }
         let mut ms = 0f32;
-        // SAFETY: both events are live, completed events of this device, recorded with timing.
-        match unsafe { sys::cuEventElapsedTime(&mut ms, a, b) } {
+        // SAFETY: resolved at `open` with the headers' type; both events are live, completed
+        // events of this device, recorded with timing; `ms` is a valid out-pointer.
+        match unsafe { (self.elapsed)(&mut ms, a, b) } {
             sys::CUresult::CUDA_SUCCESS => Reading::Ready(ms_to_ns(ms)),
             sys::CUresult::CUDA_ERROR_NOT_READY => Reading::Pending,
             _ => Reading::Lost,
@@ -642,8 +651,7 @@ mod tests {
 
     #[test]
     fn open_without_a_driver_is_an_error_not_a_panic() {
-        // SAFETY: only tries to open the library by its usual names.
-        if !unsafe { sys::is_culib_present() } {
+        if driver::driver_library().is_err() {
             let err = CudaDevice::open(CudaOptions::default()).unwrap_err();
             assert!(err.contains("no CUDA driver"), "{err}");
             assert!(!err.contains('\n'), "one line: {err}");

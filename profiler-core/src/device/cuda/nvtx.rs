@@ -1,23 +1,85 @@
 //! NVTX ranges for the probes (`PROF_NVTX`): one domain, one category per layer, one
 //! registered message and colour per probe, all built once so that a push only indexes a table.
 
-use std::ffi::CString;
+// The FFI types keep the C headers' names, so that the header test (`headers.rs`) can spell
+// them in C as they are.
+#![allow(non_camel_case_types, non_snake_case)]
+
+use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::OnceLock;
 
-use cudarc::nvtx::sys as nvtx;
-
+use super::loader::{api, Library};
 use crate::device::RangeInfo;
 
 /// The NVTX domain every range goes to.
 const DOMAIN: &str = "profiler-core";
 
-/// Every NVTX entry point this module calls.
-pub(crate) const SYMBOLS: &[&str] = &[
-    "nvtxDomainCreateA",
-    "nvtxDomainNameCategoryA",
-    "nvtxDomainRegisterStringA",
-    "nvtxDomainRangePushEx",
-    "nvtxDomainRangePop",
+/// `nvtxDomainHandle_t`: an opaque pointer.
+pub(crate) type nvtxDomainHandle_t = *mut c_void;
+/// `nvtxStringHandle_t`: an opaque pointer.
+pub(crate) type nvtxStringHandle_t = *mut c_void;
+
+/// `nvtxMessageValue_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) union nvtxMessageValue_t {
+    pub(crate) ascii: *const c_char,
+    pub(crate) unicode: *const u32,
+    pub(crate) registered: nvtxStringHandle_t,
+}
+
+/// `nvtxEventAttributes_t` (version 3 of the structure, `nvtxEventAttributes_v2`); the payload
+/// union, never used here, as its 64-bit member.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct nvtxEventAttributes_t {
+    pub(crate) version: u16,
+    pub(crate) size: u16,
+    pub(crate) category: u32,
+    pub(crate) colorType: i32,
+    pub(crate) color: u32,
+    pub(crate) payloadType: i32,
+    pub(crate) reserved0: i32,
+    pub(crate) payload: u64,
+    pub(crate) messageType: i32,
+    pub(crate) message: nvtxMessageValue_t,
+}
+
+/// `NVTX_VERSION`: the version of the attribute structure.
+pub(crate) const NVTX_VERSION: u16 = 3;
+/// `NVTX_COLOR_ARGB`.
+pub(crate) const NVTX_COLOR_ARGB: i32 = 1;
+/// `NVTX_PAYLOAD_UNKNOWN`.
+pub(crate) const NVTX_PAYLOAD_UNKNOWN: i32 = 0;
+/// `NVTX_MESSAGE_UNKNOWN`.
+pub(crate) const NVTX_MESSAGE_UNKNOWN: i32 = 0;
+/// `NVTX_MESSAGE_TYPE_ASCII`.
+pub(crate) const NVTX_MESSAGE_TYPE_ASCII: i32 = 1;
+/// `NVTX_MESSAGE_TYPE_REGISTERED`.
+pub(crate) const NVTX_MESSAGE_TYPE_REGISTERED: i32 = 3;
+
+api! {
+    /// Every NVTX entry point this module calls.
+    struct Api {
+        domain_create = "nvtxDomainCreateA": fn(*const c_char) -> nvtxDomainHandle_t;
+        name_category = "nvtxDomainNameCategoryA":
+            fn(nvtxDomainHandle_t, u32, *const c_char) -> ();
+        register_string = "nvtxDomainRegisterStringA":
+            fn(nvtxDomainHandle_t, *const c_char) -> nvtxStringHandle_t;
+        range_push = "nvtxDomainRangePushEx":
+            fn(nvtxDomainHandle_t, *const nvtxEventAttributes_t) -> c_int;
+        range_pop = "nvtxDomainRangePop": fn(nvtxDomainHandle_t) -> c_int;
+    }
+}
+
+/// The names the NVTX library is looked for by: NVTX 2's `libnvToolsExt` (CUDA 12 toolkits and
+/// earlier), then the NVTX 3 interop library that exports the same C API (what the
+/// `nvidia-nvtx` packages ship; NVTX 3 itself is header-only).
+pub(crate) const LIBRARY_NAMES: &[&str] = &[
+    "libnvToolsExt.so",
+    "libnvToolsExt.so.1",
+    "libnvtx3interop.so",
+    "libnvtx3interop.so.1",
 ];
 
 /// Forward passes: green.
@@ -88,9 +150,9 @@ fn c_string(text: &str) -> CString {
 /// The prebuilt ranges. The attribute structures point at registered strings owned by the
 /// NVTX library, or at the `CString`s kept here.
 struct Ranges {
-    attributes: Vec<nvtx::nvtxEventAttributes_t>,
+    attributes: Vec<nvtxEventAttributes_t>,
     /// Pushed for an index that was never registered, so that pushes and pops stay paired.
-    fallback: nvtx::nvtxEventAttributes_t,
+    fallback: nvtxEventAttributes_t,
     /// The ASCII messages the attributes may point at; never read, only kept alive.
     _messages: Vec<CString>,
 }
@@ -105,6 +167,7 @@ unsafe impl Sync for Ranges {}
 
 /// The NVTX state of a device: the domain, and the ranges once registered.
 pub(crate) struct Nvtx {
+    api: Api,
     /// `nvtxDomainHandle_t` as an integer, so that the struct is `Send + Sync`. Null (0) when
     /// no tool is attached: NVTX then treats every call as a no-op.
     domain: usize,
@@ -124,41 +187,55 @@ impl std::fmt::Debug for Nvtx {
 }
 
 /// An event attribute structure with a colour and a category, without a message.
-fn attributes(category: u32, colour: u32) -> nvtx::nvtxEventAttributes_t {
-    nvtx::nvtxEventAttributes_t {
-        // NVTX_VERSION and NVTX_EVENT_ATTRIB_STRUCT_SIZE, as `cudarc`'s own NVTX wrapper sets
-        // them.
-        version: 3,
-        size: std::mem::size_of::<nvtx::nvtxEventAttributes_t>() as u16,
+fn attributes(category: u32, colour: u32) -> nvtxEventAttributes_t {
+    nvtxEventAttributes_t {
+        // NVTX_VERSION and NVTX_EVENT_ATTRIB_STRUCT_SIZE, as the headers' macros set them.
+        version: NVTX_VERSION,
+        size: std::mem::size_of::<nvtxEventAttributes_t>() as u16,
         category,
-        colorType: nvtx::nvtxColorType_t::NVTX_COLOR_ARGB as i32,
+        colorType: NVTX_COLOR_ARGB,
         color: colour,
-        payloadType: nvtx::nvtxPayloadType_t::NVTX_PAYLOAD_UNKNOWN as i32,
+        payloadType: NVTX_PAYLOAD_UNKNOWN,
         reserved0: 0,
-        payload: nvtx::nvtxEventAttributes_v2_payload_t { ullValue: 0 },
-        messageType: nvtx::nvtxMessageType_t::NVTX_MESSAGE_UNKNOWN as i32,
-        message: nvtx::nvtxMessageValue_t {
+        payload: 0,
+        messageType: NVTX_MESSAGE_UNKNOWN,
+        message: nvtxMessageValue_t {
             ascii: std::ptr::null(),
         },
     }
 }
 
+/// The NVTX library and its entry points, loaded once per process.
+fn load() -> Result<Api, String> {
+    static LOADED: OnceLock<Result<(Library, Api), String>> = OnceLock::new();
+    LOADED
+        .get_or_init(|| {
+            let lib = Library::open("the NVTX library (libnvToolsExt)", LIBRARY_NAMES)?;
+            let api = Api::load(&lib)?;
+            Ok((lib, api))
+        })
+        .as_ref()
+        .map(|(_, api)| *api)
+        .map_err(Clone::clone)
+}
+
 impl Nvtx {
     /// Loads NVTX and creates the domain.
     pub(crate) fn open() -> Result<Nvtx, String> {
-        super::driver::nvtx_has(SYMBOLS)?;
+        let api = load()?;
         let name = c_string(DOMAIN);
-        // SAFETY: the library exports the symbol (checked above); `name` is a valid C string
-        // that NVTX copies (or ignores when no tool is attached).
-        let domain = unsafe { nvtx::nvtxDomainCreateA(name.as_ptr()) };
+        // SAFETY: resolved with the headers' type; `name` is a valid C string that NVTX copies
+        // (or ignores when no tool is attached).
+        let domain = unsafe { (api.domain_create)(name.as_ptr()) };
         Ok(Nvtx {
+            api,
             domain: domain as usize,
             ranges: OnceLock::new(),
         })
     }
 
-    fn domain(&self) -> nvtx::nvtxDomainHandle_t {
-        self.domain as nvtx::nvtxDomainHandle_t
+    fn domain(&self) -> nvtxDomainHandle_t {
+        self.domain as nvtxDomainHandle_t
     }
 
     /// Registers the categories, messages and colours once. Later calls change nothing.
@@ -171,9 +248,9 @@ impl Nvtx {
         let (layers, category_ids) = categories(ranges);
         for (index, layer) in layers.iter().enumerate() {
             let name = c_string(layer);
-            // SAFETY: symbols checked at `open`; `name` is a valid C string that NVTX copies.
+            // SAFETY: resolved at `open`; `name` is a valid C string that NVTX copies.
             unsafe {
-                nvtx::nvtxDomainNameCategoryA(domain, (index + 1) as u32, name.as_ptr());
+                (self.api.name_category)(domain, (index + 1) as u32, name.as_ptr());
             }
         }
         let mut messages = Vec::new();
@@ -181,27 +258,27 @@ impl Nvtx {
         for (range, category) in ranges.iter().zip(category_ids) {
             let mut attr = attributes(category, phase_colour(range.phase.as_deref()));
             let name = c_string(&range.name);
-            // SAFETY: symbols checked at `open`; `name` is a valid C string that NVTX copies
-            // into a registration it owns.
-            let registered = unsafe { nvtx::nvtxDomainRegisterStringA(domain, name.as_ptr()) };
+            // SAFETY: resolved at `open`; `name` is a valid C string that NVTX copies into a
+            // registration it owns.
+            let registered = unsafe { (self.api.register_string)(domain, name.as_ptr()) };
             if registered.is_null() {
                 // No tool attached (or it does not register strings): point at our own copy,
                 // whose heap buffer stays put when the `CString` moves into `messages`.
-                attr.messageType = nvtx::nvtxMessageType_t::NVTX_MESSAGE_TYPE_ASCII as i32;
-                attr.message = nvtx::nvtxMessageValue_t {
+                attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
+                attr.message = nvtxMessageValue_t {
                     ascii: name.as_ptr(),
                 };
                 messages.push(name);
             } else {
-                attr.messageType = nvtx::nvtxMessageType_t::NVTX_MESSAGE_TYPE_REGISTERED as i32;
-                attr.message = nvtx::nvtxMessageValue_t { registered };
+                attr.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+                attr.message = nvtxMessageValue_t { registered };
             }
             attribute_table.push(attr);
         }
         let unknown = c_string("profiler-core");
         let mut fallback = attributes(0, NO_PHASE);
-        fallback.messageType = nvtx::nvtxMessageType_t::NVTX_MESSAGE_TYPE_ASCII as i32;
-        fallback.message = nvtx::nvtxMessageValue_t {
+        fallback.messageType = NVTX_MESSAGE_TYPE_ASCII;
+        fallback.message = nvtxMessageValue_t {
             ascii: unknown.as_ptr(),
         };
         messages.push(unknown);
@@ -222,10 +299,10 @@ impl Nvtx {
             .attributes
             .get(index as usize)
             .unwrap_or(&ranges.fallback);
-        // SAFETY: symbols checked at `open`; `attr` is a fully initialized attribute structure
-        // whose message pointer stays valid for the device's lifetime.
+        // SAFETY: resolved at `open`; `attr` is a fully initialized attribute structure whose
+        // message pointer stays valid for the device's lifetime.
         unsafe {
-            nvtx::nvtxDomainRangePushEx(self.domain(), attr);
+            (self.api.range_push)(self.domain(), attr);
         }
     }
 
@@ -236,9 +313,9 @@ impl Nvtx {
         if self.ranges.get().is_none() {
             return;
         }
-        // SAFETY: symbols checked at `open`.
+        // SAFETY: resolved at `open`.
         unsafe {
-            nvtx::nvtxDomainRangePop(self.domain());
+            (self.api.range_pop)(self.domain());
         }
     }
 }

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# The first run of profiler-core's `cuda` feature on a machine with an NVIDIA GPU, in one command:
+#
+#   scripts/gpu-check.sh
+#
+# It builds with `cuda`, runs the hardware tests (profiler-core/tests/cuda_hw.rs), the CUDA example
+# (examples/cuda_mlp.rs, two streams) and the candle example (model on GPU 0, probes on candle's
+# stream) with PROF_KERNELS=1 and PROF_NVTX=1, and checks what they wrote (scripts/gpu_check.py):
+# every event on a stream has GPU times, all positive and within the run's wall clock, no lost
+# samples, kernels attributed to it on its own stream in (nearly) every sample; `prof trace` draws
+# each of those events on its GPU's track for its stream; and, where Nsight Systems (`nsys`) is
+# installed, the probes' NVTX ranges are in its capture. It prints each thing it verified, each
+# it could not (and why), and a summary. Results go to target/gpu-check/ (GPU_CHECK_OUT).
+#
+# Exit status:
+#   0  every check that could run passed (some may be listed as not verifiable)
+#   1  a mismatch: something ran and was wrong
+#   2  the environment: a tool is missing (cargo, python3) or a build or a program failed to run
+#   3  no NVIDIA GPU here (no nvidia-smi, no GPU listed, or no driver library): nothing was run
+#
+# The candle example needs nvcc to build (candle compiles its kernels): on PATH, or CUDA_HOME/bin.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+out=${GPU_CHECK_OUT:-target/gpu-check}
+verified=0
+mismatches=0
+unverifiable=()
+
+say() { printf '\n== %s\n' "$*"; }
+cannot() {
+  echo "  could not verify: $*"
+  unverifiable+=("$*")
+}
+# Runs a checker; counts its ok and MISMATCH lines.
+check() {
+  local report
+  report=$(python3 scripts/gpu_check.py "$@")
+  echo "$report"
+  verified=$((verified + $(grep -c '^  ok:' <<<"$report")))
+  mismatches=$((mismatches + $(grep -c '^  MISMATCH:' <<<"$report")))
+}
+mismatch() {
+  echo "  MISMATCH: $*"
+  mismatches=$((mismatches + 1))
+}
+ok() {
+  echo "  ok: $*"
+  verified=$((verified + 1))
+}
+environment() {
+  echo "gpu-check: $*" >&2
+  exit 2
+}
+now_ns() { date +%s%N; }
+
+# --- Is there a GPU? ---------------------------------------------------------------------------
+no_gpu() {
+  echo "gpu-check: no NVIDIA GPU on this machine ($*); nothing was built or run."
+  echo "gpu-check: what runs without one is in CI: the simulated device's tests, the header test"
+  echo "           and the candle example's check (see the README's GPU section)."
+  exit 3
+}
+command -v nvidia-smi >/dev/null 2>&1 || no_gpu "nvidia-smi is not installed"
+gpus=$(nvidia-smi -L 2>&1) || no_gpu "nvidia-smi -L failed: ${gpus%%$'\n'*}"
+grep -q '^GPU ' <<<"$gpus" || no_gpu "nvidia-smi lists no GPU"
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+  no_gpu "the driver library libcuda.so.1 is not in the loader's cache"
+fi
+echo "gpu-check: $(head -1 <<<"$gpus")"
+
+command -v cargo >/dev/null 2>&1 || environment "cargo is not on PATH"
+command -v python3 >/dev/null 2>&1 || environment "python3 is not on PATH (the checks use it)"
+mkdir -p "$out" || environment "cannot create $out"
+
+# --- Build -------------------------------------------------------------------------------------
+say "build with cuda (release)"
+cargo build --release --features cuda --example cuda_mlp ||
+  environment "the CUDA example did not build"
+cargo build --release -p profiler-cli || environment "prof did not build"
+prof=target/release/prof
+candle=
+if [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/nvcc" ]; then
+  PATH="$CUDA_HOME/bin:$PATH"
+fi
+if command -v nvcc >/dev/null 2>&1; then
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
+  if CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-$cap} cargo build --release -p candle-example --features cuda; then
+    candle=target/release/candle-mlp
+  else
+    environment "the candle example did not build with --features cuda"
+  fi
+else
+  cannot "the candle example on the GPU (nvcc is not on PATH; candle compiles its kernels with it)"
+fi
+
+# --- Hardware tests ----------------------------------------------------------------------------
+say "hardware tests (profiler-core/tests/cuda_hw.rs)"
+hw=$(cargo test --release -p profiler-core --features cuda --test cuda_hw -- --nocapture --test-threads=1 2>&1)
+status=$?
+echo "$hw" | grep -E '^test |SKIPPED|panicked|test result'
+if grep -q SKIPPED <<<"$hw"; then
+  mismatch "hardware tests were skipped on a machine with a GPU: $(grep -m1 SKIPPED <<<"$hw")"
+elif [ $status -ne 0 ]; then
+  mismatch "hardware tests failed (status $status)"
+else
+  ok "hardware tests: $(grep -m1 'test result' <<<"$hw")"
+fi
+
+# --- A program on the GPU, then its profile and its trace ---------------------------------------
+# run NAME MIN_STREAMS COMMAND...: runs the program with kernels and NVTX, times it, checks.
+run() {
+  local name=$1 min_streams=$2
+  shift 2
+  say "$name on the GPU (PROF_KERNELS=1 PROF_NVTX=1)"
+  local json="$out/$name.json" start end
+  rm -f "$json"
+  start=$(now_ns)
+  if ! PROF_OUT="$json" PROF_KERNELS=1 PROF_NVTX=1 "$@" >"$out/$name.log" 2>&1; then
+    tail -5 "$out/$name.log"
+    mismatch "$name exited with an error (log: $out/$name.log)"
+    return
+  fi
+  end=$(now_ns)
+  if grep -q 'timing on the CPU clock' "$out/$name.log"; then
+    mismatch "$name: $(grep -m1 'timing on the CPU clock' "$out/$name.log")"
+  fi
+  # CUPTI and NVTX are optional libraries: not found, they are a gap in what was verified (the
+  # warning says which), not a mismatch.
+  local kernels=kernels
+  if grep -q 'PROF_KERNELS is set but' "$out/$name.log"; then
+    cannot "$name's kernels: $(grep -m1 'PROF_KERNELS is set but' "$out/$name.log")"
+    kernels=nokernels
+  fi
+  if grep -q 'PROF_NVTX is set but' "$out/$name.log"; then
+    cannot "$name's NVTX ranges: $(grep -m1 'PROF_NVTX is set but' "$out/$name.log")"
+  fi
+  [ -f "$json" ] || { mismatch "$name wrote no $json"; return; }
+  check profile "$json" $((end - start)) "$min_streams" "$kernels"
+  say "prof trace of $name: events on stream tracks"
+  if "$prof" trace "$json" -o "$out/$name.trace.json"; then
+    check trace "$json" "$out/$name.trace.json"
+  else
+    mismatch "prof trace failed on $json"
+  fi
+}
+
+run cuda_mlp 2 target/release/examples/cuda_mlp
+if [ -n "$candle" ]; then
+  run candle 1 "$candle" --iters 400
+fi
+
+# --- NVTX ranges, seen by Nsight Systems ------------------------------------------------------------
+say "NVTX ranges in an Nsight Systems capture of cuda_mlp"
+if command -v nsys >/dev/null 2>&1; then
+  rep="$out/cuda_mlp-nsys"
+  if PROF_OUT="$out/cuda_mlp-nsys.json" PROF_NVTX=1 \
+    nsys profile --force-overwrite true -t cuda,nvtx -o "$rep" target/release/examples/cuda_mlp \
+    >"$out/nsys.log" 2>&1; then
+    # The report's name changed across nsys versions.
+    if nsys stats --report nvtx_sum --format csv --output - "$rep.nsys-rep" >"$out/nvtx.csv" 2>/dev/null ||
+      nsys stats --report nvtxsum --format csv --output - "$rep.nsys-rep" >"$out/nvtx.csv" 2>/dev/null; then
+      check nvtx "$out/nvtx.csv" "$out/cuda_mlp-nsys.json"
+    else
+      mismatch "nsys stats gave no NVTX summary for $rep.nsys-rep"
+    fi
+  else
+    mismatch "nsys profile failed (log: $out/nsys.log)"
+  fi
+else
+  cannot "NVTX ranges (nsys is not installed: install Nsight Systems and run again)"
+fi
+
+# --- Summary -----------------------------------------------------------------------------------
+say "summary"
+echo "verified: $verified checks"
+for what in "${unverifiable[@]}"; do
+  echo "could not verify: $what"
+done
+if [ "$mismatches" -gt 0 ]; then
+  echo "MISMATCHES: $mismatches (see above); results in $out"
+  exit 1
+fi
+echo "no mismatch; results in $out"
+exit 0
