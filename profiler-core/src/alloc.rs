@@ -1,32 +1,32 @@
-//! Memory per event: an opt-in counting global allocator.
-//!
-//! ```no_run
-//! #[global_allocator]
-//! static ALLOC: profiler_core::Alloc = profiler_core::Alloc::system();
-//! ```
-//!
-//! It wraps another allocator (the system's, or any [`GlobalAlloc`], such as mimalloc's) and
-//! counts, while an event is armed and only on the thread that armed it, the bytes allocated,
-//! the bytes freed, the number of allocations and the peak of live bytes during the run (above
-//! what was live when it started). Each sample of the event then carries those four figures
-//! (`memory` in `prof.json`).
-//!
-//! Cost: on every allocation and free, one thread-local load and a branch when nothing is armed
-//! on the thread (the case for nearly every allocation of a training step); while an event is
-//! armed, a few thread-local additions (`benches/hot_path.rs` measures both). Without it
-//! installed, nothing changes: no memory figures are recorded and no column appears. In a build
-//! without `enable` it forwards every call and counts nothing.
-//!
-//! What is counted: every `alloc`, `alloc_zeroed` and `realloc` (a `realloc` counts as one
-//! allocation of the new size and a free of the old) made by the thread between the start and
-//! the end of an armed run, the runs of `async fn`s left out (a future may move between
-//! threads). Memory freed by another thread is not seen, nor is memory that a custom arena
-//! hands out without calling the global allocator.
+//! Memory per event: an opt-in counting global allocator ([`Alloc`]).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
-/// A global allocator that counts the memory each armed event allocates (see the [module
-/// documentation](self)). Install it with `#[global_allocator]`.
+/// A global allocator that counts the memory each armed event allocates. Install it with
+/// `#[global_allocator]`.
+///
+/// ```no_run
+/// #[global_allocator]
+/// static ALLOC: profiler_core::Alloc = profiler_core::Alloc::system();
+/// ```
+///
+/// It wraps another allocator (the system's, or any [`GlobalAlloc`], such as mimalloc's) and
+/// counts, while an event is armed and only on the thread that armed it, the bytes allocated,
+/// the bytes freed, the number of allocations and the peak of live bytes during the run (above
+/// what was live when it started). Each sample of the event then carries those four figures
+/// (`memory` in `prof.json`).
+///
+/// Cost: on every allocation and free, one thread-local load and a branch when nothing is armed
+/// on the thread (the case for nearly every allocation of a training step); while an event is
+/// armed, a few thread-local additions (`benches/hot_path.rs` measures both). Without it
+/// installed, nothing changes: no memory figures are recorded and no column appears. In a build
+/// without `enable` it forwards every call and counts nothing.
+///
+/// What is counted: every `alloc`, `alloc_zeroed` and `realloc` (a `realloc` counts as one
+/// allocation of the new size and a free of the old) made by the thread between the start and
+/// the end of an armed run, the runs of `async fn`s left out (a future may move between
+/// threads). Memory freed by another thread is not seen, nor is memory that a custom arena
+/// hands out without calling the global allocator.
 #[derive(Debug, Default)]
 pub struct Alloc<A = System> {
     inner: A,
