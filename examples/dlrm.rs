@@ -86,13 +86,16 @@ const TUNED_BATCH: usize = 128;
 const REPORT_EVERY: usize = 200;
 
 const USAGE: &str = "\
-usage: dlrm [--iters N] [--batch N] [--seed N] [--slow LAYER [--slow-from N]] [--list-probes[=json]]
+usage: dlrm [--iters N] [--batch N] [--seed N] [--slow LAYER [--slow-by P] [--slow-from N]]
+            [--list-probes[=json]]
   --iters N   train for at most N iterations (default 3000); a profiling run
               stops earlier, as soon as its schedule is complete
   --batch N   samples per iteration (default 128)
   --seed N    seed of the synthetic data and of the initial weights (default 42)
   --slow L    make layer L's backward pass slower on purpose (bottom_mlp or top_mlp),
               with extra work that leaves the results alone: a regression for `prof diff`
+  --slow-by P the extra work is a wait of P percent of the time the layer's backward work
+              took (default: a fixed amount of arithmetic), a known slowdown on any machine
   --slow-from N  only from iteration N on (default 1): a regression in the middle of a
               run, for the drift that `prof report` flags in PROF_MODE=continuous";
 
@@ -662,6 +665,9 @@ struct Dlrm {
     embedding_learning_rate: f32,
     /// `--slow`: the layer whose backward pass does extra, useless work.
     slow: Option<SlowLayer>,
+    /// `--slow-by`: the extra work is a wait of this percentage of the time the layer's real
+    /// backward work took, rather than a fixed amount of arithmetic.
+    slow_by: Option<u32>,
 }
 
 /// A layer `--slow` can slow down.
@@ -669,6 +675,21 @@ struct Dlrm {
 enum SlowLayer {
     BottomMlp,
     TopMlp,
+}
+
+/// Runs `work`, then, when `slow_by` is set, spins for that percentage of the time it took: a
+/// slowdown of a known proportion, whatever the speed of the machine.
+fn slowed_by<T>(slow_by: Option<u32>, work: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let value = work();
+    if let Some(percent) = slow_by {
+        let extra = start.elapsed().mul_f64(f64::from(percent) / 100.0);
+        let deadline = Instant::now() + extra;
+        while Instant::now() < deadline {
+            std::hint::spin_loop();
+        }
+    }
+    value
 }
 
 /// Useless work the optimizer cannot remove: a serial chain of `steps` multiply-adds.
@@ -703,6 +724,7 @@ impl Dlrm {
             learning_rate: LEARNING_RATE * lr_scale,
             embedding_learning_rate: EMBEDDING_LEARNING_RATE * lr_scale,
             slow: None,
+            slow_by: None,
         }
     }
 
@@ -762,14 +784,17 @@ impl Dlrm {
     fn backward(&mut self, batch: &Batch) {
         {
             let _p = probe!("top_backward", layer = "top_mlp", phase = "bwd");
-            if self.slow == Some(SlowLayer::TopMlp) {
+            let slowed = self.slow == Some(SlowLayer::TopMlp);
+            if slowed && self.slow_by.is_none() {
                 busy_work(batch.len() * 128);
             }
-            self.top.backward(
-                &self.interacted,
-                &self.grad_logits,
-                Some(&mut self.grad_interacted),
-            );
+            slowed_by(self.slow_by.filter(|_| slowed), || {
+                self.top.backward(
+                    &self.interacted,
+                    &self.grad_logits,
+                    Some(&mut self.grad_interacted),
+                )
+            });
         }
         self.interaction.backward(
             self.bottom.output(),
@@ -780,8 +805,11 @@ impl Dlrm {
         );
         probe!("bottom_backward", layer = "bottom_mlp", phase = "bwd" => {
             // The dense features are data, not parameters: no gradient w.r.t. them.
-            self.bottom.backward(&batch.dense, &self.grad_bottom, None);
-            if self.slow == Some(SlowLayer::BottomMlp) {
+            let slowed = self.slow == Some(SlowLayer::BottomMlp);
+            slowed_by(self.slow_by.filter(|_| slowed), || {
+                self.bottom.backward(&batch.dense, &self.grad_bottom, None)
+            });
+            if slowed && self.slow_by.is_none() {
                 busy_work(batch.len() * 256);
             }
         });
@@ -808,6 +836,7 @@ struct Args {
     batch: usize,
     seed: u64,
     slow: Option<SlowLayer>,
+    slow_by: Option<u32>,
     slow_from: usize,
 }
 
@@ -819,6 +848,7 @@ impl Args {
             batch: 128,
             seed: 42,
             slow: None,
+            slow_by: None,
             slow_from: 1,
         };
         while let Some(arg) = args.next() {
@@ -838,6 +868,7 @@ impl Args {
                 "--batch" => parsed.batch = number(&flag, value())?,
                 "--seed" => parsed.seed = number(&flag, value())?,
                 "--slow-from" => parsed.slow_from = number(&flag, value())?,
+                "--slow-by" => parsed.slow_by = Some(number(&flag, value())?),
                 "--slow" => {
                     parsed.slow = match value().as_deref() {
                         Some("bottom_mlp") => Some(SlowLayer::BottomMlp),
@@ -855,6 +886,9 @@ impl Args {
         }
         if parsed.batch == 0 {
             return Err("--batch must be at least 1".to_owned());
+        }
+        if parsed.slow_by.is_some() && parsed.slow.is_none() {
+            return Err("--slow-by needs --slow LAYER".to_owned());
         }
         Ok(Some(parsed))
     }
@@ -894,6 +928,7 @@ fn main() {
     for iter in 1..=args.iters {
         if iter == args.slow_from {
             model.slow = args.slow;
+            model.slow_by = args.slow_by;
         }
         teacher.fill(&mut rng, args.batch, &mut batch);
         let loss = model.train_step(&batch);
