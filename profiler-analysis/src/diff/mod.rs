@@ -7,38 +7,49 @@
 //! all of them when there is none; in `continuous` mode, every iteration listed: the last
 //! window's).
 //!
+//! Two runs of the same code never take the same time: the machine is busier or quieter, a run
+//! is preempted by other processes, memory and caches are laid out differently. The comparison
+//! estimates how far the machine moved from the evidence that is about the machine, the events
+//! themselves, and calls an event changed only when it moved beyond that.
+//!
 //! # An event
 //!
 //! - **ratio** = median(after samples) / median(before samples): above 1 is slower. 0/0 counts as
 //!   1, x/0 as infinity; NaN (`null` in JSON) when a side has no sample.
-//! - **Adjusted samples.** In sample mode an event is measured in one window of `repeat`
-//!   consecutive iterations, and everything else in the iteration runs unmeasured around it. The
-//!   *rest* of iteration i is its wall time minus the sample taken in it. Each sample s_i is
-//!   multiplied by median(rest over the window) / rest_i: brought to the machine's median speed
-//!   within its window. A change of the code leaves these factors alone (it changes every
-//!   iteration alike); a machine that slows down for a few iterations (another process, a
-//!   frequency change) gets discounted. Samples whose iterations are unknown are left as they are.
-//! - **Drift** of an event: how much faster or slower the machine ran in its window of the after
-//!   run than in its window of the before run, `min(|ln(Wa / Wb)|, |ln(Ra / Rb)|)` where W is the
-//!   median wall time and R the median rest of the window's iterations (0 when unknown). The
-//!   smaller of the two keeps a change of the event itself from passing for a change of the
-//!   machine: the rest leaves the event out, and the wall time does not move when only the
-//!   event's samples do.
-//! - **Spread** between the two runs: 1.4826 x the median absolute deviation, over the matched
-//!   events, of ln(adjusted ratio) - ln(Ra / Rb) (ln(Wa / Wb) when R is unknown): how much events
-//!   differ between these two runs beyond the machine's drift, for reasons that are not theirs
-//!   (memory layout, caches), robust to a minority of events that really changed. 0 with fewer
-//!   than [`MIN_EVENTS_FOR_SPREAD`] events.
-//! - **Noise allowance** A = [`DRIFT_FACTOR`] x drift + [`SPREAD_Z`] x spread (on the log scale).
-//!   On a steady machine and identical code around the event, A is about 0.
-//! - **Confidence interval** (`ci_low`, `ci_high`): the bootstrap percentile interval, at
-//!   confidence 1 - alpha (95% by default), of median(after) / median(before) of the adjusted
-//!   samples, each side resampled independently `resamples` times
-//!   ([`stats::bootstrap_median_ratio`]), then widened by the allowance: `[low e^-A, high e^A]`.
-//! - **p-value**: the two-sided Mann-Whitney U test ([`stats::mann_whitney_p`]) of the adjusted
-//!   before samples against the adjusted after samples brought back by the allowance (divided by
-//!   e^A when slower, multiplied when faster); 1 when the adjusted ratio lies within
-//!   `[e^-A, e^A]`. With A = 0 it is the plain test of the two sets of samples.
+//! - **The machine** ([`Machine`]): the *shift* is the median, over the matched events, of
+//!   `ln(ratio)`, the part of every event's change that the events share; the *spread* is 1.4826
+//!   x the median absolute deviation of those logs, how much events differ from one another in how
+//!   they moved (memory layout, caches, how sensitive each is to a busy machine). Both are 0 with
+//!   fewer than [`MIN_EVENTS_FOR_SPREAD`] events. A few events that really changed move neither.
+//! - **Instability** of an event: 1.4826 x the median absolute deviation of the logarithms of its
+//!   samples, the larger of the two runs'. An event whose runs scatter within a run (a wait on
+//!   another thread, a memory-bound step) is the one whose typical time moves most between two
+//!   runs of the same code; a steady event (a fixed computation, a timed wait) barely moves.
+//! - **Wall-time drift**, weighed only as far as the events agree with it: the *rest* of an
+//!   iteration is its wall time minus the event's sample, and an event's rest drift is
+//!   `ln(median rest after / median rest before)` over the iterations in which its samples were
+//!   taken: how much slower the code around it ran. Preemption stretches iterations, not the runs
+//!   of a steady event, so a drift is used only as far as the *other* events followed theirs
+//!   ([`Machine::follow`], between 0 and 1: the median, weighted by the size of the drift, of
+//!   `ln(ratio) / drift` over the events whose windows drifted clearly, leaving out the event
+//!   judged).
+//! - **Allowance** A (log scale) = `z x hypot(spread, INSTABILITY_FACTOR x instability) + follow x
+//!   |rest drift|`, where z = Phi^-1(1 - alpha / (2m)) for m matched events (each event's
+//!   allowance holds for the whole family at once). [`INSTABILITY_FACTOR`] was measured, not
+//!   assumed: see the README's "How `prof diff` was checked".
+//! - **Confidence interval** (`ci_low`, `ci_high`) of the event's own change, beyond the
+//!   machine's: the bootstrap percentile interval, at confidence 1 - alpha (95% by default), of
+//!   median(after) / median(before) of the samples, each side resampled independently
+//!   `resamples` times ([`stats::bootstrap_median_ratio`]), divided by `1 + shift`, and widened
+//!   by the allowance: `[low e^-A, high e^A] / (1 + shift)`.
+//! - **p-value**: the two-sided Mann-Whitney U test ([`stats::mann_whitney_p`]) of the before
+//!   samples against the after samples divided by `1 + shift` and brought back by the allowance
+//!   (divided by e^A when slower, multiplied when faster); 1 when the event's own change lies
+//!   within `[e^-A, e^A]`.
+//! - **detectable**: the smallest change beyond the machine's that this comparison could call a
+//!   regression, `(1 + threshold) e^A x ratio / low - 1` (the allowance and the interval's own
+//!   width at these sample counts); `null` when the sample counts are too small for any change to
+//!   pass the family's significance level. "No change" means "no change of at least this much".
 //!
 //! # The iteration
 //!
@@ -46,10 +57,14 @@
 //! independent (the machine drifts), so each run's measured iterations are cut into blocks of
 //! `repeat` iterations (one event's window in sample mode; shorter when needed to make at least 5
 //! blocks). The interval is a block bootstrap (whole blocks resampled) and the p-value compares
-//! the two runs' block medians. The allowance is A = [`SPREAD_Z`] x sqrt(wb^2 + wa^2), where a
-//! run's *wander* w is 1.4826 x the median absolute deviation of ln(block median): how much the
-//! machine's speed wandered within the run, taken as a measure of how much it may differ between
-//! runs. The interval is widened and the p-value computed as for an event.
+//! the two runs' block medians. The allowance is `A = SPREAD_Z x hypot(wb, wa) + |Da - Db|`,
+//! where a run's *wander* w is 1.4826 x the median absolute deviation of ln(block median), how
+//! much the machine's speed wandered within the run, and its *excess* D is `ln(median /
+//! fastest 5%)` of its iterations, how far its typical iteration stands above an undisturbed one
+//! ([`RunShape`]). A run looks *disturbed* when at least [`DISTURBED_SHARE`] of its iterations
+//! took over [`SLOW_ITERATION`] times its fastest, [`DISTURBED_MARGIN`] more than the other run's;
+//! the output says so, and how far that widened the intervals. The iteration is not corrected by
+//! the events' shift: a change that slows every event alike shows there and only there.
 //!
 //! # Verdicts
 //!
@@ -63,14 +78,6 @@
 //!   exceed the threshold, or one smaller than the clock resolves (the medians differ by less
 //!   than twice `run.timer_floor_ns`, the cost of an empty measurement);
 //! - **no change**: `p_adjusted >= alpha`.
-//!
-//! A run of a busy machine differs from the next by tens of percent, event by event, and a test
-//! of the samples alone would call that a change; the allowance keeps such events at "no change"
-//! unless they moved well beyond how the machine and the other events moved. The iteration's
-//! allowance covers only how much the machine wandered within each run: a run made while the
-//! machine was busier throughout is slower throughout, and its iteration says so. Compare runs
-//! made on the same, quiet machine; on a steady one the allowances are close to 0 and the
-//! verdicts are those of the plain tests.
 
 use std::collections::HashMap;
 
@@ -78,6 +85,11 @@ use serde::Serialize;
 
 use super::stats::{self, SplitMix64};
 use super::{event_key, text, Format};
+pub use machine::{
+    normal_quantile, robust_spread, Machine, RunShape, DISTURBED_MARGIN, DISTURBED_SHARE,
+    MIN_EVENTS_FOR_SPREAD, SLOW_ITERATION,
+};
+use machine::{Pair, Side};
 use profiler_format::{Event, Identity, Profile};
 
 /// Settings of a comparison.
@@ -157,6 +169,13 @@ pub struct EventDiff {
     pub p_adjusted: f64,
     /// The verdict.
     pub verdict: Verdict,
+    /// How much the interval was widened on each side beyond the bootstrap's, as a relative
+    /// change (`e^A - 1` for the allowance A of the module documentation).
+    pub allowance: f64,
+    /// The smallest change beyond the machine's that this comparison could call a regression,
+    /// as a relative change (0.12: 12%); `None` (`null`) when the sample counts are too small for
+    /// any change to be significant, or a side has no sample.
+    pub detectable: Option<f64>,
 }
 
 /// An event found in only one of the two runs.
@@ -189,6 +208,20 @@ pub struct Diff {
     /// figures in both runs (exact counts: see [`memory`]); absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<memory::MemoryDiff>,
+    /// How far the events moved together: the machine's part of their changes.
+    pub machine: Machine,
+    /// The shapes of the two runs' measured iterations, `before` then `after`: whether one
+    /// looks disturbed.
+    pub runs: Runs,
+}
+
+/// The shapes of the two runs' measured iterations.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Runs {
+    /// The `before` run.
+    pub before: RunShape,
+    /// The `after` run.
+    pub after: RunShape,
 }
 
 impl Diff {
@@ -199,22 +232,15 @@ impl Diff {
     }
 }
 
-/// How many times its drift (the change of machine speed between the two windows in which an
-/// event was measured, see the module documentation) widens an event's confidence interval:
-/// under contention from other processes, memory-bound events slow down by up to about three
-/// times as much as the iteration as a whole.
-pub const DRIFT_FACTOR: f64 = 3.0;
+/// How many times an event's instability (the spread of its samples within a run, see the
+/// module documentation) its typical time may move between two runs of the same code, in
+/// standard deviations; measured on this project's examples, quiet and under load (README, "How
+/// `prof diff` was checked").
+pub const INSTABILITY_FACTOR: f64 = 2.5;
 
-/// How many standard deviations of the spread of the events' ratios between the two runs, or of
-/// the runs' wander for the iteration (see the module documentation), widen a confidence
-/// interval.
+/// How many standard deviations of the runs' wander (see the module documentation) widen the
+/// iteration's confidence interval.
 pub const SPREAD_Z: f64 = 2.0;
-
-/// Fewest events from which the spread between the two runs is estimated; with fewer, it is 0.
-pub const MIN_EVENTS_FOR_SPREAD: usize = 5;
-
-/// 1 / Phi^-1(3/4): scales a median absolute deviation to a standard deviation.
-const MAD_SCALE: f64 = 1.4826;
 
 /// Compares two runs: every event found in both, by its identity ([`event_key`]), and the whole
 /// iteration. See the module documentation for the statistics and the verdicts.
@@ -222,25 +248,48 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
     let confidence = (1.0 - options.alpha).clamp(0.0, 1.0);
     let mut seeds = SplitMix64::new(options.seed);
 
-    let (pairs, only_before, only_after) = match_events(before, after);
-
-    // Samples, adjusted for the machine's speed within each window, and the drift between the
-    // two windows of each event.
-    let sides: Vec<(Prepared, Prepared)> = pairs
+    let (matched, only_before, only_after) = match_events(before, after);
+    let pairs: Vec<Pair> = matched
         .iter()
-        .map(|(b, a)| (Prepared::of(before, b), Prepared::of(after, a)))
+        .map(|(b, a)| Pair::new(Side::of(before, b), Side::of(after, a)))
         .collect();
-    let spread = spread(&sides);
-
-    let mut events: Vec<EventDiff> = pairs
+    let machine = machine::machine(&pairs);
+    let family = pairs.len() + 1;
+    let z = normal_quantile(1.0 - options.alpha / (2.0 * pairs.len().max(1) as f64));
+    let mut events: Vec<EventDiff> = matched
         .iter()
-        .zip(&sides)
-        .map(|((_, a), (pb, pa))| {
-            let allowance = DRIFT_FACTOR * drift(pb, pa) + SPREAD_Z * spread;
-            compare_event(a, pb, pa, allowance, confidence, options, seeds.next_u64())
+        .zip(&pairs)
+        .enumerate()
+        .map(|(i, ((_, a), pair))| {
+            let follow = machine::follow(&pairs, Some(i));
+            let allowance = z * machine
+                .spread
+                .hypot(INSTABILITY_FACTOR * pair.instability())
+                + follow * pair.rest_drift.map_or(0.0, f64::abs);
+            let judged = Judged {
+                shift: machine.log_shift(),
+                allowance,
+                confidence,
+                family,
+            };
+            compare_event(a.identity(), pair, &judged, options, seeds.next_u64())
         })
         .collect();
-    let mut iteration = compare_iteration(before, after, confidence, options, seeds.next_u64());
+
+    let wb = stats::as_f64(crate::measured_walls(before));
+    let wa = stats::as_f64(crate::measured_walls(after));
+    let (run_before, run_after) = machine::shapes(&wb, &wa);
+    let (mut iteration, width) = iteration::compare(
+        (before, after),
+        (&wb, &wa),
+        (&run_before, &run_after),
+        confidence,
+        options.resamples,
+        seeds.next_u64(),
+    );
+    let counts = (wb.len(), wa.len());
+    let allowance = iteration.allowance.ln_1p();
+    iteration.detectable = detectable(counts, width, allowance, options, family);
 
     // Holm over the whole family: the iteration and every event.
     let mut p: Vec<f64> = vec![iteration.p_value];
@@ -262,7 +311,12 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
         only_after,
         threshold: options.threshold,
         alpha: options.alpha,
-        memory: memory::compare(&pairs),
+        memory: memory::compare(&matched),
+        machine,
+        runs: Runs {
+            before: run_before,
+            after: run_after,
+        },
     }
 }
 
@@ -329,114 +383,13 @@ fn verdict(d: &EventDiff, options: &DiffOptions, resolution: f64) -> Verdict {
     }
 }
 
-/// One side of an event: its samples and the machine's speed while they were taken.
-struct Prepared {
-    /// The samples as measured.
-    raw: Vec<f64>,
-    /// Each sample times (median rest of the window / rest of its iteration), where the rest of
-    /// an iteration is its wall time minus the sample; the raw samples when that is unavailable.
-    adjusted: Vec<f64>,
-    /// Median wall time of the iterations in which the samples were taken.
-    window_wall: Option<f64>,
-    /// Median rest (wall time minus the sample) of those iterations.
-    window_rest: Option<f64>,
-}
-
-impl Prepared {
-    fn of(profile: &Profile, event: &Event) -> Prepared {
-        let raw = stats::as_f64(&event.samples_ns);
-        let iterations = &profile.iterations;
-        let aligned = !raw.is_empty()
-            && event.sample_iters.len() == raw.len()
-            && event
-                .sample_iters
-                .iter()
-                .all(|&i| iterations.wall_of(u64::from(i)).is_some());
-        if !aligned {
-            return Prepared {
-                adjusted: raw.clone(),
-                raw,
-                window_wall: None,
-                window_rest: None,
-            };
-        }
-        let wall: Vec<f64> = event
-            .sample_iters
-            .iter()
-            .map(|&i| iterations.wall_of(u64::from(i)).unwrap_or(0) as f64)
-            .collect();
-        let rest: Vec<f64> = wall.iter().zip(&raw).map(|(w, s)| w - s).collect();
-        let window_wall = Some(stats::median(&wall)).filter(|&w| w > 0.0);
-        if rest.iter().any(|&r| r <= 0.0) {
-            return Prepared {
-                adjusted: raw.clone(),
-                raw,
-                window_wall,
-                window_rest: None,
-            };
-        }
-        let window_rest = stats::median(&rest);
-        let adjusted = raw
-            .iter()
-            .zip(&rest)
-            .map(|(s, r)| s * window_rest / r)
-            .collect();
-        Prepared {
-            raw,
-            adjusted,
-            window_wall,
-            window_rest: Some(window_rest),
-        }
-    }
-}
-
-/// `ln(after / before)` when both are known and positive.
-fn log_ratio(before: Option<f64>, after: Option<f64>) -> Option<f64> {
-    match (before, after) {
-        (Some(b), Some(a)) if b > 0.0 && a > 0.0 => Some((a / b).ln()),
-        _ => None,
-    }
-}
-
-/// The drift of an event: the smaller of |ln| of the change of its window's median wall time
-/// and of its window's median rest, between the two runs (0 when unknown).
-fn drift(before: &Prepared, after: &Prepared) -> f64 {
-    let wall = log_ratio(before.window_wall, after.window_wall).map(f64::abs);
-    let rest = log_ratio(before.window_rest, after.window_rest).map(f64::abs);
-    match (wall, rest) {
-        (Some(w), Some(r)) => w.min(r),
-        (Some(d), None) | (None, Some(d)) => d,
-        (None, None) => 0.0,
-    }
-}
-
-/// The spread between the two runs: 1.4826 x the median absolute deviation, over the events,
-/// of ln(adjusted ratio) minus ln(change of the window's median rest) (or of its median wall
-/// time, when the rest is unknown). 0 with fewer than [`MIN_EVENTS_FOR_SPREAD`] events.
-fn spread(sides: &[(Prepared, Prepared)]) -> f64 {
-    let residuals: Vec<f64> = sides
-        .iter()
-        .filter_map(|(b, a)| {
-            let ratio = ratio(
-                stats::median(&a.adjusted),
-                stats::median(&b.adjusted),
-                b.adjusted.len().min(a.adjusted.len()),
-            );
-            if !(ratio.is_finite() && ratio > 0.0) {
-                return None;
-            }
-            let speed = log_ratio(b.window_rest, a.window_rest)
-                .or_else(|| log_ratio(b.window_wall, a.window_wall))
-                .unwrap_or(0.0);
-            Some(ratio.ln() - speed)
-        })
-        .collect();
-    if residuals.len() < MIN_EVENTS_FOR_SPREAD {
-        return 0.0;
-    }
-    let center = stats::median(&residuals);
-    let deviations: Vec<f64> = residuals.iter().map(|r| (r - center).abs()).collect();
-    MAD_SCALE * stats::median(&deviations)
+/// How one event is judged: the machine's shift and the event's allowance (both on the log
+/// scale), the confidence of the interval and the size of the family of tests.
+struct Judged {
+    shift: f64,
+    allowance: f64,
+    confidence: f64,
+    family: usize,
 }
 
 /// `after / before` medians: NaN when a side has no sample, 1 for 0/0, infinity for x/0.
@@ -456,30 +409,62 @@ fn ratio(after: f64, before: f64, n: usize) -> f64 {
 
 /// Compares one event (p-adjustment and verdict come later).
 fn compare_event(
-    event: &Event,
-    before: &Prepared,
-    after: &Prepared,
-    allowance: f64,
-    confidence: f64,
+    identity: Identity,
+    pair: &Pair,
+    judged: &Judged,
     options: &DiffOptions,
     seed: u64,
 ) -> EventDiff {
-    let n = before.raw.len().min(after.raw.len());
-    let interval = if n == 0 {
+    let (before, after) = (&pair.before.samples, &pair.after.samples);
+    let mut width = f64::NAN;
+    let interval = if before.is_empty() || after.is_empty() {
         (f64::NAN, f64::NAN, 1.0)
     } else {
-        let factor = allowance.exp();
         let (lo, hi) = stats::bootstrap_median_ratio(
-            &before.adjusted,
-            &after.adjusted,
+            before,
+            after,
             options.resamples,
-            confidence,
+            judged.confidence,
             seed,
         );
-        let p = p_beyond(&before.adjusted, &after.adjusted, factor);
-        (lo / factor, hi * factor, p)
+        width = ratio(pair.after.median, pair.before.median, 1) / lo;
+        let machine = judged.shift.exp();
+        let factor = judged.allowance.exp();
+        let own: Vec<f64> = after.iter().map(|x| x / machine).collect();
+        let p = p_beyond(before, &own, factor);
+        (lo / machine / factor, hi / machine * factor, p)
     };
-    unjudged(event.identity(), &before.raw, &after.raw, interval)
+    let mut row = unjudged(identity, before, after, interval);
+    row.allowance = judged.allowance.exp_m1();
+    let counts = (before.len(), after.len());
+    row.detectable = detectable(counts, width, judged.allowance, options, judged.family);
+    row
+}
+
+/// The smallest change a comparison could call a regression (see the module documentation):
+/// `(1 + threshold) x e^A x width - 1`, where `width` is `ratio / low` of the bootstrap interval
+/// before the allowance A (its lower half-width at these sample counts). `None` when a side has
+/// no sample, or when even two sets of samples entirely apart would not be significant at these
+/// sample counts once adjusted over the `family`.
+pub(super) fn detectable(
+    (nb, na): (usize, usize),
+    width: f64,
+    allowance: f64,
+    options: &DiffOptions,
+    family: usize,
+) -> Option<f64> {
+    if nb == 0 || na == 0 || !width.is_finite() || width <= 0.0 {
+        return None;
+    }
+    // Above 20 samples a side, complete separation is significant for any family below 10^6.
+    if nb.min(na) <= 20 {
+        let below: Vec<f64> = (0..nb).map(|i| i as f64).collect();
+        let above: Vec<f64> = (nb..nb + na).map(|i| i as f64).collect();
+        if stats::mann_whitney_p(&below, &above) * family as f64 >= options.alpha {
+            return None;
+        }
+    }
+    Some((1.0 + options.threshold) * allowance.exp() * width - 1.0)
 }
 
 /// The row of a comparison of `before` and `after` (raw samples) whose interval and p-value are
@@ -504,6 +489,8 @@ fn unjudged(
         p_value,
         p_adjusted: p_value,
         verdict: Verdict::NoChange,
+        allowance: 0.0,
+        detectable: None,
     }
 }
 
@@ -531,150 +518,8 @@ fn p_beyond(before: &[f64], after: &[f64], factor: f64) -> f64 {
     stats::mann_whitney_p(before, &scaled)
 }
 
-/// How much a run's machine speed wandered: 1.4826 x the median absolute deviation of the
-/// logarithms of its block medians (0 for fewer than [`MIN_BLOCKS`] blocks).
-fn wander(block_medians: &[f64]) -> f64 {
-    let logs: Vec<f64> = block_medians
-        .iter()
-        .filter(|&&m| m > 0.0)
-        .map(|m| m.ln())
-        .collect();
-    if logs.len() < MIN_BLOCKS {
-        return 0.0;
-    }
-    let center = stats::median(&logs);
-    let deviations: Vec<f64> = logs.iter().map(|l| (l - center).abs()).collect();
-    MAD_SCALE * stats::median(&deviations)
-}
-
-/// Fewest blocks a run's iterations are cut into for the iteration's comparison.
-const MIN_BLOCKS: usize = 5;
-
-/// Block length of a run: its `repeat` (the length of one event's window in sample mode), but
-/// short enough to make at least [`MIN_BLOCKS`] blocks, and at least 1.
-fn block_len(profile: &Profile, n: usize) -> usize {
-    (profile.run.repeat as usize).min(n / MIN_BLOCKS).max(1)
-}
-
-/// Compares the measured iterations' wall times (p-adjustment and verdict come later).
-fn compare_iteration(
-    before: &Profile,
-    after: &Profile,
-    confidence: f64,
-    options: &DiffOptions,
-    seed: u64,
-) -> EventDiff {
-    let wb = stats::as_f64(crate::measured_walls(before));
-    let wa = stats::as_f64(crate::measured_walls(after));
-    let n = wb.len().min(wa.len());
-    let interval = if n == 0 {
-        (f64::NAN, f64::NAN, 1.0)
-    } else {
-        let (lb, la) = (block_len(before, wb.len()), block_len(after, wa.len()));
-        let (lo, hi) =
-            block_bootstrap_median_ratio(&wb, lb, &wa, la, options.resamples, confidence, seed);
-        let block_medians = |w: &[f64], l: usize| -> Vec<f64> {
-            w.chunks(l)
-                .map(|c| stats::median_mut(&mut c.to_vec()))
-                .collect()
-        };
-        let (mb, ma) = (block_medians(&wb, lb), block_medians(&wa, la));
-        let allowance = SPREAD_Z * wander(&mb).hypot(wander(&ma));
-        let factor = allowance.exp();
-        (lo / factor, hi * factor, p_beyond(&mb, &ma, factor))
-    };
-    unjudged(Identity::named("iteration"), &wb, &wa, interval)
-}
-
-/// Like [`stats::bootstrap_median_ratio`], but each side is resampled by whole blocks of
-/// consecutive values (`before` in blocks of `lb`, `after` of `la`; the last block may be
-/// shorter): blocks are drawn until they hold at least as many values as the side, so that slow
-/// drifts of the machine show in the interval.
-fn block_bootstrap_median_ratio(
-    before: &[f64],
-    lb: usize,
-    after: &[f64],
-    la: usize,
-    resamples: usize,
-    confidence: f64,
-    seed: u64,
-) -> (f64, f64) {
-    let mut rng = SplitMix64::new(seed);
-    let mut before = BlockSampler::new(before, lb);
-    let mut after = BlockSampler::new(after, la);
-    let mut ratios: Vec<f64> = (0..resamples.max(1))
-        .map(|_| {
-            let b = before.median(&mut rng);
-            let a = after.median(&mut rng);
-            ratio(a, b, 1)
-        })
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    let tail = (1.0 - confidence) / 2.0;
-    (
-        stats::quantile_sorted(&ratios, tail),
-        stats::quantile_sorted(&ratios, 1.0 - tail),
-    )
-}
-
-/// Draws block-bootstrap medians of one series without copying it: the values sorted once,
-/// each with its block, and per resample a count of how often each block was drawn.
-struct BlockSampler {
-    sorted: Vec<f64>,
-    block_of: Vec<usize>,
-    block_len: Vec<usize>,
-    drawn: Vec<u32>,
-}
-
-impl BlockSampler {
-    fn new(values: &[f64], len: usize) -> Self {
-        let len = len.max(1);
-        let mut pairs: Vec<(f64, usize)> = values
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| (v, i / len))
-            .collect();
-        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let blocks = values.len().div_ceil(len);
-        BlockSampler {
-            sorted: pairs.iter().map(|p| p.0).collect(),
-            block_of: pairs.iter().map(|p| p.1).collect(),
-            block_len: (0..blocks)
-                .map(|b| len.min(values.len() - b * len))
-                .collect(),
-            drawn: vec![0; blocks],
-        }
-    }
-
-    fn median(&mut self, rng: &mut SplitMix64) -> f64 {
-        let blocks = self.block_len.len();
-        if blocks == 0 {
-            return 0.0;
-        }
-        self.drawn.fill(0);
-        let mut total = 0;
-        while total < self.sorted.len() {
-            let b = rng.below(blocks);
-            self.drawn[b] += 1;
-            total += self.block_len[b];
-        }
-        // The values of ranks (total - 1) / 2 and total / 2 (0-based) of the drawn multiset.
-        let (k1, k2) = ((total - 1) / 2, total / 2);
-        let mut seen = 0usize;
-        let mut low = None;
-        for (value, &b) in self.sorted.iter().zip(&self.block_of) {
-            seen += self.drawn[b] as usize;
-            if low.is_none() && seen > k1 {
-                low = Some(*value);
-            }
-            if seen > k2 {
-                return (low.unwrap_or(*value) + value) / 2.0;
-            }
-        }
-        low.unwrap_or(0.0)
-    }
-}
-
+mod iteration;
+mod machine;
 pub mod memory;
 mod render;
 pub use render::render;

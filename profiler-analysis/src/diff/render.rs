@@ -16,7 +16,7 @@ pub fn render(diff: &Diff, format: Format) -> String {
 
 pub(super) const CSV_HEADER: &str =
     "id,name,layer,phase,occurrence,before_n,after_n,before_median_ns,\
-after_median_ns,ratio,ci_low,ci_high,p_value,p_adjusted,verdict";
+after_median_ns,ratio,ci_low,ci_high,p_value,p_adjusted,verdict,allowance,detectable";
 
 fn render_csv(diff: &Diff) -> String {
     let mut out = String::from(CSV_HEADER);
@@ -39,6 +39,8 @@ fn render_csv(diff: &Diff) -> String {
             text::num(d.p_value),
             text::num(d.p_adjusted),
             d.verdict.as_str().to_owned(),
+            text::num(d.allowance),
+            d.detectable.map_or_else(String::new, text::num),
         ];
         out.push_str(&fields.join(","));
         out.push('\n');
@@ -49,7 +51,7 @@ fn render_csv(diff: &Diff) -> String {
     ] {
         for m in list {
             out.push_str(&format!(
-                "{},{},,,{},,,,,,,,,,{verdict}\n",
+                "{},{},,,{},,,,,,,,,,{verdict},,\n",
                 text::csv_field(&m.id),
                 text::csv_field(&m.name),
                 m.occurrence
@@ -67,12 +69,17 @@ fn missing_label(m: &Missing) -> String {
     }
 }
 
-/// A change as a signed percentage: ratio 1.312 -> `+31.2%`.
+/// A change as a signed percentage: ratio 1.312 -> `+31.2%`; from 10 times on as a factor
+/// (`x12.5`), and past 100 times as `>x100`, where a percentage would only be noise.
 fn change(ratio: f64) -> String {
-    if ratio.is_finite() {
-        format!("{:+.1}%", 100.0 * (ratio - 1.0))
-    } else {
+    if !ratio.is_finite() {
         "-".to_owned()
+    } else if ratio >= 100.0 {
+        ">x100".to_owned()
+    } else if ratio >= 10.0 {
+        format!("x{ratio:.1}")
+    } else {
+        format!("{:+.1}%", 100.0 * (ratio - 1.0))
     }
 }
 
@@ -84,9 +91,30 @@ fn p_text(p: f64) -> String {
     }
 }
 
-const TEXT_HEADERS: [&str; 10] = [
-    "layer", "phase", "name", "occ", "before", "after", "change", "95% CI", "p (adj)", "verdict",
+const TEXT_HEADERS: [&str; 11] = [
+    "layer",
+    "phase",
+    "name",
+    "occ",
+    "before",
+    "after",
+    "change",
+    "95% CI",
+    "detectable",
+    "p (adj)",
+    "verdict",
 ];
+
+/// The smallest change a row could call a regression: `12.0%` (a factor from 10 times on),
+/// `none` when its sample counts are too small for any, `-` when a side has no sample.
+fn detectable_text(d: &EventDiff) -> String {
+    match d.detectable {
+        Some(x) if x >= 9.0 => change(1.0 + x),
+        Some(x) => format!("{:.1}%", 100.0 * x),
+        None if d.before_n > 0 && d.after_n > 0 => "none".to_owned(),
+        None => "-".to_owned(),
+    }
+}
 
 fn text_cells(d: &EventDiff, iteration: bool) -> Vec<String> {
     let ci = if d.ci_low.is_finite() || d.ci_high.is_finite() {
@@ -107,6 +135,7 @@ fn text_cells(d: &EventDiff, iteration: bool) -> Vec<String> {
         times(d.after_median_ns, d.after_n),
         change(d.ratio),
         ci,
+        detectable_text(d),
         p_text(d.p_adjusted),
         d.verdict.as_str().to_owned(),
     ]);
@@ -138,8 +167,8 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
     let count = |v: Verdict| diff.events.iter().filter(|d| d.verdict == v).count();
     out.push_str(&format!(
         "{bullet}iteration: {}; {} events: {} regressed, {} improved, {} within noise, {} no \
-         change (threshold {}%, alpha {}, Holm over {} tests; intervals include the noise \
-         allowance)\n",
+         change (threshold {}%, alpha {}, Holm over {} tests; each interval is of the event's \
+         own change, beyond the machine's, widened by its allowance)\n",
         diff.iteration.verdict.as_str(),
         diff.events.len(),
         count(Verdict::Regressed),
@@ -150,6 +179,9 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
         diff.alpha,
         all.len()
     ));
+    for line in machine_lines(diff) {
+        out.push_str(&format!("{bullet}{line}\n"));
+    }
     let listed = |v: Verdict| -> String {
         let names: Vec<String> = all
             .iter()
@@ -171,4 +203,41 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
         out.push_str(&format!("{bullet}{line}\n"));
     }
     out
+}
+
+/// What the runs say about the machine: how far the events moved together, and which run looks
+/// disturbed and how far that widened the intervals.
+fn machine_lines(diff: &Diff) -> Vec<String> {
+    let mut lines = Vec::new();
+    let m = &diff.machine;
+    if m.events >= MIN_EVENTS_FOR_SPREAD {
+        lines.push(format!(
+            "machine: the events moved {} together (spread {:.1}%; they followed their \
+             iterations' wall-time drift {:.0}%); each event is judged on its change beyond that",
+            change(1.0 + m.shift),
+            100.0 * m.spread,
+            100.0 * m.follow
+        ));
+    }
+    let runs = [("before", &diff.runs.before), ("after", &diff.runs.after)];
+    for (i, (which, run)) in runs.iter().enumerate() {
+        if !run.disturbed {
+            continue;
+        }
+        let (other, other_run) = runs[1 - i];
+        let allowances: Vec<f64> = diff.events.iter().map(|e| e.allowance).collect();
+        lines.push(format!(
+            "{which} looks disturbed: {:.0}% of its iterations took over {SLOW_ITERATION}x its \
+             fastest (median {}, fastest 5% {}; {other}: {:.0}%); the iteration's interval was \
+             widened by \u{b1}{:.1}%; events are judged against one another and were widened by \
+             \u{b1}{:.1}% (median)",
+            100.0 * run.slow_share,
+            crate::report::human_ns(run.median_ns),
+            crate::report::human_ns(run.fastest_ns),
+            100.0 * other_run.slow_share,
+            100.0 * diff.iteration.allowance,
+            100.0 * stats::median(&allowances),
+        ));
+    }
+    lines
 }

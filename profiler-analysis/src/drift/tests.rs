@@ -122,7 +122,7 @@ fn a_steady_run_drifts_nowhere() {
 
 #[test]
 fn an_event_20_percent_slower_in_the_recent_windows_is_flagged() {
-    let p = continuous(&model(), 20, 12, 12, 0.1, &[("top_backward", 1.2, 9)], 7);
+    let p = continuous(&model(), 20, 12, 12, 0.02, &[("top_backward", 1.2, 9)], 7);
     let w = windows(&p, &DiffOptions::default()).unwrap();
     let drifted: Vec<&str> = w.drifted().map(|s| s.identity.name.as_str()).collect();
     assert_eq!(drifted, ["top_backward"]);
@@ -134,7 +134,7 @@ fn an_event_20_percent_slower_in_the_recent_windows_is_flagged() {
     assert_eq!(c.verdict, Verdict::Regressed);
     assert!((s.change.unwrap() - 0.2).abs() < 0.05, "{s:?}");
     // Faster: the mirror image.
-    let p = continuous(&model(), 20, 12, 12, 0.1, &[("lookup", 0.8, 9)], 7);
+    let p = continuous(&model(), 20, 12, 12, 0.02, &[("lookup", 0.8, 9)], 7);
     let w = windows(&p, &DiffOptions::default()).unwrap();
     assert_eq!(of(&w, "lookup").drift, DriftStatus::Faster);
     assert_eq!(w.drifted().count(), 1);
@@ -157,7 +157,7 @@ fn a_change_at_the_noise_level_is_not_flagged() {
     }
     // A 1% change on a quiet machine is real (significant) but below prof diff's 2% threshold:
     // "within noise", not drifted.
-    let p = continuous(&model(), 20, 12, 12, 0.01, &[("top_backward", 1.01, 9)], 1);
+    let p = continuous(&model(), 20, 12, 12, 0.001, &[("top_backward", 1.01, 9)], 1);
     let w = windows(&p, &DiffOptions::default()).unwrap();
     let s = of(&w, "top_backward");
     assert_eq!(s.comparison.as_ref().unwrap().verdict, Verdict::WithinNoise);
@@ -168,7 +168,7 @@ fn a_change_at_the_noise_level_is_not_flagged() {
 #[test]
 fn a_change_before_the_recent_windows_but_after_the_baseline_still_counts() {
     // Slower from window 6 on: the baseline (0-5) is before it, the recent windows after it.
-    let p = continuous(&model(), 20, 12, 12, 0.1, &[("interact", 1.3, 6)], 3);
+    let p = continuous(&model(), 20, 12, 12, 0.02, &[("interact", 1.3, 6)], 3);
     let w = windows(&p, &DiffOptions::default()).unwrap();
     assert_eq!(of(&w, "interact").drift, DriftStatus::Slower);
 }

@@ -606,7 +606,7 @@ fn iterations_are_numbered_from_first() {
 }
 
 fn continuous_report(slow: &[(&str, f64, usize)]) -> Report {
-    let p = crate::drift::tests::continuous(&crate::diff::tests::model(), 10, 10, 8, 0.1, slow, 5);
+    let p = crate::drift::tests::continuous(&crate::diff::tests::model(), 10, 10, 8, 0.02, slow, 5);
     build(&p, &ReportOptions::default())
 }
 
