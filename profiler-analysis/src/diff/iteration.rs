@@ -31,10 +31,13 @@ pub(super) fn compare(
                 .collect()
         };
         let (mb, ma) = (block_medians(wb, lb), block_medians(wa, la));
-        // How much the machine wandered within each run, and how much further above its own
-        // fastest iterations one run stood than the other (a run disturbed by other processes).
-        allowance =
-            SPREAD_Z * wander(&mb).hypot(wander(&ma)) + (runs.1.excess() - runs.0.excess()).abs();
+        // How much the machine wandered within each run; how much further above its own fastest
+        // iterations one run stood than the other; and how much more often one run was
+        // disturbed, since a run disturbed by other processes is slower in its undisturbed
+        // iterations too (caches refilled after every switch), by a share that grows with it.
+        allowance = SPREAD_Z * wander(&mb).hypot(wander(&ma))
+            + (runs.1.excess() - runs.0.excess()).abs()
+            + (runs.1.slow_share - runs.0.slow_share).abs();
         let factor = allowance.exp();
         width = ratio(stats::median(wa), stats::median(wb), n) / lo;
         (lo / factor, hi * factor, p_beyond(&mb, &ma, factor))

@@ -57,11 +57,14 @@
 //! independent (the machine drifts), so each run's measured iterations are cut into blocks of
 //! `repeat` iterations (one event's window in sample mode; shorter when needed to make at least 5
 //! blocks). The interval is a block bootstrap (whole blocks resampled) and the p-value compares
-//! the two runs' block medians. The allowance is `A = SPREAD_Z x hypot(wb, wa) + |Da - Db|`,
-//! where a run's *wander* w is 1.4826 x the median absolute deviation of ln(block median), how
-//! much the machine's speed wandered within the run, and its *excess* D is `ln(median /
-//! fastest 5%)` of its iterations, how far its typical iteration stands above an undisturbed one
-//! ([`RunShape`]). A run looks *disturbed* when at least [`DISTURBED_SHARE`] of its iterations
+//! the two runs' block medians. The allowance is `A = SPREAD_Z x hypot(wb, wa) + |Da - Db| +
+//! |Sa - Sb|`, where a run's *wander* w is 1.4826 x the median absolute deviation of ln(block
+//! median), how much the machine's speed wandered within the run; its *excess* D is `ln(median /
+//! fastest 5%)` of its iterations, how far its typical iteration stands above an undisturbed
+//! one; and its *slow share* S is the share of its iterations that took over [`SLOW_ITERATION`]
+//! times its fastest ([`RunShape`]): a run disturbed by other processes is slower in its
+//! undisturbed iterations too (caches refilled after every switch), by a share that grows with
+//! how often it was disturbed. A run looks *disturbed* when at least [`DISTURBED_SHARE`] of its iterations
 //! took over [`SLOW_ITERATION`] times its fastest, [`DISTURBED_MARGIN`] more than the other run's;
 //! the output says so, and how far that widened the intervals. The iteration is not corrected by
 //! the events' shift: a change that slows every event alike shows there and only there.
