@@ -36,9 +36,11 @@ PROGRAMS = {
 
 
 def build():
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "profiler-cli",
-                    "-p", "profiler-suite", "--example", "waits", "--example", "dlrm"],
-                   cwd=ROOT, check=True)
+    # Two commands: with `--example`, cargo builds only the examples named.
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "profiler-cli"], cwd=ROOT,
+                   check=True)
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "profiler-suite",
+                    "--example", "waits", "--example", "dlrm"], cwd=ROOT, check=True)
     release = os.path.join(ROOT, "target", "release")
     return os.path.join(release, "prof"), os.path.join(release, "examples")
 

@@ -281,7 +281,13 @@ fn compare(
 ) {
     let before = pooled(profile, measured, baseline);
     let after = pooled(profile, measured, recent);
-    let d = diff::diff(&before, &after, options);
+    // Windows of one run: code and data stay where they are, so no event is given the least
+    // instability that two runs of a program need.
+    let same_run = DiffOptions {
+        min_instability: 0.0,
+        ..options.clone()
+    };
+    let d = diff::diff(&before, &after, &same_run);
     let by_key: HashMap<(String, u32), &EventDiff> = d
         .events
         .iter()

@@ -374,6 +374,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 alpha,
                 resamples,
                 seed,
+                ..diff::DiffOptions::default()
             };
             return compare(&before, &after, &options, fail_on_regression, format);
         }

@@ -15,6 +15,13 @@ const MAD_SCALE: f64 = 1.4826;
 /// Fewest events from which the machine's shift and spread are estimated; with fewer, both are 0.
 pub const MIN_EVENTS_FOR_SPREAD: usize = 5;
 
+/// The least instability an event is given (1%, on the log scale): even a perfectly steady
+/// computation runs a few percent faster or slower from one run of the same binary to the next,
+/// as code and data land at other addresses (Mytkowicz et al., "Producing wrong data without
+/// doing anything obviously wrong!", ASPLOS 2009); seen here as a steady layer of the dlrm
+/// example taking 9% longer in one run of ten, its runs within 1% of one another in each.
+pub const MIN_INSTABILITY: f64 = 0.01;
+
 /// A window's rest drift (see [`Pair::rest_drift`]) counts as evidence of how far events follow
 /// the machine only beyond this (5%) and beyond twice the spread of the windows' drifts.
 const LEVERAGE_DRIFT: f64 = 0.05;

@@ -22,9 +22,11 @@
 //!   they moved (memory layout, caches, how sensitive each is to a busy machine). Both are 0 with
 //!   fewer than [`MIN_EVENTS_FOR_SPREAD`] events. A few events that really changed move neither.
 //! - **Instability** of an event: 1.4826 x the median absolute deviation of the logarithms of its
-//!   samples, the larger of the two runs'. An event whose runs scatter within a run (a wait on
-//!   another thread, a memory-bound step) is the one whose typical time moves most between two
-//!   runs of the same code; a steady event (a fixed computation, a timed wait) barely moves.
+//!   samples, the larger of the two runs', and at least [`MIN_INSTABILITY`] (1%; drift, which
+//!   compares windows of one run, uses 0: [`DiffOptions::min_instability`]). An event whose
+//!   runs scatter within a run (a wait on another thread, a memory-bound step) is the one whose
+//!   typical time moves most between two runs of the same code; a steady event (a fixed
+//!   computation) moves least, though a few percent from where code and data land in memory.
 //! - **Wall-time drift**, weighed only as far as the events agree with it: the *rest* of an
 //!   iteration is its wall time minus the event's sample, and an event's rest drift is
 //!   `ln(median rest after / median rest before)` over the iterations in which its samples were
@@ -90,7 +92,7 @@ use super::stats::{self, SplitMix64};
 use super::{event_key, text, Format};
 pub use machine::{
     normal_quantile, robust_spread, Machine, RunShape, DISTURBED_MARGIN, DISTURBED_SHARE,
-    MIN_EVENTS_FOR_SPREAD, SLOW_ITERATION,
+    MIN_EVENTS_FOR_SPREAD, MIN_INSTABILITY, SLOW_ITERATION,
 };
 use machine::{Pair, Side};
 use profiler_format::{Event, Identity, Profile};
@@ -106,6 +108,10 @@ pub struct DiffOptions {
     pub resamples: usize,
     /// Seed of the bootstrap's generator: the same seed gives the same intervals.
     pub seed: u64,
+    /// The least instability an event is given ([`MIN_INSTABILITY`] between two runs of a
+    /// program; 0 between windows of one run, as drift compares them, where code and data stay
+    /// where they are).
+    pub min_instability: f64,
 }
 
 impl Default for DiffOptions {
@@ -115,6 +121,7 @@ impl Default for DiffOptions {
             alpha: 0.05,
             resamples: 2000,
             seed: 0x5EED_D1FF,
+            min_instability: MIN_INSTABILITY,
         }
     }
 }
@@ -267,7 +274,7 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
             let follow = machine::follow(&pairs, Some(i));
             let allowance = z * machine
                 .spread
-                .hypot(INSTABILITY_FACTOR * pair.instability())
+                .hypot(INSTABILITY_FACTOR * pair.instability().max(options.min_instability))
                 + follow * pair.rest_drift.map_or(0.0, f64::abs);
             let judged = Judged {
                 shift: machine.log_shift(),
