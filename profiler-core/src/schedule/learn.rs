@@ -199,6 +199,11 @@ impl Schedule {
         Some(lane)
     }
 
+    /// The lane of `stream` (a learning run of `trace` mode, which records the rest).
+    pub(crate) fn lane_of(&self, stream: Stream) -> u32 {
+        lock(&self.learner).lane_of(stream)
+    }
+
     /// A learning run ends: its parent is popped; `timed` (start and stop marks, `trace` mode
     /// without warmup) is kept as the run's sample for iteration 0.
     pub(crate) fn end_learning_run(&self, timed: Option<(u64, u64)>) {

@@ -177,6 +177,7 @@ impl Schedule {
                 occurrence,
                 order,
                 parent,
+                recorded: self.recorded(entry, lane),
                 store: Store::new(repeat, is_merged, timed_on_device, self.memory),
             };
             // Capacity is max_events plus one merged event per selected probe and lane, which
