@@ -280,7 +280,6 @@ impl Buffers {
         l.log.set(std::ptr::null());
         l.at.set(std::ptr::null_mut());
         l.end.set(std::ptr::null_mut());
-        l.depth.set(0);
         let mut inner = lock(&self.inner);
         let Some(chunk) = inner.take_chunk(self.max_chunks) else {
             return; // no room: this thread's records are dropped until a chunk frees up
@@ -427,7 +426,11 @@ impl Buffers {
         let mut inner = lock(&self.inner);
         inner
             .spare
-            .extend(full.into_iter().map(|(_, chunk, ..)| chunk));
+            .extend(full.drain(..).map(|(_, chunk, ..)| chunk));
+        if inner.full.is_empty() {
+            // The list keeps its capacity, so that a hand-over does not allocate.
+            inner.full = full;
+        }
         for (log, _, _, to, retired) in current {
             let slot = &mut inner.slots[log as usize];
             if retired && slot.read == to {
