@@ -207,11 +207,40 @@ impl Buffers {
         }
     }
 
-    /// Appends `words` (one record, or a record and its extension) to this thread's log, both
-    /// published at once. The hot path: a thread-local cursor, the stores, one release store.
-    /// Returns how many full chunks wait for the consumer when this call handed one over
-    /// (`None` otherwise, the common case).
+    /// Appends one record to this thread's log: the hot path, a thread-local cursor, three
+    /// stores (field by field: a record built on the stack and copied whole would be read back
+    /// before its stores retire, a stall of a few nanoseconds) and one release store. Returns
+    /// how many full chunks wait for the consumer when this call handed one over (`None`
+    /// otherwise, the common case).
     #[inline(always)]
+    pub(crate) fn push_one(&self, start: u64, len: u32, tag: u32) -> Option<usize> {
+        let fast = LOCAL.with(|l| {
+            let at = l.at.get();
+            if !std::ptr::eq(l.owner.get(), self) || at == l.end.get() {
+                return false;
+            }
+            // SAFETY: `at` lies in this thread's current chunk (it is not its end), which the
+            // consumer reads only below the published position.
+            unsafe {
+                (&raw mut (*at).start).write(start);
+                (&raw mut (*at).len).write(len);
+                (&raw mut (*at).tag).write(tag);
+                let next = at.add(1);
+                l.at.set(next);
+                (*l.log.get()).published.store(next, Release);
+            }
+            true
+        });
+        if fast {
+            None
+        } else {
+            self.push_cold(&[Record { start, len, tag }])
+        }
+    }
+
+    /// Appends `words` (a record and its extension) to this thread's log, published at once.
+    /// Returns what [`Buffers::push_one`] does.
+    #[inline]
     pub(crate) fn push(&self, words: &[Record]) -> Option<usize> {
         let fast = LOCAL.with(|l| {
             let at = l.at.get();

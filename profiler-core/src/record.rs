@@ -364,21 +364,26 @@ pub(crate) trait IterationStarts {
 /// The iteration in which a run that began at CPU mark `start` (on a linear clock) ran: the last
 /// one that began at or before it. A run on another thread may read the iteration index just
 /// before `step()` publishes the next one, so the index it recorded can be one behind; its start
-/// mark cannot.
+/// mark cannot. A start mark equal to the mark that began the next iteration (a clock too coarse
+/// to tell them apart, such as a test's) leaves the run in the iteration it was recorded in.
 pub(crate) fn iteration_of((marks, base): (&[u64], u32), start: u64, recorded: u32) -> u32 {
     // Nearly every run is of the last iteration or the one before (the cold path asks for each
     // of `trace` mode's records): two comparisons before a search of every iteration so far.
-    if let [.., before, last] = marks {
-        if start >= *last {
-            return base + (marks.len() - 1) as u32;
-        }
-        if start >= *before {
-            return base + (marks.len() - 2) as u32;
-        }
-    }
-    match marks.partition_point(|&m| m <= start) {
+    let begun = match marks {
+        [.., last] if start >= *last => marks.len(),
+        [.., before, _] if start >= *before => marks.len() - 1,
+        _ => marks.partition_point(|&m| m <= start),
+    };
+    match begun {
         0 => recorded,
-        n => base + (n - 1) as u32,
+        n => {
+            let it = base + (n - 1) as u32;
+            if marks[n - 1] == start && recorded.wrapping_add(1) == it {
+                recorded
+            } else {
+                it
+            }
+        }
     }
 }
 
@@ -461,8 +466,12 @@ mod tests {
         let marks = (&[100, 200, 300][..], 0);
         assert_eq!(iteration_of(marks, 150, 0), 0);
         // Recorded as iteration 0 (the index was read just before step() published 1).
-        assert_eq!(iteration_of(marks, 200, 0), 1);
         assert_eq!(iteration_of(marks, 250, 0), 1);
+        // At the very mark that began iteration 1: as recorded.
+        assert_eq!(iteration_of(marks, 200, 0), 0);
+        assert_eq!(iteration_of(marks, 200, 1), 1);
+        assert_eq!(iteration_of(marks, 300, 1), 1);
+        assert_eq!(iteration_of(marks, 300, 2), 2);
         assert_eq!(iteration_of(marks, 999, 1), 2);
         // Before the first mark (cannot happen on a monotonic clock): as recorded.
         assert_eq!(iteration_of(marks, 50, 0), 0);

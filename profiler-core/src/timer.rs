@@ -158,13 +158,15 @@ impl ProbeGuard {
 impl ProbeGuard {
     /// The measuring half of the drop, kept out of line so that the unarmed drop inlines to one
     /// test of a value already in a register.
+    /// Each kind of run ends in a function of its own, called last, so that this one needs no
+    /// stack frame and the recorded run's end only the registers it uses.
     #[inline(never)]
     fn finish(&self) {
         match &self.run {
             Run::None => {}
             Run::Recorded(r) => r.session.end_recorded(r, 0),
             Run::Learning(l) => l.session.end_learning(l, 0),
-            Run::Armed(armed) => armed.session.finish_run(armed),
+            Run::Armed(armed) => armed.session.finish_armed(armed),
         }
     }
 }
@@ -178,12 +180,17 @@ impl Drop for ProbeGuard {
     }
 }
 
-/// Starts a measurement of `desc`. The whole unarmed cost is this load and branch.
+/// Starts a measurement of `desc`. The whole unarmed cost is this load and branch; past it, a
+/// recorded run (`trace` mode) goes straight to the small function that takes its start mark,
+/// the others to the one that sorts them out (whose stack frame is larger).
 #[inline(always)]
 pub fn enter(desc: &'static Descriptor) -> ProbeGuard {
     let raw = desc.state.raw(Relaxed);
     if raw == State::Off as u32 {
         return ProbeGuard::inert();
+    }
+    if raw == State::Recorded as u32 {
+        return enter_recorded(desc);
     }
     enter_slow(desc, raw, true, None)
 }
@@ -222,12 +229,9 @@ fn enter_slow(
     nests: bool,
     stream: Option<Stream>,
 ) -> ProbeGuard {
-    // `trace` mode's recorded run first: the start mark is all it takes.
+    // A recorded run of an `async fn` (`enter` sends its own there directly).
     if raw == State::Recorded as u32 && stream.is_none() {
-        return match current() {
-            Some(session) => ProbeGuard::of(session.start_recorded(desc)),
-            None => ProbeGuard::inert(),
-        };
+        return enter_recorded(desc);
     }
     let state = State::from_raw(raw);
     match current() {
@@ -235,6 +239,15 @@ fn enter_slow(
             let stream = stream.filter(|_| session.has_device());
             ProbeGuard::of(session.start_run(desc, state, nests, stream))
         }
+        None => ProbeGuard::inert(),
+    }
+}
+
+/// A recorded run starts: the start mark is all it takes.
+#[inline(never)]
+fn enter_recorded(desc: &'static Descriptor) -> ProbeGuard {
+    match current() {
+        Some(session) => ProbeGuard::of(session.start_recorded(desc)),
         None => ProbeGuard::inert(),
     }
 }
@@ -416,8 +429,8 @@ impl Session {
     }
 
     /// A measured run ends: store its marks, and close its hooks.
-    #[inline]
-    pub(crate) fn finish_run(&self, armed: &Armed) {
+    #[inline(never)]
+    fn finish_armed(&self, armed: &Armed) {
         if armed.event == LEARNING || armed.event == HOOKS_ONLY {
             self.discard_run(armed);
             return;
@@ -446,7 +459,7 @@ impl Session {
     }
 
     /// A run ends without a sample: warmup's nesting, a discarded guard, or hooks only.
-    pub(crate) fn discard_run(&self, armed: &Armed) {
+    fn discard_run(&self, armed: &Armed) {
         if armed.hooks & HOOK_MEMORY != 0 {
             crate::alloc::end();
         }
@@ -491,16 +504,12 @@ impl Session {
 
     /// A recorded run ends: one record into this thread's buffer (`flags`: [`tag::DISCARD`]
     /// for a run whose sample is not kept, which still counts as an occurrence).
-    #[inline(always)]
+    #[inline(never)]
     fn end_recorded(&'static self, r: &Recorded, flags: u32) {
         let stop = self.clock.mark();
         let len = stop.wrapping_sub(r.start);
         let handed_over = if len < u64::from(tag::LONG) {
-            self.buffers.push(&[Record {
-                start: r.start,
-                len: len as u32,
-                tag: r.tag | flags,
-            }])
+            self.buffers.push_one(r.start, len as u32, r.tag | flags)
         } else {
             self.push_long(r.start, stop, r.tag | flags)
         };
@@ -590,7 +599,7 @@ impl Session {
             };
             self.buffers.push(&[first, second])
         } else {
-            self.buffers.push(&[first])
+            self.buffers.push_one(first.start, first.len, first.tag)
         };
         if let Some(depth) = l.depth {
             buffer::leave_depth(depth);

@@ -438,3 +438,124 @@ fn a_recorded_run_allocates_nothing() {
     let p = snapshot();
     assert_eq!(event(&p, "counted", 2).stats.count, 3 * 9_998);
 }
+
+#[profiled(layer = "t10")]
+fn outer() {
+    inner();
+    let _p = probe!("between", layer = "t10");
+    inner();
+}
+
+#[profiled(layer = "t10")]
+fn inner() {
+    clock().advance(3);
+}
+
+#[profiled(layer = "t10")]
+fn instant_outer() {
+    instant_a();
+    let _b = probe!("instant_b", layer = "t10");
+}
+
+#[profiled(layer = "t10")]
+fn instant_a() {
+    let _child = probe!("instant_a_child", layer = "t10");
+}
+
+#[test]
+fn learning_from_records_finds_the_order_and_parents_of_nested_runs() {
+    let _s = serial();
+    // `outer`, `inner` and `between` start at the same mark (nothing advances the clock
+    // between them): only the nesting each thread recorded tells their order.
+    let _g = start("nested", "layer=t10", 2, 1, 4096);
+    while !profiler_core::finished() {
+        outer();
+        inner();
+        // Runs that take no time at all: `instant_a_child` (inside `instant_a`) starts at
+        // the same mark as `instant_b`, after it in no order but the thread's.
+        instant_outer();
+        profiler_core::step();
+    }
+    let p = snapshot();
+    let names: Vec<String> = (p.events.iter())
+        .map(|e| format!("{}#{}", e.name, e.occurrence))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "outer#0",
+            "inner#0",
+            "between#0",
+            "inner#1",
+            "inner#2",
+            "instant_outer#0",
+            "instant_a#0",
+            "instant_a_child#0",
+            "instant_b#0"
+        ]
+    );
+    let parents: Vec<Option<u32>> = p.events.iter().map(|e| e.parent).collect();
+    // inner#1 runs inside `between` (a guard alive to the end of outer), inner#2 at top level.
+    assert_eq!(
+        parents,
+        [
+            None,
+            Some(0),
+            Some(0),
+            Some(2),
+            None,
+            None,
+            Some(5),
+            Some(6),
+            Some(5)
+        ]
+    );
+    assert_eq!(event(&p, "outer", 0).samples_ns, [6]);
+    assert_eq!(event(&p, "inner", 2).offsets_ns, [6]);
+}
+
+#[profiled(layer = "t11")]
+fn first_a() {}
+
+#[profiled(layer = "t11")]
+fn first_b() {}
+
+#[profiled(layer = "t11")]
+fn late_p(ns: u64) {
+    clock().advance(ns);
+}
+
+#[profiled(layer = "t11")]
+fn late_r() {
+    clock().advance(1);
+}
+
+#[test]
+fn a_merged_event_takes_the_place_of_its_last_run() {
+    let _s = serial();
+    // Two events fit: `first_a` and `first_b`; every run of `late_p` and `late_r` is merged.
+    // `late_p` runs before and after `late_r`: its merged event comes after `late_r`'s, as
+    // the learner places an event where its most recent run was.
+    let _g = start("merged-place", "layer=t11", 1, 1, 2);
+    while !profiler_core::finished() {
+        first_a();
+        first_b();
+        late_p(2);
+        late_r();
+        late_p(4);
+        profiler_core::step();
+    }
+    let p = snapshot();
+    let names: Vec<(String, bool)> = (p.events.iter())
+        .map(|e| (e.name.clone(), e.merged))
+        .collect();
+    let expected = [
+        ("first_a", false),
+        ("first_b", false),
+        ("late_r", true),
+        ("late_p", true),
+    ];
+    assert_eq!(names, expected.map(|(n, m)| (n.to_owned(), m)));
+    assert_eq!(event(&p, "late_p", 0).stats.count, 2);
+    assert_eq!(event(&p, "late_p", 0).stats.mean_ns, 3);
+}

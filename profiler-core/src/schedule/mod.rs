@@ -29,7 +29,7 @@ use crate::device::Stream;
 use crate::record::Store;
 use crate::registry::registry;
 
-pub(crate) use learn::{Key, Learner, Planned, MERGED};
+pub(crate) use learn::{FirstRun, Key, Learner, Planned, MERGED};
 pub(crate) use plan::POOL_ITERATIONS;
 
 /// No event: an index that means "none".

@@ -4,10 +4,12 @@
 //! or is learning. The stages of the schedule (`schedule/`) extend [`Session`] with learning,
 //! planning and arming; beside this file: `step.rs` (the end of each iteration, resolution, the
 //! end of the run), `results.rs` (what was stored, as a [`Profile`](crate::Profile)),
-//! `windows.rs` (`continuous` mode), `kernels.rs` (kernel attribution) and `traced.rs` (`trace`
-//! mode's records, from the threads' buffers to the events).
+//! `windows.rs` (`continuous` mode), `kernels.rs` (kernel attribution), `traced.rs` (`trace`
+//! mode's records, from the threads' buffers to the events) and `learning.rs` (the records of
+//! `trace` mode's learning iterations, to the learner).
 
 pub(crate) mod kernels;
+mod learning;
 mod results;
 mod step;
 mod traced;

@@ -12,21 +12,15 @@
 //! [`FOLD_AT`] chunks waiting. A run still going when `step()` settles its iteration (a worker
 //! thread's) counts after the runs of that iteration already settled.
 //!
-//! **Learning iterations.** Their records are kept until `step()`, then sorted by start and fed
-//! to the learner as `sample` mode's warmup feeds it run by run: the occurrence per probe and
-//! lane, and the parent. The parent of a run that nests is the next run its thread recorded one
-//! level up (a thread records a run after the runs inside it); that of a run that may move (an
-//! `async fn`) is the run open, one level up, on the thread where it started. With no warmup,
-//! the first iteration's runs become the events' first samples.
+//! The records of the learning iterations go to the learner instead (`learning.rs`).
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{lock, Control, Session};
 use crate::buffer::{runs, tag};
 use crate::device::NO_MARK;
 use crate::record::{iteration_of, Tally};
-use crate::schedule::Key;
 
 /// Full chunks waiting that make the thread handing one over drain them itself (after warmup):
 /// 64 chunks, 65,536 records, 1 MiB.
@@ -77,7 +71,7 @@ pub(crate) struct Traced {
     /// Runs of a later iteration than the one being gathered: (probe, iteration, run).
     carry: Vec<(usize, u32, Run)>,
     /// Learning runs that began after the step that drained them.
-    learn_carry: Vec<LearnRun>,
+    pub(super) learn_carry: Vec<super::learning::LearnRun>,
 }
 
 impl Traced {
@@ -281,160 +275,4 @@ fn store(s: &Session, event: u32, it: u32, run: Run, pending: &mut Pending) {
         None,
     );
     pending.push((event, slot, it));
-}
-
-// ---- learning iterations ----
-
-/// A run of a learning iteration, as recorded.
-#[derive(Clone, Copy, Debug)]
-struct LearnRun {
-    start: u64,
-    stop: u64,
-    entry: u32,
-    lane: u32,
-    /// The log of the thread that recorded it.
-    log: u32,
-    /// Its nesting depth (for a run that may move: the depth where it started).
-    depth: u32,
-    /// Where a run that may move started ([`tag::origin`]); 0 for a run that nests.
-    origin: u32,
-    is_async: bool,
-    discard: bool,
-    /// The index of the run that contained it.
-    parent: Option<u32>,
-}
-
-impl Session {
-    /// A learning iteration of `trace` mode ends (`now`: the mark that ended it; `None` at the
-    /// end of the run): its runs, in start order, are fed to the learner, and with no warmup
-    /// kept as the first iteration's samples.
-    pub(super) fn fold_learning(&self, c: &mut Control, now: Option<u64>) {
-        if !self.schedule.records {
-            return;
-        }
-        let mut runs = self.drain_learning(&mut c.traced, now);
-        find_async_parents(&mut runs);
-        let mut order: Vec<u32> = (0..runs.len() as u32).collect();
-        order.sort_unstable_by_key(|&i| {
-            let r = &runs[i as usize];
-            (r.start, r.depth, r.log, i)
-        });
-        let keys = self.observe(&runs, &order);
-        if self.schedule.measure_first {
-            let mut learner = lock(&self.schedule.learner);
-            for &i in &order {
-                let r = &runs[i as usize];
-                // Runs on a stream in the first iteration are learned, not timed.
-                if let (false, 0, Some(key)) = (r.discard, r.lane, keys[i as usize]) {
-                    learner.first_runs.push((key, r.start, r.stop));
-                }
-            }
-        }
-    }
-
-    /// The learning runs in the buffers, with the parents of those that nest.
-    fn drain_learning(&self, traced: &mut Traced, now: Option<u64>) -> Vec<LearnRun> {
-        // Carried runs began after the last learning step: their parents are not known.
-        let mut learned = std::mem::take(&mut traced.learn_carry);
-        let carried = &mut traced.learn_carry;
-        // Per depth, this log's runs waiting for the run one level up.
-        let mut waiting: Vec<Vec<u32>> = vec![Vec::new(); tag::MAX_DEPTH as usize + 2];
-        let mut current_log = None;
-        self.buffers.drain(|log, records| {
-            if current_log != Some(log) {
-                current_log = Some(log);
-                waiting.iter_mut().for_each(Vec::clear);
-            }
-            for p in runs(records) {
-                if p.tag & tag::LEARN == 0 {
-                    continue;
-                }
-                let run = LearnRun {
-                    start: p.start,
-                    stop: p.stop,
-                    entry: p.tag & tag::ENTRY,
-                    lane: p.lane,
-                    log,
-                    depth: tag::depth(p.tag),
-                    origin: p.origin,
-                    is_async: p.tag & tag::ASYNC != 0,
-                    discard: p.tag & tag::DISCARD != 0,
-                    parent: None,
-                };
-                if now.is_some_and(|now| run.start >= now) {
-                    carried.push(run);
-                    continue;
-                }
-                let index = learned.len() as u32;
-                if !run.is_async {
-                    let depth = run.depth as usize;
-                    for child in waiting[depth + 1].drain(..) {
-                        learned[child as usize].parent = Some(index);
-                    }
-                    waiting[depth].push(index);
-                }
-                learned.push(run);
-            }
-        });
-        learned
-    }
-
-    /// Learning is over: runs carried for a next learning iteration will not be learned.
-    pub(super) fn end_learning_records(&self, c: &mut Control) {
-        c.traced.learn_carry = Vec::new();
-    }
-
-    /// Feeds the learner the runs in `order`: returns each run's event key.
-    fn observe(&self, runs: &[LearnRun], order: &[u32]) -> Vec<Option<Key>> {
-        let mut keys: Vec<Option<Key>> = vec![None; runs.len()];
-        let mut plain: Vec<u32> = vec![0; self.schedule.routes.len()];
-        let mut on_lanes: HashMap<(u32, u32), u32> = HashMap::new();
-        let mut learner = lock(&self.schedule.learner);
-        for &i in order {
-            let r = &runs[i as usize];
-            let entry = r.entry as usize;
-            let count = match r.lane {
-                0 => plain.get_mut(entry),
-                lane => Some(on_lanes.entry((r.entry, lane)).or_insert(0)),
-            };
-            let Some(count) = count else { continue };
-            let occurrence = *count;
-            *count += 1;
-            let parent = r.parent.and_then(|p| keys[p as usize]);
-            keys[i as usize] = Some(learner.observe(entry, r.lane, occurrence, parent));
-        }
-        keys
-    }
-}
-
-/// The parent of each run that may move: the run open one level up on the thread where it
-/// started, when it started (the latest to start at or before it, among those still open).
-fn find_async_parents(runs: &mut [LearnRun]) {
-    if !runs.iter().any(|r| r.is_async && r.origin != 0) {
-        return;
-    }
-    let mut by_place: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
-    for (i, r) in runs.iter().enumerate() {
-        if !r.is_async {
-            by_place.entry((r.log, r.depth)).or_default().push(i as u32);
-        }
-    }
-    for list in by_place.values_mut() {
-        list.sort_unstable_by_key(|&i| runs[i as usize].start);
-    }
-    for i in 0..runs.len() {
-        let r = runs[i];
-        let Some((log, depth)) = tag::from_origin(r.origin).filter(|_| r.is_async) else {
-            continue;
-        };
-        let Some(list) = depth.checked_sub(1).and_then(|up| by_place.get(&(log, up))) else {
-            continue;
-        };
-        let before = list.partition_point(|&j| runs[j as usize].start <= r.start);
-        runs[i].parent = list[..before]
-            .iter()
-            .rev()
-            .find(|&&j| runs[j as usize].stop >= r.start)
-            .copied();
-    }
 }
