@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
-use super::{lane_stream, Event, Key, Plan, Planned, Route, Routes, Schedule, MERGED, NONE};
+use super::{
+    lane_stream, Event, FirstRun, Key, Plan, Planned, Route, Routes, Schedule, MERGED, NONE,
+};
 use crate::config::Mode;
 use crate::device::{Device, Stream, NO_MARK};
 use crate::record::{
@@ -300,12 +302,19 @@ impl Schedule {
     /// the slots to resolve: (event, slot, iteration). `linear`: the clock's deltas add up.
     /// Each run goes where an armed run of its probe would (its occurrence's event, else the
     /// merged one); the merged events' runs are summed and committed once each.
-    pub(crate) fn absorb_first_runs(&self, c: &mut Plan, linear: bool) -> Vec<(u32, u32, u32)> {
+    /// `recorded`: the runs the cold path learned from records (`trace` mode on a linear
+    /// clock), beside those the learner kept.
+    pub(crate) fn absorb_first_runs(
+        &self,
+        c: &mut Plan,
+        linear: bool,
+        recorded: impl IntoIterator<Item = FirstRun>,
+    ) -> Vec<(u32, u32, u32)> {
         let mut pending = Vec::new();
-        let runs = std::mem::take(&mut lock(&self.learner).first_runs);
+        let kept = std::mem::take(&mut lock(&self.learner).first_runs);
         let mut tallies: Vec<Option<Tally>> = Vec::new();
         tallies.resize_with(c.allocated, || None);
-        for run in runs {
+        for run in kept.into_iter().chain(recorded) {
             let Some(route) = self.routes.get(run.entry as usize) else {
                 continue;
             };

@@ -25,30 +25,54 @@ const NO_RUN: u32 = u32::MAX;
 /// The occurrence of a run the learner was not told of (its probe's index is past the table).
 const NOT_LEARNED: u32 = MERGED - 1;
 
-/// A run of a learning iteration, as recorded.
+/// A run of a learning iteration, as recorded: 32 bytes (what an `async fn`'s run adds is kept
+/// aside, in [`Learned::origins`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LearnRun {
     start: u64,
     stop: u64,
-    entry: u32,
+    /// The record's tag: the probe, the nesting depth (for a run that may move: the depth
+    /// where it started), `ASYNC`, `DISCARD`.
+    tag: u32,
     lane: u32,
     /// The log of the thread that recorded it.
     log: u32,
-    /// Where a run that may move started ([`tag::origin`]); 0 for a run that nests.
-    origin: u32,
     /// The index of the run that contained it, or `NO_RUN`.
     parent: u32,
-    /// Its nesting depth (for a run that may move: the depth where it started).
-    depth: u8,
-    is_async: bool,
-    discard: bool,
 }
 
+const _: () = assert!(std::mem::size_of::<LearnRun>() == 32);
+
 impl LearnRun {
+    fn entry(&self) -> u32 {
+        self.tag & tag::ENTRY
+    }
+
+    fn depth(&self) -> u8 {
+        tag::depth(self.tag) as u8
+    }
+
+    fn is_async(&self) -> bool {
+        self.tag & tag::ASYNC != 0
+    }
+
+    fn discard(&self) -> bool {
+        self.tag & tag::DISCARD != 0
+    }
+
     /// The order of runs: by start; at one start mark, outer runs first, then by thread.
     fn key(&self, index: u32) -> (u64, u8, u32, u32) {
-        (self.start, self.depth, self.log, index)
+        (self.start, self.depth(), self.log, index)
     }
+}
+
+/// The first iteration's runs (`trace` mode without warmup), kept from the step that learned
+/// them until the events are planned, in the same step.
+#[derive(Debug, Default)]
+pub(crate) struct First {
+    runs: Vec<LearnRun>,
+    order: Vec<u32>,
+    occurrences: Vec<u32>,
 }
 
 /// The runs of one learning iteration and the order to feed them in.
@@ -62,6 +86,8 @@ struct Learned {
     /// Runs whose place no thread order gives: those that may move, those whose parent was not
     /// recorded, those carried from the last step.
     loose: Vec<u32>,
+    /// Where the runs that may move started: (run, [`tag::origin`]).
+    origins: Vec<(u32, u32)>,
 }
 
 impl Session {
@@ -73,26 +99,36 @@ impl Session {
             return;
         }
         let mut learned = self.drain_learning(&mut c.traced, now);
-        find_async_parents(&mut learned.runs);
+        find_async_parents(&mut learned.runs, &learned.origins);
         let order = learned.start_order();
+        learned.next = Vec::new();
         let occurrences = self.observe(&learned.runs, &order);
         if self.schedule.measure_first {
-            let mut learner = lock(&self.schedule.learner);
-            learner.first_runs.reserve(order.len());
-            for &i in &order {
-                let r = &learned.runs[i as usize];
-                let occurrence = occurrences[i as usize];
-                // Runs on a stream in the first iteration are learned, not timed.
-                if !r.discard && r.lane == 0 && occurrence != NOT_LEARNED {
-                    learner.first_runs.push(FirstRun {
-                        entry: r.entry,
-                        occurrence,
-                        start: r.start,
-                        stop: r.stop,
-                    });
-                }
-            }
+            c.traced.first = Some(First {
+                runs: learned.runs,
+                order,
+                occurrences,
+            });
         }
+    }
+
+    /// `trace` mode without warmup, once the events are planned: the first iteration's runs
+    /// become their first samples. Returns the slots to resolve.
+    pub(super) fn absorb_first_iteration(&self, c: &mut Control) -> Vec<(u32, u32, u32)> {
+        let first = c.traced.first.take().unwrap_or_default();
+        let runs = (first.order.iter()).filter_map(|&i| {
+            let r = &first.runs[i as usize];
+            let occurrence = first.occurrences[i as usize];
+            // Runs on a stream in the first iteration are learned, not timed.
+            (!r.discard() && r.lane == 0 && occurrence != NOT_LEARNED).then_some(FirstRun {
+                entry: r.entry(),
+                occurrence,
+                start: r.start,
+                stop: r.stop,
+            })
+        });
+        self.schedule
+            .absorb_first_runs(&mut c.plan, self.linear, runs)
     }
 
     /// Learning is over: runs carried for a next learning iteration will not be learned.
@@ -126,19 +162,18 @@ impl Session {
                 let run = LearnRun {
                     start: p.start,
                     stop: p.stop,
-                    entry: p.tag & tag::ENTRY,
+                    tag: p.tag,
                     lane: p.lane,
                     log,
-                    origin: p.origin,
                     parent: NO_RUN,
-                    depth: tag::depth(p.tag) as u8,
-                    is_async: p.tag & tag::ASYNC != 0,
-                    discard: p.tag & tag::DISCARD != 0,
                 };
                 // At the very mark of the step, a run recorded by now ran before it.
                 if now.is_some_and(|now| run.start > now) {
                     carried.push(run);
                 } else {
+                    if p.origin != 0 {
+                        l.origins.push((l.runs.len() as u32, p.origin));
+                    }
                     l.add(run, &mut waiting);
                 }
             }
@@ -155,11 +190,11 @@ impl Learned {
         let index = self.runs.len() as u32;
         self.runs.push(run);
         self.next.push(NO_RUN);
-        if run.is_async {
+        if run.is_async() {
             self.loose.push(index);
             return;
         }
-        let depth = run.depth as usize;
+        let depth = run.depth() as usize;
         let mut last = index;
         for (first, end) in waiting[depth + 1].drain(..) {
             self.runs[first as usize].parent = index;
@@ -278,9 +313,9 @@ impl Session {
             }
             let parent = runs.get(r.parent as usize).and_then(|p| {
                 let occurrence = keys[r.parent as usize];
-                (occurrence != NOT_LEARNED).then_some((p.entry as usize, p.lane, occurrence))
+                (occurrence != NOT_LEARNED).then_some((p.entry() as usize, p.lane, occurrence))
             });
-            let key = learner.observe(r.entry as usize, r.lane, occurrence, parent);
+            let key = learner.observe(r.entry() as usize, r.lane, occurrence, parent);
             o.merged = key.2 == MERGED;
             keys[i as usize] = key.2;
         }
@@ -295,8 +330,8 @@ fn occurrences<'a>(
     r: &LearnRun,
 ) -> Option<&'a mut Occurrences> {
     match r.lane {
-        0 => plain.get_mut(r.entry as usize),
-        lane => Some(on_lanes.entry((r.entry, lane)).or_default()),
+        0 => plain.get_mut(r.entry() as usize),
+        lane => Some(on_lanes.entry((r.entry(), lane)).or_default()),
     }
 }
 
@@ -312,22 +347,25 @@ struct Occurrences {
 
 /// The parent of each run that may move: the run open one level up on the thread where it
 /// started, when it started (the latest to start at or before it, among those still open).
-fn find_async_parents(runs: &mut [LearnRun]) {
-    if !runs.iter().any(|r| r.is_async && r.origin != 0) {
+fn find_async_parents(runs: &mut [LearnRun], origins: &[(u32, u32)]) {
+    if origins.is_empty() {
         return;
     }
     let mut by_place: HashMap<(u32, u8), Vec<u32>> = HashMap::new();
     for (i, r) in runs.iter().enumerate() {
-        if !r.is_async {
-            by_place.entry((r.log, r.depth)).or_default().push(i as u32);
+        if !r.is_async() {
+            by_place
+                .entry((r.log, r.depth()))
+                .or_default()
+                .push(i as u32);
         }
     }
     for list in by_place.values_mut() {
         list.sort_unstable_by_key(|&i| runs[i as usize].start);
     }
-    for i in 0..runs.len() {
-        let r = runs[i];
-        let Some((log, depth)) = tag::from_origin(r.origin).filter(|_| r.is_async) else {
+    for &(i, origin) in origins {
+        let r = runs[i as usize];
+        let Some((log, depth)) = tag::from_origin(origin).filter(|_| r.is_async()) else {
             continue;
         };
         let Some(list) = (depth.checked_sub(1)).and_then(|up| by_place.get(&(log, up as u8)))
@@ -335,7 +373,7 @@ fn find_async_parents(runs: &mut [LearnRun]) {
             continue;
         };
         let before = list.partition_point(|&j| runs[j as usize].start <= r.start);
-        runs[i].parent = list[..before]
+        runs[i as usize].parent = list[..before]
             .iter()
             .rev()
             .find(|&&j| runs[j as usize].stop >= r.start)

@@ -68,7 +68,7 @@ impl Session {
                 c.window_first_iter = completed;
                 self.begin_measuring();
                 if self.schedule.measure_first {
-                    let first = self.schedule.absorb_first_runs(&mut c.plan, self.linear);
+                    let first = self.absorb_first_iteration(&mut c);
                     c.pending.extend(first);
                     let total = self.schedule.total_armed_iterations(&c.plan);
                     if total > 0 && c.plan.armed_iterations >= total {
@@ -347,7 +347,7 @@ impl Session {
             self.plan(&mut c);
             self.end_learning_records(&mut c);
             c.traced.start_after(0);
-            let first = self.schedule.absorb_first_runs(&mut c.plan, self.linear);
+            let first = self.absorb_first_iteration(&mut c);
             c.pending.extend(first);
         }
         let complete = c.finished;

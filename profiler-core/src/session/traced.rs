@@ -72,6 +72,8 @@ pub(crate) struct Traced {
     carry: Vec<(usize, u32, Run)>,
     /// Learning runs that began after the step that drained them.
     pub(super) learn_carry: Vec<super::learning::LearnRun>,
+    /// The first iteration's runs, until the events they become samples of are planned.
+    pub(super) first: Option<super::learning::First>,
 }
 
 impl Traced {
