@@ -157,9 +157,9 @@ impl ProbeGuard {
 
 impl ProbeGuard {
     /// The measuring half of the drop, kept out of line so that the unarmed drop inlines to one
-    /// test of a value already in a register.
-    /// Each kind of run ends in a function of its own, called last, so that this one needs no
-    /// stack frame and the recorded run's end only the registers it uses.
+    /// test of a value already in a register. Each kind of run ends in a function of its own,
+    /// called last, so that this one needs no stack frame and the recorded run's end only the
+    /// registers it uses.
     #[inline(never)]
     fn finish(&self) {
         match &self.run {
