@@ -1,7 +1,8 @@
 //! The cost of the hot path, against the baselines it must be compared with.
 //!
 //! Run with `cargo bench -p profiler-core --features enable --bench hot_path`. The README quotes
-//! the medians, as nanoseconds and as ratios to the bare call.
+//! the medians, as nanoseconds and as ratios: the probes' to the raw pair of clock reads (case
+//! 4) and the unarmed probe's to the relaxed load and branch (case 2), taken within one run.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -66,11 +67,22 @@ fn d_cpu_clock_raw_pair(b: Bencher) {
 }
 
 fn start(filter: &str, warmup: u32) -> profiler_core::InitGuard {
+    start_in(Mode::Sample, filter, warmup, 1000, 4096)
+}
+
+fn start_in(
+    mode: Mode,
+    filter: &str,
+    warmup: u32,
+    repeat: u32,
+    max_events: u32,
+) -> profiler_core::InitGuard {
     let config = Config {
         filter: Filter::parse(filter).unwrap(),
-        mode: Mode::Sample,
+        mode,
         warmup,
-        repeat: 1000,
+        repeat,
+        max_events,
         out: std::env::temp_dir()
             .join("profiler-core-bench.json")
             .display()
@@ -189,4 +201,76 @@ fn j_iteration_continuous(b: Bencher) {
         one_iteration();
     }
     b.bench(one_iteration);
+}
+
+fn repeated_site(x: u64) -> u64 {
+    let _p = probe!("bench_repeated", layer = "bench");
+    bare(x)
+}
+
+/// Case 11: the armed probe of `sample` mode for a probe that runs several times per iteration
+/// (its occurrences are counted as they run). The run counter is reset before each call, so
+/// that every call is the armed occurrence.
+#[divan::bench]
+fn k_armed_probe_of_repeated_site(b: Bencher) {
+    let _session = start("name=bench_repeated", 1);
+    for i in 0..3 {
+        repeated_site(i); // warmup iteration: three occurrences, three events
+    }
+    profiler_core::step(); // arm the first
+    let counter = profiler_core::__private::run_counter("bench_repeated").unwrap();
+    b.bench(|| {
+        counter.store(0, Relaxed);
+        repeated_site(black_box(7))
+    });
+}
+
+fn traced_site(x: u64) -> u64 {
+    let _p = probe!("bench_traced", layer = "bench");
+    bare(x)
+}
+
+/// Case 12: a recorded call in `trace` mode, in the case the issue measured: a probe run many
+/// times in one iteration, past `PROF_MAX_EVENTS` (2 here), so that its later runs fold into
+/// the probe's merged event (exact totals and a reservoir).
+#[divan::bench]
+fn l_trace_recorded_call(b: Bencher) {
+    let _session = start_in(Mode::Trace, "name=bench_traced", 1, 1000, 2);
+    for i in 0..4 {
+        traced_site(i); // warmup: two events and the merged one
+    }
+    profiler_core::step();
+    b.bench(|| traced_site(black_box(7)));
+}
+
+fn first_site(x: u64) -> u64 {
+    let _p = probe!("bench_first", layer = "bench");
+    bare(x)
+}
+
+/// Case 13: a recorded call in the first iteration of `trace` mode with `PROF_WARMUP=0` (the
+/// iteration that both learns the events and is measured): the issue's program. A fixed number
+/// of calls (100 samples of 1,000), since that iteration keeps every run until its `step()`.
+#[divan::bench(sample_count = 100, sample_size = 1000)]
+fn m_trace_first_iteration_call(b: Bencher) {
+    let _session = start_in(Mode::Trace, "name=bench_first", 0, 1, 4096);
+    b.bench(|| first_site(black_box(7)));
+}
+
+/// Case 14: the cold half of case 12, `step()` after 1,000 recorded runs of a probe whose later
+/// runs fold into its merged event (the runs are made outside the timing): divide by 1,000 for
+/// what a recorded run costs at `step()`.
+#[divan::bench]
+fn n_trace_step_after_1000_runs(b: Bencher) {
+    let _session = start_in(Mode::Trace, "name=bench_traced", 1, 100_000, 2);
+    for i in 0..4 {
+        traced_site(i);
+    }
+    profiler_core::step();
+    b.with_inputs(|| {
+        for i in 0..1000 {
+            traced_site(black_box(i));
+        }
+    })
+    .bench_local_values(|()| profiler_core::step());
 }

@@ -20,6 +20,9 @@ pub enum State {
     Armed = 2,
     /// Nothing is measured, but the hooks apply (an NVTX range, `PROF_SYNC` around the run).
     Hook = 3,
+    /// `trace` mode: every run is measured and recorded into its thread's buffer; which event
+    /// it belongs to is worked out at `step()`.
+    Recorded = 4,
 }
 
 impl State {
@@ -30,6 +33,7 @@ impl State {
             0 => State::Off,
             1 => State::Learn,
             2 => State::Armed,
+            4 => State::Recorded,
             _ => State::Hook,
         }
     }

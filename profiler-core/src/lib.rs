@@ -90,6 +90,8 @@ mod alloc;
 pub use alloc::Alloc;
 
 #[cfg(feature = "enable")]
+mod buffer;
+#[cfg(feature = "enable")]
 mod clock;
 #[cfg(feature = "enable")]
 mod config;
@@ -254,6 +256,14 @@ pub mod __private {
     #[inline(always)]
     pub fn inert_async() -> AsyncGuard {
         AsyncGuard::inert()
+    }
+
+    /// The chunks the running session's record buffers have allocated, and the records they
+    /// could not keep, so that tests can check that `trace` mode's memory stays bounded.
+    #[cfg(feature = "enable")]
+    pub fn record_buffers() -> Option<(usize, u64)> {
+        let session = crate::session::current()?;
+        Some((session.buffers.chunks(), session.buffers.dropped()))
     }
 
     /// The per-iteration run counter of the probe named `name`, so that the benchmark can

@@ -3,18 +3,28 @@
 //! Cost, as the benchmark in `benches/hot_path.rs` measures it:
 //! - unarmed probe (the case for every probe but one in `sample` mode): one relaxed atomic load
 //!   of the descriptor's [`State`] and a branch on entry, and a branch on the guard's drop;
-//! - armed probe (the second half of this file): the routing-table lookup and one `fetch_add`
-//!   (the occurrence count), two clock reads, and three relaxed stores into sample storage
-//!   reserved when the schedule was planned. No allocation, lock, hashing, string work or
-//!   system call. With [`Alloc`](crate::Alloc) installed it adds a few thread-local writes
-//!   before the start mark and after the stop mark (the run's memory figures). On a stream it adds two device marks (events from a pool reserved at the
-//!   plan) and, with hooks on, the NVTX push/pop and synchronizations asked for.
+//! - recorded probe (`trace` mode, [`State::Recorded`]): the load of the running session, two
+//!   clock reads, and a 16-byte record written into this thread's buffer (`buffer.rs`) with one
+//!   release store of its position: no lock, allocation or shared read-modify-write. Which
+//!   event a run is (its occurrence in the iteration) is worked out at `step()` from the start
+//!   marks. The learning iterations of `trace` mode record the same way, with the run's
+//!   nesting depth in the record;
+//! - armed probe (`sample` mode; the second half of this file): the routing-table lookup and one
+//!   `fetch_add` (the occurrence count), two clock reads, and three relaxed stores into sample
+//!   storage reserved when the schedule was planned. No allocation, lock, hashing, string work
+//!   or system call. With [`Alloc`](crate::Alloc) installed it adds a few thread-local writes
+//!   before the start mark and after the stop mark (the run's memory figures); so do runs in
+//!   `trace` mode then, which take this path. On a stream it adds two device marks (events
+//!   from a pool reserved at the plan) and, with hooks on, the NVTX push/pop and
+//!   synchronizations asked for.
 //!
-//! A probe in learning state goes to `schedule/learn.rs`; everything else (planning, arming at
-//! `step()`, resolution, output) is the cold path.
+//! A probe in learning state goes to `schedule/learn.rs` (`sample` mode) or records its runs
+//! (`trace` mode); everything else (planning, arming at `step()`, resolution, output) is the cold
+//! path.
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use crate::buffer::{self, tag, Record};
 use crate::config::Mode;
 use crate::descriptor::{Descriptor, State};
 use crate::device::{AsStream, Stream, NO_MARK};
@@ -63,26 +73,66 @@ impl Armed {
     }
 }
 
+/// A run recorded into its thread's buffer (`trace` mode, after warmup).
+#[derive(Debug)]
+pub(crate) struct Recorded {
+    session: &'static Session,
+    start: u64,
+    /// The probe's registry index ([`tag`]).
+    tag: u32,
+}
+
+/// A run of a learning iteration of `trace` mode, recorded too: the cold path learns the events
+/// from these records, and times the first iteration with them when there is no warmup.
+#[derive(Debug)]
+pub(crate) struct Learning {
+    session: &'static Session,
+    start: u64,
+    /// The probe's index, `LEARN`, and the nesting depth (`ASYNC` for a run that may move
+    /// between threads).
+    tag: u32,
+    /// The run's stream (lane), 0 for none.
+    lane: u32,
+    /// A run that may move: where it started ([`tag::origin`]), 0 for nowhere known.
+    origin: u32,
+    /// The depth this run raised this thread's to (`None`: it does not nest).
+    depth: Option<u32>,
+    hooks: u8,
+}
+
+/// What a guard is doing.
+#[derive(Debug)]
+enum Run {
+    None,
+    Recorded(Recorded),
+    Learning(Learning),
+    Armed(Armed),
+}
+
 /// Measures from its creation until it is dropped (see [`probe!`](crate::probe)).
 ///
 /// In a build without `enable` this is a zero-sized type with the same methods and auto traits.
 #[must_use = "a probe measures until its guard is dropped; bind it with `let _p = probe!(..)`"]
 #[derive(Debug)]
 pub struct ProbeGuard {
-    armed: Option<Armed>,
+    run: Run,
 }
 
 impl ProbeGuard {
     /// A guard that measures nothing.
     #[inline(always)]
     pub const fn inert() -> ProbeGuard {
-        ProbeGuard { armed: None }
+        ProbeGuard { run: Run::None }
+    }
+
+    const fn of(run: Run) -> ProbeGuard {
+        ProbeGuard { run }
     }
 
     /// True when this guard is taking a sample.
     #[inline(always)]
     pub fn is_recording(&self) -> bool {
-        self.armed.is_some()
+        !matches!(self.run, Run::None)
     }
 
     /// Ends the measurement now (the same as dropping the guard).
@@ -92,21 +142,31 @@ impl ProbeGuard {
     /// Ends the measurement without keeping a sample.
     #[inline(always)]
     pub fn discard(mut self) {
-        if let Some(armed) = self.armed.take() {
+        match std::mem::replace(&mut self.run, Run::None) {
+            Run::None => {}
+            // The run still counts as an occurrence, so that the runs after it keep theirs.
+            Run::Recorded(r) => r.session.end_recorded(&r, tag::DISCARD),
+            // Learning still needs to know that the run ended, for nesting.
+            Run::Learning(l) => l.session.end_learning(&l, tag::DISCARD),
             // Warmup still needs to know that the run ended, for nesting; hooks close, and a
             // device mark goes back to its pool.
-            armed.session.discard_run(&armed);
+            Run::Armed(armed) => armed.session.discard_run(&armed),
         }
     }
 }
 
 impl ProbeGuard {
-    /// The armed half of the drop, kept out of line so that the unarmed drop inlines to one
-    /// test of a value already in a register.
+    /// The measuring half of the drop, kept out of line so that the unarmed drop inlines to one
+    /// test of a value already in a register. Each kind of run ends in a function of its own,
+    /// called last, so that this one needs no stack frame and the recorded run's end only the
+    /// registers it uses.
     #[inline(never)]
     fn finish(&self) {
-        if let Some(armed) = &self.armed {
-            armed.session.finish_run(armed);
+        match &self.run {
+            Run::None => {}
+            Run::Recorded(r) => r.session.end_recorded(r, 0),
+            Run::Learning(l) => l.session.end_learning(l, 0),
+            Run::Armed(armed) => armed.session.finish_armed(armed),
         }
     }
 }
@@ -114,18 +174,23 @@ impl ProbeGuard {
 impl Drop for ProbeGuard {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.armed.is_some() {
+        if !matches!(self.run, Run::None) {
             self.finish();
         }
     }
 }
 
-/// Starts a measurement of `desc`. The whole unarmed cost is this load and branch.
+/// Starts a measurement of `desc`. The whole unarmed cost is this load and branch; past it, a
+/// recorded run (`trace` mode) goes straight to the small function that takes its start mark,
+/// the others to the one that sorts them out (whose stack frame is larger).
 #[inline(always)]
 pub fn enter(desc: &'static Descriptor) -> ProbeGuard {
     let raw = desc.state.raw(Relaxed);
     if raw == State::Off as u32 {
         return ProbeGuard::inert();
+    }
+    if raw == State::Recorded as u32 {
+        return enter_recorded(desc);
     }
     enter_slow(desc, raw, true, None)
 }
@@ -164,14 +229,25 @@ fn enter_slow(
     nests: bool,
     stream: Option<Stream>,
 ) -> ProbeGuard {
+    // A recorded run of an `async fn` (`enter` sends its own there directly).
+    if raw == State::Recorded as u32 && stream.is_none() {
+        return enter_recorded(desc);
+    }
     let state = State::from_raw(raw);
     match current() {
         Some(session) => {
             let stream = stream.filter(|_| session.has_device());
-            ProbeGuard {
-                armed: session.start_run(desc, state, nests, stream),
-            }
+            ProbeGuard::of(session.start_run(desc, state, nests, stream))
         }
+        None => ProbeGuard::inert(),
+    }
+}
+
+/// A recorded run starts: the start mark is all it takes.
+#[inline(never)]
+fn enter_recorded(desc: &'static Descriptor) -> ProbeGuard {
+    match current() {
+        Some(session) => ProbeGuard::of(session.start_recorded(desc)),
         None => ProbeGuard::inert(),
     }
 }
@@ -194,9 +270,8 @@ impl AsyncGuard {
     /// The future completed: keep the sample.
     #[inline(always)]
     pub fn complete(mut self) {
-        if let Some(armed) = self.inner.armed.take() {
-            armed.session.finish_run(&armed);
-        }
+        let inner = std::mem::replace(&mut self.inner, ProbeGuard::inert());
+        drop(inner);
     }
 }
 
@@ -205,8 +280,9 @@ impl Drop for AsyncGuard {
     fn drop(&mut self) {
         // Dropped before completion (cancelled, or a panic inside a poll): no sample, but the
         // hooks still close and a device mark goes back to its pool.
-        if let Some(armed) = self.inner.armed.take() {
-            armed.session.discard_run(&armed);
+        let inner = std::mem::replace(&mut self.inner, ProbeGuard::inert());
+        if inner.is_recording() {
+            inner.discard();
         }
     }
 }
@@ -239,16 +315,16 @@ pub fn enter_async_on<S: AsStream + ?Sized>(
 // ---- the armed half: a run of an armed (or hooked) probe ----
 
 impl Session {
-    /// A run of `desc` starts; returns the measurement if this run is the armed event (or a
+    /// A run of `desc` starts; returns the measurement if this run is measured or learned (or a
     /// guard that only closes hooks).
     #[inline]
-    pub(crate) fn start_run(
+    fn start_run(
         &'static self,
         desc: &'static Descriptor,
         state: State,
         nests: bool,
         stream: Option<Stream>,
-    ) -> Option<Armed> {
+    ) -> Run {
         let hooks = if self.schedule.hooks.any {
             self.schedule.hooks.of(desc, nests)
         } else {
@@ -262,10 +338,19 @@ impl Session {
                 device.range_push(desc.index.load(Relaxed));
             }
         }
+        if state == State::Recorded && stream.is_none() {
+            return self.start_recorded(desc);
+        }
+        if state == State::Learn && self.records_learning() {
+            return match self.start_learning(desc, nests, stream, hooks) {
+                Some(learning) => Run::Learning(learning),
+                None => Run::Armed(Armed::bare(self, HOOKS_ONLY, hooks)),
+            };
+        }
         match self.start_measure(desc, state, nests, stream, hooks) {
-            Some(armed) => Some(armed),
-            None if hooks != 0 => Some(Armed::bare(self, HOOKS_ONLY, hooks)),
-            None => None,
+            Some(armed) => Run::Armed(armed),
+            None if hooks != 0 => Run::Armed(Armed::bare(self, HOOKS_ONLY, hooks)),
+            None => Run::None,
         }
     }
 
@@ -281,7 +366,7 @@ impl Session {
         if state == State::Hook {
             return None;
         }
-        if state != State::Armed {
+        if state == State::Learn {
             let lane = self.schedule.learn_run(desc, nests, stream)?;
             let mut armed = Armed::bare(self, LEARNING, hooks);
             if self.schedule.measure_first && lane == 0 {
@@ -344,8 +429,8 @@ impl Session {
     }
 
     /// A measured run ends: store its marks, and close its hooks.
-    #[inline]
-    pub(crate) fn finish_run(&self, armed: &Armed) {
+    #[inline(never)]
+    fn finish_armed(&self, armed: &Armed) {
         if armed.event == LEARNING || armed.event == HOOKS_ONLY {
             self.discard_run(armed);
             return;
@@ -374,7 +459,7 @@ impl Session {
     }
 
     /// A run ends without a sample: warmup's nesting, a discarded guard, or hooks only.
-    pub(crate) fn discard_run(&self, armed: &Armed) {
+    fn discard_run(&self, armed: &Armed) {
         if armed.hooks & HOOK_MEMORY != 0 {
             crate::alloc::end();
         }
@@ -401,5 +486,127 @@ impl Session {
         if hooks & HOOK_NVTX != 0 {
             device.range_pop();
         }
+    }
+}
+
+// ---- recorded runs: `trace` mode, into this thread's buffer ----
+
+impl Session {
+    /// A recorded run of `desc` starts.
+    #[inline(always)]
+    fn start_recorded(&'static self, desc: &'static Descriptor) -> Run {
+        Run::Recorded(Recorded {
+            session: self,
+            tag: desc.index.load(Relaxed),
+            start: self.clock.mark(),
+        })
+    }
+
+    /// A recorded run ends: one record into this thread's buffer (`flags`: [`tag::DISCARD`]
+    /// for a run whose sample is not kept, which still counts as an occurrence).
+    #[inline(never)]
+    fn end_recorded(&'static self, r: &Recorded, flags: u32) {
+        let stop = self.clock.mark();
+        let len = stop.wrapping_sub(r.start);
+        let handed_over = if len < u64::from(tag::LONG) {
+            self.buffers.push_one(r.start, len as u32, r.tag | flags)
+        } else {
+            self.push_long(r.start, stop, r.tag | flags)
+        };
+        if let Some(held) = handed_over {
+            self.handed_over(held);
+        }
+    }
+
+    /// A run too long for a 32-bit length (about 4 s of the clock's units), or whose stop mark
+    /// is before its start (clocks of two cores that disagree): its stop mark follows whole.
+    #[cold]
+    #[inline(never)]
+    fn push_long(&self, start: u64, stop: u64, tag: u32) -> Option<usize> {
+        self.buffers.push(&[
+            Record {
+                start,
+                len: tag::LONG,
+                tag: tag | tag::EXT,
+            },
+            Record {
+                start: stop,
+                len: 0,
+                tag: 0,
+            },
+        ])
+    }
+
+    /// A run of a learning iteration of `trace` mode starts: its stream gets its lane (under
+    /// the learner's lock, as in `sample` mode), a run that nests raises this thread's depth,
+    /// and one that may move notes where it started. `None` for a probe whose index does not
+    /// fit a record (never so below four million probes).
+    fn start_learning(
+        &'static self,
+        desc: &'static Descriptor,
+        nests: bool,
+        stream: Option<Stream>,
+        hooks: u8,
+    ) -> Option<Learning> {
+        let entry = desc.index.load(Relaxed);
+        if entry > tag::ENTRY {
+            return None;
+        }
+        let lane = stream.map_or(0, |s| self.schedule.lane_of(s));
+        let (depth, origin) = if nests {
+            let depth = buffer::enter_depth();
+            (Some(depth), 0)
+        } else {
+            let at = buffer::depth();
+            let origin = match self.buffers.log_index() {
+                Some(log) if at > 0 => tag::origin(log, at),
+                _ => 0,
+            };
+            (None, origin)
+        };
+        let level = depth.unwrap_or_else(buffer::depth);
+        let mut flags = tag::LEARN | (level.min(tag::MAX_DEPTH) << tag::DEPTH_SHIFT);
+        if !nests {
+            flags |= tag::ASYNC;
+        }
+        Some(Learning {
+            session: self,
+            tag: entry | flags,
+            lane,
+            origin,
+            depth,
+            hooks,
+            start: self.clock.mark(),
+        })
+    }
+
+    /// A run of a learning iteration ends: its record (with an extension word for a stream, a
+    /// run that may move, or a long run), its depth given back, its hooks closed.
+    fn end_learning(&'static self, l: &Learning, flags: u32) {
+        let stop = self.clock.mark();
+        let len = stop.wrapping_sub(l.start);
+        let ext = l.lane != 0 || l.origin != 0 || len >= u64::from(tag::LONG);
+        let first = Record {
+            start: l.start,
+            len: if ext { tag::LONG } else { len as u32 },
+            tag: l.tag | flags | if ext { tag::EXT } else { 0 },
+        };
+        let handed_over = if ext {
+            let second = Record {
+                start: stop,
+                len: l.lane,
+                tag: l.origin,
+            };
+            self.buffers.push(&[first, second])
+        } else {
+            self.buffers.push_one(first.start, first.len, first.tag)
+        };
+        if let Some(depth) = l.depth {
+            buffer::leave_depth(depth);
+        }
+        if let Some(held) = handed_over {
+            self.handed_over(held);
+        }
+        self.close_hooks(l.hooks);
     }
 }

@@ -46,7 +46,12 @@ impl Schedule {
                 self.cur_slot.store(k as u32, Relaxed);
                 for &event in &c.order {
                     if let Some(e) = self.events[event as usize].get() {
-                        self.desc(e.entry).state.store(State::Armed, Release);
+                        let state = if e.recorded {
+                            State::Recorded
+                        } else {
+                            State::Armed
+                        };
+                        self.desc(e.entry).state.store(state, Release);
                     }
                 }
                 c.armed.extend_from_slice(&c.order);

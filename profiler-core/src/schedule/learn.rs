@@ -57,9 +57,18 @@ pub(crate) struct Learner {
     streams: Vec<Stream>,
     /// Runs per (entry, lane) in the current iteration, for runs on a stream.
     lane_calls: HashMap<(usize, u32), u32>,
-    /// `trace` mode without warmup: the runs of iteration 0, timed while learning:
-    /// (key, start mark, stop mark).
-    pub first_runs: Vec<(Key, u64, u64)>,
+    /// `trace` mode without warmup: the runs of iteration 0, timed while learning.
+    pub first_runs: Vec<FirstRun>,
+}
+
+/// A run of iteration 0 timed while it was learned (`trace` mode without warmup; runs on a
+/// stream are not timed then): its probe, its occurrence (or `MERGED`), its marks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FirstRun {
+    pub entry: u32,
+    pub occurrence: u32,
+    pub start: u64,
+    pub stop: u64,
 }
 
 impl Learner {
@@ -199,12 +208,22 @@ impl Schedule {
         Some(lane)
     }
 
+    /// The lane of `stream` (a learning run of `trace` mode, which records the rest).
+    pub(crate) fn lane_of(&self, stream: Stream) -> u32 {
+        lock(&self.learner).lane_of(stream)
+    }
+
     /// A learning run ends: its parent is popped; `timed` (start and stop marks, `trace` mode
     /// without warmup) is kept as the run's sample for iteration 0.
     pub(crate) fn end_learning_run(&self, timed: Option<(u64, u64)>) {
         let key = OPEN.with(|open| open.borrow_mut().pop());
-        if let (Some((start, stop)), Some(key)) = (timed, key) {
-            lock(&self.learner).first_runs.push((key, start, stop));
+        if let (Some((start, stop)), Some((entry, _, occurrence))) = (timed, key) {
+            lock(&self.learner).first_runs.push(FirstRun {
+                entry: entry as u32,
+                occurrence,
+                start,
+                stop,
+            });
         }
     }
 }

@@ -29,7 +29,7 @@ use crate::device::Stream;
 use crate::record::Store;
 use crate::registry::registry;
 
-pub(crate) use learn::{Key, Learner, Planned, MERGED};
+pub(crate) use learn::{FirstRun, Key, Learner, Planned, MERGED};
 pub(crate) use plan::POOL_ITERATIONS;
 
 /// No event: an index that means "none".
@@ -179,6 +179,9 @@ pub(crate) struct Event {
     pub order: u32,
     /// The learner key of the run that contained this one, if any.
     pub parent: Option<Key>,
+    /// Its runs are recorded into the threads' buffers (`trace` mode), and its samples stored
+    /// from there at `step()`.
+    pub recorded: bool,
     /// Where its samples go.
     pub store: Store,
 }
@@ -223,6 +226,9 @@ pub(crate) struct Schedule {
     /// The program's global allocator is [`Alloc`](crate::Alloc): armed runs count what they
     /// allocate, and events keep it per sample.
     pub memory: bool,
+    /// `trace` mode on a linear clock: runs are recorded into the threads' buffers (learning
+    /// runs all, measured runs where [`Schedule::recorded`] says so).
+    pub records: bool,
 }
 
 /// The schedule's cold-path state, behind the session's lock.
@@ -260,7 +266,7 @@ pub(crate) struct Plan {
 impl Schedule {
     /// The schedule of a session over at most `config.max_probes` probes, those registered
     /// while it runs included.
-    pub(crate) fn new(config: &Config, hooks: Hooks) -> Schedule {
+    pub(crate) fn new(config: &Config, hooks: Hooks, linear: bool) -> Schedule {
         // One merged event per probe taking part beyond the bound on events.
         let max_probes = config.max_probes as usize;
         let capacity = config.max_events as usize + max_probes;
@@ -286,7 +292,21 @@ impl Schedule {
             repeat: config.repeat,
             sample_budget_bytes: config.sample_budget_bytes,
             memory: crate::alloc::installed(),
+            records: config.mode == Mode::Trace && linear,
         }
+    }
+
+    /// Whether the measured runs of probe `entry` on `lane` are recorded into the threads'
+    /// buffers. Not so for runs timed on a stream (device marks; a probe's runs are all on
+    /// streams or none are), runs with hooks, runs whose
+    /// memory is counted (a record has no room for the figures), or a probe whose index does
+    /// not fit a record: those take the armed path.
+    pub(crate) fn recorded(&self, entry: usize, lane: u32) -> bool {
+        self.records
+            && lane == 0
+            && !self.memory
+            && entry <= crate::buffer::tag::ENTRY as usize
+            && (!self.hooks.any || self.hooks.of(self.desc(entry), true) == 0)
     }
 
     /// The descriptor of probe `entry`.

@@ -6,10 +6,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
-use super::{lane_stream, Event, Key, Plan, Planned, Route, Routes, Schedule, MERGED, NONE};
+use super::{
+    lane_stream, Event, FirstRun, Key, Plan, Planned, Route, Routes, Schedule, MERGED, NONE,
+};
 use crate::config::Mode;
 use crate::device::{Device, Stream, NO_MARK};
-use crate::record::{Store, DEVICE_SAMPLE_BYTES, MEMORY_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES};
+use crate::record::{
+    Store, Tally, DEVICE_SAMPLE_BYTES, MEMORY_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES,
+};
 use crate::sync::lock;
 
 /// The events allocated for one (probe, lane).
@@ -177,6 +181,7 @@ impl Schedule {
                 occurrence,
                 order,
                 parent,
+                recorded: self.recorded(entry, lane),
                 store: Store::new(repeat, is_merged, timed_on_device, self.memory),
             };
             // Capacity is max_events plus one merged event per selected probe and lane, which
@@ -295,29 +300,51 @@ impl Schedule {
     /// `trace` mode without warmup: the runs timed while iteration 0 was learned become the
     /// events' first samples (slot 0), and iteration 0 counts as the first active one. Returns
     /// the slots to resolve: (event, slot, iteration). `linear`: the clock's deltas add up.
-    pub(crate) fn absorb_first_runs(&self, c: &mut Plan, linear: bool) -> Vec<(u32, u32, u32)> {
+    /// Each run goes where an armed run of its probe would (its occurrence's event, else the
+    /// merged one); the merged events' runs are summed and committed once each.
+    /// `recorded`: the runs the cold path learned from records (`trace` mode on a linear
+    /// clock), beside those the learner kept.
+    pub(crate) fn absorb_first_runs(
+        &self,
+        c: &mut Plan,
+        linear: bool,
+        recorded: impl IntoIterator<Item = FirstRun>,
+    ) -> Vec<(u32, u32, u32)> {
         let mut pending = Vec::new();
-        let runs = std::mem::take(&mut lock(&self.learner).first_runs);
-        let mut by_key: HashMap<Key, u32> = HashMap::new();
-        for &e in &c.order {
-            if let Some(ev) = self.events[e as usize].get() {
-                by_key.insert((ev.entry, ev.lane, ev.occurrence), e);
+        let kept = std::mem::take(&mut lock(&self.learner).first_runs);
+        let mut tallies: Vec<Option<Tally>> = Vec::new();
+        tallies.resize_with(c.allocated, || None);
+        for run in kept.into_iter().chain(recorded) {
+            let Some(route) = self.routes.get(run.entry as usize) else {
+                continue;
+            };
+            let (start, stop) = (run.start, run.stop);
+            let e = match run.occurrence {
+                MERGED => route.merged_event.load(Relaxed),
+                occ => route.event_for(occ),
+            };
+            let Some(ev) = self.event(e) else {
+                continue;
+            };
+            match tallies.get_mut(e as usize) {
+                Some(tally) if ev.store.totals.is_some() => {
+                    if tally.is_none() {
+                        *tally = ev.store.tally();
+                    }
+                    if let Some(tally) = tally {
+                        ev.store.tally_run(tally, 0, (start, stop), linear);
+                    }
+                }
+                _ => {
+                    ev.store
+                        .record(0, 0, (start, stop), (NO_MARK, NO_MARK), linear, None);
+                    pending.push((e, 0, 0));
+                }
             }
         }
-        for ((entry, lane, occurrence), start, stop) in runs {
-            let Some(&e) = by_key
-                .get(&(entry, lane, occurrence))
-                .or_else(|| by_key.get(&(entry, lane, MERGED)))
-            else {
-                continue;
-            };
-            let Some(ev) = self.events[e as usize].get() else {
-                continue;
-            };
-            ev.store
-                .record(0, 0, (start, stop), (NO_MARK, NO_MARK), linear, None);
-            if ev.store.totals.is_none() {
-                pending.push((e, 0, 0));
+        for (e, tally) in tallies.into_iter().enumerate() {
+            if let (Some(tally), Some(ev)) = (tally, self.event(e as u32)) {
+                ev.store.commit(tally);
             }
         }
         c.armed_iterations = 1;

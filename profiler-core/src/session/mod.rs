@@ -4,11 +4,15 @@
 //! or is learning. The stages of the schedule (`schedule/`) extend [`Session`] with learning,
 //! planning and arming; beside this file: `step.rs` (the end of each iteration, resolution, the
 //! end of the run), `results.rs` (what was stored, as a [`Profile`](crate::Profile)),
-//! `windows.rs` (`continuous` mode) and `kernels.rs` (kernel attribution).
+//! `windows.rs` (`continuous` mode), `kernels.rs` (kernel attribution), `traced.rs` (`trace`
+//! mode's records, from the threads' buffers to the events) and `learning.rs` (the records of
+//! `trace` mode's learning iterations, to the learner).
 
 pub(crate) mod kernels;
+mod learning;
 mod results;
 mod step;
+mod traced;
 mod windows;
 
 use std::sync::atomic::{
@@ -19,6 +23,7 @@ use std::sync::Mutex;
 
 pub(crate) use crate::sync::lock;
 
+use crate::buffer::{Buffers, CHUNK_BYTES};
 pub(crate) use crate::clock::ActiveClock;
 use crate::config::{Config, Mode};
 use crate::descriptor::State;
@@ -64,6 +69,8 @@ pub(crate) struct Control {
     pub(crate) unwritten: Option<Box<profiler_format::Profile>>,
     /// `cuProfilerStop` was called.
     pub(crate) capture_stopped: bool,
+    /// `trace` mode: the records drained so far, on their way to the events.
+    pub(crate) traced: traced::Traced,
 }
 
 /// One profiling run.
@@ -78,6 +85,8 @@ pub struct Session {
     pub(crate) linear: bool,
     /// The events, the probes' routes and what is armed: what the hot path reads.
     pub(crate) schedule: Schedule,
+    /// `trace` mode: each thread's records of its runs.
+    pub(crate) buffers: Buffers,
     pub(crate) done: AtomicBool,
     /// Median of an empty measurement: what every sample includes besides the code measured.
     pub(crate) floor_ns: u64,
@@ -191,8 +200,11 @@ impl Session {
             nvtx,
             any: device.is_some() && (nvtx || config.sync >= 2),
         };
+        // The records waiting in the threads' buffers may take a quarter of the sample budget.
+        let max_chunks = (config.sample_budget_bytes / 4 / CHUNK_BYTES).max(8);
         Session {
-            schedule: Schedule::new(&config, hooks),
+            schedule: Schedule::new(&config, hooks, clock.is_linear()),
+            buffers: Buffers::new(max_chunks),
             floor_ns: clock.empty_measurement_ns(),
             device,
             kernels_on: AtomicBool::new(false),

@@ -23,11 +23,13 @@ impl Session {
     /// The results as `prof.json` holds them; `last_chance`: the run is ending, so the armed
     /// iteration's samples count and the clocks are settled first.
     pub(super) fn profile(&self, c: &mut Control, complete: bool, last_chance: bool) -> Profile {
+        if last_chance && !c.finished && !self.schedule.learning.load(Relaxed) {
+            // The iteration under way counts: what its runs recorded so far is settled.
+            self.fold_records(c, true);
+        }
         if !c.plan.armed.is_empty() && last_chance {
-            let slot = self.schedule.cur_slot.load(Relaxed);
-            let iter = self.schedule.cur_iter.load(Relaxed);
             let armed = c.plan.armed.clone();
-            c.pending.extend(armed.iter().map(|&e| (e, slot, iter)));
+            self.queue_armed(c, &armed);
         }
         if last_chance {
             self.clock.settle();

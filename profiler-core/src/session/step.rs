@@ -57,15 +57,18 @@ impl Session {
         c.iter_marks.push(now);
         let completed = c.iter_base + (c.iter_marks.len() - 1) as u32;
         if self.schedule.learning.load(Relaxed) {
+            self.fold_learning(&mut c, Some(now));
             lock(&self.schedule.learner).next_iteration();
             self.schedule.reset_calls(&c.plan);
             if completed >= self.config.warmup {
                 self.schedule.learning.store(false, Relaxed);
                 self.plan(&mut c);
+                self.end_learning_records(&mut c);
+                c.traced.start_after(completed - 1);
                 c.window_first_iter = completed;
                 self.begin_measuring();
                 if self.schedule.measure_first {
-                    let first = self.schedule.absorb_first_runs(&mut c.plan, self.linear);
+                    let first = self.absorb_first_iteration(&mut c);
                     c.pending.extend(first);
                     let total = self.schedule.total_armed_iterations(&c.plan);
                     if total > 0 && c.plan.armed_iterations >= total {
@@ -79,10 +82,10 @@ impl Session {
             return;
         }
         if !c.plan.armed.is_empty() {
-            let slot = self.schedule.cur_slot.load(Relaxed);
-            let iter = self.schedule.cur_iter.load(Relaxed);
+            // Recorded events' samples come from the buffers, as their slots are stored.
+            self.fold_records(&mut c, true);
             let armed = std::mem::take(&mut c.plan.armed);
-            c.pending.extend(armed.iter().map(|&e| (e, slot, iter)));
+            self.queue_armed(&mut c, &armed);
             c.plan.armed_iterations += 1;
         }
         self.gather_kernels(&mut c, false);
@@ -97,6 +100,20 @@ impl Session {
             self.close_window(&mut c, completed);
         }
         self.arm(&mut c, completed);
+    }
+
+    /// The slots the armed iteration's runs stored (or will store: a run may still be going on
+    /// another thread), for resolution; recorded events queue theirs as they store them.
+    pub(super) fn queue_armed(&self, c: &mut Control, armed: &[u32]) {
+        let slot = self.schedule.cur_slot.load(Relaxed);
+        let iter = self.schedule.cur_iter.load(Relaxed);
+        let stored_directly = |e: &u32| !self.schedule.event(*e).is_some_and(|ev| ev.recorded);
+        c.pending.extend(
+            armed
+                .iter()
+                .filter(|e| stored_directly(e))
+                .map(|&e| (e, slot, iter)),
+        );
     }
 
     /// Warmup is over (or a program that never called `step()` ends): the events are planned,
@@ -285,6 +302,16 @@ impl Session {
             };
         }
         let profile = self.profile(c, complete, true);
+        let dropped = self.buffers.dropped();
+        if dropped > 0 {
+            eprintln!(
+                "profiler-core: warning: {dropped} runs were not recorded: the records waiting \
+                 in the threads' buffers reached a quarter of the sample budget ({} MiB; in a \
+                 learning iteration of trace mode every run waits for step()); lower the runs \
+                 per iteration, or narrow PROF_FILTER",
+                self.config.sample_budget_bytes >> 22
+            );
+        }
         c.written = crate::output::emit(&profile, &path, self.config.summary);
         if !c.written {
             c.unwritten = Some(Box::new(profile));
@@ -315,9 +342,12 @@ impl Session {
         }
         if self.schedule.measure_first && self.schedule.learning.swap(false, Relaxed) {
             // A program that never called step(): what its one iteration ran is measured.
+            self.fold_learning(&mut c, None);
             lock(&self.schedule.learner).next_iteration();
             self.plan(&mut c);
-            let first = self.schedule.absorb_first_runs(&mut c.plan, self.linear);
+            self.end_learning_records(&mut c);
+            c.traced.start_after(0);
+            let first = self.absorb_first_iteration(&mut c);
             c.pending.extend(first);
         }
         let complete = c.finished;
