@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs a fixed set of `prof` commands on the checked-in fixtures and writes every output (stdout,
-# stderr, exit status, and the files written, gz ones decompressed) under OUT_DIR, one file per
-# command. Two builds of `prof` are compared by running this with each and diffing the folders:
+# Runs a fixed set of `prof` commands on the checked-in fixtures (and on random profiles of every
+# shape, when python3 is there) and writes every output (stdout, stderr, exit status, and the
+# files written, gz ones decompressed) under OUT_DIR, one file per command. Two builds of `prof`
+# are compared by running this with each and diffing the folders:
 #
 #   scripts/prof-outputs.sh old/prof /tmp/before
 #   scripts/prof-outputs.sh target/release/prof /tmp/after
@@ -62,6 +63,20 @@ run diff-trace diff "$D/trace/dlrm-trace.json" "$D/trace/dlrm-trace.json"
 run diff-continuous diff "$D/cli/continuous.json" "$D/cli/continuous.json" --format json
 run merge-out merge "$D/cli/batch32.json" "$D/cli/rank1.json" -o "$TMP/merged.json"
 cp "$TMP/merged.json" "$OUT/merged.json"
+# Random valid profiles of every shape (scripts/random_profiles.py, fixed seed).
+if command -v python3 >/dev/null; then
+    python3 scripts/random_profiles.py "$TMP/random" 60 1
+    for f in "$TMP"/random/*.json; do
+        n=$(basename "$f" .json)
+        run "trace-$n" trace "$f" -o "$TMP/$n.trace.json"
+        cp "$TMP/$n.trace.json" "$OUT/trace-$n.json" 2>/dev/null
+        run "report-$n" report "$f" --format json --group-by layer,phase
+        run "report-$n-table" report "$f" --sort total
+        run "html-$n" html "$f" -o "$TMP/$n.html"
+        cp "$TMP/$n.html" "$OUT/html-$n.html" 2>/dev/null
+    done
+    run diff-random diff "$TMP/random/random001.json" "$TMP/random/random002.json" --format json
+fi
 # Bad input: the messages must not change either.
 printf '{"schema": "profiler-core/prof/v1", "complete": tr' >"$TMP/cut.json"
 : >"$TMP/empty.json"

@@ -503,7 +503,7 @@ fn assert_hta_finds(dir: &Path, expect: &Value) {
 fn sample_mode_draws_an_average_iteration_that_hta_finds() {
     let profile = fixture("dlrm-sample.json");
     assert_eq!(profile.run.mode, "sample");
-    let trace = chrome_trace(&profile);
+    let trace = chrome_trace(&profile).unwrap();
     assert_well_formed(&profile, &trace);
     let dir = scratch("sample");
     write_trace(&dir.join("rank-0.json"), &trace);
@@ -518,7 +518,7 @@ fn sample_mode_draws_an_average_iteration_that_hta_finds() {
 fn trace_mode_draws_every_iteration_and_hta_finds_them() {
     let profile = fixture("dlrm-trace.json");
     assert_eq!(profile.run.mode, "trace");
-    let trace = chrome_trace(&profile);
+    let trace = chrome_trace(&profile).unwrap();
     assert_well_formed(&profile, &trace);
     let dir = scratch("trace");
     write_trace(&dir.join("rank-0.json"), &trace);
@@ -534,7 +534,7 @@ fn hta_tells_ranks_apart_and_reads_gzip() {
     let mut trace = Value::Null;
     for rank in [0, 1] {
         profile.run.rank = rank;
-        trace = chrome_trace(&profile);
+        trace = chrome_trace(&profile).unwrap();
         assert_well_formed(&profile, &trace);
         let name = if rank == 0 {
             "rank-0.json"
@@ -556,7 +556,7 @@ fn gpu_events_go_on_stream_tracks_beside_the_cpu_iterations() {
             e.stream = Some("7".into());
         }
     }
-    let trace = chrome_trace(&profile);
+    let trace = chrome_trace(&profile).unwrap();
     assert_well_formed(&profile, &trace);
     let events = trace["traceEvents"].as_array().unwrap();
     assert!(events
@@ -577,7 +577,7 @@ fn gpu_events_go_on_stream_tracks_beside_the_cpu_iterations() {
 #[test]
 fn a_trace_without_profiler_steps_is_rejected() {
     let profile = fixture("dlrm-trace.json");
-    let mut trace = chrome_trace(&profile);
+    let mut trace = chrome_trace(&profile).unwrap();
     trace["traceEvents"].as_array_mut().unwrap().retain(|e| {
         !e["name"]
             .as_str()
@@ -589,7 +589,7 @@ fn a_trace_without_profiler_steps_is_rejected() {
         problems.iter().any(|p| p.contains("ProfilerStep numbers")),
         "{problems:?}"
     );
-    let good = chrome_trace(&profile);
+    let good = chrome_trace(&profile).unwrap();
     let expect = expectations(&profile, &good, &[0]);
     let dir = scratch("no-steps");
     write_trace(&dir.join("rank-0.json"), &trace);
@@ -622,7 +622,7 @@ fn conversion_is_fast() {
     }
     assert_eq!(profile.events.len(), 25);
     let t0 = Instant::now();
-    let trace = chrome_trace(&profile);
+    let trace = chrome_trace(&profile).unwrap();
     let convert = t0.elapsed();
     let text = serde_json::to_string_pretty(&trace).unwrap();
     let total = t0.elapsed();
@@ -650,7 +650,7 @@ fn memory_counters_load_in_hta() {
             peak_bytes: vec![bytes; n],
         });
     }
-    let trace = chrome_trace(&profile);
+    let trace = chrome_trace(&profile).unwrap();
     assert_well_formed(&profile, &trace);
     let counters = trace["traceEvents"]
         .as_array()

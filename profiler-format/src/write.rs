@@ -276,6 +276,17 @@ pub fn check_writable(target: &Path) -> std::io::Result<()> {
 /// [`std::io::ErrorKind::InvalidInput`] (see [`check_target`]). An existing target keeps its
 /// permission bits.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |out| out.write_all(bytes))
+}
+
+/// Writes to `path` atomically what `write` writes to the writer it is given (buffered, over
+/// the temporary file): [`write_atomic`] for an output too large to hold in memory, such as the
+/// trace of a profile of millions of samples. The target is replaced only when `write` and the
+/// flush succeed; on an error, the temporary file is removed and its error returned.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let invalid = |why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
     let target = check_target(path).map_err(invalid)?;
     let mut tmp = create_temp(&target)?;
@@ -286,7 +297,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
-    tmp.write_all(bytes)?;
+    {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        write(&mut out)?;
+        out.flush()?;
+    }
     tmp.as_file().sync_all()?;
     // The target may have changed while the file was written: check it once more, so that a
     // link or a special file planted meanwhile is not replaced.
