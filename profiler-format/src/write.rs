@@ -364,6 +364,36 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A streamed write replaces the target only when the writer finished: a failure halfway
+    /// (a trace writer that hit an error after writing megabytes) leaves the old file and no
+    /// temporary file behind.
+    #[test]
+    fn a_streamed_write_replaces_only_when_it_succeeds() {
+        let dir = std::env::temp_dir().join(format!("prof-out-stream-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("trace.json");
+        let chunk = vec![b'x'; 300_000];
+        write_atomic_with(&path, |out| {
+            for _ in 0..10 {
+                out.write_all(&chunk)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap().len(), 3_000_000);
+        let e = write_atomic_with(&path, |out| {
+            out.write_all(&chunk)?;
+            Err(std::io::Error::other("the writer gave up"))
+        })
+        .unwrap_err();
+        assert_eq!(e.to_string(), "the writer gave up");
+        assert_eq!(std::fs::read(&path).unwrap().len(), 3_000_000);
+        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[cfg(unix)]
     #[test]
     fn special_targets_are_never_replaced() {
