@@ -395,20 +395,16 @@ fn write_trace(file: &Path, output: &Path) -> Result<(), Failure> {
     let profile = load(file)?;
     let gz = output.extension().is_some_and(|e| e == "gz");
     // Pretty: HolisticTraceAnalysis finds the rank with a regex that wants `"rank": N`.
-    let write = |out: &mut dyn Write| -> std::io::Result<()> {
+    let write = |out: &mut (dyn Write + Send)| -> std::io::Result<()> {
         let traced = |e: trace::TraceError| match e {
             trace::TraceError::Io(e) => e,
             other => std::io::Error::other(other.to_string()),
         };
         if gz {
-            let encoder = flate2::write::GzEncoder::new(out, flate2::Compression::default());
-            // serde_json writes a few bytes at a time: the encoder gets them in large chunks.
-            let mut buffered = std::io::BufWriter::with_capacity(1 << 20, encoder);
-            trace::write_chrome_trace(&profile, &mut buffered).map_err(traced)?;
-            buffered
-                .into_inner()
-                .map_err(|e| e.into_error())?
-                .finish()?;
+            // The trace comes in chunks of a megabyte, compressed on the writer's thread.
+            let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+            trace::write_chrome_trace(&profile, &mut encoder).map_err(traced)?;
+            encoder.finish()?;
             Ok(())
         } else {
             trace::write_chrome_trace(&profile, out).map_err(traced)

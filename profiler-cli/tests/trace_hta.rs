@@ -50,6 +50,25 @@ fn write_trace(path: &Path, trace: &Value) {
     }
 }
 
+/// Writes `profile`'s trace as `prof trace` does, streamed (`write_chrome_trace`), gzipped when
+/// the name ends in `.gz`; checks that the text is `trace`'s, pretty-printed.
+fn write_streamed(path: &Path, profile: &Profile, trace: &Value) {
+    let mut text = Vec::new();
+    profiler_analysis::trace::write_chrome_trace(profile, &mut text).unwrap();
+    assert!(
+        text == serde_json::to_vec_pretty(trace).unwrap(),
+        "the streamed trace is not the value's text"
+    );
+    if path.extension().is_some_and(|e| e == "gz") {
+        let file = std::fs::File::create(path).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+        gz.write_all(&text).unwrap();
+        gz.finish().unwrap();
+    } else {
+        std::fs::write(path, text).unwrap();
+    }
+}
+
 /// One complete ("X") event of the trace.
 #[derive(Clone, Debug)]
 struct Span {
@@ -506,7 +525,7 @@ fn sample_mode_draws_an_average_iteration_that_hta_finds() {
     let trace = chrome_trace(&profile).unwrap();
     assert_well_formed(&profile, &trace);
     let dir = scratch("sample");
-    write_trace(&dir.join("rank-0.json"), &trace);
+    write_streamed(&dir.join("rank-0.json"), &profile, &trace);
     let expect = expectations(&profile, &trace, &[0]);
     assert_eq!(expect["iterations"], json!([0]));
     // The 25 events, and the 3 stretches of the average iteration no top-level event covers.
@@ -521,7 +540,7 @@ fn trace_mode_draws_every_iteration_and_hta_finds_them() {
     let trace = chrome_trace(&profile).unwrap();
     assert_well_formed(&profile, &trace);
     let dir = scratch("trace");
-    write_trace(&dir.join("rank-0.json"), &trace);
+    write_streamed(&dir.join("rank-0.json"), &profile, &trace);
     let expect = expectations(&profile, &trace, &[0]);
     assert_eq!(expect["iterations"], json!([3, 4, 5, 6, 7]));
     assert_hta_finds(&dir, &expect);
@@ -541,7 +560,7 @@ fn hta_tells_ranks_apart_and_reads_gzip() {
         } else {
             "rank-1.json.gz"
         };
-        write_trace(&dir.join(name), &trace);
+        write_streamed(&dir.join(name), &profile, &trace);
     }
     assert_hta_finds(&dir, &expectations(&profile, &trace, &[0, 1]));
 }

@@ -280,12 +280,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Writes to `path` atomically what `write` writes to the writer it is given (buffered, over
-/// the temporary file): [`write_atomic`] for an output too large to hold in memory, such as the
+/// the temporary file; `Send`, so that `write` may hand it to a thread of its own): [`write_atomic`] for an output too large to hold in memory, such as the
 /// trace of a profile of millions of samples. The target is replaced only when `write` and the
 /// flush succeed; on an error, the temporary file is removed and its error returned.
 pub fn write_atomic_with(
     path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    write: impl FnOnce(&mut (dyn Write + Send)) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let invalid = |why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
     let target = check_target(path).map_err(invalid)?;

@@ -165,10 +165,14 @@ pub fn chrome_trace(profile: &Profile) -> Result<Value, TraceError> {
 /// Writes the profile as a Chrome Trace Event Format document (Kineto flavoured) to `out`,
 /// pretty-printed (HTA finds the rank with `"rank": N`, space included), one span at a time:
 /// the bytes of `serde_json::to_writer_pretty(out, &chrome_trace(profile)?)`, without the
-/// value. `out` should be buffered.
+/// value. The text is handed to `out` in chunks of about a megabyte, on a thread of its own
+/// (so that writing, or compressing, overlaps making the text); `out` is not flushed.
 ///
 /// See the [module documentation](self) for what is drawn and where.
-pub fn write_chrome_trace(profile: &Profile, out: impl std::io::Write) -> Result<(), TraceError> {
+pub fn write_chrome_trace(
+    profile: &Profile,
+    out: impl std::io::Write + Send,
+) -> Result<(), TraceError> {
     let streams = Streams::of(&profile.events);
     let drawing = Drawing::of(profile, &streams)?;
     let doc = emit::Document::new(profile, &streams, &drawing);

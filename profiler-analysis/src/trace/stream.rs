@@ -12,6 +12,7 @@
 //! The unit tests check that the bytes are those of the value, for every shape of drawing.
 
 use std::io::{self, Write};
+use std::sync::mpsc;
 
 use serde::Serialize;
 use serde_json::ser::{CompactFormatter, Formatter};
@@ -20,15 +21,53 @@ use super::emit::{Document, Element, SampleValues};
 use super::layout::What;
 use super::ts_dur;
 
-/// Bytes gathered before they are handed to the writer.
+/// Bytes gathered before they are handed to the writer's thread.
 const CHUNK: usize = 1 << 20;
 
-/// Writes `doc` to `out` as `serde_json::to_writer_pretty` would.
-pub(super) fn write(doc: &Document, out: impl Write) -> io::Result<()> {
-    let mut sink = Sink {
-        buf: Vec::with_capacity(CHUNK + 4096),
-        out,
-    };
+/// Writes `doc` to `out` as `serde_json::to_writer_pretty` would. The text is made on this
+/// thread and written on another, in chunks: writing gigabytes costs the kernel (or a gzip
+/// encoder in `out`) about as much time as making them, and the two overlap.
+pub(super) fn write(doc: &Document, out: impl Write + Send) -> io::Result<()> {
+    // Chunks made and not yet written: a few megabytes at most.
+    let (full, to_write) = mpsc::sync_channel::<Vec<u8>>(2);
+    let (written, to_reuse) = mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || drain(out, to_write, written));
+        let made = make(
+            doc,
+            Sink {
+                buf: Vec::with_capacity(CHUNK + 4096),
+                full,
+                reuse: to_reuse,
+            },
+        );
+        let wrote = writer
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the trace's writer thread panicked")));
+        // A failed write stops the making too; the writer's error says why.
+        wrote.and(made)
+    })
+}
+
+/// Writes the chunks that come to `out`, handing each back empty. `out` is not flushed (as
+/// `serde_json::to_writer` does not): flushing a gzip encoder would add a sync point to its
+/// stream, and its bytes would no longer be those of one compression of the whole.
+fn drain(
+    mut out: impl Write,
+    chunks: mpsc::Receiver<Vec<u8>>,
+    reuse: mpsc::Sender<Vec<u8>>,
+) -> io::Result<()> {
+    for mut chunk in chunks {
+        out.write_all(&chunk)?;
+        chunk.clear();
+        // The maker may be done already.
+        let _ = reuse.send(chunk);
+    }
+    Ok(())
+}
+
+/// Makes the text of `doc`, chunk by chunk, into `sink`.
+fn make(doc: &Document, mut sink: Sink) -> io::Result<()> {
     let buf = &mut sink.buf;
     buf.extend_from_slice(b"{\n  \"deviceProperties\": [],\n  \"displayTimeUnit\": \"ms\",\n");
     buf.extend_from_slice(b"  \"distributedInfo\": ");
@@ -51,14 +90,14 @@ pub(super) fn write(doc: &Document, out: impl Write) -> io::Result<()> {
             doc.serialize_element(&element, &mut ser)
                 .map_err(io::Error::from)?;
         }
-        sink.flush_full()?;
+        sink.hand_over_if_full()?;
     }
     let buf = &mut sink.buf;
     buf.extend_from_slice(if first { b"]" } else { b"\n  ]" });
     buf.extend_from_slice(b",\n  \"traceName\": ");
     at_depth(buf, 1, &doc.trace_name())?;
     buf.extend_from_slice(b"\n}");
-    sink.flush_all()
+    sink.hand_over()
 }
 
 /// Writes the span of the slice at `pos` from its event's template, when it shows a sample and
@@ -188,28 +227,37 @@ fn at_depth(buf: &mut Vec<u8>, depth: usize, value: &impl Serialize) -> io::Resu
         .map_err(io::Error::from)
 }
 
-/// A buffer in front of the writer: the spans are appended to it, and it is handed over in
-/// chunks of about [`CHUNK`] bytes.
-struct Sink<W: Write> {
+/// The chunk being made, and the way to the writer's thread: full chunks go there, written
+/// ones come back to be filled again.
+struct Sink {
     buf: Vec<u8>,
-    out: W,
+    full: mpsc::SyncSender<Vec<u8>>,
+    reuse: mpsc::Receiver<Vec<u8>>,
 }
 
-impl<W: Write> Sink<W> {
-    /// Hands the buffer over once it holds a chunk.
-    fn flush_full(&mut self) -> io::Result<()> {
-        if self.buf.len() >= CHUNK {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
+impl Sink {
+    /// Hands the chunk over once it holds [`CHUNK`] bytes.
+    fn hand_over_if_full(&mut self) -> io::Result<()> {
+        if self.buf.len() < CHUNK {
+            return Ok(());
         }
-        Ok(())
+        let next = self
+            .reuse
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK + 4096));
+        let chunk = std::mem::replace(&mut self.buf, next);
+        self.full.send(chunk).map_err(|_| stopped())
     }
 
-    /// Hands everything over and flushes the writer.
-    fn flush_all(mut self) -> io::Result<()> {
-        self.out.write_all(&self.buf)?;
-        self.out.flush()
+    /// Hands the last chunk over.
+    fn hand_over(self) -> io::Result<()> {
+        self.full.send(self.buf).map_err(|_| stopped())
     }
+}
+
+/// The error of a maker whose writer has stopped (the writer's own error is the one reported).
+fn stopped() -> io::Error {
+    io::Error::other("the trace's writer stopped")
 }
 
 /// serde_json's `PrettyFormatter` (two spaces a level), started at a depth: a value written

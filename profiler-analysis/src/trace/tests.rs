@@ -515,3 +515,42 @@ fn the_streamed_trace_is_the_value_pretty_printed() {
 fn a_slice_is_small() {
     assert_eq!(std::mem::size_of::<layout::Slice>(), 40);
 }
+
+/// A writer that fails after `left` bytes.
+struct FailsAfter {
+    left: usize,
+}
+
+impl std::io::Write for FailsAfter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.len() > self.left {
+            return Err(std::io::Error::other("disk full"));
+        }
+        self.left -= buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The text is written on a thread of its own: when the writer fails, the making stops and the
+/// writer's error is the one reported (not that the writer went away).
+#[test]
+fn a_failing_writer_stops_the_trace_with_its_error() {
+    let samples: Vec<(u32, u64, u64)> = (0..4000).map(|k| (1 + k % 2, 10, 50)).collect();
+    let mut events: Vec<Event> = Vec::new();
+    for order in 0..20 {
+        let mut e = with_samples(event(order, &format!("e{order}"), None), &samples);
+        e.merged = true;
+        events.push(e);
+    }
+    let p = profile("trace", 1, 2, vec![1000, 100, 200], events);
+    let mut whole = Vec::new();
+    write_chrome_trace(&p, &mut whole).unwrap();
+    assert!(whole.len() > 20 << 20, "{}", whole.len());
+    for left in [0, 1 << 20, 5 << 20] {
+        let e = write_chrome_trace(&p, FailsAfter { left }).unwrap_err();
+        assert_eq!(e.to_string(), "disk full");
+    }
+}
