@@ -1031,6 +1031,13 @@ mod tests {
         assert!(matches!(e, LoadError::Schema(_, None)), "{e}");
         let e = parse("{\"schema\": 3, \"events\": []}").unwrap_err();
         assert!(matches!(e, LoadError::Schema(_, None)), "{e}");
+        // A key given twice (the core never writes one) is refused, naming it.
+        let twice = GOOD.replace(
+            "\"complete\":true,",
+            "\"complete\":true,\"complete\":false,",
+        );
+        let e = invalid(&twice);
+        assert!(e.contains("duplicate field `complete`"), "{e}");
         // A good profile with garbage after it is not JSON.
         let e = parse(&format!("{GOOD} x")).unwrap_err();
         assert!(matches!(e, LoadError::NotJson(..)), "{e}");
