@@ -55,8 +55,13 @@ impl SplitMix64 {
 ///
 /// A round costs the same whatever the number of values: a side of up to [`COUNTING_MAX`]
 /// values is resampled by counting how often each value is drawn; a larger one draws the
-/// resample's median directly (see [`resampled_median`]), from the same distribution, so that
-/// a comparison of millions of samples takes as long as one of a hundred.
+/// resample's median directly, from the same distribution, so that a comparison of millions of
+/// samples takes as long as one of a hundred. Drawing an index uniformly from `0..n` is taking
+/// `floor(n U)` for U uniform on (0, 1), and floor keeps order, so the j-th smallest of n drawn
+/// indices is `floor(n U(j))`, where U(j), the j-th smallest of n uniforms, follows
+/// Beta(j, n + 1 - j); the resample's median is the mean of the values at the drawn indices of
+/// ranks (n - 1) / 2 and n / 2 (0-based): one beta draw (two gamma draws) for odd n, and for
+/// even n the next order statistic, the smallest of the n - j uniforms above the first.
 pub fn bootstrap_median_ratio(
     before: &[f64],
     after: &[f64],
