@@ -9,6 +9,10 @@ use serde_json::error::Category;
 use profiler_format::write::shorten;
 use profiler_format::{Event, Profile, Run, SCHEMA, SCHEMAS};
 
+use read::Source;
+
+mod read;
+
 /// Why a profile could not be used. Its `Display` names the file, the problem and the fix.
 #[derive(Debug)]
 pub enum LoadError {
@@ -99,20 +103,23 @@ impl std::error::Error for LoadError {}
 ///
 /// Only a regular file (or a link to one) is read: a FIFO, a device such as `/dev/zero`, a
 /// socket or a directory is refused before anything is read, so that `prof` never blocks on a
-/// pipe nor reads until memory runs out.
+/// pipe nor reads until memory runs out. The file is read through a buffer straight into the
+/// typed [`Profile`], never held whole: a profile takes about the memory of its numbers (20
+/// bytes a sample), whatever the size of its text.
 pub fn load_profile(path: impl AsRef<Path>) -> Result<Profile, LoadError> {
     let path = path.as_ref();
-    let text = read_regular(path).map_err(|e| match e.kind() {
+    let io_error = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::NotFound => LoadError::Missing(path.to_path_buf()),
         _ => LoadError::Io(path.to_path_buf(), e),
-    })?;
-    parse_profile(&text, path)
+    };
+    let file = open_regular(path).map_err(io_error)?;
+    parse_source(&Source::File(&file), path)
 }
 
-/// The bytes of the regular file at `path`. Opened without blocking (a FIFO would otherwise
-/// wait for a writer), then checked on the open descriptor, so what is read is what was checked.
-fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
+/// The regular file at `path`, open for reading. Opened without blocking (a FIFO would
+/// otherwise wait for a writer), then checked on the open descriptor, so what is read is what
+/// was checked.
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -125,7 +132,7 @@ fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
         };
         options.custom_flags(O_NONBLOCK);
     }
-    let mut file = options.open(path)?;
+    let file = options.open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(std::io::Error::new(
@@ -137,9 +144,7 @@ fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
             ),
         ));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok(file)
 }
 
 /// What a file that is not a regular file is, for messages.
@@ -170,38 +175,61 @@ fn file_kind(meta: &std::fs::Metadata) -> &'static str {
 
 /// Parses and checks the bytes of a profile; `path` is used in messages.
 pub fn parse_profile(bytes: &[u8], path: &Path) -> Result<Profile, LoadError> {
+    parse_source(&Source::Bytes(bytes), path)
+}
+
+/// Parses and checks a profile. Problems are reported in this order, whatever the order of the
+/// keys in the file: an empty text, then the syntax, then the schema, then the shape (a field
+/// of the wrong type, missing or out of range), then what does not add up ([`check`]). One
+/// pass reads a good profile; the passes that tell a bad one's problem run only after it failed.
+fn parse_source(source: &Source, path: &Path) -> Result<Profile, LoadError> {
     let owned = || path.to_path_buf();
-    if bytes
-        .iter()
-        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-    {
+    let io = |e: std::io::Error| LoadError::Io(owned(), e);
+    if source.is_blank().map_err(io)? {
         return Err(LoadError::Empty(owned()));
     }
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| match e.classify() {
+    let typed = match source.pass(read::Typed).map_err(io)? {
+        Ok(profile) if SCHEMAS.contains(&profile.schema.as_str()) => return checked(profile, path),
+        other => other,
+    };
+    // Something is wrong: the syntax first (no typed value is built for it).
+    let schema = source
+        .pass(read::Schema)
+        .map_err(io)?
+        .map_err(|e| match e.classify() {
             Category::Eof => LoadError::Truncated(owned()),
             Category::Io => LoadError::Io(owned(), std::io::Error::other(e.to_string())),
             _ => LoadError::NotJson(owned(), e),
         })?;
-    match value.get("schema").and_then(|s| s.as_str()) {
-        Some(schema) if SCHEMAS.contains(&schema) => {}
-        Some(other) => return Err(LoadError::Schema(owned(), Some(other.to_owned()))),
+    match schema {
+        Some(schema) if SCHEMAS.contains(&schema.as_str()) => {}
+        Some(other) => return Err(LoadError::Schema(owned(), Some(other))),
         None => return Err(LoadError::Schema(owned(), None)),
     }
-    let profile: Profile = serde_path_to_error::deserialize(&value)
-        .map_err(|e| LoadError::Invalid(owned(), shape_error(&value, &e)))?;
-    check(&profile).map_err(|why| LoadError::Invalid(owned(), why))?;
+    // JSON of the right schema whose typed reading failed: say where.
+    let why = match source.pass(read::Located).map_err(io)? {
+        Err(e) => shape_error(&e, |index| source.pass(read::EventId(index)).ok().flatten()),
+        // The fast pass failed where the tracking one did not: cannot happen, as both read the
+        // same text the same way; report the first failure rather than nothing.
+        Ok(_) => typed.err().map_or_else(String::new, |e| e.to_string()),
+    };
+    Err(LoadError::Invalid(owned(), why))
+}
+
+/// A profile read whole, checked: it adds up ([`check`]) and holds events.
+fn checked(profile: Profile, path: &Path) -> Result<Profile, LoadError> {
+    check(&profile).map_err(|why| LoadError::Invalid(path.to_path_buf(), why))?;
     if profile.events.is_empty() {
-        return Err(LoadError::NoEvents(owned()));
+        return Err(LoadError::NoEvents(path.to_path_buf()));
     }
     Ok(profile)
 }
 
 /// A value of the wrong type or range, named by where it is (`events[3].samples_ns[2]`) and,
-/// inside an event, by the event's id.
+/// inside an event, by the event's id (`event_id` reads it).
 fn shape_error(
-    value: &serde_json::Value,
     e: &serde_path_to_error::Error<serde_json::Error>,
+    event_id: impl FnOnce(usize) -> Option<String>,
 ) -> String {
     let at = e.path().to_string();
     let event = e.path().iter().take(2).collect::<Vec<_>>();
@@ -209,14 +237,12 @@ fn shape_error(
         [serde_path_to_error::Segment::Map { key }, serde_path_to_error::Segment::Seq { index }]
             if key == "events" =>
         {
-            value["events"][*index]["id"]
-                .as_str()
-                .map(|id| shorten(id, 120))
+            event_id(*index).map(|id| shorten(&id, 120))
         }
         _ => None,
     };
     let inner = e.inner().to_string();
-    // serde_json appends its own position, which is the whole document's for a `Value`.
+    // serde_json appends its own position in the document; the path says more.
     let inner = inner.split(" at line ").next().unwrap_or(&inner);
     match (at.as_str(), id) {
         (".", _) => inner.to_owned(),
@@ -979,5 +1005,83 @@ mod tests {
             assert!(e.starts_with("error: p.json: the file is empty"), "{e}");
             assert!(e.contains("help:"), "{e}");
         }
+    }
+
+    /// Problems are told in one order (syntax, schema, shape) wherever they are in the text:
+    /// the typed reading stops at the first problem it meets, so the passes after it must look
+    /// further.
+    #[test]
+    fn problems_are_told_in_order_wherever_they_are() {
+        // A shape error (complete is a string) before a foreign schema: the schema is told.
+        let foreign_last = GOOD
+            .replace("\"complete\":true", "\"complete\":\"yes\"")
+            .replace("\"schema\":\"profiler-core/prof/v1\",", "")
+            .replacen('}', "},\"schema\":\"profiler-core/prof/v9\"", 1);
+        let e = parse(&foreign_last).unwrap_err();
+        assert!(
+            matches!(&e, LoadError::Schema(_, Some(s)) if s == "profiler-core/prof/v9"),
+            "{e}"
+        );
+        // A shape error before a syntax error: the syntax is told.
+        let broken_end = GOOD.replace("\"complete\":true", "\"complete\":1") + "]";
+        let e = parse(&broken_end).unwrap_err();
+        assert!(matches!(e, LoadError::NotJson(..)), "{e}");
+        // No schema at all, and the rest not a profile either: the schema is told.
+        let e = parse("[1, 2, {\"schema\": 3}]").unwrap_err();
+        assert!(matches!(e, LoadError::Schema(_, None)), "{e}");
+        let e = parse("{\"schema\": 3, \"events\": []}").unwrap_err();
+        assert!(matches!(e, LoadError::Schema(_, None)), "{e}");
+        // A key given twice (the core never writes one) is refused, naming it.
+        let twice = GOOD.replace(
+            "\"complete\":true,",
+            "\"complete\":true,\"complete\":false,",
+        );
+        let e = invalid(&twice);
+        assert!(e.contains("duplicate field `complete`"), "{e}");
+        // A good profile with garbage after it is not JSON.
+        let e = parse(&format!("{GOOD} x")).unwrap_err();
+        assert!(matches!(e, LoadError::NotJson(..)), "{e}");
+        // A shape error names the event by its id, even when the id comes after the error.
+        let late_id = GOOD
+            .replace("\"id\":\"a::f\",", "")
+            .replace("\"line\":1,", "\"line\":-1,")
+            .replace("\"stats\":{", "\"id\":\"a::late\",\"stats\":{");
+        let e = invalid(&late_id);
+        assert!(e.contains("events[0].line (event `a::late`)"), "{e}");
+    }
+
+    /// A file is read through a buffer, never whole: every kind of text reads the same from a
+    /// file as from memory, to the message (a file bigger than the buffer included).
+    #[test]
+    fn a_file_reads_as_its_bytes() {
+        let dir = std::env::temp_dir().join(format!("prof-load-file-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let padded = format!("{}{GOOD}", " \n".repeat(1 << 20));
+        let texts = [
+            GOOD.to_owned(),
+            edited(|_| {}),
+            padded.clone(),
+            padded.replace("\"prof/v1\"", "\"prof/v7\""),
+            padded.replace("\"order\":0", "\"order\":-3"),
+            GOOD[..GOOD.len() / 2].to_owned(),
+            "hello".to_owned(),
+            "{}".to_owned(),
+            "  \n ".to_owned(),
+            String::new(),
+            format!("{GOOD} x"),
+            edited(|v| v["events"][1]["sample_iters"][1] = 4.into()),
+        ];
+        for (i, text) in texts.iter().enumerate() {
+            let path = dir.join(format!("{i}.json"));
+            std::fs::write(&path, text).unwrap();
+            let from_file = load_profile(&path).map_err(|e| e.to_string());
+            let from_bytes = parse_profile(text.as_bytes(), &path).map_err(|e| e.to_string());
+            assert_eq!(from_file, from_bytes, "text {i}");
+        }
+        assert!(load_profile(dir.join("2.json")).is_ok());
+        let e = load_profile(dir.join("4.json")).unwrap_err().to_string();
+        assert!(e.contains("events[0].order (event `a::f`)"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -331,12 +331,6 @@ fn print(text: &str) {
     let _ = out.flush();
 }
 
-fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    encoder.write_all(bytes)?;
-    encoder.finish()
-}
-
 /// Runs one command; the exit status on success (1 for a regression found with
 /// `--fail-on-regression`), a [`Failure`] (status 2) otherwise.
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
@@ -395,15 +389,29 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
 }
 
 /// `prof trace`: the output is checked before the input is read, so that a bad `-o` fails fast.
+/// The trace is streamed to the output (through a gzip encoder for `.gz`), never held whole: a
+/// profile of ten million samples makes gigabytes of JSON.
 fn write_trace(file: &Path, output: &Path) -> Result<(), Failure> {
     check_output(output)?;
     let profile = load(file)?;
-    let doc = trace::chrome_trace(&profile);
-    // Pretty: HolisticTraceAnalysis finds the rank with a regex that wants `"rank": N`.
-    let text = serde_json::to_vec_pretty(&doc)?;
     let gz = output.extension().is_some_and(|e| e == "gz");
-    let bytes = if gz { gzip(&text)? } else { text };
-    write_output(output, &bytes)?;
+    // Pretty: HolisticTraceAnalysis finds the rank with a regex that wants `"rank": N`.
+    let write = |out: &mut (dyn Write + Send)| -> std::io::Result<()> {
+        let traced = |e: trace::TraceError| match e {
+            trace::TraceError::Io(e) => e,
+            other => std::io::Error::other(other.to_string()),
+        };
+        if gz {
+            // The trace comes in chunks of a megabyte, compressed on the writer's thread.
+            let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+            trace::write_chrome_trace(&profile, &mut encoder).map_err(traced)?;
+            encoder.finish()?;
+            Ok(())
+        } else {
+            trace::write_chrome_trace(&profile, out).map_err(traced)
+        }
+    };
+    profiler_format::write_atomic_with(output, write).map_err(|e| cannot_write(output, e))?;
     eprintln!(
         "prof: wrote {} ({} mode); open it in https://ui.perfetto.dev or chrome://tracing",
         output.display(),

@@ -50,6 +50,25 @@ fn write_trace(path: &Path, trace: &Value) {
     }
 }
 
+/// Writes `profile`'s trace as `prof trace` does, streamed (`write_chrome_trace`), gzipped when
+/// the name ends in `.gz`; checks that the text is `trace`'s, pretty-printed.
+fn write_streamed(path: &Path, profile: &Profile, trace: &Value) {
+    let mut text = Vec::new();
+    profiler_analysis::trace::write_chrome_trace(profile, &mut text).unwrap();
+    assert!(
+        text == serde_json::to_vec_pretty(trace).unwrap(),
+        "the streamed trace is not the value's text"
+    );
+    if path.extension().is_some_and(|e| e == "gz") {
+        let file = std::fs::File::create(path).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+        gz.write_all(&text).unwrap();
+        gz.finish().unwrap();
+    } else {
+        std::fs::write(path, text).unwrap();
+    }
+}
+
 /// One complete ("X") event of the trace.
 #[derive(Clone, Debug)]
 struct Span {
@@ -503,10 +522,10 @@ fn assert_hta_finds(dir: &Path, expect: &Value) {
 fn sample_mode_draws_an_average_iteration_that_hta_finds() {
     let profile = fixture("dlrm-sample.json");
     assert_eq!(profile.run.mode, "sample");
-    let trace = chrome_trace(&profile);
+    let trace = chrome_trace(&profile).unwrap();
     assert_well_formed(&profile, &trace);
     let dir = scratch("sample");
-    write_trace(&dir.join("rank-0.json"), &trace);
+    write_streamed(&dir.join("rank-0.json"), &profile, &trace);
     let expect = expectations(&profile, &trace, &[0]);
     assert_eq!(expect["iterations"], json!([0]));
     // The 25 events, and the 3 stretches of the average iteration no top-level event covers.
@@ -518,10 +537,10 @@ fn sample_mode_draws_an_average_iteration_that_hta_finds() {
 fn trace_mode_draws_every_iteration_and_hta_finds_them() {
     let profile = fixture("dlrm-trace.json");
     assert_eq!(profile.run.mode, "trace");
-    let trace = chrome_trace(&profile);
+    let trace = chrome_trace(&profile).unwrap();
     assert_well_formed(&profile, &trace);
     let dir = scratch("trace");
-    write_trace(&dir.join("rank-0.json"), &trace);
+    write_streamed(&dir.join("rank-0.json"), &profile, &trace);
     let expect = expectations(&profile, &trace, &[0]);
     assert_eq!(expect["iterations"], json!([3, 4, 5, 6, 7]));
     assert_hta_finds(&dir, &expect);
@@ -534,14 +553,14 @@ fn hta_tells_ranks_apart_and_reads_gzip() {
     let mut trace = Value::Null;
     for rank in [0, 1] {
         profile.run.rank = rank;
-        trace = chrome_trace(&profile);
+        trace = chrome_trace(&profile).unwrap();
         assert_well_formed(&profile, &trace);
         let name = if rank == 0 {
             "rank-0.json"
         } else {
             "rank-1.json.gz"
         };
-        write_trace(&dir.join(name), &trace);
+        write_streamed(&dir.join(name), &profile, &trace);
     }
     assert_hta_finds(&dir, &expectations(&profile, &trace, &[0, 1]));
 }
@@ -556,7 +575,7 @@ fn gpu_events_go_on_stream_tracks_beside_the_cpu_iterations() {
             e.stream = Some("7".into());
         }
     }
-    let trace = chrome_trace(&profile);
+    let trace = chrome_trace(&profile).unwrap();
     assert_well_formed(&profile, &trace);
     let events = trace["traceEvents"].as_array().unwrap();
     assert!(events
@@ -577,7 +596,7 @@ fn gpu_events_go_on_stream_tracks_beside_the_cpu_iterations() {
 #[test]
 fn a_trace_without_profiler_steps_is_rejected() {
     let profile = fixture("dlrm-trace.json");
-    let mut trace = chrome_trace(&profile);
+    let mut trace = chrome_trace(&profile).unwrap();
     trace["traceEvents"].as_array_mut().unwrap().retain(|e| {
         !e["name"]
             .as_str()
@@ -589,7 +608,7 @@ fn a_trace_without_profiler_steps_is_rejected() {
         problems.iter().any(|p| p.contains("ProfilerStep numbers")),
         "{problems:?}"
     );
-    let good = chrome_trace(&profile);
+    let good = chrome_trace(&profile).unwrap();
     let expect = expectations(&profile, &good, &[0]);
     let dir = scratch("no-steps");
     write_trace(&dir.join("rank-0.json"), &trace);
@@ -622,7 +641,7 @@ fn conversion_is_fast() {
     }
     assert_eq!(profile.events.len(), 25);
     let t0 = Instant::now();
-    let trace = chrome_trace(&profile);
+    let trace = chrome_trace(&profile).unwrap();
     let convert = t0.elapsed();
     let text = serde_json::to_string_pretty(&trace).unwrap();
     let total = t0.elapsed();
@@ -650,7 +669,7 @@ fn memory_counters_load_in_hta() {
             peak_bytes: vec![bytes; n],
         });
     }
-    let trace = chrome_trace(&profile);
+    let trace = chrome_trace(&profile).unwrap();
     assert_well_formed(&profile, &trace);
     let counters = trace["traceEvents"]
         .as_array()

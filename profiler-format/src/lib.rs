@@ -19,4 +19,4 @@ pub mod write;
 
 pub use identity::Identity;
 pub use json::*;
-pub use write::{check_target, write_atomic};
+pub use write::{check_target, write_atomic, write_atomic_with};

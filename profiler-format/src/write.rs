@@ -276,6 +276,17 @@ pub fn check_writable(target: &Path) -> std::io::Result<()> {
 /// [`std::io::ErrorKind::InvalidInput`] (see [`check_target`]). An existing target keeps its
 /// permission bits.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |out| out.write_all(bytes))
+}
+
+/// Writes to `path` atomically what `write` writes to the writer it is given (buffered, over
+/// the temporary file; `Send`, so that `write` may hand it to a thread of its own): [`write_atomic`] for an output too large to hold in memory, such as the
+/// trace of a profile of millions of samples. The target is replaced only when `write` and the
+/// flush succeed; on an error, the temporary file is removed and its error returned.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut (dyn Write + Send)) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let invalid = |why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
     let target = check_target(path).map_err(invalid)?;
     let mut tmp = create_temp(&target)?;
@@ -286,7 +297,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
-    tmp.write_all(bytes)?;
+    {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        write(&mut out)?;
+        out.flush()?;
+    }
     tmp.as_file().sync_all()?;
     // The target may have changed while the file was written: check it once more, so that a
     // link or a special file planted meanwhile is not replaced.
@@ -346,6 +361,36 @@ mod tests {
         assert_eq!(names.len(), 1);
         let bad = dir.join("missing").join("p.json");
         assert!(write_atomic(&bad, b"x").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A streamed write replaces the target only when the writer finished: a failure halfway
+    /// (a trace writer that hit an error after writing megabytes) leaves the old file and no
+    /// temporary file behind.
+    #[test]
+    fn a_streamed_write_replaces_only_when_it_succeeds() {
+        let dir = std::env::temp_dir().join(format!("prof-out-stream-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("trace.json");
+        let chunk = vec![b'x'; 300_000];
+        write_atomic_with(&path, |out| {
+            for _ in 0..10 {
+                out.write_all(&chunk)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap().len(), 3_000_000);
+        let e = write_atomic_with(&path, |out| {
+            out.write_all(&chunk)?;
+            Err(std::io::Error::other("the writer gave up"))
+        })
+        .unwrap_err();
+        assert_eq!(e.to_string(), "the writer gave up");
+        assert_eq!(std::fs::read(&path).unwrap().len(), 3_000_000);
+        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(names.len(), 1, "{names:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -7,23 +7,53 @@
 //! "C"`, which Kineto writes for its own counters and HolisticTraceAnalysis reads as counters
 //! (not as events of an iteration).
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
-use super::{micros, Slice, Track, What};
+use super::layout::{Drawing, What};
+use super::micros;
 use profiler_format::measure::MemoryRow;
 use profiler_format::Event;
 
 /// The counter track's name.
 pub const COUNTER: &str = "memory";
 
-/// The counter events for the (time-shifted) `slices` of `events`, in process `pid`.
-pub(super) fn counters(events: &[Event], slices: &[Slice], pid: u32) -> Vec<Value> {
-    let mut out = Vec::new();
-    for s in slices {
-        if s.track != Track::Cpu || s.depth != 1 {
-            continue;
-        }
-        let figures = match s.what {
+/// A counter event, fields in sorted order.
+#[derive(Serialize)]
+pub(super) struct Counter {
+    args: Figures,
+    name: &'static str,
+    ph: &'static str,
+    pid: u32,
+    tid: u32,
+    ts: f64,
+}
+
+/// The counter's series, in sorted order.
+#[derive(Serialize)]
+struct Figures {
+    alloc_bytes: f64,
+    net_bytes: f64,
+    peak_bytes: f64,
+}
+
+/// The counter events of the top-level CPU slices, in the order the slices were made, in
+/// process `pid`; none when no event has memory figures.
+pub(super) fn counters<'a>(
+    events: &'a [Event],
+    drawing: &'a Drawing,
+    pid: u32,
+) -> impl Iterator<Item = Counter> + 'a {
+    let mut top: Vec<(u32, u32)> = Vec::new();
+    if events.iter().any(|e| e.memory.is_some()) {
+        top = (drawing.slices.iter().enumerate())
+            .filter(|(_, s)| s.track == 0 && s.depth == 1)
+            .map(|(pos, s)| (s.made, pos as u32))
+            .collect();
+        top.sort_unstable();
+    }
+    top.into_iter().flat_map(move |(_, pos)| {
+        let s = &drawing.slices[pos as usize];
+        let figures = match drawing.what(s) {
             What::Sample { event, sample } => events[event].memory.as_ref().and_then(|m| {
                 Some([
                     *m.alloc_bytes.get(sample)? as f64,
@@ -41,22 +71,26 @@ pub(super) fn counters(events: &[Event], slices: &[Slice], pid: u32) -> Vec<Valu
                 }),
             What::Step { .. } => None,
         };
-        let Some([alloc, peak, net]) = figures else {
-            continue;
-        };
-        out.push(counter(pid, s.start, alloc, peak, net));
-        out.push(counter(pid, s.end, 0.0, 0.0, 0.0));
-    }
-    out
+        figures.into_iter().flat_map(move |[alloc, peak, net]| {
+            [
+                counter(pid, s.start, alloc, peak, net),
+                counter(pid, s.end, 0.0, 0.0, 0.0),
+            ]
+        })
+    })
 }
 
-fn counter(pid: u32, at_ns: u64, alloc: f64, peak: f64, net: f64) -> Value {
-    json!({
-        "ph": "C",
-        "name": COUNTER,
-        "pid": pid,
-        "tid": 0,
-        "ts": micros(at_ns),
-        "args": { "alloc_bytes": alloc, "peak_bytes": peak, "net_bytes": net },
-    })
+fn counter(pid: u32, at_ns: u64, alloc: f64, peak: f64, net: f64) -> Counter {
+    Counter {
+        args: Figures {
+            alloc_bytes: alloc,
+            net_bytes: net,
+            peak_bytes: peak,
+        },
+        name: COUNTER,
+        ph: "C",
+        pid,
+        tid: 0,
+        ts: micros(at_ns),
+    }
 }

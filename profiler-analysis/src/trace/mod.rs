@@ -91,13 +91,23 @@
 //! its iteration and the call graph has the steps as roots and our events nested as drawn.
 //! (HTA 0.5.0's call graph also needs pandas older than 3.) Events on GPU tracks have no CPU
 //! launch to correlate with, so HTA leaves them out of its iterations.
+//!
+//! # Large profiles
+//!
+//! [`write_chrome_trace`] streams the document to its writer: nothing is built per slice but
+//! the 40 bytes of its place in the drawing (`layout.rs`), so a `trace`-mode profile of ten
+//! million samples is drawn in about 650 MB, the profile included.
+//! [`chrome_trace`] builds the same document as a `serde_json::Value`, which takes about a
+//! kilobyte per slice: for tests and small profiles.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use profiler_format::{quantiles, Event, Iterations, Profile};
+use profiler_format::{quantiles, Event, Profile};
+
+use layout::Drawing;
 
 /// Prefix of the iteration spans, as PyTorch's profiler names them and HTA looks for them.
 pub const STEP_PREFIX: &str = "ProfilerStep#";
@@ -108,116 +118,65 @@ pub const CPU_CATEGORY: &str = "user_annotation";
 /// `cat` of the events timed on a GPU (Kineto's category for ranges projected on a stream).
 pub const GPU_CATEGORY: &str = "gpu_user_annotation";
 
-/// The profile as a Chrome Trace Event Format document (Kineto flavoured), ready to serialize.
+/// Why a trace could not be made.
+#[derive(Debug)]
+pub enum TraceError {
+    /// The drawing would have more spans than it can number (4,294,967,294): the count.
+    TooLarge(usize),
+    /// The writer failed.
+    Io(std::io::Error),
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TraceError::TooLarge(n) => write!(
+                f,
+                "the trace would have {n} spans, more than the {} it can hold; trace a profile \
+                 with fewer samples (a lower PROF_REPEAT or a narrower PROF_FILTER)",
+                layout::NONE - 1
+            ),
+            TraceError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+impl From<std::io::Error> for TraceError {
+    fn from(e: std::io::Error) -> Self {
+        TraceError::Io(e)
+    }
+}
+
+/// The profile as a Chrome Trace Event Format document (Kineto flavoured), as a
+/// `serde_json::Value`: what [`write_chrome_trace`] writes. A value takes about a kilobyte per
+/// span; write a large profile's trace with [`write_chrome_trace`], which holds none.
 ///
 /// See the [module documentation](self) for what is drawn and where. Serialize it with
 /// `serde_json::to_writer_pretty` for HTA to find the rank.
-pub fn chrome_trace(profile: &Profile) -> Value {
+pub fn chrome_trace(profile: &Profile) -> Result<Value, TraceError> {
     let streams = Streams::of(&profile.events);
-    let mut slices = if profile.run.mode == "trace" {
-        trace_slices(profile, &streams)
-    } else {
-        average_slices(profile, &streams)
-    };
-    // Time 0: the first step (so readers that shift times to their first event shift by 0).
-    let time_zero = slices.iter().map(|s| s.start).min().unwrap_or(0);
-    for s in &mut slices {
-        s.start -= time_zero;
-        s.end -= time_zero;
-    }
-    let order = assign_lanes(&mut slices);
-    let cpu_pid = cpu_pid(profile.run.pid, &streams);
-    let tids = lane_tids(&slices, &streams);
-
-    let mut events = Vec::with_capacity(slices.len() + 16);
-    metadata_events(profile, cpu_pid, &streams, &tids, &mut events);
-    for &i in &order {
-        let s = &slices[i];
-        let pid = match s.track {
-            Track::Cpu => cpu_pid,
-            Track::Gpu { device, .. } => device,
-        };
-        let (name, cat, args) = slice_fields(profile, s);
-        let (ts, dur) = ts_dur(s.start, s.end);
-        events.push(json!({
-            "ph": "X",
-            "cat": cat,
-            "name": name,
-            "pid": pid,
-            "tid": tids[&(s.track, s.lane)],
-            "ts": ts,
-            "dur": dur,
-            "args": Value::Object(args),
-        }));
-    }
-    let main_tid = tids.get(&(Track::Cpu, 0)).copied().unwrap_or(1);
-    events.extend(other::other_slices(&slices, cpu_pid, main_tid));
-    events.extend(memory::counters(&profile.events, &slices, cpu_pid));
-    document(profile, time_zero, events)
+    let drawing = Drawing::of(profile, &streams)?;
+    let doc = emit::Document::new(profile, &streams, &drawing);
+    serde_json::to_value(&doc).map_err(|e| TraceError::Io(e.into()))
 }
 
-/// Name, category and `args` of a slice: a step's, or an event's with what its mode measured
-/// (one sample in `trace` mode, the statistics of all of them in `sample` mode).
-fn slice_fields(profile: &Profile, s: &Slice) -> (String, &'static str, Map<String, Value>) {
-    match s.what {
-        What::Step { iteration, wall_ns } => {
-            step_fields(profile, iteration, wall_ns, s.end - s.start)
-        }
-        What::Sample { event, sample } => {
-            let e = &profile.events[event];
-            let mut args = event_args(e, s.track);
-            args.insert("iteration".into(), json!(e.sample_iters[sample]));
-            args.insert("dur_ns".into(), json!(e.samples_ns[sample]));
-            args.insert("offset_ns".into(), json!(e.offsets_ns[sample]));
-            (e.name.clone(), category(s.track), args)
-        }
-        What::Average {
-            event,
-            median_offset,
-        } => {
-            let e = &profile.events[event];
-            let st = duration_stats(e);
-            let mut args = event_args(e, s.track);
-            args.insert("samples".into(), json!(e.samples_ns.len()));
-            args.insert("median_ns".into(), json!(st.median_ns));
-            args.insert("p90_ns".into(), json!(st.p90_ns));
-            args.insert("min_ns".into(), json!(st.min_ns));
-            args.insert("max_ns".into(), json!(st.max_ns));
-            args.insert("median_offset_ns".into(), json!(median_offset));
-            (e.name.clone(), category(s.track), args)
-        }
-    }
-}
-
-/// The whole document around `events`: the top-level keys Kineto writes and HTA reads (see the
-/// module documentation), with the run in `otherData`.
-fn document(profile: &Profile, time_zero: u64, events: Vec<Value>) -> Value {
-    let run = &profile.run;
-    json!({
-        "schemaVersion": 1,
-        "deviceProperties": [],
-        "distributedInfo": { "rank": run.rank },
-        "displayTimeUnit": "ms",
-        "traceName": format!("{} rank {} ({} mode)", run.program, run.rank, run.mode),
-        "otherData": {
-            "profiler": "profiler-core",
-            "profiler_version": run.profiler_version,
-            "schema": profile.schema,
-            "complete": profile.complete,
-            "program": run.program,
-            "host": run.host,
-            "pid": run.pid,
-            "rank": run.rank,
-            "mode": run.mode,
-            "clock": run.clock,
-            "filter": run.filter,
-            "warmup": run.warmup,
-            "repeat": run.repeat,
-            "iterations": profile.iterations.count,
-            "time_zero_ns": time_zero,
-        },
-        "traceEvents": events,
-    })
+/// Writes the profile as a Chrome Trace Event Format document (Kineto flavoured) to `out`,
+/// pretty-printed (HTA finds the rank with `"rank": N`, space included), one span at a time:
+/// the bytes of `serde_json::to_writer_pretty(out, &chrome_trace(profile)?)`, without the
+/// value. The text is handed to `out` in chunks of about a megabyte, on a thread of its own
+/// (so that writing, or compressing, overlaps making the text); `out` is not flushed.
+///
+/// See the [module documentation](self) for what is drawn and where.
+pub fn write_chrome_trace(
+    profile: &Profile,
+    out: impl std::io::Write + Send,
+) -> Result<(), TraceError> {
+    let streams = Streams::of(&profile.events);
+    let drawing = Drawing::of(profile, &streams)?;
+    let doc = emit::Document::new(profile, &streams, &drawing);
+    stream::write(&doc, out).map_err(TraceError::Io)
 }
 
 /// Where a slice is drawn: the CPU process, or a GPU device's stream (`stream` is its `tid`).
@@ -225,35 +184,6 @@ fn document(profile: &Profile, time_zero: u64, events: Vec<Value>) -> Value {
 enum Track {
     Cpu,
     Gpu { device: u32, stream: u32 },
-}
-
-/// What a slice shows.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum What {
-    /// A `ProfilerStep#` span; `wall_ns` is the measured wall time (`None` for an iteration
-    /// that did not complete, or for the average one).
-    Step {
-        iteration: u64,
-        wall_ns: Option<u64>,
-    },
-    /// One sample of an event (`trace` mode).
-    Sample { event: usize, sample: usize },
-    /// An event's average (`sample` mode).
-    Average { event: usize, median_offset: u64 },
-}
-
-/// One span to draw, in nanoseconds from the trace's time 0.
-#[derive(Clone, Debug)]
-struct Slice {
-    start: u64,
-    end: u64,
-    track: Track,
-    /// The slice it ran inside (preferred track), if known.
-    parent: Option<usize>,
-    depth: u32,
-    what: What,
-    /// Track number within `track` (0: `main`, or the stream itself), set by `assign_lanes`.
-    lane: usize,
 }
 
 /// The GPU streams named by the events: `(device, stream name)` to the stream's `tid`.
@@ -400,475 +330,12 @@ fn duration_stats(e: &Event) -> profiler_format::Stats {
     }
 }
 
-/// The `args` every event slice carries.
-fn event_args(e: &Event, track: Track) -> Map<String, Value> {
-    let mut args = Map::new();
-    args.insert("id".into(), json!(e.id));
-    if let Some(layer) = &e.layer {
-        args.insert("layer".into(), json!(layer));
-    }
-    if let Some(phase) = &e.phase {
-        args.insert("phase".into(), json!(phase));
-    }
-    args.insert("kind".into(), json!(e.kind));
-    args.insert("occurrence".into(), json!(e.occurrence));
-    args.insert("order".into(), json!(e.order));
-    args.insert("source".into(), json!(format!("{}:{}", e.file, e.line)));
-    if e.merged {
-        args.insert("merged".into(), json!(true));
-    }
-    if let Track::Gpu { device, stream } = track {
-        args.insert("device".into(), json!(device));
-        args.insert("stream".into(), json!(stream));
-        let name = e.stream.as_deref().unwrap_or(DEFAULT_STREAM);
-        if name != stream.to_string() {
-            args.insert("stream_name".into(), json!(name));
-        }
-    }
-    args
-}
-
-/// Name, category and `args` of a step span.
-fn step_fields(
-    profile: &Profile,
-    iteration: u64,
-    wall_ns: Option<u64>,
-    drawn_ns: u64,
-) -> (String, &'static str, Map<String, Value>) {
-    let mut args = Map::new();
-    if profile.run.mode == "trace" {
-        args.insert("iteration".into(), json!(iteration));
-        if let Some(w) = wall_ns {
-            args.insert("wall_ns".into(), json!(w));
-        } else {
-            args.insert("incomplete".into(), json!(true));
-        }
-    } else {
-        let measured = crate::measured_walls(profile);
-        args.insert("average".into(), json!(true));
-        args.insert("measured_iterations".into(), json!(measured.len()));
-        args.insert("median_wall_ns".into(), json!(median(measured)));
-        args.insert("drawn_ns".into(), json!(drawn_ns));
-    }
-    (format!("{STEP_PREFIX}{iteration}"), CPU_CATEGORY, args)
-}
-
-/// Event indices in execution order, and `order` to event index.
-fn by_order(events: &[Event]) -> (Vec<usize>, HashMap<u32, usize>) {
-    let mut idx: Vec<usize> = (0..events.len()).collect();
-    idx.sort_by_key(|&i| (events[i].order, i));
-    let mut of_order = HashMap::new();
-    for &i in &idx {
-        of_order.entry(events[i].order).or_insert(i);
-    }
-    (idx, of_order)
-}
-
-/// The event's parent event, when it comes earlier in execution order (so no cycle).
-fn parent_event(events: &[Event], of_order: &HashMap<u32, usize>, i: usize) -> Option<usize> {
-    let p = *of_order.get(&events[i].parent?)?;
-    (events[p].order < events[i].order).then_some(p)
-}
-
-/// `trace` mode: one step per measured iteration and one slice per sample.
-fn trace_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
-    let timeline = Timeline::of(&profile.iterations);
-    let mut slices = Vec::new();
-    let mut step_of = HashMap::new();
-    for k in measured_iterations(profile) {
-        let start = timeline.start(k);
-        let wall = profile.iterations.wall_of(k);
-        step_of.insert(k, slices.len());
-        slices.push(Slice {
-            start,
-            end: start.saturating_add(wall.unwrap_or(0)),
-            track: Track::Cpu,
-            parent: None,
-            depth: 0,
-            what: What::Step {
-                iteration: k,
-                wall_ns: wall,
-            },
-            lane: 0,
-        });
-    }
-    push_samples(profile, streams, &timeline, &step_of, &mut slices);
-    // An iteration that did not complete ends with its last sample.
-    for (&k, &s) in &step_of {
-        if profile.iterations.wall_of(k).is_none() {
-            let last = slices
-                .iter()
-                .filter(|c| c.parent == Some(s))
-                .map(|c| c.end)
-                .max();
-            if let Some(last) = last {
-                slices[s].end = slices[s].end.max(last);
-            }
-        }
-    }
-    slices
-}
-
-/// Where the iterations lie on the trace's time line (`trace` mode): each listed one starts
-/// where the previous ended.
-struct Timeline {
-    /// Start of each listed iteration, the first at 0.
-    starts: Vec<u64>,
-    /// The first listed iteration (`iterations.first`).
-    first: u64,
-    /// End of the last listed iteration.
-    end: u64,
-}
-
-impl Timeline {
-    fn of(iterations: &Iterations) -> Timeline {
-        let mut starts = Vec::with_capacity(iterations.wall_ns.len() + 1);
-        let mut t = 0u64;
-        for w in &iterations.wall_ns {
-            starts.push(t);
-            t = t.saturating_add(*w);
-        }
-        Timeline {
-            starts,
-            first: iterations.first,
-            end: t,
-        }
-    }
-
-    /// Start of iteration `k`: `wall_ns[k - first]`'s for a listed one; 0 for one before them,
-    /// the end of the last for one after them (the iteration still running).
-    fn start(&self, k: u64) -> u64 {
-        k.checked_sub(self.first)
-            .and_then(|i| self.starts.get(usize::try_from(i).ok()?).copied())
-            .unwrap_or(if k < self.first { 0 } else { self.end })
-    }
-}
-
-/// The iterations drawn as steps: the active window (from the warmup on, `repeat` of them, as
-/// far as they are listed), and any iteration holding a sample.
-fn measured_iterations(profile: &Profile) -> BTreeSet<u64> {
-    // `wall_ns[k]` is iteration `first + k` (`first` is 0 but for a `continuous`-mode file).
-    let first = profile.iterations.first;
-    let listed_end = first.saturating_add(profile.iterations.wall_ns.len() as u64);
-    let warmup = (profile.run.warmup as u64).max(first);
-    let window_end = warmup
-        .saturating_add(profile.run.repeat as u64)
-        .min(listed_end);
-    let mut iterations: BTreeSet<u64> = (warmup..window_end).collect();
-    for e in &profile.events {
-        iterations.extend(e.sample_iters.iter().map(|&k| k as u64));
-    }
-    iterations
-}
-
-/// Adds one slice per sample of every event, in execution order: inside the slice of its
-/// parent's sample in the same iteration that encloses it on the same track, else (on the CPU)
-/// inside its iteration's step (`step_of`).
-fn push_samples(
-    profile: &Profile,
-    streams: &Streams,
-    timeline: &Timeline,
-    step_of: &HashMap<u64, usize>,
-    slices: &mut Vec<Slice>,
-) {
-    let events = &profile.events;
-    let (idx, of_order) = by_order(events);
-    // (event, iteration) to the slices of that event's samples in that iteration.
-    let mut drawn: HashMap<(usize, u64), Vec<usize>> = HashMap::new();
-    for &i in &idx {
-        let e = &events[i];
-        let track = streams.track(e);
-        let parent = parent_event(events, &of_order, i);
-        let n = e
-            .samples_ns
-            .len()
-            .min(e.offsets_ns.len())
-            .min(e.sample_iters.len());
-        for j in 0..n {
-            let k = e.sample_iters[j] as u64;
-            let start = timeline.start(k).saturating_add(e.offsets_ns[j]);
-            let end = start.saturating_add(e.samples_ns[j]);
-            let enclosing = parent
-                .and_then(|p| drawn.get(&(p, k)))
-                .and_then(|cands| {
-                    cands.iter().copied().find(|&c| {
-                        let s = &slices[c];
-                        s.track == track && s.start <= start && end <= s.end
-                    })
-                })
-                .or_else(|| (track == Track::Cpu).then_some(step_of[&k]));
-            let depth = enclosing.map_or(0, |p| slices[p].depth + 1);
-            drawn.entry((i, k)).or_default().push(slices.len());
-            slices.push(Slice {
-                start,
-                end,
-                track,
-                parent: enclosing,
-                depth,
-                what: What::Sample {
-                    event: i,
-                    sample: j,
-                },
-                lane: 0,
-            });
-        }
-    }
-}
-
-/// `sample` mode: one average iteration (see the module documentation).
-fn average_slices(profile: &Profile, streams: &Streams) -> Vec<Slice> {
-    let events = &profile.events;
-    let step_len = median(crate::measured_walls(profile));
-    let mut slices = vec![Slice {
-        start: 0,
-        end: step_len,
-        track: Track::Cpu,
-        parent: None,
-        depth: 0,
-        what: What::Step {
-            iteration: 0,
-            wall_ns: None,
-        },
-        lane: 0,
-    }];
-    let (idx, of_order) = by_order(events);
-    let mut slice_of: HashMap<usize, usize> = HashMap::new();
-    // (track, parent slice) to the end of the last child placed there.
-    let mut last_end: HashMap<(Track, Option<usize>), u64> = HashMap::new();
-    for &i in &idx {
-        let e = &events[i];
-        if e.samples_ns.is_empty() {
-            continue;
-        }
-        let track = streams.track(e);
-        let dur = duration_stats(e).median_ns;
-        let offset = median(&e.offsets_ns);
-        let parent = parent_event(events, &of_order, i)
-            .and_then(|p| slice_of.get(&p).copied())
-            .filter(|&p| slices[p].track == track);
-        let (lo, hi) = match parent {
-            Some(p) => (slices[p].start, slices[p].end),
-            None => (0, u64::MAX),
-        };
-        let lo = lo.max(last_end.get(&(track, parent)).copied().unwrap_or(0));
-        let start = offset.min(hi.saturating_sub(dur)).max(lo).min(hi);
-        let end = start.saturating_add(dur).min(hi);
-        last_end.insert((track, parent), end);
-        let (parent, depth) = match parent {
-            Some(p) => (Some(p), slices[p].depth + 1),
-            None if track == Track::Cpu => (Some(0), 1),
-            None => (None, 0),
-        };
-        slice_of.insert(i, slices.len());
-        slices.push(Slice {
-            start,
-            end,
-            track,
-            parent,
-            depth,
-            what: What::Average {
-                event: i,
-                median_offset: offset,
-            },
-            lane: 0,
-        });
-    }
-    let last = slices
-        .iter()
-        .filter(|s| s.track == Track::Cpu)
-        .map(|s| s.end)
-        .max()
-        .unwrap_or(0);
-    slices[0].end = slices[0].end.max(last);
-    slices
-}
-
-/// Puts every slice on a lane of its track where it nests properly, preferring its parent's
-/// lane. Returns the slice indices in drawing order (by track, start, longest first, depth).
-fn assign_lanes(slices: &mut [Slice]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..slices.len()).collect();
-    order.sort_by_key(|&i| {
-        let s = &slices[i];
-        (s.track, s.start, Reverse(s.end), s.depth, i)
-    });
-    // Per lane of the current track: the stack of open slices.
-    let mut lanes: Vec<Vec<usize>> = Vec::new();
-    let mut current: Option<Track> = None;
-    for &i in &order {
-        let (start, end, track) = (slices[i].start, slices[i].end, slices[i].track);
-        if current != Some(track) {
-            current = Some(track);
-            lanes.clear();
-        }
-        let preferred = slices[i]
-            .parent
-            .filter(|&p| slices[p].track == track)
-            .map(|p| slices[p].lane);
-        let mut chosen = None;
-        for lane in preferred.into_iter().chain(0..lanes.len()) {
-            let stack = &mut lanes[lane];
-            while let Some(&top) = stack.last() {
-                if slices[top].end <= start && top != i {
-                    stack.pop();
-                } else {
-                    break;
-                }
-            }
-            if stack.last().is_none_or(|&top| slices[top].end >= end) {
-                chosen = Some(lane);
-                break;
-            }
-        }
-        let lane = chosen.unwrap_or_else(|| {
-            lanes.push(Vec::new());
-            lanes.len() - 1
-        });
-        lanes[lane].push(i);
-        slices[i].lane = lane;
-    }
-    order
-}
-
-/// The `tid` of every (track, lane) in use. CPU lanes are 1, 2, ...; a stream's first lane is
-/// the stream's number, its extra lanes take numbers after every stream of the device.
-fn lane_tids(slices: &[Slice], streams: &Streams) -> BTreeMap<(Track, usize), u32> {
-    let used: BTreeSet<(Track, usize)> = slices.iter().map(|s| (s.track, s.lane)).collect();
-    let mut next_free: BTreeMap<u32, u32> = BTreeMap::new();
-    for (&(device, _), &tid) in &streams.tids {
-        let n = next_free.entry(device).or_insert(1);
-        *n = (*n).max(tid + 1);
-    }
-    let mut tids = BTreeMap::new();
-    for (track, lane) in used {
-        let tid = match track {
-            Track::Cpu => lane as u32 + 1,
-            Track::Gpu { stream, .. } if lane == 0 => stream,
-            Track::Gpu { device, .. } => {
-                let n = next_free.entry(device).or_insert(1);
-                *n += 1;
-                *n - 1
-            }
-        };
-        tids.insert((track, lane), tid);
-    }
-    tids
-}
-
-/// Process and thread names and sort indices.
-fn metadata_events(
-    profile: &Profile,
-    cpu_pid: u32,
-    streams: &Streams,
-    tids: &BTreeMap<(Track, usize), u32>,
-    out: &mut Vec<Value>,
-) {
-    process_metadata(profile, cpu_pid, streams, out);
-    cpu_thread_metadata(cpu_pid, tids, out);
-    gpu_thread_metadata(streams, tids, out);
-}
-
-/// A metadata event (`"ph": "M"`).
-fn meta(name: &str, pid: u32, tid: u32, args: Value) -> Value {
-    json!({ "name": name, "ph": "M", "pid": pid, "tid": tid, "args": args })
-}
-
-/// The CPU process (named after the program and rank, labelled with the host, mode and clock,
-/// first) and one process per GPU device, after it.
-fn process_metadata(profile: &Profile, cpu_pid: u32, streams: &Streams, out: &mut Vec<Value>) {
-    let run = &profile.run;
-    out.push(meta(
-        "process_name",
-        cpu_pid,
-        0,
-        json!({ "name": format!("{} rank {}", run.program, run.rank) }),
-    ));
-    out.push(meta(
-        "process_labels",
-        cpu_pid,
-        0,
-        json!({ "labels": format!("host {}, {} mode, {} clock", run.host, run.mode, run.clock) }),
-    ));
-    out.push(meta(
-        "process_sort_index",
-        cpu_pid,
-        0,
-        json!({ "sort_index": 0 }),
-    ));
-    for device in streams.devices() {
-        out.push(meta(
-            "process_name",
-            device,
-            0,
-            json!({ "name": format!("GPU {device}") }),
-        ));
-        out.push(meta(
-            "process_sort_index",
-            device,
-            0,
-            json!({ "sort_index": device as u64 + 1 }),
-        ));
-    }
-}
-
-/// The CPU tracks: `main`, then `concurrent 1`, `concurrent 2`, ...
-fn cpu_thread_metadata(cpu_pid: u32, tids: &BTreeMap<(Track, usize), u32>, out: &mut Vec<Value>) {
-    // Every CPU lane up to the last used, so that `main` is named even with no event.
-    let cpu_lanes = tids
-        .keys()
-        .filter(|(t, _)| *t == Track::Cpu)
-        .map(|&(_, l)| l + 1)
-        .max()
-        .unwrap_or(1);
-    for lane in 0..cpu_lanes {
-        let name = if lane == 0 {
-            "main".to_string()
-        } else {
-            format!("concurrent {lane}")
-        };
-        let tid = lane as u32 + 1;
-        out.push(meta("thread_name", cpu_pid, tid, json!({ "name": name })));
-        out.push(meta(
-            "thread_sort_index",
-            cpu_pid,
-            tid,
-            json!({ "sort_index": lane }),
-        ));
-    }
-}
-
-/// The GPU tracks in use: `stream <stream>`, and `stream <stream> (concurrent 1)`, ... sorted
-/// after their stream.
-fn gpu_thread_metadata(
-    streams: &Streams,
-    tids: &BTreeMap<(Track, usize), u32>,
-    out: &mut Vec<Value>,
-) {
-    let stream_names: HashMap<(u32, u32), &str> = streams
-        .tids
-        .iter()
-        .map(|((d, name), &tid)| ((*d, tid), name.as_str()))
-        .collect();
-    for (&(track, lane), &tid) in tids {
-        if let Track::Gpu { device, stream } = track {
-            let base = format!("stream {}", stream_names[&(device, stream)]);
-            let name = if lane == 0 {
-                base
-            } else {
-                format!("{base} (concurrent {lane})")
-            };
-            out.push(meta("thread_name", device, tid, json!({ "name": name })));
-            out.push(meta(
-                "thread_sort_index",
-                device,
-                tid,
-                json!({ "sort_index": (stream as u64) * 1000 + lane as u64 }),
-            ));
-        }
-    }
-}
-
+mod emit;
+mod layout;
 mod memory;
+mod meta;
 mod other;
+mod stream;
 
 #[cfg(test)]
 mod tests;

@@ -7,55 +7,95 @@
 //! mode, the average iteration's as drawn. Stretches shorter than a microsecond, or than 0.5%
 //! of their step, are left out (the clock's jitter, not work).
 
-use serde_json::{json, Value};
-
-use super::{ts_dur, Slice, Track, What, CPU_CATEGORY};
+use super::layout::{Drawing, Slice, NONE};
 
 /// What `args.what` says of an `other` slice.
 pub const WHAT: &str = "time of the step no top-level event covers";
 
-/// The `other` slices, on thread `tid` (the main track) of process `pid`, for the
-/// (time-shifted) `slices` of the drawing.
-pub(super) fn other_slices(slices: &[Slice], pid: u32, tid: u32) -> Vec<Value> {
-    let mut out = Vec::new();
-    for (s, step) in slices.iter().enumerate() {
-        let What::Step { iteration, .. } = step.what else {
-            continue;
-        };
-        let mut covered: Vec<(u64, u64)> = slices
-            .iter()
-            .filter(|c| c.track == Track::Cpu && c.parent == Some(s))
-            .map(|c| (c.start.max(step.start), c.end.min(step.end)))
-            .filter(|(a, b)| a < b)
-            .collect();
-        covered.sort_unstable();
-        let len = step.end.saturating_sub(step.start);
-        let floor = (len / 200).max(1_000);
-        let mut cursor = step.start;
-        for (a, b) in covered
-            .into_iter()
-            .chain(std::iter::once((step.end, step.end)))
-        {
-            if a > cursor && a - cursor >= floor {
-                let (ts, dur) = ts_dur(cursor, a);
-                out.push(json!({
-                    "ph": "X",
-                    "cat": CPU_CATEGORY,
-                    "name": "other",
-                    "pid": pid,
-                    "tid": tid,
-                    "ts": ts,
-                    "dur": dur,
-                    "args": {
-                        "iteration": iteration,
-                        "dur_ns": a - cursor,
-                        "offset_ns": cursor - step.start,
-                        "what": WHAT
-                    },
-                }));
-            }
-            cursor = cursor.max(b);
+/// One stretch of a step that no top-level event covers, in nanoseconds from time 0.
+pub(super) struct Gap {
+    /// The step's iteration.
+    pub(super) iteration: u64,
+    /// Where the step starts.
+    pub(super) step_start: u64,
+    pub(super) from: u64,
+    pub(super) to: u64,
+}
+
+/// The gaps of every step, step by step in the order the steps were made (by iteration), each
+/// step's in time order.
+pub(super) fn gaps(drawing: &Drawing) -> impl Iterator<Item = Gap> + '_ {
+    let children = children_of_steps(drawing);
+    (0..drawing.steps.len()).flat_map(move |t| {
+        let kids = &children.1[children.0[t] as usize..children.0[t + 1] as usize];
+        step_gaps(
+            drawing,
+            t,
+            kids.iter().map(|&c| &drawing.slices[c as usize]),
+        )
+    })
+}
+
+/// The top-level CPU slices of each step (those whose parent is the step), grouped by step:
+/// `(starts, positions)`, step `t`'s being `positions[starts[t]..starts[t + 1]]`.
+fn children_of_steps(drawing: &Drawing) -> (Vec<u32>, Vec<u32>) {
+    let slices = &drawing.slices;
+    let steps = drawing.steps.len();
+    let step_of = |s: &Slice| {
+        (s.track == 0 && s.parent != NONE)
+            .then(|| slices[s.parent as usize].made as usize)
+            .filter(|&t| t < steps)
+    };
+    let mut starts = vec![0u32; steps + 1];
+    for s in slices {
+        if let Some(t) = step_of(s) {
+            starts[t + 1] += 1;
         }
+    }
+    for t in 0..steps {
+        starts[t + 1] += starts[t];
+    }
+    let mut next = starts.clone();
+    let mut positions = vec![0u32; starts[steps] as usize];
+    for (pos, s) in slices.iter().enumerate() {
+        if let Some(t) = step_of(s) {
+            positions[next[t] as usize] = pos as u32;
+            next[t] += 1;
+        }
+    }
+    (starts, positions)
+}
+
+/// The gaps of step `t` between its top-level `children`.
+fn step_gaps<'a>(
+    drawing: &Drawing,
+    t: usize,
+    children: impl Iterator<Item = &'a Slice>,
+) -> Vec<Gap> {
+    let step = &drawing.slices[drawing.step_at[t] as usize];
+    let iteration = drawing.steps[t].iteration;
+    let mut covered: Vec<(u64, u64)> = children
+        .map(|c| (c.start.max(step.start), c.end.min(step.end)))
+        .filter(|(a, b)| a < b)
+        .collect();
+    covered.sort_unstable();
+    let len = step.end.saturating_sub(step.start);
+    let floor = (len / 200).max(1_000);
+    let mut cursor = step.start;
+    let mut out = Vec::new();
+    for (a, b) in covered
+        .into_iter()
+        .chain(std::iter::once((step.end, step.end)))
+    {
+        if a > cursor && a - cursor >= floor {
+            out.push(Gap {
+                iteration,
+                step_start: step.start,
+                from: cursor,
+                to: a,
+            });
+        }
+        cursor = cursor.max(b);
     }
     out
 }

@@ -104,7 +104,7 @@ fn trace_mode_draws_each_iteration_at_its_start() {
     let a = with_samples(event(0, "a", None), &[(1, 10, 50), (2, 20, 40)]);
     let b = with_samples(event(1, "b", Some(0)), &[(1, 15, 5), (2, 25, 10)]);
     let p = profile("trace", 1, 2, vec![1000, 100, 200], vec![a, b]);
-    let t = chrome_trace(&p);
+    let t = chrome_trace(&p).unwrap();
     assert_eq!(t["distributedInfo"]["rank"], 3);
     assert_eq!(t["otherData"]["time_zero_ns"], 1000);
     let s = spans(&t);
@@ -134,7 +134,7 @@ fn concurrent_events_get_their_own_track() {
     let b = with_samples(event(1, "b", None), &[(0, 30, 50)]);
     let c = with_samples(event(2, "c", Some(1)), &[(0, 35, 10)]);
     let p = profile("trace", 0, 1, vec![100], vec![a, b, c]);
-    let t = chrome_trace(&p);
+    let t = chrome_trace(&p).unwrap();
     let s = spans(&t);
     let tid = |n: &str| s.iter().find(|x| x.0 == n).unwrap().1 % 1_000_000;
     assert_eq!((tid("a"), tid("b"), tid("c")), (1, 2, 2));
@@ -158,7 +158,7 @@ fn sample_mode_draws_one_consistent_average_iteration() {
     let c = with_samples(event(2, "c", Some(1)), &[(7, 200, 150)]);
     let d = with_samples(event(3, "d", Some(1)), &[(8, 500, 500)]);
     let p = profile("sample", 2, 1, vec![9, 9, 1000, 900, 800], vec![a, b, c, d]);
-    let t = chrome_trace(&p);
+    let t = chrome_trace(&p).unwrap();
     let s = spans(&t);
     let got: Vec<(&str, u64, u64)> = s.iter().map(|x| (x.0.as_str(), x.2, x.3)).collect();
     assert_eq!(
@@ -180,7 +180,7 @@ fn sample_mode_draws_one_consistent_average_iteration() {
 fn sample_mode_step_stretches_to_hold_the_events() {
     let a = with_samples(event(0, "a", None), &[(1, 50, 500)]);
     let p = profile("sample", 1, 1, vec![9, 100], vec![a]);
-    let s = spans(&chrome_trace(&p));
+    let s = spans(&chrome_trace(&p).unwrap());
     assert_eq!((s[0].2, s[0].3), (0, 550));
 }
 
@@ -194,7 +194,7 @@ fn gpu_events_go_on_stream_tracks() {
     b.stream = Some("copy".into());
     let c = with_samples(event(2, "c", None), &[(0, 0, 90)]);
     let p = profile("trace", 0, 1, vec![100], vec![a, b, c]);
-    let t = chrome_trace(&p);
+    let t = chrome_trace(&p).unwrap();
     let s = spans(&t);
     let at = |n: &str| s.iter().find(|x| x.0 == n).unwrap().clone();
     assert_eq!(at("a").1, 1_000_007);
@@ -249,7 +249,7 @@ fn cpu_pid_avoids_zero_and_devices() {
     a.device = Some(1);
     let mut p = profile("trace", 0, 1, vec![100], vec![a]);
     p.run.pid = 0;
-    let t = chrome_trace(&p);
+    let t = chrome_trace(&p).unwrap();
     let step = t["traceEvents"]
         .as_array()
         .unwrap()
@@ -262,19 +262,19 @@ fn cpu_pid_avoids_zero_and_devices() {
 #[test]
 fn empty_profile_still_has_steps_and_names() {
     let p = profile("trace", 1, 2, vec![10, 20, 30], vec![]);
-    let t = chrome_trace(&p);
+    let t = chrome_trace(&p).unwrap();
     let s = spans(&t);
     let names: Vec<&str> = s.iter().map(|x| x.0.as_str()).collect();
     assert_eq!(names, vec!["ProfilerStep#1", "ProfilerStep#2"]);
     let p = profile("sample", 1, 2, vec![], vec![]);
-    assert_eq!(spans(&chrome_trace(&p)).len(), 1);
+    assert_eq!(spans(&chrome_trace(&p).unwrap()).len(), 1);
 }
 
 #[test]
 fn incomplete_iteration_ends_with_its_last_sample() {
     let a = with_samples(event(0, "a", None), &[(0, 10, 20), (1, 5, 30)]);
     let p = profile("trace", 0, 5, vec![100], vec![a]);
-    let s = spans(&chrome_trace(&p));
+    let s = spans(&chrome_trace(&p).unwrap());
     let step1 = s.iter().find(|x| x.0 == "ProfilerStep#1").unwrap();
     assert_eq!((step1.2, step1.3), (100, 135));
     assert_eq!(s[0].2, 0);
@@ -290,7 +290,7 @@ fn iterations_are_numbered_from_first() {
     let mut p = profile("continuous", 10, 2, vec![900, 1000, 2000], vec![a]);
     p.iterations.first = 40;
     p.iterations.count = 43;
-    let t = chrome_trace(&p);
+    let t = chrome_trace(&p).unwrap();
     let s = spans(&t);
     assert_eq!(s[0].0, "ProfilerStep#0");
     assert_eq!(s[0].4["median_wall_ns"], 1000);
@@ -300,7 +300,7 @@ fn iterations_are_numbered_from_first() {
     let mut p = profile("trace", 1, 2, vec![100, 200], vec![a]);
     p.iterations.first = 5;
     p.iterations.count = 7;
-    let s = spans(&chrome_trace(&p));
+    let s = spans(&chrome_trace(&p).unwrap());
     let drawn: Vec<(&str, u64, u64)> = s.iter().map(|x| (x.0.as_str(), x.2, x.3)).collect();
     assert_eq!(
         drawn,
@@ -328,7 +328,7 @@ fn uncovered_stretches_are_drawn_on_the_other_track() {
         vec![5_000, 10_000, 10_000],
         vec![a, inner, b],
     );
-    let t = chrome_trace(&p);
+    let t = chrome_trace(&p).unwrap();
     let other: Vec<(u64, u64, u64)> = spans(&t)
         .into_iter()
         .filter(|s| s.0 == "other")
@@ -363,7 +363,7 @@ fn memory_figures_become_a_counter_track() {
         peak_bytes: vec![4096, 8192],
     });
     let p = profile("trace", 1, 2, vec![5_000, 1_000, 1_000], vec![a]);
-    let t = chrome_trace(&p);
+    let t = chrome_trace(&p).unwrap();
     let counters: Vec<(u64, f64, f64, f64)> = t["traceEvents"]
         .as_array()
         .unwrap()
@@ -397,10 +397,160 @@ fn memory_figures_become_a_counter_track() {
         vec![5_000, 1_000, 1_000],
         vec![with_samples(event(0, "a", None), &[(1, 100, 400)])],
     );
-    let t = chrome_trace(&plain);
+    let t = chrome_trace(&plain).unwrap();
     assert!(!t["traceEvents"]
         .as_array()
         .unwrap()
         .iter()
         .any(|e| e["ph"] == "C"));
+}
+
+/// A random profile of `mode` from `seed`: nested events (a parent earlier in the order), GPU
+/// events on named and numbered streams, memory figures, merged events, samples in the
+/// iteration still running and past their step's end, ids that look like numbers.
+fn random_profile(seed: u64, mode: &str) -> Profile {
+    use crate::stats::SplitMix64;
+    let mut rng = SplitMix64::new(seed);
+    let iterations = 1 + rng.below(6);
+    let walls: Vec<u64> = (0..iterations)
+        .map(|_| 1_000 + rng.below(20_000) as u64)
+        .collect();
+    let events = 1 + rng.below(9);
+    let mut list = Vec::new();
+    for order in 0..events as u32 {
+        let parent = (order > 0 && rng.below(2) == 0).then(|| rng.below(order as usize) as u32);
+        let mut e = event(order, &format!("e{order}"), parent);
+        // An id holding a sentinel of the fast writer now and then (written through serde).
+        if rng.below(4) == 0 {
+            e.id = format!("18446744073709551614::{}", rng.below(3));
+        }
+        e.occurrence = order;
+        e.merged = rng.below(5) == 0;
+        match rng.below(6) {
+            0 => e.device = Some(rng.below(2) as u32),
+            1 => e.stream = Some("7".into()),
+            2 => {
+                e.device = Some(1);
+                e.stream = Some(["copy", "3", "0"][rng.below(3)].into());
+            }
+            _ => {}
+        }
+        if rng.below(3) == 0 {
+            e.layer = None;
+        }
+        let n = rng.below(5);
+        let samples: Vec<(u32, u64, u64)> = (0..n)
+            .map(|_| {
+                let k = rng.below(iterations + 1) as u32;
+                let offset = rng.below(25_000) as u64;
+                (k, offset, rng.below(8_000) as u64)
+            })
+            .collect();
+        e = with_samples(e, &samples);
+        if rng.below(3) == 0 {
+            e.memory = Some(profiler_format::Memory {
+                alloc_bytes: (0..n).map(|_| rng.below(1 << 20) as u64).collect(),
+                freed_bytes: (0..n).map(|_| rng.below(1 << 20) as u64).collect(),
+                allocs: (0..n).map(|_| rng.below(9) as u64).collect(),
+                peak_bytes: (0..n).map(|_| rng.below(1 << 20) as u64).collect(),
+            });
+        }
+        list.push(e);
+    }
+    let warmup = rng.below(iterations) as u32;
+    let repeat = 1 + rng.below(4) as u32;
+    let mut p = profile(mode, warmup, repeat, walls, list);
+    p.run.pid = rng.below(3) as u32;
+    p
+}
+
+/// The streamed text is the value's, byte for byte: for the profiles of these tests and for
+/// random ones of every shape (the fast writer cuts spans from templates, so this is where a
+/// difference in layout would show).
+#[test]
+fn the_streamed_trace_is_the_value_pretty_printed() {
+    let mut profiles = Vec::new();
+    for seed in 0..400 {
+        profiles.push(random_profile(
+            seed,
+            if seed % 3 == 0 { "sample" } else { "trace" },
+        ));
+    }
+    let a = with_samples(event(0, "a", None), &[(1, 10, 50), (2, 20, 40)]);
+    profiles.push(profile("trace", 1, 2, vec![1000, 100, 200], vec![a]));
+    profiles.push(profile("trace", 1, 2, vec![10, 20, 30], vec![]));
+    profiles.push(profile("sample", 1, 2, vec![], vec![]));
+    let mut sample_spans = 0;
+    for (i, p) in profiles.iter().enumerate() {
+        let value = chrome_trace(p).unwrap();
+        let expected = serde_json::to_vec_pretty(&value).unwrap();
+        let mut streamed = Vec::new();
+        write_chrome_trace(p, &mut streamed).unwrap();
+        if streamed != expected {
+            let at = streamed
+                .iter()
+                .zip(&expected)
+                .position(|(a, b)| a != b)
+                .unwrap_or(streamed.len().min(expected.len()));
+            let show = |t: &[u8]| {
+                String::from_utf8_lossy(&t[at.saturating_sub(200)..(at + 100).min(t.len())])
+                    .into_owned()
+            };
+            panic!(
+                "profile {i}: differs at byte {at}:\n{}\n---- expected ----\n{}",
+                show(&streamed),
+                show(&expected)
+            );
+        }
+        sample_spans += spans(&value)
+            .iter()
+            .filter(|s| s.4.get("dur_ns").is_some() && s.0 != "other")
+            .count();
+    }
+    assert!(sample_spans > 1000, "{sample_spans}");
+}
+
+/// A slice is 40 bytes (the module documentation and the README's memory figures say so).
+#[test]
+fn a_slice_is_small() {
+    assert_eq!(std::mem::size_of::<layout::Slice>(), 40);
+}
+
+/// A writer that fails after `left` bytes.
+struct FailsAfter {
+    left: usize,
+}
+
+impl std::io::Write for FailsAfter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.len() > self.left {
+            return Err(std::io::Error::other("disk full"));
+        }
+        self.left -= buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The text is written on a thread of its own: when the writer fails, the making stops and the
+/// writer's error is the one reported (not that the writer went away).
+#[test]
+fn a_failing_writer_stops_the_trace_with_its_error() {
+    let samples: Vec<(u32, u64, u64)> = (0..4000).map(|k| (1 + k % 2, 10, 50)).collect();
+    let mut events: Vec<Event> = Vec::new();
+    for order in 0..20 {
+        let mut e = with_samples(event(order, &format!("e{order}"), None), &samples);
+        e.merged = true;
+        events.push(e);
+    }
+    let p = profile("trace", 1, 2, vec![1000, 100, 200], events);
+    let mut whole = Vec::new();
+    write_chrome_trace(&p, &mut whole).unwrap();
+    assert!(whole.len() > 20 << 20, "{}", whole.len());
+    for left in [0, 1 << 20, 5 << 20] {
+        let e = write_chrome_trace(&p, FailsAfter { left }).unwrap_err();
+        assert_eq!(e.to_string(), "disk full");
+    }
 }

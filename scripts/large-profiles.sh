@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Times `prof` on large trace-mode profiles made by a real profiled program
+# (examples/bigtrace.rs): wall time, CPU time and peak memory (/usr/bin/time) of `prof trace`,
+# `report`, `html` and `diff`, RUNS times each, interleaved. The README's "Large profiles" table
+# comes from it.
+#
+#   scripts/large-profiles.sh [PROF] [DIR] [RUNS]
+#
+# PROF defaults to target/release/prof (build it first), DIR to target/large-profiles (it gets
+# the profiles, about 700 MB, made once; each trace is removed after it is timed, and the 10M
+# one takes 4.7 GB while it exists). Set OUT_DIR to write the traces elsewhere (/dev/shm: no
+# disk). A line per run: command, size, wall s, CPU s (user+sys), peak MiB.
+set -eu
+cd "$(dirname "$0")/.."
+PROF=$(realpath "${1:-target/release/prof}")
+DIR=${2:-target/large-profiles}
+RUNS=${3:-3}
+OUT=${OUT_DIR:-$DIR}
+mkdir -p "$DIR" "$OUT"
+
+# make NAME CALLS: a profile of CALLS events x 1000 iterations, by the profiled program.
+make() {
+    [ -s "$DIR/$1.json" ] && return
+    cargo build --release --example bigtrace -q
+    PROF_MODE=trace PROF_WARMUP=2 PROF_REPEAT=1000 PROF_MAX_EVENTS=$2 PROF_OUT="$DIR/$1.json" \
+        target/release/examples/bigtrace --calls "$2" >/dev/null 2>&1
+}
+make 1m 1000
+make 1m-b 1000
+make 10m 10000
+make 100mb-a 2500
+make 100mb-b 2500
+
+# timed LABEL ARGS...: one line of numbers for `prof ARGS`.
+timed() {
+    local label=$1
+    shift
+    /usr/bin/time -o "$OUT/time.txt" -f "%e %U %S %M" "$PROF" "$@" >/dev/null 2>&1
+    tail -1 "$OUT/time.txt" | awk -v l="$label" -v load="$(cut -d' ' -f1 /proc/loadavg)" \
+        '{printf "%-22s wall %6.2f s  cpu %6.2f s  peak %6.0f MiB  (load %s)\n", l, $1, $2+$3, $4/1024, load}'
+}
+
+for run in $(seq "$RUNS"); do
+    echo "-- run $run"
+    for n in 1m 10m; do
+        timed "trace $n" trace "$DIR/$n.json" -o "$OUT/$n.trace.json"
+        rm -f "$OUT/$n.trace.json"
+        timed "report $n" report "$DIR/$n.json"
+        timed "html $n" html "$DIR/$n.json" -o "$OUT/$n.html"
+        rm -f "$OUT/$n.html"
+    done
+    timed "trace 1m .gz" trace "$DIR/1m.json" -o "$OUT/1m.trace.json.gz"
+    rm -f "$OUT/1m.trace.json.gz"
+    timed "diff 1m" diff "$DIR/1m.json" "$DIR/1m-b.json"
+    timed "diff 100mb" diff "$DIR/100mb-a.json" "$DIR/100mb-b.json"
+done

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Runs a fixed set of `prof` commands on the checked-in fixtures (and on random profiles of every
+# shape, when python3 is there) and writes every output (stdout, stderr, exit status, and the
+# files written, gz ones decompressed) under OUT_DIR, one file per command. Two builds of `prof`
+# are compared by running this with each and diffing the folders:
+#
+#   scripts/prof-outputs.sh old/prof /tmp/before
+#   scripts/prof-outputs.sh target/release/prof /tmp/after
+#   diff -r /tmp/before /tmp/after && echo identical
+#
+# Paths in the outputs are the fixtures' relative paths, so the two runs compare byte for byte.
+set -u
+PROF=$(realpath "$1")
+OUT=$(realpath -m "$2")
+cd "$(dirname "$0")/.."
+rm -rf "$OUT" && mkdir -p "$OUT"
+D=profiler-cli/tests/data
+FILES="$D/cli/batch32.json $D/cli/batch64.json $D/cli/continuous.json $D/html/before.json
+       $D/trace/dlrm-sample.json $D/trace/dlrm-trace.json"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# run NAME ARGS...: stdout, stderr and status of `prof ARGS` into OUT/NAME.*
+run() {
+    local name=$1
+    shift
+    "$PROF" "$@" >"$OUT/$name.out" 2>"$TMP/err"
+    echo "status $?" >"$OUT/$name.status"
+    # The temporary output paths differ between runs: keep only their file names.
+    sed "s|$TMP/||g; s|$TMP|TMP|g" "$TMP/err" >"$OUT/$name.err"
+}
+
+for f in $FILES; do
+    n=$(basename "$f" .json)
+    for fmt in table csv json markdown; do
+        run "report-$n-$fmt" report "$f" --format "$fmt"
+        run "report-$n-$fmt-grouped" report "$f" --format "$fmt" --group-by layer,phase
+    done
+    for sort in median total alloc peak; do
+        run "report-$n-sort-$sort" report "$f" --sort "$sort" --group-by layer
+    done
+    run "report-$n-phase" report "$f" --group-by phase --cv-threshold 0.1
+    run "trace-$n" trace "$f" -o "$TMP/$n.trace.json"
+    cp "$TMP/$n.trace.json" "$OUT/trace-$n.json" 2>/dev/null
+    run "trace-$n-gz" trace "$f" -o "$TMP/$n.trace.json.gz"
+    gzip -dc "$TMP/$n.trace.json.gz" >"$OUT/trace-$n-gz.json" 2>/dev/null
+    run "html-$n" html "$f" -o "$TMP/$n.html"
+    cp "$TMP/$n.html" "$OUT/html-$n.html" 2>/dev/null
+done
+
+run html-diff html "$D/html/after.json" --diff "$D/html/before.json" -o "$TMP/diff.html"
+cp "$TMP/diff.html" "$OUT/html-diff.html"
+for fmt in table csv json markdown; do
+    run "diff-cli-$fmt" diff "$D/cli/batch32.json" "$D/cli/batch32-rerun.json" --format "$fmt"
+    run "diff-html-$fmt" diff "$D/html/before.json" "$D/html/after.json" --format "$fmt"
+    run "diff-scale-$fmt" diff "$D/cli/batch32.json" "$D/cli/batch64.json" --format "$fmt" \
+        --resamples 500 --seed 7
+    run "scale-$fmt" scale "$D/cli/batch32.json" "$D/cli/batch64.json" --param batch=32,64 \
+        --format "$fmt"
+    run "merge-$fmt" merge "$D/cli/batch32.json" "$D/cli/rank1.json" --format "$fmt"
+done
+run diff-trace diff "$D/trace/dlrm-trace.json" "$D/trace/dlrm-trace.json"
+run diff-continuous diff "$D/cli/continuous.json" "$D/cli/continuous.json" --format json
+run merge-out merge "$D/cli/batch32.json" "$D/cli/rank1.json" -o "$TMP/merged.json"
+cp "$TMP/merged.json" "$OUT/merged.json"
+# Random valid profiles of every shape (scripts/random_profiles.py, fixed seed).
+if command -v python3 >/dev/null; then
+    python3 scripts/random_profiles.py "$TMP/random" 60 1
+    for f in "$TMP"/random/*.json; do
+        n=$(basename "$f" .json)
+        run "trace-$n" trace "$f" -o "$TMP/$n.trace.json"
+        cp "$TMP/$n.trace.json" "$OUT/trace-$n.json" 2>/dev/null
+        run "report-$n" report "$f" --format json --group-by layer,phase
+        run "report-$n-table" report "$f" --sort total
+        run "html-$n" html "$f" -o "$TMP/$n.html"
+        cp "$TMP/$n.html" "$OUT/html-$n.html" 2>/dev/null
+    done
+    run diff-random diff "$TMP/random/random001.json" "$TMP/random/random002.json" --format json
+fi
+# Bad input: the messages must not change either.
+printf '{"schema": "profiler-core/prof/v1", "complete": tr' >"$TMP/cut.json"
+: >"$TMP/empty.json"
+echo 'not json' >"$TMP/not.json"
+for bad in cut empty not; do
+    run "bad-$bad" report "$TMP/$bad.json"
+done
+run bad-missing report "$TMP/missing.json"
+run bad-dir report "$TMP"
+echo "wrote $(ls "$OUT" | wc -l) files to $OUT"
