@@ -2,13 +2,16 @@
 
 use std::path::Path;
 
-use profiler_format::{summary, write_atomic, Profile};
+use profiler_format::{summary, write_atomic_with, Profile};
 
-/// Encodes `profile` and writes it to `path` atomically; the error says why it could not.
+/// Encodes `profile` and writes it to `path` atomically, streaming the text into the temporary
+/// file rather than holding all of it (a trace-mode profile of millions of samples is hundreds
+/// of megabytes); the error says why it could not.
 pub fn write_profile(profile: &Profile, path: &Path) -> Result<(), String> {
-    let text = serde_json::to_vec_pretty(profile)
-        .map_err(|e| format!("cannot encode the results: {e}"))?;
-    write_atomic(path, &text).map_err(|e| e.to_string())
+    write_atomic_with(path, |out| {
+        serde_json::to_writer_pretty(&mut *out, profile).map_err(std::io::Error::other)
+    })
+    .map_err(|e| e.to_string())
 }
 
 /// Writes the profile to `path` and the summary to stderr. A failure is reported on stderr
