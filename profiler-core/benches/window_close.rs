@@ -38,6 +38,7 @@ fn body() {
 }
 
 /// Whether the `next`th `step()` (1 first) closes a window.
+#[allow(clippy::manual_is_multiple_of)] // `is_multiple_of` is newer than the workspace's Rust 1.85
 fn closes(next: u32) -> bool {
     next > WARMUP && (next - WARMUP) % WINDOW == 0
 }

@@ -1,7 +1,7 @@
 //! Rendering a [`Report`] as a table, CSV, JSON or Markdown, and the end-of-run summary.
 
 use super::*;
-use profiler_format::summary::{occ, perturbation_line, status};
+use profiler_format::summary::{occ, perturbation_line, status, status_in};
 pub use profiler_format::summary::{summary, summary_unwritten};
 pub use profiler_format::text::human_ns;
 use profiler_format::text::{opt, percent, signed_percent};
@@ -54,7 +54,7 @@ fn headline(report: &Report) -> String {
             it.measured,
             it.first,
             report.events.len(),
-            status(report.complete)
+            status_in(&report.mode, report.complete)
         );
     }
     format!(

@@ -285,6 +285,8 @@ impl Session {
             };
         }
         let profile = self.profile(c, complete, true);
+        // The writer thread, if any, has nothing left to do.
+        self.writer.stop();
         c.written = crate::output::emit(&profile, &path, self.config.summary);
         if !c.written {
             c.unwritten = Some(Box::new(profile));
@@ -320,7 +322,13 @@ impl Session {
             let first = self.schedule.absorb_first_runs(&mut c.plan, self.linear);
             c.pending.extend(first);
         }
-        let complete = c.finished;
+        // In continuous mode, the run is complete when the program ends by itself after a window
+        // closed; a signal cuts it short.
+        let complete = if self.config.mode == Mode::Continuous {
+            mark_done && c.windows_closed > 0
+        } else {
+            c.finished
+        };
         self.end_measuring(&mut c);
         self.write(&mut c, complete)
     }
