@@ -7,9 +7,11 @@
 //! shaped like the dlrm example's: 25 events (one probe site run 25 times per iteration),
 //! `PROF_REPEAT=50` (a window every 1,250 iterations), `PROF_WINDOWS=100`. The bench first
 //! closes 110 windows (so that 100 are kept, as in a long run), then times every `step()` with
-//! the CPU clock and reports, in three groups: the ordinary steps, the closes that come less
-//! than a second after the previous write (nothing to write yet), and the closes that come
-//! after a pause of a little more than a second, so that a write is due.
+//! `Instant` and reports four groups: the ordinary steps; the closes that come less than a
+//! second after the previous write (nothing to write yet); the closes that come after a pause
+//! of 1.1 s, so that a write is due (before the writer thread, the close itself built the
+//! profile then); and, as their control, ordinary steps after the same pause (the pause alone
+//! leaves the caches cold).
 //!
 //! Only the public API is used, so that the same file measures the code before and after a
 //! change.
@@ -59,7 +61,7 @@ fn describe(name: &str, ns: &mut [u64]) {
     ns.sort_unstable();
     let at = |q: f64| ns[((ns.len() - 1) as f64 * q).round() as usize] as f64 / 1e3;
     println!(
-        "{name:<38} n={:>6}  median {:>8.2} µs  p90 {:>8.2} µs  max {:>8.2} µs  mean {:>8.2} µs",
+        "{name:<44} n={:>6}  median {:>8.2} µs  p90 {:>8.2} µs  max {:>8.2} µs  mean {:>8.2} µs",
         ns.len(),
         at(0.5),
         at(0.9),
@@ -106,9 +108,12 @@ fn main() {
         body();
         quiet.push(timed_step(&mut done));
     }
-    // Closes that come with a write due.
-    let mut due = Vec::new();
+    // Closes that come with a write due, and ordinary steps after the same pause.
+    let (mut due, mut paused) = (Vec::new(), Vec::new());
     for _ in 0..12 {
+        body();
+        std::thread::sleep(Duration::from_millis(1100));
+        paused.push(timed_step(&mut done));
         to_the_close(&mut done);
         std::thread::sleep(Duration::from_millis(1100));
         due.push(timed_step(&mut done));
@@ -118,5 +123,6 @@ fn main() {
     println!("continuous mode, {EVENTS} events x PROF_REPEAT={REPEAT}, 100 windows kept");
     describe("step(), no window closed", &mut ordinary);
     describe("step() closing a window, no write due", &mut quiet);
-    describe("step() closing a window, write due", &mut due);
+    describe("step() after a 1.1 s pause, no close", &mut paused);
+    describe("step() after a 1.1 s pause closing a window", &mut due);
 }
