@@ -5,17 +5,23 @@
 # a pair alternates so that neither mode always runs second), each training ITERS iterations,
 # and prints the median of the per-pair ratios of the example's own training wall time, with
 # the quartiles. Usage: scripts/continuous-overhead.sh [PAIRS] [ITERS]
+# DLRM=path/to/dlrm measures that binary (another build, to compare two versions) instead of
+# building the example. PROF_* variables other than PROF_MODE and PROF_FILTER pass through.
 set -euo pipefail
 pairs=${1:-21}
 iters=${2:-5000}
 cd "$(dirname "$0")/.."
-cargo build --release --example dlrm -q
-exe=target/release/examples/dlrm
+if [[ -n "${DLRM:-}" ]]; then
+  exe=$(realpath "$DLRM")
+else
+  cargo build --release --example dlrm -q
+  exe=$PWD/target/release/examples/dlrm
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 wall() { # mode -> seconds of training
-  (cd "$work" && env -u PROF_FILTER PROF_MODE="$1" "$OLDPWD/$exe" --iters "$iters" 2>/dev/null) |
+  (cd "$work" && env -u PROF_FILTER PROF_MODE="$1" "$exe" --iters "$iters" 2>/dev/null) |
     sed -n 's/.*wall time \([0-9.]*\) s.*/\1/p'
 }
 

@@ -162,12 +162,17 @@ fn list_probes_prints_every_probe_and_ids_work_as_filters() {
 #[test]
 fn bad_variables_exit_2_with_a_clear_message_before_training() {
     let dir = scratch("bad");
-    let cases: [(&str, &str, &str); 12] = [
+    let cases: [(&str, &str, &str); 13] = [
         ("PROF_FILTER", "layr=mlp", "unknown key `layr`"),
         ("PROF_FILTER", "layer=nope", "--list-probes"),
         ("PROF_FILTER", "layer=mlp&", "PROF_FILTER"),
         ("PROF_MODE", "fast", "sample, trace, continuous, off"),
         ("PROF_WINDOWS", "0", "at least 1"),
+        (
+            "PROF_BASELINE_WINDOWS",
+            "3x",
+            "PROF_BASELINE_WINDOWS at column 2",
+        ),
         ("PROF_WARMUP", "ten", "PROF_WARMUP at column 1"),
         ("PROF_WARMUP", "0", "PROF_WARMUP=0"),
         ("PROF_REPEAT", "0", "at least 1"),

@@ -277,3 +277,47 @@ fn the_writer_thread_writes_the_latest_windows_and_the_end_writes_last() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), end);
     let _ = std::fs::remove_file(&out);
 }
+
+/// Windows that close faster than the writer looks at its queue (it looks every 100 ms): the
+/// queue drops the ones that newer windows make stale, and their buffers go back to the pool;
+/// every window kept, and `events`, still hold exactly their own samples.
+#[test]
+fn windows_closing_faster_than_the_writer_keep_their_own_samples() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let out = out_path("fast");
+    let config = Config {
+        filter: Filter::parse("layer=c1").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat: 2,
+        windows: 3,
+        baseline_windows: 1,
+        out: out.display().to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    // Windows of 2 events x 2 iterations: 200 windows in 802 iterations, in well under 100 ms.
+    for i in 0..802u64 {
+        first(&clock, 1000 + i);
+        second(&clock);
+        profiler_core::step();
+    }
+    let p = profiler_core::snapshot().unwrap();
+    drop(guard);
+    let _ = std::fs::remove_file(&out);
+    let index: Vec<u64> = p.windows.iter().map(|w| w.index).collect();
+    assert_eq!(index, [0, 197, 198, 199]);
+    let order = p.events.iter().find(|e| e.name == "first").unwrap().order;
+    for w in &p.windows {
+        let e = w.events.iter().find(|e| e.order == order).unwrap();
+        // `first` is armed in the window's first 2 iterations.
+        let i = w.first_iteration;
+        assert_eq!(e.samples_ns, [1000 + i, 1001 + i], "window {}", w.index);
+        assert_eq!(w.iterations(), 4);
+    }
+    let shown = p.events.iter().find(|e| e.name == "first").unwrap();
+    assert_eq!(shown.samples_ns, [1000 + 798, 1000 + 799]);
+    assert_eq!(shown.sample_iters, [798, 799]);
+}

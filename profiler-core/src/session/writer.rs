@@ -159,6 +159,8 @@ impl Session {
         closed.order.extend_from_slice(order);
         closed.streams.clear();
         closed.streams.extend_from_slice(streams);
+        // The training thread gets these buffers back: empty, whatever window they held.
+        closed.resolved.iter_mut().for_each(clear);
         closed
             .resolved
             .resize_with(resolved.len(), Resolved::default);
@@ -213,10 +215,8 @@ impl Session {
     fn absorb_all(&self, archive: &mut Archive, batch: impl IntoIterator<Item = Closed>) {
         let mut emptied = Vec::new();
         for closed in batch {
-            if let Some(mut old) = self.absorb(archive, closed) {
-                old.resolved.iter_mut().for_each(clear);
-                emptied.push(old);
-            }
+            // Emptied by the training thread when it takes them again.
+            emptied.extend(self.absorb(archive, closed));
         }
         if !emptied.is_empty() {
             lock(&self.writer.queue).spare.extend(emptied);
@@ -318,14 +318,17 @@ impl Session {
         }
     }
 
-    /// Writes the latest windows, unless the run's last write was made.
+    /// Writes the latest windows, unless the run's last write was made. A window handed over
+    /// since the writer last looked is absorbed first (under the cold-path lock, so rarely that
+    /// it does not matter): the kernel records kept in the cold-path state are those of the last
+    /// window closed, which must be the one shown.
     fn write_latest(&self) {
         let (profile, generation) = {
             let c = lock(&self.control);
             if c.written {
                 return;
             }
-            let archive = lock(&self.archive);
+            let archive = self.archive_now();
             let Some(shown) = &archive.shown else {
                 return;
             };
