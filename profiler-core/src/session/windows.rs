@@ -13,6 +13,7 @@ impl Session {
     /// `completed` begins the next one.
     pub(super) fn close_window(&'static self, c: &mut Control, completed: u32) {
         let first = c.window_first_iter;
+        let kernels_from = self.kernels_needed_from(c, first);
         let Control {
             iter_marks,
             iter_base,
@@ -31,7 +32,7 @@ impl Session {
         c.windows_closed += 1;
         c.window_first_iter = completed;
         c.plan.armed_iterations = 0;
-        self.forget_before(c, completed, first);
+        self.forget_before(c, completed, kernels_from);
         if c.windows_closed == 1 {
             eprintln!(
                 "profiler-core: continuous mode: first window closed after {} iterations; {} is \
@@ -45,10 +46,22 @@ impl Session {
         }
     }
 
+    /// The oldest iteration whose kernel records a profile may still read once the window that
+    /// began at `first` closes: that of the oldest sample it holds (a device sample pending at
+    /// the previous close was resolved into it) or that is still pending (it will be shown with
+    /// the next window). Only with `PROF_KERNELS`; else `first`.
+    fn kernels_needed_from(&self, c: &Control, first: u32) -> u32 {
+        if !self.config.kernels {
+            return first;
+        }
+        let held = c.resolved.iter().flat_map(|r| r.iters.iter().copied());
+        let pending = c.pending.iter().map(|&(_, _, i)| i);
+        held.chain(pending).fold(first, u32::min)
+    }
+
     /// Drops what no sample will read again: iteration marks before `iter` (and before any
-    /// pending sample), and the kernel records of runs before `shown`, the first iteration of
-    /// the window just closed (the one `events` shows).
-    fn forget_before(&self, c: &mut Control, iter: u32, shown: u32) {
+    /// pending sample), and the kernel records of runs before `kernels_from`.
+    fn forget_before(&self, c: &mut Control, iter: u32, kernels_from: u32) {
         let oldest = c
             .pending
             .iter()
@@ -60,6 +73,6 @@ impl Session {
         let drop = drop.min(c.iter_marks.len().saturating_sub(1));
         c.iter_marks.drain(..drop);
         c.iter_base += drop as u32;
-        c.kernels.forget_before(shown);
+        c.kernels.forget_before(kernels_from);
     }
 }
