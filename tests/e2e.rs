@@ -162,12 +162,17 @@ fn list_probes_prints_every_probe_and_ids_work_as_filters() {
 #[test]
 fn bad_variables_exit_2_with_a_clear_message_before_training() {
     let dir = scratch("bad");
-    let cases: [(&str, &str, &str); 12] = [
+    let cases: [(&str, &str, &str); 13] = [
         ("PROF_FILTER", "layr=mlp", "unknown key `layr`"),
         ("PROF_FILTER", "layer=nope", "--list-probes"),
         ("PROF_FILTER", "layer=mlp&", "PROF_FILTER"),
         ("PROF_MODE", "fast", "sample, trace, continuous, off"),
         ("PROF_WINDOWS", "0", "at least 1"),
+        (
+            "PROF_BASELINE_WINDOWS",
+            "3x",
+            "PROF_BASELINE_WINDOWS at column 2",
+        ),
         ("PROF_WARMUP", "ten", "PROF_WARMUP at column 1"),
         ("PROF_WARMUP", "0", "PROF_WARMUP=0"),
         ("PROF_REPEAT", "0", "at least 1"),
@@ -316,13 +321,18 @@ fn continuous_mode_keeps_rewriting_the_last_windows() {
     assert_eq!(p["complete"], true);
     assert_eq!(p["iterations"]["count"], 300);
     let windows = p["windows"].as_array().unwrap();
-    assert_eq!(windows.len(), 5);
-    // (300 - 2) / 9 = 33 windows closed; the last 5 kept.
+    assert_eq!(windows.len(), 3 + 5);
+    // (300 - 2) / 9 = 33 windows closed; the first 3 (PROF_BASELINE_WINDOWS) and the last 5 kept.
     let index: Vec<u64> = windows
         .iter()
         .map(|w| w["index"].as_u64().unwrap())
         .collect();
-    assert_eq!(index, [28, 29, 30, 31, 32]);
+    assert_eq!(index, [0, 1, 2, 28, 29, 30, 31, 32]);
+    let baseline: Vec<bool> = windows.iter().map(|w| w["baseline"] == true).collect();
+    assert_eq!(
+        baseline,
+        [true, true, true, false, false, false, false, false]
+    );
     let last = windows.last().unwrap();
     assert_eq!(last["first_iteration"], 2 + 32 * 9);
     assert_eq!(p["iterations"]["first"], last["first_iteration"]);
@@ -333,4 +343,59 @@ fn continuous_mode_keeps_rewriting_the_last_windows() {
         }
     }
     assert_eq!(last["events"].as_array().unwrap().len(), 3);
+}
+
+/// The case, run for real: a layer slowed long before every recent window kept. The
+/// recent windows are all slow, so they drift from nothing in the recent past; against the run's
+/// first windows, kept as its baseline, the slowdown is found, as `prof report` shows it.
+#[test]
+fn continuous_mode_finds_a_slowdown_older_than_every_recent_window() {
+    use profiler_analysis::report::{build, render, ReportOptions};
+    use profiler_analysis::Format;
+    let dir = scratch("continuous-slow");
+    // 3 events (the bottom_mlp layer) x 10: windows of 30 iterations after 20 of warmup; 24
+    // windows close in 740 iterations. Slower from iteration 200 (window 6); the last 8 windows
+    // (16-23) are kept, and the first 3 as the baseline.
+    let out = run(
+        &dir,
+        &[
+            ("PROF_MODE", "continuous"),
+            ("PROF_FILTER", "layer=bottom_mlp"),
+            ("PROF_WARMUP", "20"),
+            ("PROF_REPEAT", "10"),
+            ("PROF_WINDOWS", "8"),
+        ],
+        &[
+            "--iters",
+            "740",
+            "--slow",
+            "bottom_mlp",
+            "--slow-from",
+            "200",
+        ],
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let path = dir.join("prof.json");
+    let profile = profiler_analysis::load_profile(&path).unwrap();
+    let index: Vec<u64> = profile.windows.iter().map(|w| w.index).collect();
+    assert_eq!(index, [0, 1, 2, 16, 17, 18, 19, 20, 21, 22, 23]);
+    let report = build(&profile, &ReportOptions::default());
+    let w = report.windows.as_ref().unwrap();
+    let bb = w
+        .events
+        .iter()
+        .find(|s| s.identity.name == "bottom_backward")
+        .unwrap();
+    use profiler_analysis::drift::{Against, DriftStatus};
+    assert_eq!(bb.since_start.drift, DriftStatus::Slower, "{bb:?}");
+    assert_eq!(bb.recent_past.drift, DriftStatus::Stable, "{bb:?}");
+    assert_eq!(bb.drift_against, Some(Against::Start));
+    let table = render(&report, Format::Table);
+    let drifted = table.lines().last().unwrap();
+    assert!(
+        drifted.starts_with("! drifted: ")
+            && drifted.contains("bottom_mlp/bwd bottom_backward (slower since the start)"),
+        "{table}"
+    );
 }

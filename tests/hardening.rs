@@ -73,16 +73,17 @@ fn wait_at_most(mut child: std::process::Child, limit: Duration, what: &str) -> 
     child.wait_with_output().unwrap()
 }
 
-/// Starts a long run, waits until it is training, sends `signal`, and returns its output.
+/// Starts a long run (`PROF_REPEAT=100000` unless `vars` say otherwise), waits until it is
+/// training, sends `signal`, and returns its output.
 #[cfg(unix)]
 fn interrupted(dir: &Path, signal: &str, vars: &[(&str, &str)]) -> Output {
     let mut cmd = command(dir, &[], &["--iters", "100000000"]);
+    cmd.env("PROF_REPEAT", "100000");
     for (k, v) in vars {
         cmd.env(k, v);
     }
     default_signals(&mut cmd);
     let child = cmd
-        .env("PROF_REPEAT", "100000")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -124,6 +125,47 @@ fn a_signal_writes_the_results_so_far_and_ends_with_that_signal() {
     let out = interrupted(&dir, "TERM", &[("PROF_MODE", "trace")]);
     assert_eq!(out.status.signal(), Some(15), "{}", stderr(&out));
     assert_eq!(read_json(&dir.join("prof.json"))["complete"], false);
+}
+
+/// In continuous mode too, a run cut short by a signal says `complete: false`, with the windows
+/// closed before it (the last one's samples in `events`); only a run whose program ends by
+/// itself says `true`.
+#[cfg(unix)]
+#[test]
+fn a_signal_in_continuous_mode_writes_an_incomplete_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let vars = [("PROF_MODE", "continuous"), ("PROF_REPEAT", "3")];
+    for (signal, number) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
+        let dir = scratch(&format!("signal-continuous-{signal}"));
+        let out = interrupted(&dir, signal, &vars);
+        let err = stderr(&out);
+        assert_eq!(out.status.signal(), Some(number), "SIG{signal}: {err}");
+        assert!(err.contains("first window closed"), "{err}");
+        assert!(
+            err.contains("INCOMPLETE (written while the run went on, or when a signal stopped it)"),
+            "{err}"
+        );
+        let p = read_json(&dir.join("prof.json"));
+        assert_eq!(p["complete"], false, "SIG{signal}");
+        assert_eq!(p["run"]["mode"], "continuous");
+        let windows = p["windows"].as_array().unwrap();
+        assert!(windows.len() >= 2, "SIG{signal}: {} windows", windows.len());
+        assert_eq!(windows[0]["baseline"], true);
+        let samples: usize = p["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["samples_ns"].as_array().unwrap().len())
+            .sum();
+        assert!(samples > 0, "SIG{signal}: no samples in events");
+    }
+    // The same run ending by itself says complete.
+    let dir = scratch("continuous-complete");
+    let out = command(&dir, &vars.map(|(k, v)| (k, OsStr::new(v))), &[])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read_json(&dir.join("prof.json"))["complete"], true);
 }
 
 #[cfg(unix)]

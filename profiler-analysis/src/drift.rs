@@ -1,6 +1,6 @@
 //! `continuous` mode: each event's median per window over time, and whether an event's recent
-//! windows *drift* from the earlier ones. `prof report` and `prof html` show what [`windows`]
-//! computes.
+//! windows *drift*, from the run's start and within its recent past. `prof report` and
+//! `prof html` show what [`windows`] computes.
 //!
 //! # The series
 //!
@@ -9,17 +9,28 @@
 //! in that window (`stats.median_ns`; none where the event had no sample in the window). The
 //! iteration has a series too: the median wall time of each window's iterations.
 //!
-//! # The split
+//! # The windows compared
 //!
-//! With K kept windows (K >= [`MIN_WINDOWS`]):
+//! A file keeps two kinds of windows, oldest first: the run's **baseline** windows (its first
+//! windows after warmup, `baseline: true`, kept for the whole run: `PROF_BASELINE_WINDOWS`), then
+//! the R most **recent** windows after them (`PROF_WINDOWS`, the oldest dropped first). Of those
+//! R:
 //!
-//! - **baseline** = the first half, `max(1, K / 2)` windows (rounded down: windows 0..K/2);
-//! - **recent** = the last quarter, `max(1, K / 4)` windows (rounded down).
+//! - **recent** = the last quarter, `max(1, R / 4)` windows (rounded down);
+//! - **earlier** = the first half, `max(1, R / 2)` windows (rounded down; needs R >= 2).
 //!
-//! The windows between the two are left out, so that a change that is under way does not blur
-//! both sides. With 2 windows: the first against the second; 3: the first against the third; 8:
-//! the first 4 against the last 2. With fewer than [`MIN_WINDOWS`] windows there is no
-//! comparison ("not enough windows").
+//! The recent windows are judged twice:
+//!
+//! - **since the start**: against the baseline windows. This is what finds a change that began
+//!   long ago, before every window kept now but the baseline ones (a run that slowed at
+//!   iteration 4,000 and keeps its last 20 windows).
+//! - **in the recent past**: against the earlier windows (the windows between the two sides are
+//!   left out, so that a change under way does not blur both). This is what finds a change that
+//!   began recently, whatever happened before.
+//!
+//! With R = 2: the first against the second; 3: the first against the third; 8: the first 4
+//! against the last 2. A file without baseline windows (written with `PROF_BASELINE_WINDOWS=0`,
+//! or before they existed) gets the recent-past comparison only.
 //!
 //! # The statistics: those of `prof diff`
 //!
@@ -27,15 +38,24 @@
 //! whose samples are the samples of all that side's windows pooled, and whose iterations are the
 //! wall times of all that side's windows, in order (no warmup; blocks of `run.repeat` iterations
 //! for the iteration's block bootstrap). The two are compared by [`diff::diff`] with
-//! [`DiffOptions::default`] (baseline = before, recent = after), so the ratio, the confidence
-//! interval, the p-value, the Holm adjustment over the iteration and every event, the noise
-//! allowance (here the spread of the events' ratios between the two sides: windows do not record
-//! which iteration each sample was taken in, so no per-sample adjustment and no per-event drift
-//! of the machine is applied) and the verdict are exactly `prof diff`'s. An event is **slower**
-//! when the verdict is `regressed`, **faster** when it is `improved`, **stable** otherwise, and
-//! **unknown** when a side has no sample (or there are not enough windows).
+//! [`DiffOptions::default`] (the baseline or earlier windows = before, the recent ones = after),
+//! so the ratio, the confidence interval, the p-value, the Holm adjustment over the iteration and
+//! every event (per comparison), the noise allowance (here the spread of the events' ratios
+//! between the two sides: windows do not record which iteration each sample was taken in, so no
+//! per-sample adjustment and no per-event drift of the machine is applied) and the verdict are
+//! exactly `prof diff`'s. An event is **slower** when the verdict is `regressed`, **faster** when
+//! it is `improved`, **stable** otherwise, and **unknown** when a side has no sample (or the
+//! comparison cannot be made).
+//!
+//! # The verdict shown first
+//!
+//! Each series carries both judgements ([`Series::since_start`], [`Series::recent_past`]) and
+//! one headline ([`Series::drift`], with [`Series::drift_against`] saying which comparison it
+//! is): the drift since the start if there is one, else the drift in the recent past, else
+//! `stable` (since the start when that is known), else `unknown`.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use serde::Serialize;
 
@@ -43,7 +63,7 @@ use super::diff::{self, DiffOptions, EventDiff, Verdict};
 use super::{event_key, stats};
 use profiler_format::{Event, Identity, Iterations, Profile, Stats, Window};
 
-/// Fewest kept windows for a comparison.
+/// Fewest kept recent windows for the recent-past comparison.
 pub const MIN_WINDOWS: usize = 2;
 
 /// What the comparison says about one event (or the iteration).
@@ -56,7 +76,7 @@ pub enum DriftStatus {
     Faster,
     /// No change beyond the noise (`no change` or `within noise`).
     Stable,
-    /// Not enough windows, or no sample on one side.
+    /// No comparison, or no sample on one side.
     Unknown,
 }
 
@@ -77,6 +97,26 @@ impl DriftStatus {
     }
 }
 
+/// Which windows the recent ones were compared with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Against {
+    /// The run's baseline windows, its first after warmup: the drift since the start.
+    Start,
+    /// The earlier of the recent windows kept: the drift in the recent past.
+    RecentPast,
+}
+
+impl Against {
+    /// `"since the start"` or `"in the recent past"`, as the reports write it.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            Against::Start => "since the start",
+            Against::RecentPast => "in the recent past",
+        }
+    }
+}
+
 /// A run of consecutive kept windows, by their `index`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Span {
@@ -86,6 +126,26 @@ pub struct Span {
     pub last: u64,
     /// How many windows.
     pub windows: usize,
+}
+
+/// One comparison of the recent windows, for one series.
+#[derive(Clone, Debug, Serialize)]
+pub struct Judgement {
+    /// The recent windows against the other side, as `prof diff` compares two runs; `None`
+    /// without this comparison.
+    pub comparison: Option<EventDiff>,
+    /// The verdict.
+    pub drift: DriftStatus,
+}
+
+impl Judgement {
+    /// No comparison.
+    fn none() -> Judgement {
+        Judgement {
+            comparison: None,
+            drift: DriftStatus::Unknown,
+        }
+    }
 }
 
 /// One event's (or the iteration's) median per window, and its drift.
@@ -105,11 +165,26 @@ pub struct Series {
     pub last_median_ns: Option<u64>,
     /// `last / first - 1`; `None` when either is unknown or the first is 0.
     pub change: Option<f64>,
-    /// Recent windows against the baseline, as `prof diff` compares two runs; `None` without a
-    /// comparison.
-    pub comparison: Option<EventDiff>,
-    /// The verdict.
+    /// The recent windows against the run's baseline windows.
+    pub since_start: Judgement,
+    /// The recent windows against the earlier windows of the recent past.
+    pub recent_past: Judgement,
+    /// The headline verdict (see the module documentation).
     pub drift: DriftStatus,
+    /// Which comparison the headline is; `None` when unknown.
+    pub drift_against: Option<Against>,
+    /// The headline's comparison.
+    pub comparison: Option<EventDiff>,
+}
+
+impl Series {
+    /// The judgement against `against`.
+    pub fn judgement(&self, against: Against) -> &Judgement {
+        match against {
+            Against::Start => &self.since_start,
+            Against::RecentPast => &self.recent_past,
+        }
+    }
 }
 
 /// The windows of a `continuous`-mode profile: per event, the series and the drift.
@@ -119,46 +194,115 @@ pub struct Windows {
     pub kept: usize,
     /// Windows closed by the run (kept or dropped): the last one's `index` + 1.
     pub closed: u64,
-    /// The most windows kept (`run.windows`, `PROF_WINDOWS`).
+    /// The most recent windows kept (`run.windows`, `PROF_WINDOWS`).
     pub cap: Option<u32>,
+    /// How many of the kept windows are the run's baseline windows (the first ones).
+    pub baseline_windows: usize,
     /// Median number of iterations per window.
     pub iterations_per_window: u64,
     /// `index` of each kept window, oldest first (the x axis of every series).
     pub indices: Vec<u64>,
     /// First iteration of each kept window.
     pub first_iterations: Vec<u64>,
-    /// The windows compared as the baseline (`None`: not enough windows).
-    pub baseline: Option<Span>,
-    /// The windows compared as recent (`None`: not enough windows).
+    /// The baseline windows the recent ones were compared with (`None`: no such comparison).
+    pub start: Option<Span>,
+    /// The earlier windows the recent ones were compared with (`None`: no such comparison).
+    pub earlier: Option<Span>,
+    /// The recent windows compared (`None`: no comparison at all).
     pub recent: Option<Span>,
-    /// Why there is no comparison, when there is none.
-    pub note: Option<String>,
+    /// Why a comparison is missing, one line each.
+    pub notes: Vec<String>,
     /// The iteration: median wall time per window.
     pub iteration: Series,
     /// The events measured in at least one kept window, in execution order.
     pub events: Vec<Series>,
-    /// The threshold of the comparison.
+    /// The threshold of the comparisons.
     pub threshold: f64,
-    /// The significance level of the comparison.
+    /// The significance level of the comparisons.
     pub alpha: f64,
 }
 
 impl Windows {
-    /// The events that drifted (slower or faster).
+    /// The events that drifted (slower or faster) in either comparison.
     pub fn drifted(&self) -> impl Iterator<Item = &Series> {
-        self.events.iter().filter(|s| s.drift.drifted())
+        self.events
+            .iter()
+            .filter(|s| s.since_start.drift.drifted() || s.recent_past.drift.drifted())
+    }
+
+    /// The windows compared with the recent ones for `against`.
+    pub fn side(&self, against: Against) -> Option<&Span> {
+        match against {
+            Against::Start => self.start.as_ref(),
+            Against::RecentPast => self.earlier.as_ref(),
+        }
     }
 }
 
-/// The indices (into the kept windows) of the baseline and of the recent windows, for `k`
-/// kept windows; `None` below [`MIN_WINDOWS`]. See the module documentation.
-pub fn split(k: usize) -> Option<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+/// Of `k` recent windows (those after the baseline ones), the earlier and the recent ones
+/// compared in the recent past; `None` below [`MIN_WINDOWS`]. See the module documentation.
+pub fn split(k: usize) -> Option<(Range<usize>, Range<usize>)> {
     if k < MIN_WINDOWS {
         return None;
     }
-    let baseline = (k / 2).max(1);
+    let earlier = (k / 2).max(1);
     let recent = (k / 4).max(1);
-    Some((0..baseline, k - recent..k))
+    Some((0..earlier, k - recent..k))
+}
+
+/// Which kept windows (positions in `windows`) each comparison uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sides {
+    /// The baseline windows compared since the start.
+    pub start: Option<Range<usize>>,
+    /// The earlier windows compared in the recent past.
+    pub earlier: Option<Range<usize>>,
+    /// The recent windows, compared with both.
+    pub recent: Option<Range<usize>>,
+}
+
+/// The sides of the comparisons of `kept` windows (oldest first, the baseline ones first).
+pub fn sides(kept: &[Window]) -> Sides {
+    let b = kept.iter().take_while(|w| w.baseline).count();
+    let r = kept.len() - b;
+    if r == 0 {
+        return Sides::default();
+    }
+    let start = (b > 0).then_some(0..b);
+    let earlier = split(r).map(|(e, _)| b + e.start..b + e.end);
+    let recent =
+        (start.is_some() || earlier.is_some()).then_some(kept.len() - (r / 4).max(1)..kept.len());
+    Sides {
+        start,
+        earlier,
+        recent,
+    }
+}
+
+/// Why a comparison of `sides` (of `kept`) is missing, one line each.
+fn notes(kept: &[Window], sides: &Sides) -> Vec<String> {
+    let b = kept.iter().take_while(|w| w.baseline).count();
+    let r = kept.len() - b;
+    let mut notes = Vec::new();
+    if sides.start.is_none() {
+        notes.push(if b == 0 {
+            "since the start: no baseline windows in this file (PROF_BASELINE_WINDOWS=0, or \
+             written before profiler-core kept them)"
+                .to_owned()
+        } else {
+            format!(
+                "since the start: not enough windows: the first {b} are the baseline; the \
+                 comparison needs one more"
+            )
+        });
+    }
+    if sides.earlier.is_none() {
+        notes.push(format!(
+            "in the recent past: not enough windows: {r} kept after the baseline, \
+             {MIN_WINDOWS} needed"
+        ));
+    }
+    notes
 }
 
 /// The series and the drift of every event of a profile with windows; `None` when it has none.
@@ -167,54 +311,71 @@ pub fn windows(profile: &Profile, options: &DiffOptions) -> Option<Windows> {
     if kept.is_empty() {
         return None;
     }
-    let k = kept.len();
     let measured = window_events(profile);
     let mut iteration = series(None, Identity::named("iteration"), wall_medians(kept));
     let mut events: Vec<Series> = measured
         .iter()
         .map(|e| series(Some(e.order), e.identity(), event_medians(kept, e.order)))
         .collect();
-
-    let (baseline, recent, note) = match split(k) {
-        Some((b, r)) => {
-            let sides = (&kept[b.clone()], &kept[r.clone()]);
-            compare(
-                profile,
-                &measured,
-                sides,
-                options,
-                &mut iteration,
-                &mut events,
-            );
-            (Some(span(kept, &b)), Some(span(kept, &r)), None)
+    let sides = sides(kept);
+    if let Some(recent) = &sides.recent {
+        for (against, side) in [
+            (Against::Start, &sides.start),
+            (Against::RecentPast, &sides.earlier),
+        ] {
+            if let Some(side) = side {
+                let pair = (&kept[side.clone()], &kept[recent.clone()]);
+                let compared = (&mut iteration, &mut events[..]);
+                compare(profile, &measured, pair, options, against, compared);
+            }
         }
-        None => (
-            None,
-            None,
-            Some(format!(
-                "not enough windows: {k} kept, {MIN_WINDOWS} needed to compare recent windows \
-                 with earlier ones"
-            )),
-        ),
-    };
-
+    }
+    for s in std::iter::once(&mut iteration).chain(&mut events) {
+        headline(s);
+    }
     let mut lengths: Vec<u64> = kept.iter().map(Window::iterations).collect();
     lengths.sort_unstable();
     Some(Windows {
-        kept: k,
+        kept: kept.len(),
         closed: kept.last().map_or(0, |w| w.index + 1),
         cap: profile.run.windows,
+        baseline_windows: kept.iter().take_while(|w| w.baseline).count(),
         iterations_per_window: lengths[lengths.len() / 2],
         indices: kept.iter().map(|w| w.index).collect(),
         first_iterations: kept.iter().map(|w| w.first_iteration).collect(),
-        baseline,
-        recent,
-        note,
+        start: sides.start.as_ref().map(|r| span(kept, r)),
+        earlier: sides.earlier.as_ref().map(|r| span(kept, r)),
+        recent: sides.recent.as_ref().map(|r| span(kept, r)),
+        notes: notes(kept, &sides),
         iteration,
         events,
         threshold: options.threshold,
         alpha: options.alpha,
     })
+}
+
+/// Sets the headline verdict of `s` from its two judgements (see the module documentation).
+fn headline(s: &mut Series) {
+    let (start, past) = (s.since_start.drift, s.recent_past.drift);
+    let against = if start.drifted() {
+        Some(Against::Start)
+    } else if past.drifted() {
+        Some(Against::RecentPast)
+    } else if start == DriftStatus::Stable {
+        Some(Against::Start)
+    } else if past == DriftStatus::Stable {
+        Some(Against::RecentPast)
+    } else {
+        None
+    };
+    s.drift_against = against;
+    match against {
+        Some(a) => {
+            let j = s.judgement(a).clone();
+            (s.drift, s.comparison) = (j.drift, j.comparison);
+        }
+        None => (s.drift, s.comparison) = (DriftStatus::Unknown, None),
+    }
 }
 
 /// Every event measured in at least one window, in execution order: the file's event of that
@@ -268,39 +429,46 @@ fn span(kept: &[Window], r: &std::ops::Range<usize>) -> Span {
     }
 }
 
-/// Compares the `(baseline, recent)` windows as `prof diff` compares two runs, and sets the
-/// comparison and the verdict of the iteration and of every series of `events` (one per event
-/// of `measured`, in the same order).
+/// Compares the `(before, recent)` windows as `prof diff` compares two runs, and sets the
+/// judgement `against` of the iteration and of every series of `events` (one per event of
+/// `measured`, in the same order).
 fn compare(
     profile: &Profile,
     measured: &[Event],
-    (baseline, recent): (&[Window], &[Window]),
+    (before, recent): (&[Window], &[Window]),
     options: &DiffOptions,
-    iteration: &mut Series,
-    events: &mut [Series],
+    against: Against,
+    (iteration, events): (&mut Series, &mut [Series]),
 ) {
-    let before = pooled(profile, measured, baseline);
-    let after = pooled(profile, measured, recent);
     // Windows of one run: code and data stay where they are, so no event is given the least
     // instability that two runs of a program need.
     let same_run = DiffOptions {
         min_instability: 0.0,
         ..options.clone()
     };
-    let d = diff::diff(&before, &after, &same_run);
+    let d = diff::diff(
+        &pooled(profile, measured, before),
+        &pooled(profile, measured, recent),
+        &same_run,
+    );
     let by_key: HashMap<(String, u32), &EventDiff> = d
         .events
         .iter()
         .map(|e| ((e.identity.id.clone(), e.identity.occurrence), e))
         .collect();
+    let judge = |c: Option<EventDiff>| Judgement {
+        drift: status(c.as_ref()),
+        comparison: c,
+    };
+    let set = |s: &mut Series, j: Judgement| match against {
+        Against::Start => s.since_start = j,
+        Against::RecentPast => s.recent_past = j,
+    };
     for (s, e) in events.iter_mut().zip(measured) {
-        if let Some(c) = by_key.get(&event_key(e)) {
-            s.comparison = Some((*c).clone());
-        }
-        s.drift = status(s.comparison.as_ref());
+        let c = by_key.get(&event_key(e)).map(|c| (*c).clone());
+        set(s, judge(c));
     }
-    iteration.comparison = Some(d.iteration.clone());
-    iteration.drift = status(iteration.comparison.as_ref());
+    set(iteration, judge(Some(d.iteration.clone())));
 }
 
 /// The drift verdict of a comparison: `prof diff`'s verdict, unknown without a sample on
@@ -331,8 +499,11 @@ fn series(order: Option<u32>, identity: Identity, medians_ns: Vec<Option<u64>>) 
         first_median_ns: first,
         last_median_ns: last,
         change,
-        comparison: None,
+        since_start: Judgement::none(),
+        recent_past: Judgement::none(),
         drift: DriftStatus::Unknown,
+        drift_against: None,
+        comparison: None,
     }
 }
 
@@ -418,40 +589,70 @@ pub const SPARK_WIDTH: usize = 40;
 /// the series' minimum to its maximum, but spans at least 10% of its median, centred, so that a
 /// steady series with a little noise stays flat.
 pub fn sparkline(values: &[Option<u64>]) -> String {
-    let group = values.len().div_ceil(SPARK_WIDTH).max(1);
-    let points: Vec<Option<f64>> = values
-        .chunks(group)
-        .map(|c| {
-            let known: Vec<f64> = c.iter().flatten().map(|&v| v as f64).collect();
-            (!known.is_empty()).then(|| stats::median(&known))
-        })
-        .collect();
-    let known: Vec<f64> = points.iter().flatten().copied().collect();
-    if known.is_empty() {
-        return "·".repeat(points.len());
-    }
+    sparkline_split(values, 0)
+}
+
+/// As [`sparkline`], with a `┊` before position `split` (none when it is 0 or the end): the
+/// baseline windows, then the windows kept after a gap. Each side is grouped on its own (the
+/// first side gets at most a quarter of [`SPARK_WIDTH`]); the scale is common.
+pub fn sparkline_split(values: &[Option<u64>], split: usize) -> String {
+    let split = if split >= values.len() { 0 } else { split };
+    let (head, tail) = values.split_at(split);
+    let head_width = head.len().min(SPARK_WIDTH / 4);
+    let tail_width = SPARK_WIDTH - head_width - usize::from(split > 0);
+    let head = points(head, head_width);
+    let tail = points(tail, tail_width);
+    let known: Vec<f64> = head.iter().chain(&tail).flatten().copied().collect();
     let (mut lo, mut hi) = known
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
             (lo.min(v), hi.max(v))
         });
-    let least = 0.1 * stats::median(&known);
-    if hi - lo < least {
-        let mid = (lo + hi) / 2.0;
-        lo = mid - least / 2.0;
-        hi = mid + least / 2.0;
+    if !known.is_empty() {
+        let least = 0.1 * stats::median(&known);
+        if hi - lo < least {
+            let mid = (lo + hi) / 2.0;
+            lo = mid - least / 2.0;
+            hi = mid + least / 2.0;
+        }
     }
-    points
-        .iter()
-        .map(|p| match p {
-            None => '·',
-            Some(v) if hi > lo => {
-                let level = ((v - lo) / (hi - lo) * BARS.len() as f64) as usize;
-                BARS[level.min(BARS.len() - 1)]
-            }
-            Some(_) => BARS[0],
+    let bar = |p: &Option<f64>| match p {
+        None => '·',
+        Some(v) if hi > lo => {
+            let level = ((v - lo) / (hi - lo) * BARS.len() as f64) as usize;
+            BARS[level.min(BARS.len() - 1)]
+        }
+        Some(_) => BARS[0],
+    };
+    let mut line: String = head.iter().map(bar).collect();
+    if split > 0 {
+        line.push('┊');
+    }
+    line.extend(tail.iter().map(bar));
+    line
+}
+
+/// `values` in at most `width` points, each the median of a group of consecutive values
+/// (`None` where none of them is known).
+fn points(values: &[Option<u64>], width: usize) -> Vec<Option<f64>> {
+    let group = values.len().div_ceil(width.max(1)).max(1);
+    values
+        .chunks(group)
+        .map(|c| {
+            let known: Vec<f64> = c.iter().flatten().map(|&v| v as f64).collect();
+            (!known.is_empty()).then(|| stats::median(&known))
         })
         .collect()
+}
+
+impl Windows {
+    /// `s` as a sparkline: with a `┊` between the baseline windows and the recent ones when
+    /// windows were dropped between them.
+    pub fn sparkline(&self, s: &Series) -> String {
+        let b = self.baseline_windows;
+        let gap = b > 0 && b < self.indices.len() && self.indices[b] > self.indices[b - 1] + 1;
+        sparkline_split(&s.medians_ns, if gap { b } else { 0 })
+    }
 }
 
 #[cfg(test)]

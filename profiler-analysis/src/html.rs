@@ -4,11 +4,13 @@
 //! distribution of each event's samples, the average iteration as a timeline and, when a
 //! baseline is given, the comparison with it. A `continuous`-mode profile also gets a "Windows
 //! over time" section: each event's median per kept window as a time series (one inline SVG
-//! chart, every event relative to its median over the baseline windows, the drifted events in
-//! colour and listed, the others grey, the iteration dashed), and a sortable table with each
-//! event's series, first and last median, and the drift comparison ([`drift::windows`](super::drift::windows), the
-//! statistics of `prof diff`). Its iteration chart shows the last window's iterations, numbered
-//! from `iterations.first`.
+//! chart, every event relative to its median over the baseline windows (the run's first; else
+//! the earlier windows), the windows compared shaded, a dashed line where windows were dropped
+//! after the baseline ones, the drifted events in colour and listed with how they drifted,
+//! the others grey, the iteration dashed), and a sortable table with each event's series, first
+//! and last median, and both drift comparisons, since the start and in the recent past
+//! ([`drift::windows`](super::drift::windows), the statistics of `prof diff`). Its iteration
+//! chart shows the last window's iterations, numbered from `iterations.first`.
 //!
 //! The numbers come from [`report::build`] and [`diff::diff`], exactly as `prof report` and
 //! `prof diff` print them; the page adds only each event's median start offset (for the

@@ -530,8 +530,9 @@ fn check_stats(e: &Event) -> Result<(), String> {
     Ok(())
 }
 
-/// `continuous` mode's windows: increasing `index`, and in each, events that name an event of
-/// `events` (by `order`) at most once each, with `stats.count` equal to their number of samples.
+/// `continuous` mode's windows: increasing `index`, the baseline windows first, and in each,
+/// events that name an event of `events` (by `order`) at most once each, with `stats.count`
+/// equal to their number of samples.
 fn check_windows(profile: &Profile) -> Result<(), String> {
     let orders: HashSet<u32> = profile.events.iter().map(|e| e.order).collect();
     let mut previous: Option<u64> = None;
@@ -540,6 +541,13 @@ fn check_windows(profile: &Profile) -> Result<(), String> {
             return Err(format!(
                 "windows[{i}] has index {}, not above the previous window's {p} (windows are \
                  listed oldest first)",
+                w.index
+            ));
+        }
+        if w.baseline && i > 0 && !profile.windows[i - 1].baseline {
+            return Err(format!(
+                "windows[{i}] (index {}) is a baseline window after one that is not (the run's \
+                 first windows, its baseline, are listed first)",
                 w.index
             ));
         }
@@ -939,6 +947,13 @@ mod tests {
             v["windows"][0]["events"].as_array_mut().unwrap().remove(1);
         }))
         .is_ok());
+        // The run's baseline windows come first; files without them (older) load too.
+        let p = parse(&continuous(|v| v["windows"][0]["baseline"] = true.into())).unwrap();
+        assert_eq!(
+            (p.windows[0].baseline, p.windows[1].baseline),
+            (true, false)
+        );
+        assert!(!parse(&continuous(|_| {})).unwrap().windows[0].baseline);
     }
 
     #[test]
@@ -969,6 +984,11 @@ mod tests {
         );
         let e = invalid(&continuous(|v| v["windows"][0]["index"] = 9.into()));
         assert!(e.contains("windows[1] has index 6"), "{e}");
+        let e = invalid(&continuous(|v| v["windows"][1]["baseline"] = true.into()));
+        assert!(
+            e.contains("windows[1] (index 6) is a baseline window after one that is not"),
+            "{e}"
+        );
         let e = invalid(&continuous(|v| {
             v["windows"][1]["events"][2]["order"] = 7.into()
         }));

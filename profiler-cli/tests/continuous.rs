@@ -1,8 +1,14 @@
-//! `prof` on `continuous`-mode profiles. The fixture, `tests/data/cli/continuous.json`, is a real
-//! run of the dlrm example: `PROF_MODE=continuous PROF_WARMUP=5 PROF_REPEAT=5 PROF_WINDOWS=10
-//! dlrm --iters 2000` (15 windows of 125 iterations closed, the last 10 kept; the run ended 120
-//! iterations into the 16th). Its events are steady; the tests make a drift by slowing one
-//! event's samples in the last windows of a copy.
+//! `prof` on `continuous`-mode profiles. The fixtures are real runs of the dlrm example:
+//!
+//! - `tests/data/cli/continuous.json`: `PROF_MODE=continuous PROF_WARMUP=5 PROF_REPEAT=5
+//!   PROF_WINDOWS=10 dlrm --iters 2000` (15 windows of 125 iterations closed, the last 10 kept;
+//!   the run ended 120 iterations into the 16th), written before the baseline windows were kept:
+//!   it stands for the older files. Its events are steady; the tests make a drift by slowing one
+//!   event's samples in the last windows of a copy.
+//! - `tests/data/cli/continuous-slow.json`: `PROF_MODE=continuous PROF_WARMUP=100 PROF_REPEAT=5
+//!   PROF_WINDOWS=8 dlrm --iters 2600 --slow bottom_mlp --slow-from 900`: 20 windows closed, the
+//!   first 3 kept as the baseline and the last 8 (12-19); `bottom_backward` slowed from iteration
+//!   900 (window 6), long before every recent window kept.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -82,18 +88,24 @@ fn report_shows_a_steady_run_window_by_window() {
     let lines = section(&table);
     assert_eq!(
         lines[0],
-        "windows: 10 kept of 15 closed (PROF_WINDOWS=10), 125 iterations each; drift: recent \
-         windows 13-14 (2) against baseline windows 5-9 (5), by prof diff's statistics \
-         (threshold 2.0%, alpha 0.05)"
+        "windows: 10 kept of 15 closed (PROF_WINDOWS=10), 125 iterations each"
+    );
+    // A file written before the baseline windows were kept: the recent past only.
+    assert_eq!(
+        lines[1],
+        "drift of the recent windows 13-14 (2): in the recent past, against windows 5-9 (5); \
+         since the start: no baseline windows in this file (PROF_BASELINE_WINDOWS=0, or written \
+         before profiler-core kept them); by prof diff's statistics (threshold 2.0%, alpha 0.05)"
     );
     // Header, the iteration, 25 events, the closing line.
-    assert_eq!(lines.len(), 1 + 1 + 1 + 25 + 1, "{table}");
-    assert!(lines[2].contains("iteration"), "{}", lines[2]);
-    for row in &lines[2..27] {
+    assert_eq!(lines.len(), 2 + 1 + 1 + 25 + 1, "{table}");
+    assert!(lines[3].contains("iteration"), "{}", lines[3]);
+    for row in &lines[3..29] {
         let spark = row.chars().filter(|c| ('▁'..='█').contains(c)).count();
         assert_eq!(spark, 10, "{row}");
+        assert!(!row.contains('┊'), "{row}");
     }
-    assert_eq!(lines[28], "no event drifted (25 events compared)");
+    assert_eq!(lines[29], "no event drifted (25 events compared)");
 }
 
 #[test]
@@ -112,7 +124,7 @@ fn report_flags_an_event_whose_recent_windows_are_slower() {
     assert!(row.trim_end().ends_with("%)"), "{row}");
     assert_eq!(
         *lines.last().unwrap(),
-        "! drifted: bottom_mlp/bwd bottom_backward (slower) (1 of 25 events)"
+        "! drifted: bottom_mlp/bwd bottom_backward (slower in the recent past) (1 of 25 events)"
     );
 
     let json: Value =
@@ -156,6 +168,82 @@ fn report_flags_an_event_whose_recent_windows_are_slower() {
     let md = ok(&prof(&["report", p(&file), "--format", "markdown"]));
     assert!(md.contains("**windows: 10 kept of 15 closed"), "{md}");
     assert!(md.contains("SLOWER +2"), "{md}");
+}
+
+/// The issue's case, from a real run: a layer slowed long before every recent window kept is
+/// flagged since the start (against the run's baseline windows), in every format, and stays
+/// stable in the recent past.
+#[test]
+fn report_finds_a_slowdown_older_than_every_recent_window() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cli/continuous-slow.json");
+    let table = ok(&prof(&["report", p(&file)]));
+    let lines = section(&table);
+    assert_eq!(
+        lines[0],
+        "windows: 11 kept of 20 closed (the first 3, and the last 8: PROF_WINDOWS=8), 125 \
+         iterations each"
+    );
+    assert!(
+        lines[1].starts_with(
+            "drift of the recent windows 18-19 (2): since the start, against the baseline \
+             windows 0-2 (3); in the recent past, against windows 12-15 (4);"
+        ),
+        "{}",
+        lines[1]
+    );
+    let row = lines
+        .iter()
+        .find(|l| l.contains("bottom_backward"))
+        .unwrap();
+    assert!(row.contains("▁▁▁┊████████"), "{row}");
+    assert!(row.contains("SLOWER +"), "{row}");
+    assert_eq!(row.split_whitespace().last(), Some("stable"), "{row}");
+    assert_eq!(
+        *lines.last().unwrap(),
+        "! drifted: bottom_mlp/bwd bottom_backward (slower since the start) (1 of 25 events)"
+    );
+
+    let json: Value =
+        serde_json::from_str(&ok(&prof(&["report", p(&file), "--format", "json"]))).unwrap();
+    let w = &json["windows"];
+    assert_eq!(w["baseline_windows"], 3);
+    assert_eq!(w["start"]["last"], 2);
+    let bb = w["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "bottom_backward")
+        .unwrap();
+    assert_eq!(bb["drift"], "slower");
+    assert_eq!(bb["drift_against"], "start");
+    assert_eq!(bb["since_start"]["comparison"]["verdict"], "regressed");
+    assert!(bb["since_start"]["comparison"]["ci_low"].as_f64().unwrap() > 1.3);
+    assert_eq!(bb["recent_past"]["drift"], "stable");
+
+    let csv = ok(&prof(&["report", p(&file), "--format", "csv"]));
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let bb_row: Vec<&str> = csv
+        .lines()
+        .find(|l| l.starts_with("event,") && l.contains(",bottom_backward,"))
+        .unwrap()
+        .split(',')
+        .collect();
+    assert_eq!(bb_row[col("start_drift")], "slower");
+    assert_eq!(bb_row[col("recent_past_drift")], "stable");
+    assert_eq!(bb_row[col("drift_against")], "start");
+    let baseline_rows = csv
+        .lines()
+        .filter(|l| l.starts_with("window,"))
+        .filter(|l| l.split(',').nth(col("baseline_window")) == Some("true"))
+        .count();
+    assert_eq!(baseline_rows, 26 * 3);
+
+    let md = ok(&prof(&["report", p(&file), "--format", "markdown"]));
+    assert!(
+        md.contains("bottom_backward (slower since the start)"),
+        "{md}"
+    );
 }
 
 /// Every other command reads a continuous-mode file: its events are the last window's samples.

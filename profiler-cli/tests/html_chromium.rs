@@ -356,7 +356,53 @@ fn continuous_profile_draws_its_windows() {
         );
         assert_eq!(dom.contains(">Drifted — 1<"), drifted == 1, "{name}");
         assert_eq!(dom.contains("\">No event drifted"), drifted == 0, "{name}");
+        // A file without baseline windows: the recent past only, no gap drawn.
+        assert!(!dom.contains("class=\"span baseline\""), "{name}");
+        assert!(!dom.contains("class=\"wgap\""), "{name}");
+        assert_eq!(
+            dom.contains("slower in the recent past"),
+            drifted == 1,
+            "{name}"
+        );
     }
+}
+
+/// A real run whose layer slowed long before every recent window kept
+/// (`tests/data/cli/continuous-slow.json`, see `tests/continuous.rs`): the baseline windows,
+/// the earlier and the recent ones are shaded, the windows dropped after the baseline marked,
+/// and the one event drifted since the start listed and highlighted as such.
+#[test]
+fn continuous_profile_draws_the_drift_since_the_start() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cli/continuous-slow.json");
+    let profile = load_profile(&path).unwrap_or_else(|e| panic!("{e}"));
+    let Some(dom) = render("since-start", &profile, None) else {
+        return;
+    };
+    let lines = profile.events.len() + 1;
+    assert_eq!(dom.matches("<g class=\"series").count(), lines);
+    assert_eq!(dom.matches("<g class=\"series drifted\"").count(), 1);
+    // The iteration, which holds bottom_backward, slowed since the start too.
+    assert_eq!(
+        dom.matches("<g class=\"series drifted iteration\"").count(),
+        1
+    );
+    assert_eq!(dom.matches("<tr class=\"wrow drifted\"").count(), 2);
+    assert!(dom.contains(">Drifted — 1<"));
+    for span in ["baseline", "earlier", "recent"] {
+        assert_eq!(
+            dom.matches(&format!("class=\"span {span}\"")).count(),
+            1,
+            "{span}"
+        );
+    }
+    // The dashed gap on the chart and in each of the table's sparklines.
+    assert_eq!(dom.matches("class=\"wgap\"").count(), 1 + lines);
+    assert!(dom.contains("slower since the start ("), "no drifted chip");
+    assert!(
+        dom.contains(">slower since the start<"),
+        "no verdict in the table"
+    );
+    assert!(dom.contains("since the start: against the baseline windows 0–2"));
 }
 
 /// With memory figures, the page draws a "Memory per layer" card, one bar per layer; without,

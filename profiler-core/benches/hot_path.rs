@@ -181,7 +181,8 @@ fn i_iteration_not_profiled(b: Bencher) {
 
 /// Case 10: the iteration in `continuous` mode, everything included: 24 unarmed runs, the armed
 /// one, `step()` (resolving the sample, arming the next event) and, every 25 x 50 iterations,
-/// the closing of a window (and a background write at most once a second).
+/// the closing of a window (handed to the writer thread, which works beside it: its own cost is
+/// not in this number; see `window_close.rs` and `scripts/continuous-overhead.sh`).
 #[divan::bench]
 fn j_iteration_continuous(b: Bencher) {
     let config = Config {

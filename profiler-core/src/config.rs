@@ -55,8 +55,13 @@ pub struct Config {
     /// Bound on the probes that take part in a run, those registered while it runs included
     /// (`PROF_MAX_PROBES`); the later ones are not measured.
     pub max_probes: u32,
-    /// `continuous` mode: the most windows kept (`PROF_WINDOWS`); the oldest is dropped first.
+    /// `continuous` mode: the most windows kept (`PROF_WINDOWS`) besides the baseline windows;
+    /// the oldest is dropped first.
     pub windows: u32,
+    /// `continuous` mode: how many of the first windows after warmup are kept for the whole run
+    /// (`PROF_BASELINE_WINDOWS`), so that drift can be judged against the run's start; 0 keeps
+    /// none.
+    pub baseline_windows: u32,
     /// Print the summary table on stderr when the results are written.
     pub summary: bool,
     /// The most memory reserved for samples (default 1 GiB); events past it are left out with
@@ -84,6 +89,7 @@ impl Default for Config {
             max_events: 4096,
             max_probes: 4096,
             windows: 100,
+            baseline_windows: 3,
             summary: true,
             sample_budget_bytes: 1 << 30,
             nvtx: false,
@@ -95,7 +101,7 @@ impl Default for Config {
 }
 
 /// The variables this build understands, for the unknown-variable warning.
-pub const KNOWN_VARS: [&str; 13] = [
+pub const KNOWN_VARS: [&str; 14] = [
     "PROF_FILTER",
     "PROF_MODE",
     "PROF_WARMUP",
@@ -105,6 +111,7 @@ pub const KNOWN_VARS: [&str; 13] = [
     "PROF_MAX_EVENTS",
     "PROF_MAX_PROBES",
     "PROF_WINDOWS",
+    "PROF_BASELINE_WINDOWS",
     "PROF_NVTX",
     "PROF_CAPTURE",
     "PROF_SYNC",
@@ -160,6 +167,8 @@ pub const MAX_EVENTS: u32 = 1_000_000;
 pub const MAX_PROBES: u32 = 1_000_000;
 /// The most windows `continuous` mode may keep (`PROF_WINDOWS`).
 pub const MAX_WINDOWS: u32 = 100_000;
+/// The most baseline windows `continuous` mode may keep (`PROF_BASELINE_WINDOWS`).
+pub const MAX_BASELINE_WINDOWS: u32 = 1_000;
 
 fn parse_count(var: &'static str, value: &str, min: u32, max: u32) -> Result<u32, ConfigError> {
     let trimmed = value.trim();
@@ -300,6 +309,10 @@ impl Config {
         if let Some(value) = lookup("PROF_WINDOWS") {
             config.windows = parse_count("PROF_WINDOWS", &value, 1, MAX_WINDOWS)?;
         }
+        if let Some(value) = lookup("PROF_BASELINE_WINDOWS") {
+            config.baseline_windows =
+                parse_count("PROF_BASELINE_WINDOWS", &value, 0, MAX_BASELINE_WINDOWS)?;
+        }
         if let Some(value) = lookup("PROF_EXIT") {
             config.exit = parse_flag("PROF_EXIT", &value, "exit once the results are written")?;
         }
@@ -348,6 +361,12 @@ impl Config {
             return Err(ConfigError::new(
                 "PROF_WINDOWS",
                 format!("error: PROF_WINDOWS must be from 1 to {MAX_WINDOWS}"),
+            ));
+        }
+        if self.baseline_windows > MAX_BASELINE_WINDOWS {
+            return Err(ConfigError::new(
+                "PROF_BASELINE_WINDOWS",
+                format!("error: PROF_BASELINE_WINDOWS must be from 0 to {MAX_BASELINE_WINDOWS}"),
             ));
         }
         if self.repeat == 0 || self.repeat > MAX_REPEAT {
@@ -632,6 +651,20 @@ mod tests {
         assert!(e.to_string().contains("continuous mode"), "{e}");
         let e = config(&[("PROF_WINDOWS", "0")]).unwrap_err();
         assert_eq!(e.var, "PROF_WINDOWS");
+        assert_eq!(config(&[]).unwrap().baseline_windows, 3);
+        let c = config(&[("PROF_BASELINE_WINDOWS", "0")]).unwrap();
+        assert_eq!(c.baseline_windows, 0);
+        let e = config(&[("PROF_BASELINE_WINDOWS", "1001")]).unwrap_err();
+        assert_eq!(e.var, "PROF_BASELINE_WINDOWS");
+        let text = e.to_string();
+        assert!(
+            text.contains("invalid PROF_BASELINE_WINDOWS at column 1"),
+            "{text}"
+        );
+        assert!(text.contains("from 0 to 1000"), "{text}");
+        let e = config(&[("PROF_BASELINE_WINDOWS", " 3w")]).unwrap_err();
+        assert!(e.to_string().contains("at column 3"), "{e}");
+        assert!(e.to_string().contains("unexpected character `w`"), "{e}");
         let e = config(&[("PROF_EXIT", "yes")]).unwrap_err();
         assert_eq!(e.var, "PROF_EXIT");
         let e = config(&[("PROF_OUT", "prof-%x.json")]).unwrap_err();

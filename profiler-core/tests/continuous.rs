@@ -1,5 +1,6 @@
-//! `continuous` mode: windows close one after the other, the output keeps the last
-//! `PROF_WINDOWS`, and memory stays bounded however long the run.
+//! `continuous` mode: windows close one after the other, the output keeps the first
+//! `PROF_BASELINE_WINDOWS` and the last `PROF_WINDOWS`, the writer thread rewrites the file with
+//! the latest windows, and memory stays bounded however long the run.
 #![cfg(feature = "enable")]
 
 use profiler_core::testing::FakeClock;
@@ -50,6 +51,7 @@ fn windows_cycle_the_schedule_and_the_output_keeps_the_last_ones() {
         warmup: 2,
         repeat: 3,
         windows: 4,
+        baseline_windows: 2,
         out: out.display().to_string(),
         summary: false,
         ..Config::default()
@@ -72,16 +74,36 @@ fn windows_cycle_the_schedule_and_the_output_keeps_the_last_ones() {
     let _ = std::fs::remove_file(&out);
     assert_eq!(p.run.mode, "continuous");
     assert_eq!(p.run.windows, Some(4));
-    assert!(p.complete);
+    // The run is still going: not complete. The file written when it ended is.
+    assert!(!p.complete);
+    assert_eq!(file["complete"], true);
     // Windows: [2,8) [8,14) [14,20); `late` first runs in iteration 20 and is scheduled after
     // the others at the step that ends it, so the window that began at 20 grows to 9
-    // iterations: [20,29) [29,38) [38,47) [47,56), and [56,62) is still open. 7 closed, the last
-    // 4 kept.
+    // iterations: [20,29) [29,38) [38,47) [47,56), and [56,62) is still open. 7 closed: the
+    // first 2 kept as the baseline, and the last 4 (window 2 was dropped).
     let index: Vec<u64> = p.windows.iter().map(|w| w.index).collect();
-    assert_eq!(index, [3, 4, 5, 6]);
+    assert_eq!(index, [0, 1, 3, 4, 5, 6]);
+    let baseline: Vec<bool> = p.windows.iter().map(|w| w.baseline).collect();
+    assert_eq!(baseline, [true, true, false, false, false, false]);
     let firsts: Vec<u64> = p.windows.iter().map(|w| w.first_iteration).collect();
-    assert_eq!(firsts, [20, 29, 38, 47]);
-    for w in &p.windows {
+    assert_eq!(firsts, [2, 8, 20, 29, 38, 47]);
+    for w in &p.windows[..2] {
+        assert_eq!(w.iterations(), 6);
+        assert_eq!(w.events.len(), 2, "late() was not seen yet");
+    }
+    // `first` in the baseline windows: durations 100 + i, iterations 2-4 and 8-10.
+    let order = |name: &str| p.events.iter().find(|e| e.name == name).unwrap().order;
+    let in_first = p.windows[0]
+        .events
+        .iter()
+        .find(|e| e.order == order("first"));
+    assert_eq!(in_first.unwrap().samples_ns, [102, 103, 104]);
+    let in_second = p.windows[1]
+        .events
+        .iter()
+        .find(|e| e.order == order("first"));
+    assert_eq!(in_second.unwrap().samples_ns, [108, 109, 110]);
+    for w in &p.windows[2..] {
         assert_eq!(w.iterations(), 9);
         assert_eq!(w.events.len(), 3, "late() is in every window once learned");
         for e in &w.events {
@@ -90,7 +112,7 @@ fn windows_cycle_the_schedule_and_the_output_keeps_the_last_ones() {
         }
     }
     // `first` is measured in a window's first 3 iterations: durations 100 + i.
-    let w = &p.windows[3];
+    let w = &p.windows[5];
     let first_event = p.events.iter().find(|e| e.name == "first").unwrap();
     let in_window = w
         .events
@@ -107,7 +129,9 @@ fn windows_cycle_the_schedule_and_the_output_keeps_the_last_ones() {
     assert_eq!(p.iterations.wall_of(47), Some(110 + 47));
     assert_eq!(p.iterations.wall_of(46), None);
     // The file written at the end says the same.
-    assert_eq!(file["windows"].as_array().unwrap().len(), 4);
+    assert_eq!(file["windows"].as_array().unwrap().len(), 6);
+    assert_eq!(file["windows"][1]["baseline"], true);
+    assert!(file["windows"][2].get("baseline").is_none());
     assert_eq!(file["iterations"]["first"], 47);
     assert_eq!(file["run"]["mode"], "continuous");
 }
@@ -149,9 +173,15 @@ fn memory_stays_bounded_over_a_million_iterations() {
     drop(guard);
     let _ = std::fs::remove_file(&out);
     assert_eq!(p.iterations.count, 1_000_000);
-    assert_eq!(p.windows.len(), 8);
+    // The first 3 (the default PROF_BASELINE_WINDOWS), and the last 8.
+    assert_eq!(p.windows.len(), 3 + 8);
+    let index: Vec<u64> = p.windows.iter().take(4).map(|w| w.index).collect();
+    assert_eq!(index[..3], [0, 1, 2]);
+    assert!(p.windows[..3].iter().all(|w| w.baseline));
+    assert!(p.windows[3..].iter().all(|w| !w.baseline));
     // Two events x 4 iterations: a window every 8 iterations.
     assert_eq!(p.windows.last().unwrap().index, (1_000_000 - 2) / 8 - 1);
+    assert_eq!(index[3], (1_000_000 - 2) / 8 - 8);
     assert!(p.iterations.wall_ns.len() <= 8);
     // Growth from 100k to 1M iterations: a few pages of allocator noise at most, where the
     // iteration marks alone would have added 7 MB.
@@ -160,4 +190,134 @@ fn memory_stays_bounded_over_a_million_iterations() {
         growth < 1 << 20,
         "resident memory grew by {growth} bytes between 100k and 1M iterations: {rss:?}"
     );
+}
+
+/// Reads `path` until `ready` accepts it, for at most 10 s (the writer thread writes on its
+/// own time).
+fn wait_for(
+    path: &std::path::Path,
+    ready: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let start = std::time::Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            if ready(&v) {
+                return v;
+            }
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{} never got there",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn last_index(v: &serde_json::Value) -> Option<u64> {
+    v["windows"].as_array()?.last()?["index"].as_u64()
+}
+
+/// The writer thread writes the first window at once, and windows that close less than a
+/// second after a write once the second is up, with no further `step()` (the training thread
+/// only hands them over). Those files say `complete: false` (the run goes on); the one written
+/// when the program ends says `true`, and no rewrite comes after it.
+#[test]
+fn the_writer_thread_writes_the_latest_windows_and_the_end_writes_last() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let out = out_path("writer");
+    let _ = std::fs::remove_file(&out);
+    let config = Config {
+        filter: Filter::parse("layer=c1").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat: 1,
+        windows: 2,
+        baseline_windows: 1,
+        out: out.display().to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    let iteration = |i: u64| {
+        first(&clock, 100 + i);
+        second(&clock);
+        profiler_core::step();
+    };
+    // Warmup, then windows of 2 events x 1 iteration: window 0 is iterations 2-3.
+    for i in 0..4 {
+        iteration(i);
+    }
+    let v = wait_for(&out, |v| last_index(v) == Some(0));
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["windows"][0]["baseline"], true);
+    // Windows 1 to 4 close at once, well within the second after that write.
+    for i in 4..12 {
+        iteration(i);
+    }
+    let v = wait_for(&out, |v| last_index(v) == Some(4));
+    let index: Vec<u64> = v["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(index, [0, 3, 4]);
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["iterations"]["first"], 10);
+    drop(guard);
+    let end = std::fs::read_to_string(&out).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&end).unwrap();
+    assert_eq!(v["complete"], true);
+    assert_eq!(last_index(&v), Some(4));
+    // Nothing replaces the last write.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), end);
+    let _ = std::fs::remove_file(&out);
+}
+
+/// Windows that close faster than the writer looks at its queue (it looks every 100 ms): the
+/// queue drops the ones that newer windows make stale, and their buffers go back to the pool;
+/// every window kept, and `events`, still hold exactly their own samples.
+#[test]
+fn windows_closing_faster_than_the_writer_keep_their_own_samples() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let out = out_path("fast");
+    let config = Config {
+        filter: Filter::parse("layer=c1").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat: 2,
+        windows: 3,
+        baseline_windows: 1,
+        out: out.display().to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    // Windows of 2 events x 2 iterations: 200 windows in 802 iterations, in well under 100 ms.
+    for i in 0..802u64 {
+        first(&clock, 1000 + i);
+        second(&clock);
+        profiler_core::step();
+    }
+    let p = profiler_core::snapshot().unwrap();
+    drop(guard);
+    let _ = std::fs::remove_file(&out);
+    let index: Vec<u64> = p.windows.iter().map(|w| w.index).collect();
+    assert_eq!(index, [0, 197, 198, 199]);
+    let order = p.events.iter().find(|e| e.name == "first").unwrap().order;
+    for w in &p.windows {
+        let e = w.events.iter().find(|e| e.order == order).unwrap();
+        // `first` is armed in the window's first 2 iterations.
+        let i = w.first_iteration;
+        assert_eq!(e.samples_ns, [1000 + i, 1001 + i], "window {}", w.index);
+        assert_eq!(w.iterations(), 4);
+    }
+    let shown = p.events.iter().find(|e| e.name == "first").unwrap();
+    assert_eq!(shown.samples_ns, [1000 + 798, 1000 + 799]);
+    assert_eq!(shown.sample_iters, [798, 799]);
 }

@@ -300,6 +300,44 @@ fn kernels_are_attributed_with_their_sum_and_projection() {
     assert!(sim.log().contains(&"kernels on".to_owned()));
 }
 
+/// Continuous mode: `events` shows the last closed window's runs with their stream, and the
+/// kernels of those runs, which the writer reads from the cold-path state when it makes the
+/// profile; each window keeps the device times.
+#[test]
+fn continuous_mode_shows_the_last_window_with_its_stream_and_kernels() {
+    let _s = serial();
+    let sim = SimDevice::new();
+    let mut c = config(
+        "kernels-continuous",
+        "name=dev_pair",
+        Mode::Continuous,
+        2,
+        3,
+    );
+    c.kernels = true;
+    let _g = start(c, &sim);
+    // Warmup 2, then windows of 1 event x 3 iterations: 2-4, 5-7, 8-10; 11 is under way.
+    for _ in 0..12 {
+        sim.launch(A, 50, "outside");
+        dev_pair(&sim);
+        profiler_core::step();
+        sim.advance(100_000);
+    }
+    let p = snapshot();
+    let index: Vec<u64> = p.windows.iter().map(|w| w.index).collect();
+    assert_eq!(index, [0, 1, 2]);
+    let e = event(&p, "dev_pair", "160", 0);
+    assert_eq!(e.device, Some(0));
+    // A device sample still pending when its window closes is resolved into the next window
+    // (known, left as it was): the last window shows iterations 7 to 9.
+    assert_eq!(e.sample_iters, [7, 8, 9]);
+    let k = e.gpu.as_ref().unwrap().kernels.as_ref().expect("kernels");
+    assert_eq!(k.sum_ns, vec![400; e.samples_ns.len()]);
+    assert_eq!(k.projection_ns, vec![300; e.samples_ns.len()]);
+    let last = p.windows.last().unwrap();
+    assert_eq!(last.events[0].samples_ns, e.samples_ns);
+}
+
 #[test]
 fn nvtx_ranges_wrap_every_selected_probe_every_iteration() {
     let _s = serial();

@@ -38,8 +38,10 @@ pub struct Profile {
     /// The events, in execution order. In `continuous` mode: those of the last completed
     /// window (every window's statistics are in `windows`).
     pub events: Vec<Event>,
-    /// `continuous` mode: the completed windows kept (at most `run.windows`, oldest dropped
-    /// first), oldest first. Absent in the other modes.
+    /// `continuous` mode: the completed windows kept, oldest first: the run's first windows
+    /// (`PROF_BASELINE_WINDOWS` of them, marked [`Window::baseline`], kept for the whole run),
+    /// then the most recent ones after them (at most `run.windows`, oldest dropped first).
+    /// Absent in the other modes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<Window>,
 }
@@ -56,6 +58,16 @@ pub struct Window {
     pub wall_ns: Vec<u64>,
     /// Each event measured in the window (merged events are not), in execution order.
     pub events: Vec<WindowEvent>,
+    /// One of the run's first windows (`PROF_BASELINE_WINDOWS` of them), kept for the whole run
+    /// so that drift can be judged against the run's start; they do not count against
+    /// `run.windows`.
+    /// Absent (false) in the others, and in files written before this field existed.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub baseline: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Window {
@@ -108,7 +120,7 @@ pub struct Run {
     /// Version of profiler-core that wrote the file.
     #[serde(default)]
     pub profiler_version: String,
-    /// `continuous` mode: the most windows kept (`PROF_WINDOWS`).
+    /// `continuous` mode: the most windows kept besides the baseline windows (`PROF_WINDOWS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub windows: Option<u32>,
 }

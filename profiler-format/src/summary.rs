@@ -44,6 +44,17 @@ pub fn status(complete: bool) -> &'static str {
     }
 }
 
+/// `complete`, or what an incomplete run means in `mode`: a `continuous`-mode schedule never
+/// ends, so its file is incomplete while the run goes on and when a signal cut it short.
+pub fn status_in(mode: &str, complete: bool) -> &'static str {
+    match (mode, complete) {
+        ("continuous", false) => {
+            "INCOMPLETE (written while the run went on, or when a signal stopped it)"
+        }
+        _ => status(complete),
+    }
+}
+
 /// An event's occurrence, `+` marking a merged event.
 pub fn occ(e: &EventRow) -> String {
     if e.merged {
@@ -148,7 +159,7 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
         iteration.warmup,
         events.len(),
         human_ns(iteration.median_ns),
-        status(profile.complete)
+        status_in(&profile.run.mode, profile.complete)
     );
     let headers = [
         "layer", "phase", "name", "occ", "samples", "median", "mean", "min", "max", "share", "",
@@ -178,15 +189,25 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
     if let Some(breakdown) = crate::breakdown::breakdown(profile).filter(|_| !events.is_empty()) {
         let _ = writeln!(out, "  {}", breakdown.line());
     }
-    if let (Some(first), Some(last)) = (profile.windows.first(), profile.windows.last()) {
+    if let Some(last) = profile.windows.last() {
         // Continuous mode: drift takes a bootstrap per event, left to `prof report`.
+        let baseline = profile.windows.iter().filter(|w| w.baseline).count();
+        let kept = if baseline > 0 {
+            format!(
+                "{} windows kept (the first {baseline}, and {} recent)",
+                profile.windows.len(),
+                profile.windows.len() - baseline
+            )
+        } else {
+            format!("{} windows kept", profile.windows.len())
+        };
         let _ = writeln!(
             out,
-            "  continuous: {} windows kept of {} closed, {} iterations each; the table is the \
-             last; `prof report` shows each event's median per window and flags drift",
-            profile.windows.len(),
+            "  continuous: {kept} of {} closed, {} iterations each; the table is the last; \
+             `prof report` shows each event's median per window and flags drift since the \
+             start and in the recent past",
             last.index + 1,
-            last.iterations().max(first.iterations())
+            last.iterations()
         );
     }
     let _ = write!(out, "  {last_line}");

@@ -58,6 +58,7 @@ pub(crate) fn continuous(
                     stats: Stats::of(s),
                 })
                 .collect(),
+            baseline: false,
         });
         last = (walls, samples);
     }
@@ -76,8 +77,65 @@ pub(crate) fn continuous(
     p
 }
 
+/// `p` (made by [`continuous`] with every window kept) as a run that kept its first `baseline`
+/// windows for the whole run and the last `kept` after them.
+pub(crate) fn pinned(mut p: Profile, baseline: usize, kept: usize) -> Profile {
+    let all = std::mem::take(&mut p.windows);
+    let n = all.len();
+    let from = (n - kept.min(n)).max(baseline.min(n));
+    p.windows = all[..baseline.min(n)]
+        .iter()
+        .cloned()
+        .map(|w| Window {
+            baseline: true,
+            ..w
+        })
+        .chain(all[from..].iter().cloned())
+        .collect();
+    p.run.windows = Some(kept as u32);
+    p
+}
+
 fn of<'a>(w: &'a Windows, name: &str) -> &'a Series {
     w.events.iter().find(|s| s.identity.name == name).unwrap()
+}
+
+/// Windows of these indices, the first `baseline` of them baseline windows.
+fn windows_of(indices: &[u64], baseline: usize) -> Vec<Window> {
+    indices
+        .iter()
+        .enumerate()
+        .map(|(k, &index)| Window {
+            index,
+            baseline: k < baseline,
+            ..Window::default()
+        })
+        .collect()
+}
+
+#[test]
+fn the_sides_are_the_baseline_the_earlier_half_and_the_last_quarter_of_the_others() {
+    // 3 baseline windows and 8 after them: since the start 0-2 against the last 2, in the recent
+    // past the first 4 of the 8 against the same last 2.
+    let kept = windows_of(&[0, 1, 2, 30, 31, 32, 33, 34, 35, 36, 37], 3);
+    let s = sides(&kept);
+    assert_eq!(s.start, Some(0..3));
+    assert_eq!(s.earlier, Some(3..7));
+    assert_eq!(s.recent, Some(9..11));
+    // One window after the baseline: since the start only.
+    let s = sides(&windows_of(&[0, 1, 2, 3], 3));
+    assert_eq!(
+        (s.start, s.earlier, s.recent),
+        (Some(0..3), None, Some(3..4))
+    );
+    // Only baseline windows: nothing to compare yet.
+    assert_eq!(sides(&windows_of(&[0, 1], 2)), Sides::default());
+    // No baseline windows (an older file): the recent past only, as before.
+    let s = sides(&windows_of(&[5, 6, 7, 8], 0));
+    assert_eq!(
+        (s.start, s.earlier, s.recent),
+        (None, Some(0..2), Some(3..4))
+    );
 }
 
 #[test]
@@ -101,8 +159,15 @@ fn a_steady_run_drifts_nowhere() {
         assert_eq!(w.drifted().count(), 0, "seed {seed}");
         assert!(w.events.iter().all(|s| s.drift == DriftStatus::Stable));
         assert_eq!(w.iteration.drift, DriftStatus::Stable);
+        // No baseline windows in this file: the recent past only.
+        assert_eq!(w.start, None);
+        assert!(w.notes[0].contains("no baseline windows"), "{:?}", w.notes);
+        assert!(w
+            .events
+            .iter()
+            .all(|s| s.drift_against == Some(Against::RecentPast)));
         assert_eq!(
-            w.baseline,
+            w.earlier,
             Some(Span {
                 first: 0,
                 last: 5,
@@ -179,8 +244,8 @@ fn one_window_is_not_enough() {
     let w = windows(&p, &DiffOptions::default()).unwrap();
     assert_eq!((w.kept, w.closed), (1, 5));
     assert_eq!(w.indices, [4]);
-    assert!(w.note.as_deref().unwrap().contains("not enough windows"));
-    assert!(w.baseline.is_none() && w.recent.is_none());
+    assert!(w.notes.iter().any(|n| n.contains("not enough windows")));
+    assert!(w.start.is_none() && w.earlier.is_none() && w.recent.is_none());
     assert!(w.events.iter().all(|s| s.drift == DriftStatus::Unknown));
     assert!(w.events.iter().all(|s| s.medians_ns.len() == 1));
     let mut sample = p.clone();
@@ -234,6 +299,85 @@ fn an_event_missing_from_some_windows_has_gaps_and_no_verdict_without_a_side() {
 }
 
 #[test]
+fn a_slowdown_long_before_the_recent_windows_is_found_since_the_start() {
+    // Slower from window 10 of 40; the last 12 are kept (28-39), and the first 3 as the baseline.
+    let all = continuous(&model(), 20, 40, 40, 0.02, &[("top_backward", 1.3, 10)], 11);
+    let p = pinned(all.clone(), 3, 12);
+    let w = windows(&p, &DiffOptions::default()).unwrap();
+    assert_eq!((w.kept, w.closed, w.baseline_windows), (15, 40, 3));
+    assert_eq!(w.indices[..4], [0, 1, 2, 28]);
+    let span = |first, last, windows| {
+        Some(Span {
+            first,
+            last,
+            windows,
+        })
+    };
+    assert_eq!(
+        (w.start, w.earlier, w.recent),
+        (span(0, 2, 3), span(28, 33, 6), span(37, 39, 3))
+    );
+    let s = of(&w, "top_backward");
+    assert_eq!(s.since_start.drift, DriftStatus::Slower);
+    let c = s.since_start.comparison.as_ref().unwrap();
+    assert!((c.ratio - 1.3).abs() < 0.04, "{c:?}");
+    // Nothing changed in the recent past.
+    assert_eq!(s.recent_past.drift, DriftStatus::Stable);
+    assert_eq!(
+        (s.drift, s.drift_against),
+        (DriftStatus::Slower, Some(Against::Start))
+    );
+    assert_eq!(s.comparison.as_ref().unwrap().ratio, c.ratio);
+    let drifted: Vec<&str> = w.drifted().map(|s| s.identity.name.as_str()).collect();
+    assert_eq!(drifted, ["top_backward"]);
+    // The iteration, which top_backward is part of, slowed since the start too.
+    assert_eq!(w.iteration.since_start.drift, DriftStatus::Slower);
+    // The same run without its baseline windows (as before they were kept): nothing drifted.
+    let w = windows(&pinned(all, 0, 12), &DiffOptions::default()).unwrap();
+    assert_eq!(w.drifted().count(), 0);
+    assert_eq!(of(&w, "top_backward").drift, DriftStatus::Stable);
+}
+
+#[test]
+fn a_recent_change_is_found_in_the_recent_past_and_since_the_start() {
+    let p = pinned(
+        continuous(&model(), 20, 40, 40, 0.02, &[("lookup", 0.75, 35)], 12),
+        3,
+        12,
+    );
+    let w = windows(&p, &DiffOptions::default()).unwrap();
+    let s = of(&w, "lookup");
+    assert_eq!(s.since_start.drift, DriftStatus::Faster);
+    assert_eq!(s.recent_past.drift, DriftStatus::Faster);
+    assert_eq!(s.drift_against, Some(Against::Start));
+    assert_eq!(w.drifted().count(), 1);
+    // A steady run drifts nowhere, in either comparison.
+    let p = pinned(continuous(&model(), 20, 40, 40, 0.1, &[], 12), 3, 12);
+    let w = windows(&p, &DiffOptions::default()).unwrap();
+    assert_eq!(w.drifted().count(), 0);
+    assert!(w
+        .events
+        .iter()
+        .all(|s| s.since_start.drift == DriftStatus::Stable
+            && s.recent_past.drift == DriftStatus::Stable));
+    assert!(w.notes.is_empty(), "{:?}", w.notes);
+}
+
+#[test]
+fn baseline_windows_alone_give_no_verdict() {
+    let p = pinned(continuous(&model(), 10, 3, 3, 0.1, &[], 1), 3, 5);
+    let w = windows(&p, &DiffOptions::default()).unwrap();
+    assert_eq!((w.kept, w.baseline_windows), (3, 3));
+    assert!(w.recent.is_none());
+    assert!(w.events.iter().all(|s| s.drift == DriftStatus::Unknown));
+    assert!(
+        w.notes[0].contains("the first 3 are the baseline"),
+        "{:?}",
+        w.notes
+    );
+}
+
+#[test]
 fn sparklines() {
     let v = |xs: &[u64]| xs.iter().map(|&x| Some(x)).collect::<Vec<_>>();
     assert_eq!(sparkline(&v(&[100, 200, 300, 400])), "▁▃▆█");
@@ -247,4 +391,11 @@ fn sparklines() {
     let s = sparkline(&long);
     assert_eq!(s.chars().count(), 34); // groups of 3
     assert!(s.starts_with('▁') && s.ends_with('█'), "{s}");
+    // The baseline windows, a separator, the others; one scale for both.
+    assert_eq!(sparkline_split(&v(&[100, 100, 400, 400]), 2), "▁▁┊██");
+    assert_eq!(sparkline_split(&v(&[100, 400]), 0), "▁█");
+    assert_eq!(sparkline_split(&v(&[100, 400]), 2), "▁█");
+    let s = sparkline_split(&long, 3);
+    assert_eq!(s.chars().count(), 3 + 1 + 33); // 97 in groups of 3
+    assert!(s.starts_with("▁▁▁┊"), "{s}");
 }

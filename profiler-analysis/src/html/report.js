@@ -250,19 +250,37 @@
   }
 
   // ---- windows (continuous mode) ---------------------------------------------------------
+  // Each series is judged twice: its recent windows since the start (against the run's baseline
+  // windows) and in the recent past (against the earlier windows kept); `drift` is the headline,
+  // `drift_against` says which of the two it is.
+  var AGAINST = [['since_start', 'since the start', 'start'], ['recent_past', 'in the recent past', 'earlier']];
   function isDrifted(s) { return !!s && (s.drift === 'slower' || s.drift === 'faster'); }
-  function driftClass(s) { return s.drift === 'slower' ? 'slower' : s.drift === 'faster' ? 'faster' : 'neutral'; }
+  function classOf(d) { return d === 'slower' ? 'slower' : d === 'faster' ? 'faster' : 'neutral'; }
+  function driftClass(s) { return classOf(s.drift); }
+  function judgement(s, key) { return (s && s[key]) || { drift: 'unknown', comparison: null }; }
   function isIteration(s) { return s.order === null || s.order === undefined; }
   function seriesLabel(s) { return isIteration(s) ? 'iteration' : eventLabel(s); }
+  function spanText(b) { return b ? (b.first === b.last ? 'window ' + b.first : 'windows ' + b.first + '–' + b.last) : '–'; }
+  // What a drifted series drifted by: "slower since the start", "faster in the recent past".
+  function driftedHow(s) {
+    return AGAINST.filter(function (a) { return isDrifted(judgement(s, a[0])); })
+      .map(function (a) { return judgement(s, a[0]).drift + ' ' + a[1]; }).join(', ');
+  }
   // The value a series is drawn relative to: the median of its medians in the baseline windows
-  // (in all its windows when there is no baseline).
+  // (else the earlier windows, else all its windows).
   function seriesReference(s, w) {
-    var idx = arr(w.indices), b = w.baseline;
+    var idx = arr(w.indices), b = w.start || w.earlier;
     var xs = arr(s.medians_ns).filter(function (v, k) {
       return num(v) !== null && (!b || (idx[k] >= b.first && idx[k] <= b.last));
     });
     var m = quantile(sortedNums(xs), 0.5);
     return m !== null && m > 0 ? m : null;
+  }
+  // The position (in the kept windows) after which windows were dropped between the baseline
+  // windows and the others; -1 when there is no such gap.
+  function gapAfter(w) {
+    var idx = arr(w.indices), b = num(w.baseline_windows) || 0;
+    return b > 0 && b < idx.length && idx[b] > idx[b - 1] + 1 ? b - 1 : -1;
   }
   function driftColor(s) { var c = driftClass(s); return c === 'slower' ? '#cf222e' : c === 'faster' ? '#1a7f37' : '#57606a'; }
   // Polylines through the known points of `vals` (a gap where a value is unknown), in `parent`.
@@ -296,8 +314,28 @@
     var y = function (v) { return hi > lo ? pad + (H - 2 * pad) * (1 - (v - lo) / (hi - lo)) : H / 2; };
     var k0 = w.recent ? arr(w.indices).indexOf(w.recent.first) : -1;
     if (k0 >= 0) { g.appendChild(sv('rect', { x: x(k0) - 2, y: 0, width: Math.max(2, W - x(k0) + 2), height: H, fill: '#fff8c5' })); }
+    var gap = gapAfter(w);
+    if (gap >= 0) { g.appendChild(sv('line', { 'class': 'wgap', x1: (x(gap) + x(gap + 1)) / 2, x2: (x(gap) + x(gap + 1)) / 2, y1: 0, y2: H, stroke: '#8c959f', 'stroke-dasharray': '2 2' })); }
     seriesLines(g, vals, x, y, { fill: 'none', stroke: driftColor(s), 'stroke-width': 1.5, 'stroke-opacity': 1 }, 1.8);
     return g;
+  }
+  // The shaded spans of the windows compared, and the gap of the windows dropped, on the chart.
+  function windowSpans(g, w, x, half, box) {
+    var idx = arr(w.indices);
+    [[w.start, '#ddf4ff', 'baseline'], [w.earlier, '#eaeef2', 'earlier'], [w.recent, '#fff8c5', 'recent']].forEach(function (b) {
+      if (!b[0]) { return; }
+      var k0 = idx.indexOf(b[0].first), k1 = idx.indexOf(b[0].last);
+      if (k0 < 0 || k1 < 0) { return; }
+      var x0 = Math.max(box.left, x(k0) - half), x1 = Math.min(box.right, x(k1) + half);
+      g.appendChild(sv('rect', { 'class': 'span ' + b[2], x: x0, y: box.top, width: Math.max(2, x1 - x0), height: box.bottom - box.top, fill: b[1] },
+        tip(b[2] + ' ' + spanText(b[0]))));
+    });
+    var gap = gapAfter(w);
+    if (gap >= 0) {
+      var gx = (x(gap) + x(gap + 1)) / 2;
+      g.appendChild(sv('line', { 'class': 'wgap', x1: gx, x2: gx, y1: box.top, y2: box.bottom, stroke: '#8c959f', 'stroke-dasharray': '4 3' },
+        tip('windows ' + (idx[gap] + 1) + '–' + (idx[gap + 1] - 1) + ' were dropped (the baseline windows are kept for the whole run)')));
+    }
   }
   // Every series relative to its reference on one chart: drifted events in colour, on top; the
   // iteration dashed; the others grey. Returns the colour of each drifted event.
@@ -317,23 +355,16 @@
     var g = sv('svg', { 'class': 'wchart', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'median per window of each event' });
     var grid = sv('g', { 'class': 'grid' }), axis = sv('g', { 'class': 'axis' });
     var half = K <= 1 ? (W - ml - mr) / 2 : (x(1) - x(0)) / 2;
-    [[w.baseline, '#ddf4ff', 'baseline'], [w.recent, '#fff8c5', 'recent']].forEach(function (b) {
-      if (!b[0]) { return; }
-      var k0 = idx.indexOf(b[0].first), k1 = idx.indexOf(b[0].last);
-      if (k0 < 0 || k1 < 0) { return; }
-      var x0 = Math.max(ml, x(k0) - half), x1 = Math.min(W - mr, x(k1) + half);
-      g.appendChild(sv('rect', { 'class': 'span ' + b[2], x: x0, y: mt, width: Math.max(2, x1 - x0), height: H - mt - mb, fill: b[1] },
-        tip(b[2] + ' windows ' + b[0].first + (b[0].last !== b[0].first ? '–' + b[0].last : ''))));
-    });
+    windowSpans(g, w, x, half, { left: ml, right: W - mr, top: mt, bottom: H - mb });
     niceTicks(lo, hi, 5).forEach(function (t) {
       grid.appendChild(sv('line', { x1: ml, x2: W - mr, y1: y(t), y2: y(t) }));
       axis.appendChild(sv('text', { x: ml - 6, y: y(t) + 4, 'text-anchor': 'end', 'class': 'muted', text: (t >= 1 ? '+' : '') + fmtPct(t - 1, 0) }));
     });
     g.appendChild(grid);
     g.appendChild(sv('line', { x1: ml, x2: W - mr, y1: y(1), y2: y(1), stroke: '#8c959f' }));
-    var every = Math.max(1, Math.ceil(K / 12));
+    var every = Math.max(1, Math.ceil(K / 12)), gap = gapAfter(w);
     idx.forEach(function (ix, k) {
-      if (k % every !== 0 && k !== K - 1) { return; }
+      if (k % every !== 0 && k !== K - 1 && k !== gap && k !== gap + 1) { return; }
       axis.appendChild(sv('line', { x1: x(k), x2: x(k), y1: H - mb, y2: H - mb + 4 }));
       axis.appendChild(sv('text', { x: x(k), y: H - mb + 16, 'text-anchor': 'middle', 'class': 'muted', text: String(ix) }));
     });
@@ -346,13 +377,48 @@
       var col = drifted ? PALETTE[c++ % PALETTE.length] : iter ? '#1f2328' : '#8c959f';
       if (drifted) { colorOf[evKey(s)] = col; }
       var grp = sv('g', { 'class': 'series' + (drifted ? ' drifted' : '') + (iter ? ' iteration' : ''), 'data-drift': String(s.drift) });
-      grp.appendChild(tip(seriesLabel(s) + (drifted ? ' — ' + String(s.drift).toUpperCase() : '') + '\n' +
+      grp.appendChild(tip(seriesLabel(s) + (drifted ? ' — ' + driftedHow(s).toUpperCase() : '') + '\n' +
         arr(s.medians_ns).map(function (v, k) { return 'window ' + idx[k] + ': ' + fmtNs(v); }).join('\n')));
       seriesLines(grp, l.rel, x, y, { fill: 'none', stroke: col, 'stroke-width': drifted ? 2.5 : iter ? 2 : 1, 'stroke-opacity': drifted || iter ? 1 : 0.35, 'stroke-dasharray': iter ? '5 3' : null }, drifted ? 3 : 2);
       g.appendChild(grp);
     });
     holder.appendChild(g);
     return colorOf;
+  }
+  function windowTiles(w, series, drifted, iterS) {
+    var b = num(w.baseline_windows) || 0, ic = iterS.comparison;
+    var compared = AGAINST.filter(function (a) { return w[a[2]]; }).map(function (a) {
+      return a[1] + ': against ' + (a[2] === 'start' ? 'the baseline ' : '') + spanText(w[a[2]]);
+    });
+    return el('div', { 'class': 'tiles' }, [
+      tile('Windows kept', fmtNum(w.kept) + ' of ' + fmtNum(w.closed), (b ? 'the first ' + b + ' (the baseline) and the last ' + (w.kept - b) : 'closed so far') + (num(w.cap) !== null ? ' · PROF_WINDOWS=' + w.cap : '')),
+      tile('Window length', fmtNum(w.iterations_per_window), 'iterations (each event measured in ' + fmtNum(run.repeat) + ')'),
+      tile('Recent windows', w.recent ? spanText(w.recent) : '–', w.recent ? compared.concat(arr(w.notes)).join(' · ') : arr(w.notes).join(' · ')),
+      tile('Drifted events', w.recent ? fmtNum(drifted.length) : '–', w.recent ? 'of ' + series.length + ', by the statistics of prof diff' : 'needs more windows', drifted.length ? 'bad' : null),
+      tile('Iteration', iterS.drift && iterS.drift !== 'unknown' ? verdictText(iterS.drift) + (iterS.drift_against === 'recent_past' ? ' in the recent past' : iterS.drift_against === 'start' ? ' since the start' : '') : '–', ic ? 'recent / ' + (iterS.drift_against === 'start' ? 'baseline ' : 'earlier ') + fmtRatio(ic.ratio) + ', CI ' + fmtCi(ic.ci_low, ic.ci_high) : 'median wall time per window', iterS.drift === 'slower' ? 'bad' : iterS.drift === 'faster' ? 'good' : null)
+    ]);
+  }
+  function driftedChips(drifted, colorOf) {
+    return el('ul', { 'class': 'chips drifted' }, drifted.map(function (s) {
+      var parts = AGAINST.filter(function (a) { return isDrifted(judgement(s, a[0])); }).map(function (a) {
+        var c = judgement(s, a[0]).comparison || {};
+        return judgement(s, a[0]).drift + ' ' + a[1] + ' (' + fmtRatio(c.ratio) + ', CI ' + fmtCi(c.ci_low, c.ci_high) + ')';
+      });
+      return el('li', { title: String(s.id) }, [
+        el('span', { 'class': 'dot', style: { background: colorOf[evKey(s)] || '#8c959f' } }),
+        el('span', { 'class': 'verdict ' + driftClass(s), text: String(s.drift) }),
+        ' ' + eventLabel(s) + (s.layer ? ' (' + s.layer + ')' : '') + ': ' + parts.join('; ')
+      ]);
+    }));
+  }
+  // The columns of one comparison in the windows table: the ratio (coloured by its verdict) and
+  // its interval.
+  function judgementCols(key, label, side) {
+    var c = function (s) { return judgement(s, key).comparison; };
+    return [
+      { key: key, label: label, title: 'median of the recent windows\' samples over that of the ' + side + '\' samples; coloured when it drifted (p-value adjusted in the tooltip)', get: function (s) { return num(c(s) && c(s).ratio); }, cell: function (s, td) { td.className += ' ratio ' + classOf(judgement(s, key).drift); if (c(s)) { td.title = judgement(s, key).drift + ', p (adj.) ' + fmtP(c(s).p_adjusted); } return c(s) ? fmtRatio(c(s).ratio) : '–'; } },
+      { key: key + '_ci', label: 'CI', title: 'confidence interval of the ratio, as prof diff computes it', get: function (s) { return num(c(s) && c(s).ci_low); }, cell: function (s) { return c(s) ? fmtCi(c(s).ci_low, c(s).ci_high) : '–'; } }
+    ];
   }
   function renderWindows() {
     var w = rep.windows;
@@ -361,50 +427,33 @@
     root.appendChild(card);
     var series = arr(w.events), iterS = w.iteration || { medians_ns: [], drift: 'unknown' };
     var drifted = series.filter(isDrifted);
-    var span = function (b) { return b ? (b.first === b.last ? 'window ' + b.first : 'windows ' + b.first + '–' + b.last) : '–'; };
-    var ic = iterS.comparison;
-    card.appendChild(el('div', { 'class': 'tiles' }, [
-      tile('Windows kept', fmtNum(w.kept) + ' of ' + fmtNum(w.closed), 'closed so far' + (num(w.cap) !== null ? ' · PROF_WINDOWS=' + w.cap : '')),
-      tile('Window length', fmtNum(w.iterations_per_window), 'iterations (each event measured in ' + fmtNum(run.repeat) + ')'),
-      tile('Compared', w.baseline ? span(w.recent) : '–', w.baseline ? 'recent, against baseline ' + span(w.baseline) : (w.note || 'not enough windows')),
-      tile('Drifted events', w.baseline ? fmtNum(drifted.length) : '–', w.baseline ? 'of ' + series.length + ', by the statistics of prof diff' : 'needs 2 windows or more', drifted.length ? 'bad' : null),
-      tile('Iteration', iterS.drift && iterS.drift !== 'unknown' ? verdictText(iterS.drift) : '–', ic ? 'recent / baseline ' + fmtRatio(ic.ratio) + ', CI ' + fmtCi(ic.ci_low, ic.ci_high) : 'median wall time per window', iterS.drift === 'slower' ? 'bad' : iterS.drift === 'faster' ? 'good' : null)
-    ]));
+    card.appendChild(windowTiles(w, series, drifted, iterS));
     var holder = el('div', { style: { marginTop: '14px' } });
     card.appendChild(holder);
     var colorOf = {};
     guarded('windows chart', function () { colorOf = windowChart(holder, w, [iterS].concat(series)); });
-    holder.appendChild(el('p', { 'class': 'note', text: 'Each event\'s median per window (x: window index), relative to its median over the baseline windows (shaded blue; the recent windows are shaded yellow). Dashed: the iteration. In colour: the events whose recent windows drifted from the baseline, by the statistics of prof diff (threshold ±' + fmtPct(w.threshold, 0) + ', α ' + w.alpha + ', Holm-adjusted); grey: the others. Hover a line for its values.' }));
+    holder.appendChild(el('p', { 'class': 'note', text: 'Each event\'s median per window (x: window index), relative to its median over ' + (w.start ? 'the baseline windows, the run\'s first (shaded blue)' : 'the earlier windows (shaded grey)') + '; the recent windows are shaded yellow' + (w.start && w.earlier ? ', the earlier windows grey' : '') + (gapAfter(w) >= 0 ? '; the dashed line marks the windows dropped after the baseline' : '') + '. Dashed: the iteration. The recent windows are compared since the start (with the baseline windows) and in the recent past (with the earlier windows), by the statistics of prof diff (threshold ±' + fmtPct(w.threshold, 0) + ', α ' + w.alpha + ', Holm-adjusted). In colour: the events that drifted in either; grey: the others. Hover a line for its values.' }));
     if (drifted.length) {
       card.appendChild(el('h3', { text: 'Drifted — ' + drifted.length }));
-      card.appendChild(el('ul', { 'class': 'chips drifted' }, drifted.map(function (s) {
-        var c = s.comparison || {};
-        return el('li', { title: String(s.id) }, [
-          el('span', { 'class': 'dot', style: { background: colorOf[evKey(s)] || '#8c959f' } }),
-          el('span', { 'class': 'verdict ' + driftClass(s), text: String(s.drift) }),
-          ' ' + eventLabel(s) + (s.layer ? ' (' + s.layer + ')' : '') + ': recent / baseline ' + fmtRatio(c.ratio) + ', CI ' + fmtCi(c.ci_low, c.ci_high)
-        ]);
-      })));
-    } else if (w.baseline) {
-      card.appendChild(el('p', { 'class': 'sub', style: { marginTop: '12px' }, text: 'No event drifted: every event\'s recent windows are within the noise of its baseline.' }));
+      card.appendChild(driftedChips(drifted, colorOf));
+    } else if (w.recent) {
+      card.appendChild(el('p', { 'class': 'sub', style: { marginTop: '12px' }, text: 'No event drifted: every event\'s recent windows are within the noise of ' + (w.start ? 'the run\'s start' + (w.earlier ? ' and of the recent past' : '') : 'the recent past') + '.' }));
     }
     var cols = [
       { key: 'order', label: '#', asc: true, get: function (s) { return num(s.order); }, cell: function (s) { return isIteration(s) ? '–' : fmtNum(s.order); } },
       { key: 'name', label: 'Event', left: true, get: function (s) { return seriesLabel(s); }, cell: function (s, td) { td.className += ' name'; td.title = String(s.id); return seriesLabel(s); } },
       { key: 'layer', label: 'Layer', left: true, clip: true, get: function (s) { return keyOf(s.layer); }, cell: function (s) { return keyOf(s.layer); } },
       { key: 'phase', label: 'Phase', left: true, clip: true, get: function (s) { return keyOf(s.phase); }, cell: function (s) { return keyOf(s.phase); } },
-      { key: 'series', label: 'Median per window', title: 'median of each window kept, oldest first (recent windows shaded)', get: function (s) { return num(s.change); }, cell: function (s, td) { td.appendChild(windowSpark(s, w)); return null; } },
+      { key: 'series', label: 'Median per window', title: 'median of each window kept, oldest first (recent windows shaded; dashed: windows dropped)', get: function (s) { return num(s.change); }, cell: function (s, td) { td.appendChild(windowSpark(s, w)); return null; } },
       { key: 'first', label: 'First', title: 'median in the first window where it was measured', get: function (s) { return num(s.first_median_ns); }, cell: function (s) { return fmtNs(s.first_median_ns); } },
       { key: 'last', label: 'Last', title: 'median in the last window where it was measured', get: function (s) { return num(s.last_median_ns); }, cell: function (s) { return fmtNs(s.last_median_ns); } },
-      { key: 'change', label: 'Change', title: 'last / first - 1', get: function (s) { return num(s.change); }, cell: function (s) { var v = num(s.change); return v === null ? '–' : (v > 0 ? '+' : '') + fmtPct(v); } },
-      { key: 'ratio', label: 'Recent / baseline', title: 'median of the recent windows\' samples over that of the baseline windows\' samples', get: function (s) { return num(s.comparison && s.comparison.ratio); }, cell: function (s, td) { td.className += ' ratio ' + driftClass(s); return s.comparison ? fmtRatio(s.comparison.ratio) : '–'; } },
-      { key: 'ci', label: 'CI', title: 'confidence interval of the ratio, as prof diff computes it', get: function (s) { return num(s.comparison && s.comparison.ci_low); }, cell: function (s) { return s.comparison ? fmtCi(s.comparison.ci_low, s.comparison.ci_high) : '–'; } },
-      { key: 'p', label: 'p (adj.)', title: 'p-value adjusted for multiple comparisons', get: function (s) { return num(s.comparison && s.comparison.p_adjusted); }, cell: function (s) { return s.comparison ? fmtP(s.comparison.p_adjusted) : '–'; } },
-      { key: 'drift', label: 'Drift', left: true, get: function (s) { return (isDrifted(s) ? '0' : '1') + String(s.drift); }, cell: function (s, td) { td.appendChild(el('span', { 'class': 'verdict ' + driftClass(s), text: String(s.drift) })); return null; } }
-    ];
+      { key: 'change', label: 'Change', title: 'last / first - 1', get: function (s) { return num(s.change); }, cell: function (s) { var v = num(s.change); return v === null ? '–' : (v > 0 ? '+' : '') + fmtPct(v); } }
+    ].concat(judgementCols('since_start', 'Since start', 'baseline windows (the run\'s start)'), judgementCols('recent_past', 'Recent past', 'earlier windows'), [
+      { key: 'drift', label: 'Drift', left: true, get: function (s) { return (isDrifted(s) ? '0' : '1') + String(s.drift); }, cell: function (s, td) { td.appendChild(el('span', { 'class': 'verdict ' + driftClass(s), text: isDrifted(s) ? driftedHow(s) : String(s.drift) })); return null; } }
+    ]);
     var t = sortableTable(cols, [iterS].concat(series), {
       defaultCol: 'order',
-      text: function (s) { return [seriesLabel(s), s.id, keyOf(s.layer), keyOf(s.phase), s.drift].join(' '); },
+      text: function (s) { return [seriesLabel(s), s.id, keyOf(s.layer), keyOf(s.phase), s.drift, driftedHow(s)].join(' '); },
       row: function (s, tbody) {
         var tr = el('tr', { 'class': 'wrow' + (isDrifted(s) ? ' drifted' : '') });
         cols.forEach(function (c) {

@@ -1,7 +1,7 @@
 //! Rendering a [`Report`] as a table, CSV, JSON or Markdown, and the end-of-run summary.
 
 use super::*;
-use profiler_format::summary::{occ, perturbation_line, status};
+use profiler_format::summary::{occ, perturbation_line, status, status_in};
 pub use profiler_format::summary::{summary, summary_unwritten};
 pub use profiler_format::text::human_ns;
 use profiler_format::text::{opt, percent, signed_percent};
@@ -54,7 +54,7 @@ fn headline(report: &Report) -> String {
             it.measured,
             it.first,
             report.events.len(),
-            status(report.complete)
+            status_in(&report.mode, report.complete)
         );
     }
     format!(
@@ -223,6 +223,7 @@ fn render_table(report: &Report) -> String {
     if let Some(w) = &report.windows {
         lines.push(String::new());
         lines.push(windows_line(w));
+        lines.push(drift_line(w));
         let rows = windows_rows(w);
         lines.extend(aligned(&WINDOW_HEADERS, &rows, 5));
         lines.push(drifted_line(w));
@@ -230,7 +231,7 @@ fn render_table(report: &Report) -> String {
     lines.join("\n") + "\n"
 }
 
-const WINDOW_HEADERS: [&str; 9] = [
+const WINDOW_HEADERS: [&str; 10] = [
     "layer",
     "phase",
     "name",
@@ -239,29 +240,53 @@ const WINDOW_HEADERS: [&str; 9] = [
     "first",
     "last",
     "change",
-    "drift",
+    "since start",
+    "recent past",
 ];
 
-/// `windows: 12 kept of 40 closed (PROF_WINDOWS=12), 500 iterations each; ...`.
+/// `windows: 13 kept of 40 closed (the first 3, and the last 10: PROF_WINDOWS=10), 500
+/// iterations each`.
 fn windows_line(w: &drift::Windows) -> String {
     let cap = w
         .cap
-        .map(|c| format!(" (PROF_WINDOWS={c})"))
+        .map(|c| format!("PROF_WINDOWS={c}"))
         .unwrap_or_default();
-    let compared = match (&w.baseline, &w.recent) {
-        (Some(b), Some(r)) => format!(
-            "drift: recent {} against baseline {}, by prof diff's statistics (threshold {}, \
-             alpha {})",
-            span(r),
-            span(b),
-            percent(w.threshold),
-            w.alpha
-        ),
-        _ => format!("drift: {}", w.note.as_deref().unwrap_or("no comparison")),
+    let which = match (w.baseline_windows, cap.is_empty()) {
+        (0, true) => String::new(),
+        (0, false) => format!(" ({cap})"),
+        (b, true) => format!(" (the first {b}, and the last {})", w.kept - b),
+        (b, false) => format!(" (the first {b}, and the last {}: {cap})", w.kept - b),
     };
     format!(
-        "windows: {} kept of {} closed{cap}, {} iterations each; {compared}",
+        "windows: {} kept of {} closed{which}, {} iterations each",
         w.kept, w.closed, w.iterations_per_window
+    )
+}
+
+/// `drift of the recent windows 38-39 (2): since the start, against the baseline windows 0-2
+/// (3); in the recent past, against windows 3-7 (5); by prof diff's statistics (...)`, and why a
+/// comparison is missing.
+fn drift_line(w: &drift::Windows) -> String {
+    let Some(recent) = &w.recent else {
+        return format!("drift: {}", w.notes.join("; "));
+    };
+    let mut parts = Vec::new();
+    if let Some(start) = &w.start {
+        parts.push(format!(
+            "since the start, against the baseline {}",
+            span(start)
+        ));
+    }
+    if let Some(earlier) = &w.earlier {
+        parts.push(format!("in the recent past, against {}", span(earlier)));
+    }
+    parts.extend(w.notes.iter().cloned());
+    format!(
+        "drift of the recent {}: {}; by prof diff's statistics (threshold {}, alpha {})",
+        span(recent),
+        parts.join("; "),
+        percent(w.threshold),
+        w.alpha
     )
 }
 
@@ -273,8 +298,8 @@ fn span(s: &drift::Span) -> String {
     }
 }
 
-/// The drift cell: `SLOWER +20.1% (95% CI +15.0% .. +25.3%)`, `stable`, or `-`.
-fn drift_cell(s: &drift::Series, alpha: f64) -> String {
+/// A drift cell: `SLOWER +20.1% (95% CI +15.0% .. +25.3%)`, `stable`, or `-`.
+fn drift_cell(j: &drift::Judgement, alpha: f64) -> String {
     let change = |r: f64| {
         if r.is_finite() {
             signed_percent(r - 1.0)
@@ -282,10 +307,10 @@ fn drift_cell(s: &drift::Series, alpha: f64) -> String {
             "-".to_owned()
         }
     };
-    match (s.drift, &s.comparison) {
+    match (j.drift, &j.comparison) {
         (drift::DriftStatus::Slower | drift::DriftStatus::Faster, Some(c)) => format!(
             "{} {} ({:.0}% CI {} .. {})",
-            s.drift.as_str().to_uppercase(),
+            j.drift.as_str().to_uppercase(),
             change(c.ratio),
             100.0 * (1.0 - alpha),
             change(c.ci_low),
@@ -304,26 +329,38 @@ fn windows_rows(w: &drift::Windows) -> Vec<Vec<String>> {
             // Only the iteration's series has no order.
             let mut cells = text::identity_cells(&s.identity, s.order.is_none());
             cells.extend([
-                drift::sparkline(&s.medians_ns),
+                w.sparkline(s),
                 known(s.first_median_ns),
                 known(s.last_median_ns),
                 s.change
                     .map(signed_percent)
                     .unwrap_or_else(|| "-".to_owned()),
-                drift_cell(s, w.alpha),
+                drift_cell(&s.since_start, w.alpha),
+                drift_cell(&s.recent_past, w.alpha),
             ]);
             cells
         })
         .collect()
 }
 
-/// `drifted: top_mlp/bwd top_backward (slower), ... (2 of 25 events)` or `no event drifted`.
+/// What `s` drifted by: `slower since the start`, `faster in the recent past`, or both.
+fn drifted_how(s: &drift::Series) -> String {
+    [drift::Against::Start, drift::Against::RecentPast]
+        .into_iter()
+        .filter(|&a| s.judgement(a).drift.drifted())
+        .map(|a| format!("{} {}", s.judgement(a).drift.as_str(), a.phrase()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `! drifted: top_mlp/bwd top_backward (slower since the start), ... (2 of 25 events)` or
+/// `no event drifted`.
 fn drifted_line(w: &drift::Windows) -> String {
     let drifted: Vec<String> = w
         .drifted()
-        .map(|s| format!("{} ({})", s.identity.label(), s.drift.as_str()))
+        .map(|s| format!("{} ({})", s.identity.label(), drifted_how(s)))
         .collect();
-    if w.baseline.is_none() {
+    if w.recent.is_none() {
         "no drift verdict: not enough windows yet".to_owned()
     } else if drifted.is_empty() {
         format!("no event drifted ({} events compared)", w.events.len())
@@ -366,15 +403,28 @@ pub(super) const CSV_HEADERS: [&str; 26] = [
     "events",
 ];
 
-/// The columns a report with windows adds to [`CSV_HEADERS`].
-pub(super) const WINDOW_CSV_HEADERS: [&str; 7] = [
+/// The columns a report with windows adds to [`CSV_HEADERS`]: on a window row, the window;
+/// on an event row, its headline drift, which comparison that is, and both comparisons.
+pub(super) const WINDOW_CSV_HEADERS: [&str; 19] = [
     "window",
     "first_iteration",
+    "baseline_window",
     "drift",
+    "drift_against",
     "drift_ratio",
     "drift_ci_low",
     "drift_ci_high",
     "drift_p_adjusted",
+    "start_drift",
+    "start_ratio",
+    "start_ci_low",
+    "start_ci_high",
+    "start_p_adjusted",
+    "recent_past_drift",
+    "recent_past_ratio",
+    "recent_past_ci_low",
+    "recent_past_ci_high",
+    "recent_past_p_adjusted",
 ];
 
 /// The header row: [`CSV_HEADERS`], and [`WINDOW_CSV_HEADERS`] for a report with windows.
@@ -386,27 +436,40 @@ fn csv_headers(windows: bool) -> Vec<&'static str> {
     headers
 }
 
-/// The [`WINDOW_CSV_HEADERS`] cells of the event of `order`: its drift verdict and comparison
+/// A verdict and its comparison's ratio, interval and adjusted p-value, as CSV cells.
+fn judgement_csv(drift: drift::DriftStatus, c: Option<&crate::diff::EventDiff>) -> [String; 5] {
+    let cell = |v: Option<f64>| v.map(|v| num(v, 6)).unwrap_or_default();
+    [
+        drift.as_str().to_owned(),
+        cell(c.map(|c| c.ratio)),
+        cell(c.map(|c| c.ci_low)),
+        cell(c.map(|c| c.ci_high)),
+        cell(c.map(|c| c.p_adjusted)),
+    ]
+}
+
+/// The [`WINDOW_CSV_HEADERS`] cells of the event of `order`: its drift verdicts and comparisons
 /// (the window columns stay empty on an event row); none without windows.
 fn drift_csv(windows: Option<&drift::Windows>, order: u32) -> Vec<String> {
     let Some(w) = windows else {
         return Vec::new();
     };
-    let mut cells = vec![String::new(); 2];
+    let mut cells = vec![String::new(); 3];
     match w.events.iter().find(|s| s.order == Some(order)) {
         Some(s) => {
-            cells.push(s.drift.as_str().to_owned());
-            let c = s.comparison.as_ref();
-            for v in [
-                c.map(|c| c.ratio),
-                c.map(|c| c.ci_low),
-                c.map(|c| c.ci_high),
-                c.map(|c| c.p_adjusted),
-            ] {
-                cells.push(v.map(|v| num(v, 6)).unwrap_or_default());
+            let [drift, rest @ ..] = judgement_csv(s.drift, s.comparison.as_ref());
+            cells.push(drift);
+            cells.push(match s.drift_against {
+                Some(drift::Against::Start) => "start".to_owned(),
+                Some(drift::Against::RecentPast) => "recent_past".to_owned(),
+                None => String::new(),
+            });
+            cells.extend(rest);
+            for j in [&s.since_start, &s.recent_past] {
+                cells.extend(judgement_csv(j.drift, j.comparison.as_ref()));
             }
         }
-        None => cells.extend(std::iter::repeat_n(String::new(), 5)),
+        None => cells.extend(std::iter::repeat_n(String::new(), 16)),
     }
     cells
 }
@@ -466,6 +529,7 @@ fn window_csv(w: &drift::Windows, width: usize) -> Vec<Vec<String>> {
             cells[12] = median.to_string();
             cells[26] = w.indices[k].to_string();
             cells[27] = w.first_iterations[k].to_string();
+            cells[28] = (k < w.baseline_windows).to_string();
             rows.push(cells);
         }
     }
@@ -573,6 +637,8 @@ fn render_markdown(report: &Report) -> String {
     if let Some(w) = &report.windows {
         lines.push(String::new());
         lines.push(format!("**{}**", text::md_cell(&windows_line(w))));
+        lines.push(String::new());
+        lines.push(text::md_cell(&drift_line(w)));
         lines.push(String::new());
         lines.extend(md_table(&WINDOW_HEADERS, &windows_rows(w), 5));
         lines.push(String::new());

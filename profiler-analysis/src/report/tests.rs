@@ -605,51 +605,101 @@ fn iterations_are_numbered_from_first() {
     );
 }
 
+/// 20 windows closed of 10 iterations per event: the first 3 kept as the baseline, and the last
+/// 8 (windows 12 to 19).
 fn continuous_report(slow: &[(&str, f64, usize)]) -> Report {
-    let p = crate::drift::tests::continuous(&crate::diff::tests::model(), 10, 10, 8, 0.02, slow, 5);
-    build(&p, &ReportOptions::default())
+    let all =
+        crate::drift::tests::continuous(&crate::diff::tests::model(), 10, 20, 20, 0.02, slow, 5);
+    build(
+        &crate::drift::tests::pinned(all, 3, 8),
+        &ReportOptions::default(),
+    )
 }
 
 #[test]
 fn continuous_mode_has_a_windows_section_in_every_format() {
+    // Slower from window 7: after the baseline windows, before every recent window kept.
     let r = continuous_report(&[("top_backward", 1.25, 7)]);
     let w = r.windows.as_ref().unwrap();
-    assert_eq!((w.kept, w.closed, w.iterations_per_window), (8, 10, 250));
+    assert_eq!((w.kept, w.closed, w.iterations_per_window), (11, 20, 250));
     let table = render(&r, Format::Table);
     let section = &table[table.find("\nwindows: ").expect("no windows section") + 1..];
     let lines: Vec<&str> = section.lines().collect();
     assert_eq!(
         lines[0],
-        "windows: 8 kept of 10 closed (PROF_WINDOWS=8), 250 iterations each; drift: recent \
-         windows 8-9 (2) against baseline windows 2-5 (4), by prof diff's statistics \
+        "windows: 11 kept of 20 closed (the first 3, and the last 8: PROF_WINDOWS=8), 250 \
+         iterations each"
+    );
+    assert_eq!(
+        lines[1],
+        "drift of the recent windows 18-19 (2): since the start, against the baseline windows \
+         0-2 (3); in the recent past, against windows 12-15 (4); by prof diff's statistics \
          (threshold 2.0%, alpha 0.05)"
     );
-    assert!(lines[1].contains("median per window") && lines[1].contains("drift"));
-    assert!(lines[2].contains("iteration"), "{}", lines[2]);
+    assert!(lines[2].contains("median per window"), "{}", lines[2]);
+    assert!(lines[2].contains("since start") && lines[2].ends_with("recent past"));
+    assert!(lines[3].contains("iteration"), "{}", lines[3]);
     // The iteration, 25 events, and the closing line.
-    assert_eq!(lines.len(), 2 + 1 + 25 + 1, "{section}");
+    assert_eq!(lines.len(), 3 + 1 + 25 + 1, "{section}");
     let row = lines.iter().find(|l| l.contains("top_backward")).unwrap();
-    let spark: String = row.chars().filter(|c| ('▁'..='█').contains(c)).collect();
-    assert_eq!(spark.chars().count(), 8, "{row}");
-    assert!(spark.ends_with("███"), "{row}");
-    assert!(spark.chars().take(5).all(|c| "▁▂▃".contains(c)), "{row}");
+    // The baseline windows, a separator for the windows dropped, the last 8.
+    let spark: String = row
+        .chars()
+        .filter(|c| ('▁'..='█').contains(c) || *c == '┊')
+        .collect();
+    let (baseline, recent) = spark.split_once('┊').unwrap_or_else(|| panic!("{row}"));
+    assert!(baseline.chars().all(|c| "▁▂".contains(c)), "{row}");
+    assert_eq!(baseline.chars().count(), 3, "{row}");
+    assert!(recent.chars().all(|c| "▇█".contains(c)), "{row}");
+    assert_eq!(recent.chars().count(), 8, "{row}");
+    // Slower since the start; stable in the recent past (it was slow in every recent window).
     assert!(
         row.contains("SLOWER +2") && row.contains("(95% CI +"),
         "{row}"
     );
+    let last_two = |l: &str| -> Vec<String> {
+        let mut words: Vec<String> = l
+            .split_whitespace()
+            .rev()
+            .take(2)
+            .map(str::to_owned)
+            .collect();
+        words.reverse();
+        words
+    };
+    assert!(last_two(row)[0].ends_with("%)"), "{row}");
+    assert_eq!(last_two(row)[1], "stable", "{row}");
     let stable = lines.iter().find(|l| l.contains(" lookup ")).unwrap();
-    assert!(stable.trim_end().ends_with("stable"), "{stable}");
+    assert_eq!(last_two(stable), ["stable", "stable"], "{stable}");
     assert_eq!(
         lines.last().unwrap(),
-        &"! drifted: top_mlp/bwd top_backward (slower) (1 of 25 events)"
+        &"! drifted: top_mlp/bwd top_backward (slower since the start) (1 of 25 events)"
     );
 
     let json: serde_json::Value = serde_json::from_str(&render(&r, Format::Json)).unwrap();
     let windows = &json["windows"];
-    assert_eq!(windows["kept"], 8);
+    assert_eq!(
+        (
+            windows["kept"].as_u64(),
+            windows["baseline_windows"].as_u64()
+        ),
+        (Some(11), Some(3))
+    );
     assert_eq!(
         windows["indices"],
-        serde_json::json!([2, 3, 4, 5, 6, 7, 8, 9])
+        serde_json::json!([0, 1, 2, 12, 13, 14, 15, 16, 17, 18, 19])
+    );
+    assert_eq!(
+        windows["start"],
+        serde_json::json!({"first": 0, "last": 2, "windows": 3})
+    );
+    assert_eq!(
+        windows["earlier"],
+        serde_json::json!({"first": 12, "last": 15, "windows": 4})
+    );
+    assert_eq!(
+        windows["recent"],
+        serde_json::json!({"first": 18, "last": 19, "windows": 2})
     );
     let tb = windows["events"]
         .as_array()
@@ -657,56 +707,111 @@ fn continuous_mode_has_a_windows_section_in_every_format() {
         .iter()
         .find(|e| e["name"] == "top_backward")
         .unwrap();
-    assert_eq!(tb["drift"], "slower");
-    assert_eq!(tb["medians_ns"].as_array().unwrap().len(), 8);
+    assert_eq!(
+        (tb["drift"].as_str(), tb["drift_against"].as_str()),
+        (Some("slower"), Some("start"))
+    );
+    assert_eq!(tb["medians_ns"].as_array().unwrap().len(), 11);
     assert_eq!(tb["comparison"]["verdict"], "regressed");
     assert!(tb["comparison"]["ci_low"].as_f64().unwrap() > 1.1);
+    assert_eq!(tb["since_start"]["drift"], "slower");
+    assert_eq!(tb["since_start"]["comparison"]["verdict"], "regressed");
+    assert_eq!(tb["recent_past"]["drift"], "stable");
     assert_eq!(windows["iteration"]["id"], "iteration");
 
     let csv = render(&r, Format::Csv);
     let header = csv_split(csv.lines().next().unwrap());
-    assert_eq!(header.len(), render::CSV_HEADERS.len() + 7);
+    assert_eq!(header.len(), render::CSV_HEADERS.len() + 19);
     assert_eq!(
-        header[26..],
-        [
-            "window",
-            "first_iteration",
-            "drift",
-            "drift_ratio",
-            "drift_ci_low",
-            "drift_ci_high",
-            "drift_p_adjusted"
-        ]
+        header[26..30],
+        ["window", "first_iteration", "baseline_window", "drift"]
     );
+    assert_eq!(header[30..32], ["drift_against", "drift_ratio"]);
+    assert_eq!(header[35..37], ["start_drift", "start_ratio"]);
+    assert_eq!(header[40..42], ["recent_past_drift", "recent_past_ratio"]);
     let rows: Vec<Vec<String>> = csv.lines().skip(1).map(csv_split).collect();
     assert!(rows.iter().all(|r| r.len() == header.len()));
     let tb_event = rows
         .iter()
         .find(|r| r[0] == "event" && r[3] == "top_backward")
         .unwrap();
-    assert_eq!(tb_event[28], "slower");
-    assert!(tb_event[29].parse::<f64>().unwrap() > 1.2);
+    assert_eq!(
+        (tb_event[29].as_str(), tb_event[30].as_str()),
+        ("slower", "start")
+    );
+    assert!(tb_event[31].parse::<f64>().unwrap() > 1.2);
+    assert_eq!(tb_event[35], "slower");
+    assert_eq!(tb_event[36], tb_event[31]);
+    assert_eq!(tb_event[40], "stable");
     // One window row per event and kept window, and per kept window for the iteration.
     let window_rows: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == "window").collect();
-    assert_eq!(window_rows.len(), 26 * 8);
+    assert_eq!(window_rows.len(), 26 * 11);
     assert_eq!(window_rows[0][2], "iteration");
+    let cells = |r: &Vec<String>| (r[26].clone(), r[27].clone(), r[28].clone());
     assert_eq!(
-        (window_rows[0][26].as_str(), window_rows[0][27].as_str()),
-        ("2", "510")
+        cells(window_rows[0]),
+        ("0".into(), "10".into(), "true".into())
+    );
+    assert_eq!(
+        cells(window_rows[3]),
+        ("12".into(), "3010".into(), "false".into())
     );
     assert!(window_rows
         .iter()
         .all(|r| r[12].parse::<u64>().unwrap() > 0));
 
     let md = render(&r, Format::Markdown);
-    assert!(md.contains("**windows: 8 kept of 10 closed"), "{md}");
+    assert!(md.contains("**windows: 11 kept of 20 closed"), "{md}");
+    assert!(
+        md.contains("drift of the recent windows 18-19 (2): since the start"),
+        "{md}"
+    );
     assert!(
         md.contains("| layer | phase | name | occ | median per window |"),
         "{md}"
     );
+    assert!(md.contains("| since start | recent past |"), "{md}");
     assert!(
-        md.contains("! drifted: top_mlp/bwd top_backward (slower)"),
+        md.contains("! drifted: top_mlp/bwd top_backward (slower since the start)"),
         "{md}"
+    );
+}
+
+/// A change in the recent past is flagged there and since the start; a file without baseline
+/// windows (written before they were kept) is judged in the recent past only, and says so.
+#[test]
+fn recent_changes_and_files_without_baseline_windows() {
+    let r = continuous_report(&[("lookup", 0.8, 16)]);
+    let table = render(&r, Format::Table);
+    assert!(
+        table.trim_end().ends_with(
+            "! drifted: embedding/fwd lookup (faster since the start, faster in the recent past) \
+             (1 of 25 events)"
+        ),
+        "{table}"
+    );
+    let old = crate::drift::tests::continuous(
+        &crate::diff::tests::model(),
+        10,
+        20,
+        8,
+        0.1,
+        &[("top_backward", 1.25, 7)],
+        5,
+    );
+    let table = render(&build(&old, &ReportOptions::default()), Format::Table);
+    assert!(
+        table.contains(
+            "\ndrift of the recent windows 18-19 (2): in the recent past, against windows 12-15 \
+             (4); since the start: no baseline windows in this file"
+        ),
+        "{table}"
+    );
+    assert!(
+        table
+            .trim_end()
+            .ends_with("no event drifted (25 events compared)"),
+        "{table}"
     );
 }
 
@@ -741,7 +846,14 @@ fn a_steady_continuous_run_drifts_nowhere_and_the_summary_leaves_windows_out() {
     assert!(!text.contains("\nwindows: "), "{text}");
     let line = text.lines().find(|l| l.contains("continuous:")).unwrap();
     assert!(
-        line.contains("windows kept of") && line.contains("prof report"),
+        line.contains("3 windows kept of 3 closed") && line.contains("prof report"),
+        "{line}"
+    );
+    let p = crate::drift::tests::pinned(p, 2, 1);
+    let text = summary(&p, "prof.json");
+    let line = text.lines().find(|l| l.contains("continuous:")).unwrap();
+    assert!(
+        line.contains("3 windows kept (the first 2, and 1 recent) of 3 closed"),
         "{line}"
     );
 }
@@ -752,8 +864,10 @@ fn one_window_says_it_is_not_enough() {
     let table = render(&build(&p, &ReportOptions::default()), Format::Table);
     assert!(
         table.contains(
-            "windows: 1 kept of 1 closed (PROF_WINDOWS=5), 250 iterations each; drift: not \
-             enough windows: 1 kept, 2 needed"
+            "windows: 1 kept of 1 closed (PROF_WINDOWS=5), 250 iterations each\ndrift: since \
+             the start: no baseline windows in this file (PROF_BASELINE_WINDOWS=0, or written \
+             before profiler-core kept them); in the recent past: not enough windows: 1 kept \
+             after the baseline, 2 needed"
         ),
         "{table}"
     );

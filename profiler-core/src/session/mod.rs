@@ -4,9 +4,10 @@
 //! or is learning. The stages of the schedule (`schedule/`) extend [`Session`] with learning,
 //! planning and arming; beside this file: `step.rs` (the end of each iteration, resolution, the
 //! end of the run), `results.rs` (what was stored, as a [`Profile`](crate::Profile)),
-//! `windows.rs` (`continuous` mode), `kernels.rs` (kernel attribution), `traced.rs` (`trace`
-//! mode's records, from the threads' buffers to the events) and `learning.rs` (the records of
-//! `trace` mode's learning iterations, to the learner).
+//! `windows.rs` (`continuous` mode's windows), `writer.rs` (its writer thread), `kernels.rs`
+//! (kernel attribution), `traced.rs` (`trace` mode's records, from the threads' buffers to the
+//! events) and `learning.rs` (the records of `trace` mode's learning iterations, to the
+//! learner).
 
 pub(crate) mod kernels;
 mod learning;
@@ -14,6 +15,7 @@ mod results;
 mod step;
 mod traced;
 mod windows;
+mod writer;
 
 use std::sync::atomic::{
     AtomicBool, AtomicPtr,
@@ -43,17 +45,10 @@ pub(crate) struct Control {
     /// The iteration `iter_marks[0]` began: 0, except in `continuous` mode, where marks older
     /// than the current window (and than any pending sample) are dropped.
     pub(crate) iter_base: u32,
-    /// `continuous` mode: the windows closed and kept, oldest first, and the last one's
-    /// samples (what `events` shows).
-    pub(crate) windows: std::collections::VecDeque<profiler_format::Window>,
-    /// `continuous` mode: windows closed so far (kept or dropped).
+    /// `continuous` mode: windows closed so far (handed to the writer).
     pub(crate) windows_closed: u64,
     /// `continuous` mode: the first iteration of the window now running.
     pub(crate) window_first_iter: u32,
-    /// `continuous` mode: the resolved samples of the last closed window, per event.
-    pub(crate) shown: Option<Vec<Resolved>>,
-    /// When `continuous` mode last handed results to the background writer.
-    pub(crate) last_background_write: Option<std::time::Instant>,
     /// Slots written (or about to be) and not yet resolved: (event, slot, iteration).
     pub(crate) pending: Vec<(u32, u32, u32)>,
     /// Per-stream iteration starts on the device: (iteration, lane, mark), not yet released.
@@ -91,11 +86,13 @@ pub struct Session {
     /// Median of an empty measurement: what every sample includes besides the code measured.
     pub(crate) floor_ns: u64,
     pub(crate) control: Mutex<Control>,
-    /// Serializes writes of the results (the end's and `continuous` mode's background ones),
+    /// Serializes writes of the results (the end's and `continuous` mode's writer's),
     /// holding the generation last written so that an older profile never replaces a newer.
     pub(crate) written_generation: Mutex<u64>,
-    /// A background write is under way (`continuous` mode skips a window rather than queue).
-    pub(crate) background_writing: AtomicBool,
+    /// `continuous` mode: what the writer made of the closed windows.
+    pub(crate) archive: Mutex<writer::Archive>,
+    /// `continuous` mode: the queue to the writer thread.
+    pub(crate) writer: writer::Handoff,
     /// A background write failed (said once).
     pub(crate) background_failed: AtomicBool,
     /// More probes were registered at run time than `PROF_MAX_PROBES` leaves room for (said
@@ -214,7 +211,8 @@ impl Session {
             done: AtomicBool::new(false),
             control: Mutex::new(control),
             written_generation: Mutex::new(0),
-            background_writing: AtomicBool::new(false),
+            archive: Mutex::default(),
+            writer: writer::Handoff::default(),
             background_failed: AtomicBool::new(false),
             too_many_runtime: AtomicBool::new(false),
             registered_at_start,

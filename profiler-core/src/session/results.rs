@@ -4,13 +4,35 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 
+use super::writer::{Archive, Shown};
 use super::{lock, Control, Session};
 use crate::clock::Reading;
+use crate::device::Stream;
 use crate::record::{resolve_slot, IterationStarts, Resolved, RESERVOIR};
 use crate::registry::registry;
 use crate::schedule::Event;
 use crate::schedule::{Key, MERGED};
 use profiler_format::{self as json, Profile, Stats};
+
+/// What an event's JSON is made with besides its samples.
+pub(super) struct EventContext<'a> {
+    /// Learner key -> order, to name each event's parent.
+    pub order_of: &'a HashMap<Key, u32>,
+    /// The plan's streams, to name each event's stream.
+    pub streams: &'a [Stream],
+    /// Where its kernels are read (`None`: added later, see [`Session::live`]).
+    pub kernels: Option<&'a super::kernels::Attribution>,
+}
+
+/// What a `continuous`-mode profile takes from the cold-path state ([`Session::live`]).
+pub(super) struct Live {
+    /// Iterations completed.
+    count: u64,
+    /// The merged events, whole.
+    merged: Vec<json::Event>,
+    /// The kernels of the shown events: (schedule index, kernels).
+    kernels: Vec<(u32, json::Kernels)>,
+}
 
 impl Session {
     /// The results so far.
@@ -21,7 +43,9 @@ impl Session {
     }
 
     /// The results as `prof.json` holds them; `last_chance`: the run is ending, so the armed
-    /// iteration's samples count and the clocks are settled first.
+    /// iteration's samples count and the clocks are settled first. In `continuous` mode, once a
+    /// window has closed, what the writer keeps ([`Archive`]): the last closed window's samples
+    /// and the windows kept.
     pub(super) fn profile(&self, c: &mut Control, complete: bool, last_chance: bool) -> Profile {
         if last_chance && !c.finished && !self.schedule.learning.load(Relaxed) {
             // The iteration under way counts: what its runs recorded so far is settled.
@@ -39,75 +63,178 @@ impl Session {
         }
         self.gather_kernels(c, last_chance);
         self.resolve(c, last_chance);
-        // Learner key -> order, to name each event's parent.
-        let order_of: HashMap<Key, u32> = c
-            .plan
-            .order
-            .iter()
-            .filter_map(|&e| self.schedule.events[e as usize].get())
-            .map(|ev| ((ev.entry, ev.lane, ev.occurrence), ev.order))
-            .collect();
+        let archive = self.archive_now();
+        if let Some(shown) = &archive.shown {
+            let live = self.live(c, shown);
+            return self.assemble(&archive, live, complete);
+        }
+        drop(archive);
+        // No window closed yet (or not `continuous` mode): the samples stored so far.
+        let order_of = self.order_of(&c.plan.order);
         let mut events: Vec<json::Event> = c
             .plan
             .order
             .iter()
-            .filter_map(|&e| self.event_json(c, e, &order_of))
+            .filter_map(|&e| {
+                let ev = self.schedule.events[e as usize].get()?;
+                let (resolved, stats) = match &ev.store.totals {
+                    None => (
+                        c.resolved.get(e as usize).cloned().unwrap_or_default(),
+                        None,
+                    ),
+                    Some(_) => {
+                        let (r, stats) = self.merged_samples(ev, &c.iter_marks, c.iter_base);
+                        (r, Some(stats))
+                    }
+                };
+                let context = EventContext {
+                    order_of: &order_of,
+                    streams: &c.plan.streams,
+                    kernels: Some(&c.kernels),
+                };
+                Some(self.event_json(e, resolved, stats, &context))
+            })
             .collect();
         events.sort_by_key(|e| e.order);
         Profile {
             schema: json::schema_for(&events).to_owned(),
-            // In continuous mode, what is shown is complete once a window has closed.
-            complete: complete || c.windows_closed > 0,
+            complete,
             run: self.run_json(),
             iterations: self.iterations_json(c),
             events,
-            windows: c.windows.iter().cloned().collect(),
+            windows: Vec::new(),
         }
     }
 
-    /// The iterations completed and the wall times listed: all of them, or in continuous mode
-    /// the last closed window's (what `events` shows).
+    /// Learner key -> order of the events of `order`, to name each event's parent.
+    pub(super) fn order_of(&self, order: &[u32]) -> HashMap<Key, u32> {
+        order
+            .iter()
+            .filter_map(|&e| self.schedule.events[e as usize].get())
+            .map(|ev| ((ev.entry, ev.lane, ev.occurrence), ev.order))
+            .collect()
+    }
+
+    /// What a `continuous`-mode profile needs from the cold-path state (taken under its lock,
+    /// kept short): the iterations completed, the merged events (exact totals over the whole
+    /// run), and the kernels attributed to the samples `shown`.
+    pub(super) fn live(&self, c: &Control, shown: &Shown) -> Live {
+        let count = u64::from(c.iter_base) + (c.iter_marks.len() as u64).saturating_sub(1);
+        let order_of = self.order_of(&c.plan.order);
+        let merged = c
+            .plan
+            .order
+            .iter()
+            .filter_map(|&e| {
+                let ev = self.schedule.events[e as usize].get()?;
+                ev.store.totals.as_ref()?;
+                let (r, stats) = self.merged_samples(ev, &c.iter_marks, c.iter_base);
+                let context = EventContext {
+                    order_of: &order_of,
+                    streams: &c.plan.streams,
+                    kernels: Some(&c.kernels),
+                };
+                Some(self.event_json(e, r, Some(stats), &context))
+            })
+            .collect();
+        let kernels = if self.config.kernels {
+            shown
+                .order()
+                .iter()
+                .filter_map(|&e| Some((e, c.kernels.of(e, &shown.resolved(e)?.iters)?)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Live {
+            count,
+            merged,
+            kernels,
+        }
+    }
+
+    /// A `continuous`-mode profile: the last closed window's events (with `live`'s kernels and
+    /// merged events), its iterations, and every window kept.
+    pub(super) fn assemble(&self, archive: &Archive, live: Live, complete: bool) -> Profile {
+        let mut events = Vec::new();
+        let (mut first, mut wall_ns) = (0, Vec::new());
+        if let Some(shown) = &archive.shown {
+            (first, wall_ns) = (shown.first_iteration(), shown.wall_ns.clone());
+            let order_of = self.order_of(shown.order());
+            let context = EventContext {
+                order_of: &order_of,
+                streams: shown.streams(),
+                kernels: None,
+            };
+            for &e in shown.order() {
+                let Some(ev) = self.schedule.events[e as usize].get() else {
+                    continue;
+                };
+                if ev.store.totals.is_some() {
+                    continue; // merged: in `live`
+                }
+                let resolved = shown.resolved(e).cloned().unwrap_or_default();
+                let mut event = self.event_json(e, resolved, None, &context);
+                if let Some((_, k)) = live.kernels.iter().find(|(k, _)| *k == e) {
+                    event.gpu.get_or_insert_with(json::Gpu::default).kernels = Some(k.clone());
+                }
+                events.push(event);
+            }
+        }
+        events.extend(live.merged);
+        events.sort_by_key(|e| e.order);
+        Profile {
+            schema: json::schema_for(&events).to_owned(),
+            complete,
+            run: self.run_json(),
+            iterations: json::Iterations {
+                count: live.count,
+                first,
+                wall_ns,
+            },
+            events,
+            windows: archive.windows(),
+        }
+    }
+
+    /// The iterations completed and the wall times of all of them (those since `iter_base`).
     fn iterations_json(&self, c: &Control) -> json::Iterations {
         let marks = &c.iter_marks;
         let count = u64::from(c.iter_base) + (marks.len() as u64).saturating_sub(1);
-        let (first, wall_ns): (u64, Vec<u64>) = match (c.windows.back(), &c.shown) {
-            (Some(window), Some(_)) => (window.first_iteration, window.wall_ns.clone()),
-            _ => (
-                u64::from(c.iter_base),
-                marks
-                    .windows(2)
-                    .map(|w| match self.clock.elapsed(w[0], w[1]) {
-                        Reading::Ready(ns) => ns,
-                        _ => 0,
-                    })
-                    .collect(),
-            ),
-        };
+        let wall_ns = marks
+            .windows(2)
+            .map(|w| match self.clock.elapsed(w[0], w[1]) {
+                Reading::Ready(ns) => ns,
+                _ => 0,
+            })
+            .collect();
         json::Iterations {
             count,
-            first,
+            first: u64::from(c.iter_base),
             wall_ns,
         }
     }
 
-    /// Event `e` as `prof.json` writes it, or `None` if it was never allocated.
-    fn event_json(&self, c: &Control, e: u32, order_of: &HashMap<Key, u32>) -> Option<json::Event> {
-        let ev = self.schedule.events[e as usize].get()?;
+    /// Event `e` as `prof.json` writes it, with `resolved` as its samples (sorted here by
+    /// iteration) and `stats` (computed from them when `None`, as for every event but a merged
+    /// one).
+    pub(super) fn event_json(
+        &self,
+        e: u32,
+        mut resolved: Resolved,
+        stats: Option<Stats>,
+        context: &EventContext<'_>,
+    ) -> json::Event {
+        let ev = self.schedule.events[e as usize]
+            .get()
+            .expect("an event of the plan is allocated");
         let entry = registry().entry(ev.entry);
         let info = &entry.desc.info;
-        let (resolved, stats) = match &ev.store.totals {
-            None => {
-                let shown = c.shown.as_ref().unwrap_or(&c.resolved);
-                let mut r = shown.get(e as usize).cloned().unwrap_or_default();
-                sort_by_iteration(&mut r);
-                let stats = Stats::of(&r.durations);
-                (r, stats)
-            }
-            Some(_) => self.merged_samples(ev, &c.iter_marks, c.iter_base),
-        };
-        let stream = crate::schedule::lane_stream(&c.plan.streams, ev.lane)
+        sort_by_iteration(&mut resolved);
+        let stats = stats.unwrap_or_else(|| Stats::of(&resolved.durations));
+        let stream = crate::schedule::lane_stream(context.streams, ev.lane)
             .filter(|_| self.device.is_some());
-        let kernels = c.kernels.of(e, &resolved.iters);
+        let kernels = context.kernels.and_then(|k| k.of(e, &resolved.iters));
         let gpu = (ev.store.samples.has_device() || kernels.is_some()).then(|| json::Gpu {
             cpu_stats: (!resolved.cpu.is_empty()).then(|| Stats::of(&resolved.cpu)),
             cpu_samples_ns: resolved.cpu.clone(),
@@ -120,7 +247,7 @@ impl Session {
         } else {
             ev.occurrence
         };
-        Some(json::Event {
+        json::Event {
             id: entry.id.clone(),
             name: info.name.to_owned(),
             layer: info.layer.map(str::to_owned),
@@ -134,18 +261,20 @@ impl Session {
             device: stream.map(|s| s.device()),
             stream: stream.and_then(|&s| Some(self.device.as_ref()?.stream_id(s).to_string())),
             merged: ev.occurrence == MERGED,
-            parent: ev.parent.and_then(|key| order_of.get(&key).copied()),
-            samples_ns: resolved.durations,
-            offsets_ns: resolved.offsets,
-            sample_iters: resolved.iters,
-            stats,
-            gpu,
+            parent: ev
+                .parent
+                .and_then(|key| context.order_of.get(&key).copied()),
             memory: ev
                 .store
                 .samples
                 .has_memory()
                 .then(|| memory_json(&resolved.memory)),
-        })
+            samples_ns: resolved.durations,
+            offsets_ns: resolved.offsets,
+            sample_iters: resolved.iters,
+            stats,
+            gpu,
+        }
     }
 
     /// How the run was made.
@@ -227,7 +356,8 @@ impl Session {
         (r, stats)
     }
 }
-fn sort_by_iteration(r: &mut Resolved) {
+/// Puts `r`'s samples in the order of their iterations (then offsets).
+pub(super) fn sort_by_iteration(r: &mut Resolved) {
     let mut idx: Vec<usize> = (0..r.iters.len()).collect();
     idx.sort_by_key(|&i| (r.iters[i], r.offsets[i]));
     r.durations = idx.iter().map(|&i| r.durations[i]).collect();

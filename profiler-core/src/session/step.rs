@@ -302,6 +302,8 @@ impl Session {
             };
         }
         let profile = self.profile(c, complete, true);
+        // The writer thread, if any, has nothing left to do.
+        self.writer.stop();
         let dropped = self.buffers.dropped();
         if dropped > 0 {
             eprintln!(
@@ -350,7 +352,13 @@ impl Session {
             let first = self.absorb_first_iteration(&mut c);
             c.pending.extend(first);
         }
-        let complete = c.finished;
+        // In continuous mode, the run is complete when the program ends by itself after a window
+        // closed; a signal cuts it short.
+        let complete = if self.config.mode == Mode::Continuous {
+            mark_done && c.windows_closed > 0
+        } else {
+            c.finished
+        };
         self.end_measuring(&mut c);
         self.write(&mut c, complete)
     }

@@ -1,0 +1,389 @@
+//! `continuous` mode's writer: one long-lived thread, started at the first window close, that
+//! turns each closed window into what `prof.json` shows and rewrites the file (at most once a
+//! second). The training thread hands a window over and goes on: it moves the window's samples
+//! and copies its iteration marks into a [`Closed`] from a pool of spare ones (so a close
+//! allocates nothing once the pool is warm) and queues it. It does not wake the writer: a
+//! wake-up is a system call, and on a busy machine the woken thread would take the training
+//! thread's processor (measured: a close took 15-35 µs with one, 1-2 µs without). The writer
+//! looks at the queue every [`POLL`] instead, and on Linux runs as `SCHED_BATCH`, whose
+//! wake-ups never preempt the thread running.
+//!
+//! Locks, always taken in this order: `control` (the cold path), [`Archive`] (what the writer
+//! built), the queue. The training thread takes only `control` and the queue, so the writer's
+//! work never holds it up; the writer takes `control` only to read what changes as the run
+//! goes (merged events, kernels, the iteration count). A window is taken from the queue only
+//! with the archive locked, so whoever holds the archive and has emptied the queue has every
+//! window handed over: the end of the run and a snapshot absorb what is still queued
+//! themselves ([`Session::archive_now`]) and never wait for the writer.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::results::sort_by_iteration;
+use super::{lock, Session};
+use crate::clock::Reading;
+use crate::device::Stream;
+use crate::record::Resolved;
+use profiler_format::{Stats, Window, WindowEvent};
+
+/// The least time between two rewrites of the file.
+const WRITE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How often the writer looks for windows handed over.
+const POLL: Duration = Duration::from_millis(100);
+
+/// A closed window, handed from the training thread to the writer.
+#[derive(Debug, Default)]
+pub(crate) struct Closed {
+    /// The window's index (0 for the run's first).
+    index: u64,
+    /// Its first iteration.
+    first_iteration: u32,
+    /// The marks at which its iterations began, and the one at which the last ended.
+    marks: Vec<u64>,
+    /// The plan's events, in execution order (schedule indices).
+    order: Vec<u32>,
+    /// The plan's streams.
+    streams: Vec<Stream>,
+    /// The window's resolved samples, per event (schedule index).
+    resolved: Vec<Resolved>,
+}
+
+/// The last closed window, which `events` and `iterations` show.
+#[derive(Debug)]
+pub(crate) struct Shown {
+    /// The window as it was handed over, its samples sorted by iteration.
+    pub closed: Closed,
+    /// The wall time of each of its iterations.
+    pub wall_ns: Vec<u64>,
+}
+
+impl Shown {
+    /// The window's first iteration.
+    pub fn first_iteration(&self) -> u64 {
+        u64::from(self.closed.first_iteration)
+    }
+
+    /// The plan's events when the window closed, in execution order (schedule indices).
+    pub fn order(&self) -> &[u32] {
+        &self.closed.order
+    }
+
+    /// The plan's streams when the window closed.
+    pub fn streams(&self) -> &[Stream] {
+        &self.closed.streams
+    }
+
+    /// The window's samples of event `e` (schedule index), sorted by iteration.
+    pub fn resolved(&self, e: u32) -> Option<&Resolved> {
+        self.closed.resolved.get(e as usize)
+    }
+}
+
+/// What the writer made of the windows handed over.
+#[derive(Debug, Default)]
+pub(crate) struct Archive {
+    /// The run's first windows (`PROF_BASELINE_WINDOWS`), kept for the whole run.
+    baseline: Vec<Window>,
+    /// The most recent windows after them, oldest first (at most `PROF_WINDOWS`).
+    recent: VecDeque<Window>,
+    /// The last closed window's events and iterations.
+    pub shown: Option<Shown>,
+    /// Windows absorbed so far: the generation of a write (a newer file has a higher one).
+    absorbed: u64,
+}
+
+impl Archive {
+    /// Every window kept, oldest first: the baseline windows, then the recent ones.
+    pub fn windows(&self) -> Vec<Window> {
+        self.baseline.iter().chain(&self.recent).cloned().collect()
+    }
+}
+
+/// The queue between the training thread and the writer.
+#[derive(Debug, Default)]
+struct Queue {
+    /// Windows handed over, oldest first.
+    closed: VecDeque<Closed>,
+    /// Emptied [`Closed`] buffers, for the next closes.
+    spare: Vec<Closed>,
+    /// The writer thread was started (or could not be).
+    started: bool,
+    /// No writer thread could be started: the training thread absorbs windows itself.
+    inline: bool,
+    /// The run's results were written for the last time: the writer stops.
+    stopped: bool,
+}
+
+/// The handoff to the writer: its queue, and the condition variable it sleeps on between looks
+/// (woken only to stop).
+#[derive(Debug, Default)]
+pub(crate) struct Handoff {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+}
+
+impl Handoff {
+    /// The writer stops: the results were written for the last time.
+    pub(crate) fn stop(&self) {
+        lock(&self.queue).stopped = true;
+        self.wake.notify_one();
+    }
+}
+
+impl Session {
+    /// Hands the window that began at `first` and ended with iteration `completed` (the
+    /// `index`th) to the writer: its samples are moved out of `resolved` (which gets empty
+    /// buffers back) and its marks copied from `marks` (which begin at iteration `base`).
+    pub(super) fn hand_over(
+        &'static self,
+        index: u64,
+        (first, completed): (u32, u32),
+        (marks, base): (&[u64], u32),
+        (order, streams): (&[u32], &[Stream]),
+        resolved: &mut Vec<Resolved>,
+    ) {
+        let mut q = lock(&self.writer.queue);
+        let mut closed = q.spare.pop().unwrap_or_default();
+        closed.index = index;
+        closed.first_iteration = first;
+        let from = first.saturating_sub(base) as usize;
+        let to = (completed.saturating_sub(base) as usize + 1).min(marks.len());
+        closed.marks.clear();
+        closed
+            .marks
+            .extend_from_slice(marks.get(from..to).unwrap_or_default());
+        closed.order.clear();
+        closed.order.extend_from_slice(order);
+        closed.streams.clear();
+        closed.streams.extend_from_slice(streams);
+        // The training thread gets these buffers back: empty, whatever window they held.
+        closed.resolved.iter_mut().for_each(clear);
+        closed
+            .resolved
+            .resize_with(resolved.len(), Resolved::default);
+        std::mem::swap(&mut closed.resolved, resolved);
+        q.closed.push_back(closed);
+        self.bound_queue(&mut q);
+        if !q.started {
+            q.started = true;
+            q.inline = std::thread::Builder::new()
+                .name("profiler-writer".into())
+                .spawn(move || self.writer_loop())
+                .is_err();
+            if q.inline {
+                eprintln!(
+                    "profiler-core: warning: cannot start the thread that writes continuous \
+                     mode's results; they are written when the program ends"
+                );
+            }
+        }
+        if q.inline {
+            // No writer: absorb here, so that memory stays bounded (no lock order issue: the
+            // archive is taken after the queue is released).
+            drop(q);
+            drop(self.archive_now());
+        }
+    }
+
+    /// Keeps the queue bounded when the writer falls behind: a window that `PROF_WINDOWS`
+    /// newer ones already follow would be dropped from the archive at once, so it is dropped
+    /// from the queue now (its buffers go back to the pool). Baseline windows are never dropped.
+    fn bound_queue(&self, q: &mut MutexGuard<'_, Queue>) {
+        let baseline = u64::from(self.config.baseline_windows);
+        let recent = q.closed.iter().filter(|c| c.index >= baseline).count();
+        if recent > self.config.windows as usize {
+            if let Some(k) = q.closed.iter().position(|c| c.index >= baseline) {
+                if let Some(stale) = q.closed.remove(k) {
+                    q.spare.push(stale);
+                }
+            }
+        }
+    }
+
+    /// The archive, with every window handed over absorbed (by the writer, or here).
+    pub(super) fn archive_now(&self) -> MutexGuard<'_, Archive> {
+        let mut archive = lock(&self.archive);
+        let queued: Vec<Closed> = lock(&self.writer.queue).closed.drain(..).collect();
+        self.absorb_all(&mut archive, queued);
+        archive
+    }
+
+    /// Absorbs `batch` (oldest first) and gives the buffers it no longer needs back to the pool.
+    fn absorb_all(&self, archive: &mut Archive, batch: impl IntoIterator<Item = Closed>) {
+        let mut emptied = Vec::new();
+        for closed in batch {
+            // Emptied by the training thread when it takes them again.
+            emptied.extend(self.absorb(archive, closed));
+        }
+        if !emptied.is_empty() {
+            lock(&self.writer.queue).spare.extend(emptied);
+        }
+    }
+
+    /// Keeps a closed window's statistics as a [`Window`] and makes it the one `events` shows;
+    /// returns the one shown before.
+    fn absorb(&self, archive: &mut Archive, mut closed: Closed) -> Option<Closed> {
+        let wall_ns: Vec<u64> = closed
+            .marks
+            .windows(2)
+            .map(|w| match self.clock.elapsed(w[0], w[1]) {
+                Reading::Ready(ns) => ns,
+                _ => 0,
+            })
+            .collect();
+        let mut measured = Vec::new();
+        for &e in &closed.order {
+            let Some(ev) = self.schedule.events[e as usize].get() else {
+                continue;
+            };
+            if ev.store.totals.is_some() {
+                continue; // merged: exact totals over the whole run, in `events`
+            }
+            let Some(resolved) = closed.resolved.get_mut(e as usize) else {
+                continue;
+            };
+            sort_by_iteration(resolved);
+            measured.push(WindowEvent {
+                order: ev.order,
+                stats: Stats::of(&resolved.durations),
+                samples_ns: resolved.durations.clone(),
+            });
+        }
+        measured.sort_by_key(|e| e.order);
+        let window = Window {
+            index: closed.index,
+            first_iteration: u64::from(closed.first_iteration),
+            wall_ns: wall_ns.clone(),
+            events: measured,
+            baseline: closed.index < u64::from(self.config.baseline_windows),
+        };
+        archive.absorbed = closed.index + 1;
+        if window.baseline {
+            archive.baseline.push(window);
+        } else {
+            archive.recent.push_back(window);
+            while archive.recent.len() > self.config.windows as usize {
+                archive.recent.pop_front();
+            }
+        }
+        closed.marks.clear();
+        let shown = archive.shown.replace(Shown { closed, wall_ns });
+        shown.map(|s| s.closed)
+    }
+
+    /// The writer thread: absorbs the windows as they are handed over, and rewrites the file
+    /// with the latest of them at most once every [`WRITE_INTERVAL`], until the run's last
+    /// write.
+    fn writer_loop(&'static self) {
+        yield_to_the_training_thread();
+        let mut last_write: Option<Instant> = None;
+        let mut news = false;
+        let mut batch: VecDeque<Closed> = VecDeque::new();
+        loop {
+            let mut q = lock(&self.writer.queue);
+            loop {
+                if q.stopped {
+                    return;
+                }
+                if !q.closed.is_empty() {
+                    break;
+                }
+                let due_in = last_write.map_or(Duration::ZERO, |t| {
+                    WRITE_INTERVAL.saturating_sub(t.elapsed())
+                });
+                if news && due_in.is_zero() {
+                    break;
+                }
+                let nap = if news { due_in.min(POLL) } else { POLL };
+                let waited = self.writer.wake.wait_timeout(q, nap);
+                q = waited.unwrap_or_else(PoisonError::into_inner).0;
+            }
+            drop(q);
+            {
+                let mut archive = lock(&self.archive);
+                // Taken with the archive locked: see the module's documentation.
+                std::mem::swap(&mut lock(&self.writer.queue).closed, &mut batch);
+                news |= !batch.is_empty();
+                self.absorb_all(&mut archive, batch.drain(..));
+            }
+            let due = last_write.is_none_or(|t| t.elapsed() >= WRITE_INTERVAL);
+            if news && due {
+                news = false;
+                last_write = Some(Instant::now());
+                self.write_latest();
+            }
+        }
+    }
+
+    /// Writes the latest windows, unless the run's last write was made. A window handed over
+    /// since the writer last looked is absorbed first (under the cold-path lock, so rarely that
+    /// it does not matter): the kernel records kept in the cold-path state are those of the last
+    /// window closed, which must be the one shown.
+    fn write_latest(&self) {
+        let (profile, generation) = {
+            let c = lock(&self.control);
+            if c.written {
+                return;
+            }
+            let archive = self.archive_now();
+            let Some(shown) = &archive.shown else {
+                return;
+            };
+            let live = self.live(&c, shown);
+            drop(c);
+            (self.assemble(&archive, live, false), archive.absorbed)
+        };
+        self.write_generation(generation, &profile);
+    }
+
+    /// Writes `profile` unless a newer generation is on disk already. Failures are reported
+    /// once; the end's write reports its own.
+    fn write_generation(&self, generation: u64, profile: &profiler_format::Profile) {
+        let mut last = lock(&self.written_generation);
+        if generation <= *last {
+            return;
+        }
+        let path = self.config.output_path();
+        match crate::output::write_profile(profile, &path) {
+            Ok(()) => *last = generation,
+            Err(why) => {
+                if !self.background_failed.swap(true, Relaxed) {
+                    eprintln!(
+                        "profiler-core: error: cannot write the results to {}: {why} (continuous \
+                         mode goes on, and tries again as the next windows close)",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Makes the calling thread (the writer) `SCHED_BATCH` on Linux: the scheduler then never
+/// lets its wake-ups preempt the thread running, which is the training thread when the
+/// machine's processors are all busy. Its share of the processor is unchanged. Elsewhere, or
+/// if refused, nothing changes.
+fn yield_to_the_training_thread() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a zeroed `sched_param` (priority 0) is the one SCHED_BATCH takes; pid 0 is
+        // the calling thread.
+        unsafe {
+            let param: libc::sched_param = std::mem::zeroed();
+            libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
+        }
+    }
+}
+
+/// Empties `r`, keeping its buffers.
+fn clear(r: &mut Resolved) {
+    r.durations.clear();
+    r.offsets.clear();
+    r.iters.clear();
+    r.cpu.clear();
+    r.memory.clear();
+    r.lost = 0;
+}
