@@ -32,12 +32,18 @@ pub(super) fn compare(
         };
         let (mb, ma) = (block_medians(wb, lb), block_medians(wa, la));
         // How much the machine wandered within each run; how much further above its own fastest
-        // iterations one run stood than the other; and how much more often one run was
-        // disturbed, since a run disturbed by other processes is slower in its undisturbed
-        // iterations too (caches refilled after every switch), by a share that grows with it.
+        // iterations one run stood than the other; and, when one run looks disturbed, how much
+        // more often it was, since a run disturbed by other processes is slower in its
+        // undisturbed iterations too (caches refilled after every switch), by a share that
+        // grows with it.
+        let disturbed = if runs.0.disturbed || runs.1.disturbed {
+            (runs.1.slow_share - runs.0.slow_share).abs()
+        } else {
+            0.0
+        };
         allowance = SPREAD_Z * wander(&mb).hypot(wander(&ma))
             + (runs.1.excess() - runs.0.excess()).abs()
-            + (runs.1.slow_share - runs.0.slow_share).abs();
+            + disturbed;
         let factor = allowance.exp();
         width = ratio(stats::median(wa), stats::median(wb), n) / lo;
         (lo / factor, hi * factor, p_beyond(&mb, &ma, factor))

@@ -59,8 +59,8 @@
 //! independent (the machine drifts), so each run's measured iterations are cut into blocks of
 //! `repeat` iterations (one event's window in sample mode; shorter when needed to make at least 5
 //! blocks). The interval is a block bootstrap (whole blocks resampled) and the p-value compares
-//! the two runs' block medians. The allowance is `A = SPREAD_Z x hypot(wb, wa) + |Da - Db| +
-//! |Sa - Sb|`, where a run's *wander* w is 1.4826 x the median absolute deviation of ln(block
+//! the two runs' block medians. The allowance is `A = SPREAD_Z x hypot(wb, wa) + |Da - Db|`,
+//! plus `|Sa - Sb|` when one run looks disturbed, where a run's *wander* w is 1.4826 x the median absolute deviation of ln(block
 //! median), how much the machine's speed wandered within the run; its *excess* D is `ln(median /
 //! fastest 5%)` of its iterations, how far its typical iteration stands above an undisturbed
 //! one; and its *slow share* S is the share of its iterations that took over [`SLOW_ITERATION`]
