@@ -1,8 +1,116 @@
-//! The end of the pipeline: `prof.json` written atomically, and the summary on stderr.
+//! The end of the pipeline: where the results go (`PROF_OUT`'s placeholders, the rank, the
+//! checks of the path before training), `prof.json` written atomically, and the summary on
+//! stderr.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use crate::config::{shorten, Config, ConfigError};
 use profiler_format::{summary, write_atomic_with, Profile};
+
+impl Config {
+    /// The output path: `%p` is the process id, `%r` the rank, `%%` a `%`.
+    pub fn output_path(&self) -> PathBuf {
+        let mut out = String::new();
+        let mut chars = self.out.chars();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some('p') => out.push_str(&std::process::id().to_string()),
+                Some('r') => out.push_str(&rank().to_string()),
+                Some(other) => out.push(other),
+                None => out.push('%'),
+            }
+        }
+        PathBuf::from(out)
+    }
+
+    /// Checks, before training starts, that the output can be written: the path names a file
+    /// (not a directory, a FIFO, a device or an open descriptor such as `/dev/stdout`), its
+    /// directory exists, and a temporary file such as the final write renames into place can
+    /// be created there (so a directory that cannot be written fails now, not after training). A rank that `%r` cannot use is an error
+    /// too.
+    pub fn check_output(&self) -> Result<(), ConfigError> {
+        if self.out.contains("%r") {
+            if let Err(why) = rank_checked() {
+                return Err(ConfigError::new(
+                    "PROF_OUT",
+                    format!(
+                        "error: PROF_OUT={} uses %r, but {why}\n  = help: set the rank variable \
+                         to a whole number from 0 to {}, or leave %r out of PROF_OUT",
+                        shorten(&self.out, 200),
+                        u32::MAX
+                    ),
+                ));
+            }
+        }
+        let path = self.output_path();
+        let fail = |reason: String| {
+            ConfigError::new(
+                "PROF_OUT",
+                format!(
+                    "error: PROF_OUT={} cannot be written: {reason}\n  = help: point PROF_OUT \
+                     at a regular file in an existing, writable directory",
+                    shorten(&self.out, 200)
+                ),
+            )
+        };
+        let target = profiler_format::check_target(&path).map_err(fail)?;
+        let dir = match target.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !dir.is_dir() {
+            return Err(fail(format!(
+                "the directory {} does not exist",
+                dir.display()
+            )));
+        }
+        // A new file with a name as long as the target's (created exclusively, so nothing that
+        // is there is opened, let alone emptied), removed at once: checks permission and name
+        // length now rather than after training.
+        profiler_format::write::check_writable(&target).map_err(|e| {
+            fail(format!(
+                "cannot create a temporary file in {}: {e}",
+                dir.display()
+            ))
+        })?;
+        Ok(())
+    }
+}
+
+/// The variables a rank is read from, in order.
+pub const RANK_VARS: [&str; 3] = ["RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"];
+
+/// This process's rank: the first of `RANK`, `OMPI_COMM_WORLD_RANK`, `SLURM_PROCID` that is
+/// set; 0 when none is. A set value that is not a whole number from 0 to `u32::MAX` is an
+/// error naming the variable (it is not skipped, nor read as 0).
+pub fn rank_checked() -> Result<u32, String> {
+    for var in RANK_VARS {
+        let Some(value) = std::env::var_os(var) else {
+            continue;
+        };
+        let Some(text) = value.to_str() else {
+            return Err(format!("{var} is not valid UTF-8"));
+        };
+        return text.trim().parse::<u32>().map_err(|_| {
+            format!(
+                "{var}={} is not a rank (a whole number from 0 to {})",
+                shorten(text, 60),
+                u32::MAX
+            )
+        });
+    }
+    Ok(0)
+}
+
+/// This process's rank, as [`rank_checked`], with 0 for a value it rejects (start-up warns or,
+/// when `PROF_OUT` uses `%r`, stops before that can happen).
+pub fn rank() -> u32 {
+    rank_checked().unwrap_or(0)
+}
 
 /// Encodes `profile` and writes it to `path` atomically, streaming the text into the temporary
 /// file rather than holding all of it (a trace-mode profile of millions of samples is hundreds
@@ -40,4 +148,32 @@ pub fn emit(profile: &Profile, path: &Path, print_summary: bool) -> bool {
         );
     }
     written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_placeholders_and_checks() {
+        let mut c = Config {
+            out: "run-%p-%%-%r.json".into(),
+            ..Config::default()
+        };
+        let path = c.output_path();
+        let expected = format!("run-{}-%-{}.json", std::process::id(), rank());
+        assert_eq!(path, PathBuf::from(expected));
+        c.out = "/nonexistent-dir-xyz/prof.json".into();
+        let e = c.check_output().unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        let dir = std::env::temp_dir();
+        c.out = dir.join("prof-check.json").display().to_string();
+        c.check_output().unwrap();
+        c.out = dir.display().to_string();
+        assert!(c
+            .check_output()
+            .unwrap_err()
+            .to_string()
+            .contains("is a directory"));
+    }
 }

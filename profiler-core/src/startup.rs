@@ -187,14 +187,7 @@ fn fail(message: impl std::fmt::Display) -> ! {
 
 /// `--list-probes`: print and exit 0 (exit 2 on a filter that does not parse).
 fn handle_listing(json: bool) -> ! {
-    let filter = match crate::config::env_text("PROF_FILTER") {
-        Ok(Some(text)) if !text.trim().is_empty() => match Filter::parse(&text) {
-            Ok(f) => Some(f),
-            Err(e) => fail(e),
-        },
-        Ok(_) => None,
-        Err(e) => fail(e),
-    };
+    let filter = crate::config::vars::listing_filter().unwrap_or_else(|e| fail(e));
     let probes = list(filter.as_ref());
     let text = if json {
         let mut s = serde_json::to_string_pretty(&probes).unwrap_or_else(|e| fail(e));
@@ -299,11 +292,15 @@ pub fn init() -> InitGuard {
     for var in crate::config::unknown_vars() {
         eprintln!(
             "profiler-core: warning: {var} is not a variable this build knows (known: {})",
-            crate::config::KNOWN_VARS.join(", ")
+            crate::config::vars::VARIABLES
+                .iter()
+                .map(|v| v.name)
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     if config.mode != Mode::Off && !config.out.contains("%r") {
-        if let Err(why) = crate::config::rank_checked() {
+        if let Err(why) = crate::output::rank_checked() {
             eprintln!("profiler-core: warning: {why}; the run is recorded as rank 0");
         }
     }

@@ -283,7 +283,7 @@ impl Session {
             program: program_name(),
             pid: std::process::id(),
             host: host_name(),
-            rank: crate::config::rank(),
+            rank: crate::output::rank(),
             mode: self.config.mode.as_str().to_owned(),
             filter: self.config.filter.source().to_owned(),
             warmup: self.config.warmup,

@@ -1,0 +1,338 @@
+//! The `PROF_*` variables, read and validated once at start-up into a [`Config`].
+//!
+//! Every bad value is reported before any training runs, in the shape of a compiler error: the
+//! variable, the value, a caret under the offending column and what was expected. The variables
+//! themselves (name, default, meaning, parser) are one table, [`vars::VARIABLES`], which drives
+//! the parsing, the list of known names and the reference in `docs/reference.md` (a test holds
+//! the two together); where the results go (`PROF_OUT`'s placeholders, the rank, the checks of
+//! the path) is `output.rs`.
+
+use std::fmt;
+
+use crate::filter::{render_error, Filter};
+pub(crate) use profiler_format::write::shorten;
+
+pub(crate) mod vars;
+pub(crate) use vars::unknown_vars;
+
+/// What the profiler does after warmup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// One event measured per iteration, `repeat` iterations per event (the default).
+    Sample,
+    /// Every selected event measured in each of `repeat` iterations.
+    Trace,
+    /// `sample` forever: each pass of the schedule is a window whose statistics are kept (up
+    /// to `windows` of them) and written as the run goes.
+    Continuous,
+    /// Nothing armed, nothing written.
+    Off,
+}
+
+impl Mode {
+    /// The name used in `PROF_MODE` and `prof.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Sample => "sample",
+            Mode::Trace => "trace",
+            Mode::Continuous => "continuous",
+            Mode::Off => "off",
+        }
+    }
+}
+
+/// The profiler's settings, normally read from the `PROF_*` variables.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Which probes take part (`PROF_FILTER`).
+    pub filter: Filter,
+    /// `PROF_MODE`.
+    pub mode: Mode,
+    /// Iterations before the first measurement (`PROF_WARMUP`).
+    pub warmup: u32,
+    /// Measured iterations per event, or active iterations in `trace` mode (`PROF_REPEAT`).
+    pub repeat: u32,
+    /// The output path template, with `%p` and `%r` not yet expanded (`PROF_OUT`).
+    pub out: String,
+    /// Exit the process with status 0 once the results are written (`PROF_EXIT=1`).
+    pub exit: bool,
+    /// Bound on distinct events kept (`PROF_MAX_EVENTS`).
+    pub max_events: u32,
+    /// Bound on the probes that take part in a run, those registered while it runs included
+    /// (`PROF_MAX_PROBES`); the later ones are not measured.
+    pub max_probes: u32,
+    /// `continuous` mode: the most windows kept (`PROF_WINDOWS`) besides the baseline windows;
+    /// the oldest is dropped first.
+    pub windows: u32,
+    /// `continuous` mode: how many of the first windows after warmup are kept for the whole run
+    /// (`PROF_BASELINE_WINDOWS`), so that drift can be judged against the run's start; 0 keeps
+    /// none.
+    pub baseline_windows: u32,
+    /// Print the summary table on stderr when the results are written.
+    pub summary: bool,
+    /// The most memory reserved for samples (default 1 GiB); events past it are left out with
+    /// a warning rather than risking the program on an allocation.
+    pub sample_budget_bytes: usize,
+    /// Push an NVTX range around every selected probe (`PROF_NVTX=1`; `cuda` builds).
+    pub nvtx: bool,
+    /// Limit the CUDA profiler's capture to the measured iterations (`PROF_CAPTURE=1`).
+    pub capture: bool,
+    /// Device synchronization level, 0 to 3 (`PROF_SYNC`).
+    pub sync: u8,
+    /// Attribute kernels to the measured events through CUPTI (`PROF_KERNELS=1`).
+    pub kernels: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            filter: Filter::all(),
+            mode: Mode::Sample,
+            warmup: 10,
+            repeat: 50,
+            out: "prof.json".to_owned(),
+            exit: false,
+            max_events: 4096,
+            max_probes: 4096,
+            windows: 100,
+            baseline_windows: 3,
+            summary: true,
+            sample_budget_bytes: 1 << 30,
+            nvtx: false,
+            capture: false,
+            sync: 0,
+            kernels: false,
+        }
+    }
+}
+
+/// A `PROF_*` value that cannot be used. Its `Display` is the full message for the user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable at fault.
+    pub var: &'static str,
+    message: String,
+}
+
+impl ConfigError {
+    /// An error with a ready-made message.
+    pub fn new(var: &'static str, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            var,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn at(
+        var: &'static str,
+        value: &str,
+        column: usize,
+        width: usize,
+        problem: &str,
+        expected: &str,
+    ) -> ConfigError {
+        ConfigError::new(
+            var,
+            render_error(var, value, column, width, problem, expected),
+        )
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Upper bounds that keep the memory reserved for samples sane (a typo of a few zeros must not
+/// take the training job down with an allocation failure).
+pub const MAX_REPEAT: u32 = 1_000_000;
+/// See [`MAX_REPEAT`].
+pub const MAX_EVENTS: u32 = 1_000_000;
+/// The most probes `PROF_MAX_PROBES` may let take part.
+pub const MAX_PROBES: u32 = 1_000_000;
+/// The most windows `continuous` mode may keep (`PROF_WINDOWS`).
+pub const MAX_WINDOWS: u32 = 100_000;
+/// The most baseline windows `continuous` mode may keep (`PROF_BASELINE_WINDOWS`).
+pub const MAX_BASELINE_WINDOWS: u32 = 1_000;
+
+impl Config {
+    /// Reads the `PROF_*` variables of this process.
+    ///
+    /// A variable whose value is not valid UTF-8 is an error naming it (never treated as unset).
+    pub fn from_env() -> Result<Config, ConfigError> {
+        for var in vars::VARIABLES {
+            vars::env_text(var.name)?;
+        }
+        Config::from_lookup(|var| std::env::var(var).ok())
+    }
+
+    /// Reads the variables through `lookup` (tests pass a map), in the order of
+    /// [`vars::VARIABLES`]: the first bad value is the one reported.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        for var in vars::VARIABLES {
+            if let Some(value) = lookup(var.name) {
+                (var.set)(&mut config, &value)?;
+            }
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the combinations of values that are wrong together.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if matches!(self.mode, Mode::Sample | Mode::Continuous) && self.warmup == 0 {
+            return Err(ConfigError::new(
+                "PROF_WARMUP",
+                format!(
+                    "error: PROF_WARMUP=0 cannot be used in {} mode: the warmup iterations are \
+                     how the events and their order are learned.\n  = help: set PROF_WARMUP to \
+                     1 or more (default 10), or use PROF_MODE=trace",
+                    self.mode.as_str()
+                ),
+            ));
+        }
+        if self.windows == 0 || self.windows > MAX_WINDOWS {
+            return Err(ConfigError::new(
+                "PROF_WINDOWS",
+                format!("error: PROF_WINDOWS must be from 1 to {MAX_WINDOWS}"),
+            ));
+        }
+        if self.baseline_windows > MAX_BASELINE_WINDOWS {
+            return Err(ConfigError::new(
+                "PROF_BASELINE_WINDOWS",
+                format!("error: PROF_BASELINE_WINDOWS must be from 0 to {MAX_BASELINE_WINDOWS}"),
+            ));
+        }
+        if self.repeat == 0 || self.repeat > MAX_REPEAT {
+            return Err(ConfigError::new(
+                "PROF_REPEAT",
+                format!("error: PROF_REPEAT must be from 1 to {MAX_REPEAT}"),
+            ));
+        }
+        if self.max_events == 0 || self.max_events > MAX_EVENTS {
+            return Err(ConfigError::new(
+                "PROF_MAX_EVENTS",
+                format!("error: PROF_MAX_EVENTS must be from 1 to {MAX_EVENTS}"),
+            ));
+        }
+        if self.max_probes == 0 || self.max_probes > MAX_PROBES {
+            return Err(ConfigError::new(
+                "PROF_MAX_PROBES",
+                format!("error: PROF_MAX_PROBES must be from 1 to {MAX_PROBES}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.mode, Mode::Sample);
+        assert_eq!((c.warmup, c.repeat, c.max_events), (10, 50, 4096));
+        assert_eq!(c.out, "prof.json");
+        assert!(!c.exit);
+        assert!(c.filter.selects_all());
+    }
+
+    #[test]
+    fn values_parse() {
+        let c = config(&[
+            ("PROF_MODE", "trace"),
+            ("PROF_WARMUP", "0"),
+            ("PROF_REPEAT", " 7 "),
+            ("PROF_EXIT", "1"),
+            ("PROF_MAX_EVENTS", "12"),
+            ("PROF_MAX_PROBES", "34"),
+            ("PROF_FILTER", "layer=mlp"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.mode, c.warmup, c.repeat, c.max_events, c.max_probes),
+            (Mode::Trace, 0, 7, 12, 34)
+        );
+        assert!(c.exit);
+        assert_eq!(c.filter.source(), "layer=mlp");
+    }
+
+    #[test]
+    fn bad_numbers_point_at_the_column() {
+        let e = config(&[("PROF_WARMUP", "1x")]).unwrap_err();
+        assert_eq!(e.var, "PROF_WARMUP");
+        let text = e.to_string();
+        assert!(text.contains("PROF_WARMUP at column 2"), "{text}");
+        assert!(text.contains(" ^ "), "{text}");
+        let e = config(&[("PROF_REPEAT", "0")]).unwrap_err();
+        assert!(e.to_string().contains("at least 1"), "{e}");
+        let e = config(&[("PROF_MAX_EVENTS", "99999999999")]).unwrap_err();
+        assert!(e.to_string().contains("too large"), "{e}");
+        let e = config(&[("PROF_MAX_PROBES", "0")]).unwrap_err();
+        assert_eq!(e.var, "PROF_MAX_PROBES");
+        assert!(e.to_string().contains("at least 1"), "{e}");
+        let e = config(&[("PROF_MAX_PROBES", "2000000")]).unwrap_err();
+        assert!(e.to_string().contains("from 1 to 1000000"), "{e}");
+        let e = config(&[("PROF_REPEAT", "5000000")]).unwrap_err();
+        assert!(e.to_string().contains("from 1 to 1000000"), "{e}");
+        let e = config(&[("PROF_REPEAT", "")]).unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn bad_mode_exit_and_out() {
+        let e = config(&[("PROF_MODE", "samples")]).unwrap_err();
+        assert!(
+            e.to_string().contains("sample, trace, continuous, off"),
+            "{e}"
+        );
+        let c = config(&[("PROF_MODE", "continuous"), ("PROF_WINDOWS", "7")]).unwrap();
+        assert_eq!((c.mode, c.windows), (Mode::Continuous, 7));
+        let e = config(&[("PROF_MODE", "continuous"), ("PROF_WARMUP", "0")]).unwrap_err();
+        assert!(e.to_string().contains("continuous mode"), "{e}");
+        let e = config(&[("PROF_WINDOWS", "0")]).unwrap_err();
+        assert_eq!(e.var, "PROF_WINDOWS");
+        assert_eq!(config(&[]).unwrap().baseline_windows, 3);
+        let c = config(&[("PROF_BASELINE_WINDOWS", "0")]).unwrap();
+        assert_eq!(c.baseline_windows, 0);
+        let e = config(&[("PROF_BASELINE_WINDOWS", "1001")]).unwrap_err();
+        assert_eq!(e.var, "PROF_BASELINE_WINDOWS");
+        let text = e.to_string();
+        assert!(
+            text.contains("invalid PROF_BASELINE_WINDOWS at column 1"),
+            "{text}"
+        );
+        assert!(text.contains("from 0 to 1000"), "{text}");
+        let e = config(&[("PROF_BASELINE_WINDOWS", " 3w")]).unwrap_err();
+        assert!(e.to_string().contains("at column 3"), "{e}");
+        assert!(e.to_string().contains("unexpected character `w`"), "{e}");
+        let e = config(&[("PROF_EXIT", "yes")]).unwrap_err();
+        assert_eq!(e.var, "PROF_EXIT");
+        let e = config(&[("PROF_OUT", "prof-%x.json")]).unwrap_err();
+        assert!(e.to_string().contains("column 6"), "{e}");
+        let e = config(&[("PROF_OUT", "")]).unwrap_err();
+        assert_eq!(e.var, "PROF_OUT");
+    }
+
+    #[test]
+    fn zero_warmup_needs_trace_mode() {
+        let e = config(&[("PROF_WARMUP", "0")]).unwrap_err();
+        assert!(e.to_string().contains("PROF_MODE=trace"), "{e}");
+        assert!(config(&[("PROF_WARMUP", "0"), ("PROF_MODE", "trace")]).is_ok());
+    }
+}

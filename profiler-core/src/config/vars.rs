@@ -1,0 +1,417 @@
+//! The `PROF_*` variables in one table: each one's name, default, meaning (as the reference in
+//! `docs/reference.md` gives it) and how its value sets the [`Config`]. Parsing, the list of
+//! known names (the warning about an unknown `PROF_*`) and the reference all come from
+//! [`VARIABLES`]; a test holds the reference to it.
+
+use super::{
+    Config, ConfigError, Mode, MAX_BASELINE_WINDOWS, MAX_EVENTS, MAX_PROBES, MAX_REPEAT,
+    MAX_WINDOWS,
+};
+use crate::filter::Filter;
+use profiler_format::write::shorten;
+
+/// One `PROF_*` variable.
+// `default` and `meaning` are read by the reference's test only: the program needs the names
+// and parsers, the documentation the rest.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct Variable {
+    /// Its name, `PROF_...`.
+    pub name: &'static str,
+    /// Its default, as the reference shows it.
+    pub default: &'static str,
+    /// What it does, as the reference says it (Markdown, one line).
+    pub meaning: &'static str,
+    /// Sets the configuration from a value of the variable, or says what is wrong with it.
+    pub set: fn(&mut Config, &str) -> Result<(), ConfigError>,
+}
+
+/// Every variable, in the order in which they are read (the first bad value is the one
+/// reported), listed in the reference and named in the unknown-variable warning.
+pub(crate) const VARIABLES: &[Variable] = &[
+    Variable {
+        name: "PROF_FILTER",
+        default: "all",
+        meaning: "which probes take part ([grammar](#prof_filter)); unset or empty: all",
+        set: |c, v| {
+            c.filter = filter(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_MODE",
+        default: "`sample`",
+        meaning: "`sample`: one event per iteration; `trace`: every selected event in each of \
+                  `PROF_REPEAT` iterations after warmup; `continuous`: `sample` forever, in \
+                  windows; `off`: nothing armed, nothing written",
+        set: |c, v| {
+            c.mode = parse_mode(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_WARMUP",
+        default: "`10`",
+        meaning: "iterations before the first measurement (0 only in `trace` mode)",
+        set: |c, v| {
+            c.warmup = parse_count("PROF_WARMUP", v, 0, u32::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_REPEAT",
+        default: "`50`",
+        meaning: "measured iterations per event (`sample`, `continuous`), or active \
+                  iterations (`trace`); 1 to 1,000,000",
+        set: |c, v| {
+            c.repeat = parse_count("PROF_REPEAT", v, 1, MAX_REPEAT)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_OUT",
+        default: "`prof.json`",
+        meaning: "output path; `%p` is the process id, `%r` the rank (`RANK`, \
+                  `OMPI_COMM_WORLD_RANK`, `SLURM_PROCID`, else 0), `%%` a `%`",
+        set: |c, v| {
+            check_out_template(v)?;
+            c.out = v.to_owned();
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_EXIT",
+        default: "unset",
+        meaning: "`1`: exit with status 0 once the results are written",
+        set: |c, v| {
+            c.exit = parse_flag("PROF_EXIT", v, "exit once the results are written")?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_MAX_EVENTS",
+        default: "`4096`",
+        meaning: "bound on distinct events kept; later occurrences fold into merged events \
+                  (1 to 1,000,000)",
+        set: |c, v| {
+            c.max_events = parse_count("PROF_MAX_EVENTS", v, 1, MAX_EVENTS)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_MAX_PROBES",
+        default: "`4096`",
+        meaning: "bound on the probes that take part, those registered while the run goes on \
+                  included (1 to 1,000,000)",
+        set: |c, v| {
+            c.max_probes = parse_count("PROF_MAX_PROBES", v, 1, MAX_PROBES)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_WINDOWS",
+        default: "`100`",
+        meaning: "`continuous` mode: the most recent windows kept in `prof.json` besides the \
+                  baseline windows (1 to 100,000; the oldest is dropped first)",
+        set: |c, v| {
+            c.windows = parse_count("PROF_WINDOWS", v, 1, MAX_WINDOWS)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_BASELINE_WINDOWS",
+        default: "`3`",
+        meaning: "`continuous` mode: how many of the first windows after warmup are kept for \
+                  the whole run, so that drift is judged against the run's start too (0 to \
+                  1,000; 0: none)",
+        set: |c, v| {
+            c.baseline_windows = parse_count("PROF_BASELINE_WINDOWS", v, 0, MAX_BASELINE_WINDOWS)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_NVTX",
+        default: "`0`",
+        meaning: "`1`: an NVTX range around every selected probe (`cuda` builds)",
+        set: |c, v| {
+            c.nvtx = parse_flag("PROF_NVTX", v, "an NVTX range around every probe")?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_CAPTURE",
+        default: "`0`",
+        meaning: "`1`: `cuProfilerStart` when measuring begins, `cuProfilerStop` when the \
+                  schedule completes",
+        set: |c, v| {
+            let meaning = "cuProfilerStart/Stop around the measured iterations";
+            c.capture = parse_flag("PROF_CAPTURE", v, meaning)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_SYNC",
+        default: "`0`",
+        meaning: "`0`-`3`: synchronize the device never, at each `step()`, also around \
+                  functions with a `phase`, around every probe",
+        set: |c, v| {
+            c.sync = parse_sync(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_KERNELS",
+        default: "`0`",
+        meaning: "`1`: attribute CUDA kernels to the measured events through CUPTI",
+        set: |c, v| {
+            let meaning = "attribute kernels to events through CUPTI";
+            c.kernels = parse_flag("PROF_KERNELS", v, meaning)?;
+            Ok(())
+        },
+    },
+];
+
+/// The reference's table of the variables (Markdown), as `docs/reference.md` holds it.
+#[cfg(test)]
+pub(crate) fn reference_table() -> String {
+    let mut out = String::from("| variable | meaning | default |\n|---|---|---|\n");
+    for var in VARIABLES {
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            var.name, var.meaning, var.default
+        ));
+    }
+    out
+}
+
+/// `PROF_FILTER` as `--list-probes` reads it, before any session: `None` when unset or empty
+/// (every probe), the same errors as [`Config::from_env`] otherwise.
+pub(crate) fn listing_filter() -> Result<Option<Filter>, ConfigError> {
+    match env_text("PROF_FILTER")? {
+        Some(text) if !text.trim().is_empty() => filter(&text).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// `PROF_FILTER`'s value, parsed.
+fn filter(value: &str) -> Result<Filter, ConfigError> {
+    Filter::parse(value).map_err(|e| ConfigError::new("PROF_FILTER", e.to_string()))
+}
+
+fn parse_count(var: &'static str, value: &str, min: u32, max: u32) -> Result<u32, ConfigError> {
+    let trimmed = value.trim();
+    let lead = value.len() - value.trim_start().len();
+    if let Some((i, c)) = trimmed.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        let column = value[..lead + i].chars().count() + 1;
+        return Err(ConfigError::at(
+            var,
+            value,
+            column,
+            1,
+            &format!("unexpected character `{c}`"),
+            "a whole number, like 10",
+        ));
+    }
+    if trimmed.is_empty() {
+        return Err(ConfigError::at(
+            var,
+            value,
+            1,
+            1,
+            "empty value",
+            "a whole number, like 10",
+        ));
+    }
+    match trimmed.parse::<u32>() {
+        Ok(n) if n >= min && n <= max => Ok(n),
+        Ok(n) if n > max => Err(ConfigError::at(
+            var,
+            value,
+            lead + 1,
+            trimmed.len(),
+            &format!("{n} is too large"),
+            &format!("a whole number from {min} to {max}"),
+        )),
+        Ok(n) => Err(ConfigError::at(
+            var,
+            value,
+            lead + 1,
+            trimmed.len(),
+            &format!("{n} is too small"),
+            &format!("a whole number of at least {min}"),
+        )),
+        Err(_) => Err(ConfigError::at(
+            var,
+            value,
+            lead + 1,
+            trimmed.len(),
+            "number too large",
+            &format!("a whole number from {min} to {max}"),
+        )),
+    }
+}
+
+fn check_out_template(value: &str) -> Result<(), ConfigError> {
+    if value.trim().is_empty() {
+        return Err(ConfigError::at(
+            "PROF_OUT",
+            value,
+            1,
+            1,
+            "empty path",
+            "a file path such as prof.json or runs/prof-%r.json",
+        ));
+    }
+    let chars: Vec<char> = value.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '%' {
+            match chars.get(i + 1) {
+                Some('p' | 'r' | '%') => i += 1,
+                _ => {
+                    return Err(ConfigError::at(
+                        "PROF_OUT",
+                        value,
+                        i + 1,
+                        2.min(chars.len() - i),
+                        "unknown `%` placeholder",
+                        "%p (process id), %r (rank) or %% (a literal %)",
+                    ))
+                }
+            }
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// A `0`/`1` switch.
+fn parse_flag(var: &'static str, value: &str, meaning: &str) -> Result<bool, ConfigError> {
+    match value.trim() {
+        "1" => Ok(true),
+        "0" | "" => Ok(false),
+        _ => Err(ConfigError::at(
+            var,
+            value,
+            1,
+            value.chars().count().max(1),
+            "unknown value",
+            &format!("1 ({meaning}) or 0"),
+        )),
+    }
+}
+
+/// The value of `var`, or an error naming it when the value is not valid UTF-8.
+pub(crate) fn env_text(var: &'static str) -> Result<Option<String>, ConfigError> {
+    let Some(value) = std::env::var_os(var) else {
+        return Ok(None);
+    };
+    match value.into_string() {
+        Ok(text) => Ok(Some(text)),
+        Err(raw) => {
+            let bytes = raw.as_encoded_bytes();
+            let valid = match std::str::from_utf8(bytes) {
+                Ok(_) => bytes.len(),
+                Err(e) => e.valid_up_to(),
+            };
+            let shown = shorten(&String::from_utf8_lossy(bytes), 200);
+            Err(ConfigError::new(
+                var,
+                format!(
+                    "error: {var} is not valid UTF-8: byte {} (0x{:02x}) of `{shown}`\n  = help: \
+                     {var} takes plain text; check the script that sets it for a stray byte or \
+                     a non-UTF-8 locale",
+                    valid + 1,
+                    bytes[valid]
+                ),
+            ))
+        }
+    }
+}
+
+/// `PROF_*` variables in the environment that this build does not know (likely typos).
+pub fn unknown_vars() -> Vec<String> {
+    let mut unknown: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| k.starts_with("PROF_") && !VARIABLES.iter().any(|v| v.name == k))
+        .collect();
+    unknown.sort();
+    unknown
+}
+
+/// `PROF_MODE`: `sample` (also empty), `trace`, `continuous` or `off`.
+fn parse_mode(value: &str) -> Result<Mode, ConfigError> {
+    Ok(match value.trim() {
+        "sample" | "" => Mode::Sample,
+        "trace" => Mode::Trace,
+        "continuous" => Mode::Continuous,
+        "off" => Mode::Off,
+        _ => {
+            return Err(ConfigError::at(
+                "PROF_MODE",
+                value,
+                1,
+                value.chars().count().max(1),
+                &format!("unknown mode `{value}`"),
+                "one of: sample, trace, continuous, off",
+            ))
+        }
+    })
+}
+
+/// `PROF_SYNC`: a level from 0 to 3 (empty: 0).
+fn parse_sync(value: &str) -> Result<u8, ConfigError> {
+    Ok(match value.trim() {
+        "" | "0" => 0,
+        "1" => 1,
+        "2" => 2,
+        "3" => 3,
+        _ => {
+            return Err(ConfigError::at(
+                "PROF_SYNC",
+                value,
+                1,
+                value.chars().count().max(1),
+                "unknown level",
+                "0 (never), 1 (at each step), 2 (also around functions with a phase) \
+                 or 3 (around every probe)",
+            ))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference gives every variable, its meaning and its default exactly as this table
+    /// does: a variable added, renamed or documented anew here shows there (and the reverse).
+    #[test]
+    fn the_reference_lists_every_variable_as_the_table_does() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/reference.md");
+        let doc = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let table = reference_table();
+        assert!(
+            doc.contains(&table),
+            "docs/reference.md must hold the variables' table exactly as the code gives it:\n\n{table}"
+        );
+        let listed = doc.lines().filter(|l| l.starts_with("| `PROF_")).count();
+        assert_eq!(
+            listed,
+            VARIABLES.len(),
+            "docs/reference.md lists other PROF_ variables"
+        );
+    }
+
+    #[test]
+    fn names_are_unique_and_well_formed() {
+        for (i, var) in VARIABLES.iter().enumerate() {
+            assert!(var.name.starts_with("PROF_"), "{}", var.name);
+            assert!(!var.meaning.contains('\n') && !var.meaning.contains('|'));
+            assert!(
+                VARIABLES[..i].iter().all(|v| v.name != var.name),
+                "{}",
+                var.name
+            );
+        }
+    }
+}
