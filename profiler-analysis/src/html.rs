@@ -336,7 +336,7 @@ fn noscript(data: &PageData) -> String {
             ", incomplete"
         },
         it["count"].as_u64().unwrap_or(0),
-        escape(&report::human_ns(median)),
+        escape(&crate::text::human_ns(median)),
     );
     let events = data.report["events"]
         .as_array()
@@ -349,7 +349,7 @@ fn noscript(data: &PageData) -> String {
     );
     for e in events.iter().take(NOSCRIPT_ROWS) {
         let text = |k: &str| e[k].as_str().unwrap_or("-").to_owned();
-        let ns = |k: &str| report::human_ns(e[k].as_f64().unwrap_or(f64::NAN));
+        let ns = |k: &str| crate::text::human_ns(e[k].as_f64().unwrap_or(f64::NAN));
         let _ = write!(
             out,
             "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>\

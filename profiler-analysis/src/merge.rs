@@ -355,9 +355,9 @@ fn text_headers(m: &Merged, per_rank: bool) -> Vec<String> {
 fn text_cells(e: &MergedEvent, iteration: bool, per_rank: bool) -> Vec<String> {
     let mut c = text::identity_cells(&e.identity, iteration);
     c.extend([
-        super::report::human_ns(e.min_ns),
-        super::report::human_ns(e.median_ns),
-        super::report::human_ns(e.max_ns),
+        crate::text::human_ns(e.min_ns),
+        crate::text::human_ns(e.median_ns),
+        crate::text::human_ns(e.max_ns),
         format!("{:.2}x", e.spread),
         e.straggler.to_string(),
     ]);
@@ -365,7 +365,7 @@ fn text_cells(e: &MergedEvent, iteration: bool, per_rank: bool) -> Vec<String> {
         c.extend(
             e.per_rank_median_ns
                 .iter()
-                .map(|t| t.map_or_else(|| "-".to_owned(), super::report::human_ns)),
+                .map(|t| t.map_or_else(|| "-".to_owned(), crate::text::human_ns)),
         );
     }
     c
@@ -381,8 +381,8 @@ fn intro(m: &Merged, iteration: &MergedEvent) -> String {
         if m.ranks.len() == 1 { "" } else { "s" },
         ranks.join(", "),
         m.straggler,
-        super::report::human_ns(iteration.max_ns),
-        super::report::human_ns(iteration.min_ns),
+        crate::text::human_ns(iteration.max_ns),
+        crate::text::human_ns(iteration.min_ns),
         iteration.spread
     )
 }

@@ -273,7 +273,7 @@ fn text_cells(r: &ScaleRow, iteration: bool) -> Vec<String> {
     c.extend(
         r.times_ns
             .iter()
-            .map(|t| t.map_or_else(|| "-".to_owned(), super::report::human_ns)),
+            .map(|t| t.map_or_else(|| "-".to_owned(), crate::text::human_ns)),
     );
     c.extend(r.efficiency[1..].iter().map(|&e| percent(e)));
     c.extend(r.step_efficiency[1..].iter().map(|&e| percent(e)));

@@ -33,7 +33,7 @@ pub(crate) fn csv_field(s: &str) -> String {
     }
 }
 
-pub(crate) use profiler_format::text::aligned;
+pub(crate) use profiler_format::text::{aligned, human_ns};
 
 /// A GitHub-flavoured Markdown table.
 pub(crate) fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
@@ -84,4 +84,21 @@ pub(crate) fn identity_cells(identity: &Identity, iteration: bool) -> Vec<String
 /// A Markdown table cell: pipes escaped, line breaks flattened.
 pub(crate) fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// A Markdown table as lines, its first `left` columns aligned left and the others right.
+pub(crate) fn md_table(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
+    let row = |cells: Vec<String>| format!("| {} |", cells.join(" | "));
+    let mut out = vec![row(headers.iter().map(|h| md_cell(h)).collect())];
+    out.push(format!(
+        "|{}|",
+        (0..headers.len())
+            .map(|i| if i < left { ":---" } else { "---:" })
+            .collect::<Vec<_>>()
+            .join("|")
+    ));
+    for r in rows {
+        out.push(row(r.iter().map(|c| md_cell(c)).collect()));
+    }
+    out
 }

@@ -343,6 +343,23 @@ pub(crate) struct Resolved {
     pub memory: Vec<[u64; MEMORY_FIGURES]>,
 }
 
+impl Resolved {
+    /// Puts the samples in the order of their iterations (then offsets).
+    pub(crate) fn sort_by_iteration(&mut self) {
+        let mut idx: Vec<usize> = (0..self.iters.len()).collect();
+        idx.sort_by_key(|&i| (self.iters[i], self.offsets[i]));
+        self.durations = idx.iter().map(|&i| self.durations[i]).collect();
+        self.offsets = idx.iter().map(|&i| self.offsets[i]).collect();
+        self.iters = idx.iter().map(|&i| self.iters[i]).collect();
+        if self.cpu.len() == idx.len() {
+            self.cpu = idx.iter().map(|&i| self.cpu[i]).collect();
+        }
+        if self.memory.len() == idx.len() {
+            self.memory = idx.iter().map(|&i| self.memory[i]).collect();
+        }
+    }
+}
+
 /// The outcome of trying to resolve one slot.
 pub(crate) enum Outcome {
     Done,

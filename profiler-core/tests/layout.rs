@@ -1,6 +1,8 @@
 //! The shape of the code, checked: the modules of `profiler-core/src` import one another without
 //! a cycle (each stage builds on the ones before it), the descriptor imports nothing from the
-//! crate, and the schedule never reaches for the session or the timer that use it.
+//! crate, and the schedule never reaches for the session or the timer that use it; and no crate
+//! of the workspace has a cycle between its top-level modules, nor between the files of one
+//! folder.
 //!
 //! The graph is read from the source: a file of module `m` depends on module `x` when it names
 //! `crate::x` outside a comment. Coarse, but it is what a reader follows.
@@ -133,5 +135,138 @@ fn the_descriptor_imports_nothing_and_the_schedule_not_its_users() {
             !graph["registry"].contains(user),
             "registry.rs imports {user}, which is built on it"
         );
+    }
+}
+
+/// The crates of the workspace whose modules are checked for cycles.
+const CRATES: [&str; 5] = [
+    "profiler-macros",
+    "profiler-core",
+    "profiler-format",
+    "profiler-analysis",
+    "profiler-cli",
+];
+
+/// The module path of a source file of a crate: `report::render` for `src/report/render.rs`,
+/// `report` for `src/report/mod.rs`, the root (empty) for `lib.rs` and `main.rs`.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap();
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap();
+    let stem = last.trim_end_matches(".rs");
+    if !matches!(stem, "mod" | "lib" | "main") {
+        parts.push(stem.to_owned());
+    }
+    parts
+}
+
+/// The paths a file names (`crate::a::b`, `super::x`, `self::y`), resolved to module paths of
+/// the crate from the file's own module `at`; test code (files named `tests.rs`, and what follows
+/// a `#[cfg(test)]` line) left out.
+fn named_paths(text: &str, at: &[String], is_folder_root: bool) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = line.split("//").next().unwrap_or("");
+        for (prefix, base) in [("crate::", 0), ("super::", 1), ("self::", 2)] {
+            let mut rest = code;
+            while let Some(pos) = rest.find(prefix) {
+                let boundary = rest[..pos]
+                    .chars()
+                    .last()
+                    .is_none_or(|c| !c.is_alphanumeric() && c != '_');
+                rest = &rest[pos + prefix.len()..];
+                if !boundary {
+                    continue;
+                }
+                let chain: Vec<String> = rest
+                    .split("::")
+                    .map(|seg| {
+                        seg.chars()
+                            .take_while(|c| {
+                                c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_'
+                            })
+                            .collect::<String>()
+                    })
+                    .take_while(|seg| !seg.is_empty())
+                    .collect();
+                // A file's own module: `self` is itself; `super` is its parent (for a folder's
+                // mod.rs, the folder's parent).
+                let mut path: Vec<String> = match base {
+                    0 => Vec::new(),
+                    1 if is_folder_root || !at.is_empty() => {
+                        at[..at.len().saturating_sub(1)].to_vec()
+                    }
+                    _ => at.to_vec(),
+                };
+                path.extend(chain);
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// The module graphs of a crate, one per level: at level 1, each file counts as its top-level
+/// module (`report` for `report/render.rs`) and an edge joins two top-level modules when a file
+/// of one names the other; at level 2, the files of one folder (`report::render`,
+/// `report::breakdown`) and the edges between them, the folder's own `mod.rs`, which declares
+/// and re-exports them, left out. Each named path is resolved to the longest module it begins
+/// with.
+fn crate_graphs(krate: &str) -> [BTreeMap<String, BTreeSet<String>>; 2] {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(krate)
+        .join("src");
+    let files: Vec<PathBuf> = sources(&src)
+        .into_iter()
+        .filter(|f| f.file_name().is_some_and(|n| n != "tests.rs"))
+        .collect();
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(&src, f)).collect();
+    let mut graphs: [BTreeMap<String, BTreeSet<String>>; 2] = Default::default();
+    for file in &files {
+        let at = module_path(&src, file);
+        let folder_root = file.file_name().is_some_and(|n| n == "mod.rs");
+        let text = std::fs::read_to_string(file).unwrap();
+        for mut path in named_paths(&text, &at, folder_root) {
+            while !path.is_empty() && !modules.contains(&path) {
+                path.pop();
+            }
+            for (level, graph) in graphs.iter_mut().enumerate() {
+                let depth = level + 1;
+                let same_parent = at.len() >= depth
+                    && path.len() >= depth
+                    && at[..depth - 1] == path[..depth - 1];
+                if same_parent && at[..depth] != path[..depth] {
+                    graph
+                        .entry(at[..depth].join("::"))
+                        .or_default()
+                        .insert(path[..depth].join("::"));
+                }
+            }
+        }
+    }
+    graphs
+}
+
+#[test]
+fn no_crate_of_the_workspace_has_a_module_cycle() {
+    for krate in CRATES {
+        for graph in crate_graphs(krate) {
+            let mut done = BTreeSet::new();
+            for node in graph.keys() {
+                let cycle = cycle_from(node, &graph, &mut Vec::new(), &mut done);
+                assert!(
+                    cycle.is_none(),
+                    "{krate}: import cycle between modules: {}",
+                    cycle.unwrap().join(" -> ")
+                );
+            }
+        }
     }
 }

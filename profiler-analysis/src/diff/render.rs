@@ -126,7 +126,7 @@ fn text_cells(d: &EventDiff, iteration: bool) -> Vec<String> {
         if n == 0 {
             "-".to_owned()
         } else {
-            crate::report::human_ns(v)
+            crate::text::human_ns(v)
         }
     };
     let mut cells = text::identity_cells(&d.identity, iteration);
@@ -232,8 +232,8 @@ fn machine_lines(diff: &Diff) -> Vec<String> {
              widened by \u{b1}{:.1}%; events are judged against one another and were widened by \
              \u{b1}{:.1}% (median)",
             100.0 * run.slow_share,
-            crate::report::human_ns(run.median_ns),
-            crate::report::human_ns(run.fastest_ns),
+            crate::text::human_ns(run.median_ns),
+            crate::text::human_ns(run.fastest_ns),
             100.0 * other_run.slow_share,
             100.0 * diff.iteration.allowance,
             100.0 * stats::median(&allowances),

@@ -11,7 +11,7 @@ const GAP_HEADERS: [&str; 6] = ["after", "before", "where", "from", "length", "s
 pub(super) fn lines(b: &Breakdown, markdown: bool) -> Vec<String> {
     let table = |headers: &[&str], rows: &[Vec<String>], left: usize| -> Vec<String> {
         if markdown {
-            super::render::md_table(headers, rows, left)
+            crate::text::md_table(headers, rows, left)
         } else {
             text::aligned(headers, rows, left)
                 .lines()

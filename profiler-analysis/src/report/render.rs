@@ -578,22 +578,6 @@ fn render_csv(report: &Report) -> String {
     out
 }
 
-pub(super) fn md_table(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
-    let row = |cells: Vec<String>| format!("| {} |", cells.join(" | "));
-    let mut out = vec![row(headers.iter().map(|h| text::md_cell(h)).collect())];
-    out.push(format!(
-        "|{}|",
-        (0..headers.len())
-            .map(|i| if i < left { ":---" } else { "---:" })
-            .collect::<Vec<_>>()
-            .join("|")
-    ));
-    for r in rows {
-        out.push(row(r.iter().map(|c| text::md_cell(c)).collect()));
-    }
-    out
-}
-
 fn render_markdown(report: &Report) -> String {
     let mut lines = vec![
         format!("**{}**", text::md_cell(&headline(report))),
@@ -616,11 +600,11 @@ fn render_markdown(report: &Report) -> String {
     if let Some(last) = headers.last_mut() {
         *last = "noisy";
     }
-    lines.extend(md_table(&headers, &rows, 3));
+    lines.extend(text::md_table(&headers, &rows, 3));
     if !report.groups.is_empty() {
         lines.push(String::new());
         let rows: Vec<Vec<String>> = report.groups.iter().map(group_cells).collect();
-        lines.extend(md_table(&GROUP_HEADERS, &rows, 1));
+        lines.extend(text::md_table(&GROUP_HEADERS, &rows, 1));
     }
     if let Some(b) = &report.breakdown {
         lines.push(String::new());
@@ -640,7 +624,7 @@ fn render_markdown(report: &Report) -> String {
         lines.push(String::new());
         lines.push(text::md_cell(&drift_line(w)));
         lines.push(String::new());
-        lines.extend(md_table(&WINDOW_HEADERS, &windows_rows(w), 5));
+        lines.extend(text::md_table(&WINDOW_HEADERS, &windows_rows(w), 5));
         lines.push(String::new());
         lines.push(text::md_cell(&drifted_line(w)));
     }

@@ -230,7 +230,7 @@ impl Session {
             .expect("an event of the plan is allocated");
         let entry = registry().entry(ev.entry);
         let info = &entry.desc.info;
-        sort_by_iteration(&mut resolved);
+        resolved.sort_by_iteration();
         let stats = stats.unwrap_or_else(|| Stats::of(&resolved.durations));
         let stream = crate::schedule::lane_stream(context.streams, ev.lane)
             .filter(|_| self.device.is_some());
@@ -326,7 +326,7 @@ impl Session {
                 &mut r,
             );
         }
-        sort_by_iteration(&mut r);
+        r.sort_by_iteration();
         let mut stats = Stats::of(&r.durations);
         if let (Some(t), true) = (&ev.store.totals, self.linear) {
             let count = t.count.load(Relaxed);
@@ -356,21 +356,6 @@ impl Session {
         (r, stats)
     }
 }
-/// Puts `r`'s samples in the order of their iterations (then offsets).
-pub(super) fn sort_by_iteration(r: &mut Resolved) {
-    let mut idx: Vec<usize> = (0..r.iters.len()).collect();
-    idx.sort_by_key(|&i| (r.iters[i], r.offsets[i]));
-    r.durations = idx.iter().map(|&i| r.durations[i]).collect();
-    r.offsets = idx.iter().map(|&i| r.offsets[i]).collect();
-    r.iters = idx.iter().map(|&i| r.iters[i]).collect();
-    if r.cpu.len() == idx.len() {
-        r.cpu = idx.iter().map(|&i| r.cpu[i]).collect();
-    }
-    if r.memory.len() == idx.len() {
-        r.memory = idx.iter().map(|&i| r.memory[i]).collect();
-    }
-}
-
 /// Each sample's memory figures as `prof.json` lists them.
 fn memory_json(figures: &[[u64; crate::record::MEMORY_FIGURES]]) -> json::Memory {
     let list = |k: usize| figures.iter().map(|f| f[k]).collect();

@@ -21,7 +21,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::results::sort_by_iteration;
 use super::{lock, Session};
 use crate::clock::Reading;
 use crate::device::Stream;
@@ -245,7 +244,7 @@ impl Session {
             let Some(resolved) = closed.resolved.get_mut(e as usize) else {
                 continue;
             };
-            sort_by_iteration(resolved);
+            resolved.sort_by_iteration();
             measured.push(WindowEvent {
                 order: ev.order,
                 stats: Stats::of(&resolved.durations),
