@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 rm -rf "$OUT" && mkdir -p "$OUT"
 D=profiler-cli/tests/data
 FILES="$D/cli/batch32.json $D/cli/batch64.json $D/cli/continuous.json $D/html/before.json
-       $D/trace/dlrm-sample.json $D/trace/dlrm-trace.json"
+       $D/trace/dlrm-sample.json $D/trace/dlrm-trace.json $D/cli/continuous-slow.json"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -72,6 +72,8 @@ if command -v python3 >/dev/null; then
         cp "$TMP/$n.trace.json" "$OUT/trace-$n.json" 2>/dev/null
         run "report-$n" report "$f" --format json --group-by layer,phase
         run "report-$n-table" report "$f" --sort total
+        run "report-$n-csv" report "$f" --format csv --group-by layer
+        run "report-$n-md" report "$f" --format markdown
         run "html-$n" html "$f" -o "$TMP/$n.html"
         cp "$TMP/$n.html" "$OUT/html-$n.html" 2>/dev/null
     done
