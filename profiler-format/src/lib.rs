@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod breakdown;
+pub mod columns;
 pub mod identity;
 pub mod json;
 pub mod measure;

@@ -3,8 +3,9 @@
 
 use std::fmt::Write;
 
+use crate::columns::{self, Place};
 use crate::measure::{measure, EventRow, Measures, Perturbation};
-use crate::text::{aligned, human_ns, opt, percent, signed_percent};
+use crate::text::{aligned, human_ns, percent, signed_percent};
 use crate::Profile;
 
 /// Events whose coefficient of variation is above this are noisy (the default of `prof report`).
@@ -55,14 +56,7 @@ pub fn status_in(mode: &str, complete: bool) -> &'static str {
     }
 }
 
-/// An event's occurrence, `+` marking a merged event.
-pub fn occ(e: &EventRow) -> String {
-    if e.merged {
-        format!("{}+", e.identity.occurrence)
-    } else {
-        e.identity.occurrence.to_string()
-    }
-}
+pub use crate::columns::occ;
 
 /// The line on the profiler's effect on the iteration time, in `mode`.
 pub fn perturbation_line(mode: &str, perturbation: Option<&Perturbation>) -> String {
@@ -114,34 +108,6 @@ pub fn noisy_line(events: &[EventRow], cv_threshold: f64) -> String {
     )
 }
 
-/// The summary's cells of one event.
-fn cells(e: &EventRow) -> Vec<String> {
-    let times = |v: f64| {
-        if e.samples == 0 {
-            "-".to_owned()
-        } else {
-            human_ns(v)
-        }
-    };
-    vec![
-        opt(&e.identity.layer),
-        opt(&e.identity.phase),
-        e.identity.name.clone(),
-        occ(e),
-        e.samples.to_string(),
-        times(e.median_ns),
-        times(e.mean_ns),
-        times(e.min_ns),
-        times(e.max_ns),
-        if e.samples == 0 {
-            "-".to_owned()
-        } else {
-            percent(e.share)
-        },
-        if e.noisy { "!" } else { "" }.to_owned(),
-    ]
-}
-
 fn summary_with(profile: &Profile, last_line: &str) -> String {
     let Measures {
         iteration,
@@ -161,10 +127,11 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
         human_ns(iteration.median_ns),
         status_in(&profile.run.mode, profile.complete)
     );
-    let headers = [
-        "layer", "phase", "name", "occ", "samples", "median", "mean", "min", "max", "share", "",
-    ];
-    let rows: Vec<Vec<String>> = events.iter().map(cells).collect();
+    let headers = columns::headers(Place::Summary, false);
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(|e| columns::cells(e, Place::Summary, false))
+        .collect();
     out.push_str(&aligned(&headers, &rows, 3));
     if iteration.count == 0 {
         let _ = writeln!(

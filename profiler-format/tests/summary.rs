@@ -13,7 +13,10 @@ fn data(rel: &str) -> PathBuf {
 /// The profiles, and the name of each one's text.
 const CASES: [(&str, &str); 5] = [
     ("../profiler-cli/tests/data/cli/batch32.json", "sample"),
-    ("../profiler-cli/tests/data/cli/continuous-slow.json", "continuous"),
+    (
+        "../profiler-cli/tests/data/cli/continuous-slow.json",
+        "continuous",
+    ),
     ("../profiler-cli/tests/data/trace/dlrm-trace.json", "trace"),
     ("../profiler-cli/tests/data/html/before.json", "html-before"),
     ("tests/data/summary/memory.json", "memory"),

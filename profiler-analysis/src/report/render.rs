@@ -1,10 +1,11 @@
 //! Rendering a [`Report`] as a table, CSV, JSON or Markdown, and the end-of-run summary.
 
 use super::*;
-use profiler_format::summary::{occ, perturbation_line, status, status_in};
+use profiler_format::columns::{self, calls, num, Place};
+use profiler_format::summary::{perturbation_line, status, status_in};
 pub use profiler_format::summary::{summary, summary_unwritten};
 pub use profiler_format::text::human_ns;
-use profiler_format::text::{opt, percent, signed_percent};
+use profiler_format::text::{percent, signed_percent};
 
 /// Aligned lines: the first `left` columns left-aligned, the others right-aligned; each line
 /// starts with two spaces.
@@ -13,33 +14,6 @@ fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
-}
-
-/// Calls per iteration: `1`, or `2.50` when not whole.
-fn calls(v: f64) -> String {
-    if (v - v.round()).abs() < 1e-9 {
-        format!("{}", v.round() as i64)
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-/// A number for CSV: at most `digits` decimals, trailing zeros dropped.
-fn num(v: f64, digits: usize) -> String {
-    if !v.is_finite() {
-        return String::new();
-    }
-    let s = format!("{v:.digits$}");
-    let s = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        s
-    };
-    if s == "-0" {
-        "0".to_owned()
-    } else {
-        s
-    }
 }
 
 fn headline(report: &Report) -> String {
@@ -91,94 +65,7 @@ fn legend(report: &Report) -> String {
     )
 }
 
-const EVENT_HEADERS: [&str; 17] = [
-    "layer", "phase", "name", "occ", "calls", "median", "mean", "min", "max", "stddev", "p90",
-    "cv", "total", "self", "share", "perturb", "",
-];
 const GROUP_HEADERS: [&str; 6] = ["group", "events", "calls", "total", "self", "share"];
-
-/// The columns a report adds when its events carry memory figures (`profiler_core::Alloc`),
-/// before the noisy mark.
-const MEMORY_HEADERS: [&str; 3] = ["alloc", "allocs", "peak"];
-/// Their CSV columns, after every other.
-const MEMORY_CSV_HEADERS: [&str; 4] = ["alloc_bytes", "freed_bytes", "allocs", "peak_bytes"];
-
-/// Whether the report's events carry memory figures.
-fn has_memory(report: &Report) -> bool {
-    report.events.iter().any(|e| e.memory.is_some())
-}
-
-/// The event table's headers: [`EVENT_HEADERS`], with [`MEMORY_HEADERS`] before the last
-/// (the noisy mark) when the events carry memory figures.
-fn event_headers(memory: bool) -> Vec<&'static str> {
-    let mut headers = EVENT_HEADERS.to_vec();
-    if memory {
-        let last = headers.len() - 1;
-        headers.splice(last..last, MEMORY_HEADERS);
-    }
-    headers
-}
-
-/// An event's cells of the event table, with its memory cells when `memory`.
-fn event_row(e: &EventRow, indent: bool, memory: bool) -> Vec<String> {
-    let mut cells = event_cells(e, indent);
-    if memory {
-        let last = cells.len() - 1;
-        let m = e.memory.as_ref();
-        let bytes =
-            |v: Option<f64>| v.map_or_else(|| "-".to_owned(), profiler_format::text::human_bytes);
-        cells.splice(
-            last..last,
-            [
-                bytes(m.map(|m| m.alloc_bytes)),
-                m.map_or_else(|| "-".to_owned(), |m| calls(m.allocs)),
-                bytes(m.map(|m| m.peak_bytes)),
-            ],
-        );
-    }
-    cells
-}
-
-/// The human cells of an event row (`indent`: indent the name by depth).
-fn event_cells(e: &EventRow, indent: bool) -> Vec<String> {
-    let times = |v: f64| {
-        if e.samples == 0 {
-            "-".to_owned()
-        } else {
-            human_ns(v)
-        }
-    };
-    let name = if indent {
-        format!("{}{}", "  ".repeat(e.depth as usize), e.identity.name)
-    } else {
-        e.identity.name.clone()
-    };
-    vec![
-        opt(&e.identity.layer),
-        opt(&e.identity.phase),
-        name,
-        occ(e),
-        calls(e.calls_per_iter),
-        times(e.median_ns),
-        times(e.mean_ns),
-        times(e.min_ns),
-        times(e.max_ns),
-        times(e.stddev_ns),
-        times(e.p90_ns),
-        if e.samples == 0 {
-            "-".to_owned()
-        } else {
-            percent(e.cv)
-        },
-        times(e.total_ns),
-        times(e.self_ns),
-        percent(e.share),
-        e.perturbation
-            .map(signed_percent)
-            .unwrap_or_else(|| "-".to_owned()),
-        if e.noisy { "!" } else { "" }.to_owned(),
-    ]
-}
 
 fn group_cells(g: &GroupRow) -> Vec<String> {
     vec![
@@ -201,14 +88,16 @@ fn render_table(report: &Report) -> String {
         iteration_line(report),
         perturbation_line(&report.mode, report.perturbation.as_ref()),
     ];
-    let indent = in_execution_order(report);
+    let place = Place::Report {
+        indent: in_execution_order(report),
+    };
     let memory = has_memory(report);
     let rows: Vec<Vec<String>> = report
         .events
         .iter()
-        .map(|e| event_row(e, indent, memory))
+        .map(|e| columns::cells(e, place, memory))
         .collect();
-    lines.extend(aligned(&event_headers(memory), &rows, 3));
+    lines.extend(aligned(&columns::headers(place, memory), &rows, 3));
     if !report.groups.is_empty() {
         lines.push(String::new());
         let rows: Vec<Vec<String>> = report.groups.iter().map(group_cells).collect();
@@ -374,36 +263,7 @@ fn drifted_line(w: &drift::Windows) -> String {
     }
 }
 
-pub(super) const CSV_HEADERS: [&str; 26] = [
-    "row_type",
-    "order",
-    "id",
-    "name",
-    "layer",
-    "phase",
-    "occurrence",
-    "merged",
-    "parent",
-    "depth",
-    "samples",
-    "calls_per_iter",
-    "median_ns",
-    "mean_ns",
-    "min_ns",
-    "max_ns",
-    "stddev_ns",
-    "p90_ns",
-    "cv",
-    "total_ns",
-    "self_ns",
-    "share",
-    "noisy",
-    "perturbation",
-    "group",
-    "events",
-];
-
-/// The columns a report with windows adds to [`CSV_HEADERS`]: on a window row, the window;
+/// The columns a report with windows adds to the base CSV columns: on a window row, the window;
 /// on an event row, its headline drift, which comparison that is, and both comparisons.
 pub(super) const WINDOW_CSV_HEADERS: [&str; 19] = [
     "window",
@@ -427,11 +287,19 @@ pub(super) const WINDOW_CSV_HEADERS: [&str; 19] = [
     "recent_past_p_adjusted",
 ];
 
-/// The header row: [`CSV_HEADERS`], and [`WINDOW_CSV_HEADERS`] for a report with windows.
-fn csv_headers(windows: bool) -> Vec<&'static str> {
-    let mut headers = CSV_HEADERS.to_vec();
+/// The header row: the base event columns, [`WINDOW_CSV_HEADERS`] for a report with windows,
+/// and the memory columns when the events carry memory figures.
+fn csv_headers(windows: bool, memory: bool) -> Vec<&'static str> {
+    let mut headers = columns::headers(Place::Csv, false);
     if windows {
         headers.extend(WINDOW_CSV_HEADERS);
+    }
+    if memory {
+        headers.extend(columns::shown(Place::Csv, true).filter_map(|c| {
+            (c.family == columns::Family::Memory)
+                .then_some(c.csv)
+                .flatten()
+        }));
     }
     headers
 }
@@ -474,44 +342,17 @@ fn drift_csv(windows: Option<&drift::Windows>, order: u32) -> Vec<String> {
     cells
 }
 
-/// The [`CSV_HEADERS`] cells of an event row (the group columns empty).
-fn event_csv(e: &EventRow) -> Vec<String> {
-    let mut cells = vec!["event".to_owned(), e.order.to_string()];
-    cells.extend(text::identity_csv(&e.identity));
-    cells.extend([
-        e.merged.to_string(),
-        e.parent.map(|p| p.to_string()).unwrap_or_default(),
-        e.depth.to_string(),
-        e.samples.to_string(),
-        num(e.calls_per_iter, 6),
-        num(e.median_ns, 3),
-        num(e.mean_ns, 3),
-        num(e.min_ns, 3),
-        num(e.max_ns, 3),
-        num(e.stddev_ns, 3),
-        num(e.p90_ns, 3),
-        num(e.cv, 6),
-        num(e.total_ns, 3),
-        num(e.self_ns, 3),
-        num(e.share, 6),
-        e.noisy.to_string(),
-        e.perturbation.map(|p| num(p, 6)).unwrap_or_default(),
-        String::new(),
-        String::new(),
-    ]);
-    cells
-}
-
 /// A group row, `width` cells: only the columns a group has are filled.
 fn group_csv(g: &GroupRow, width: usize) -> Vec<String> {
     let mut cells = vec![String::new(); width];
-    cells[0] = "group".to_owned();
-    cells[11] = num(g.calls_per_iter, 6);
-    cells[19] = num(g.total_ns, 3);
-    cells[20] = num(g.self_ns, 3);
-    cells[21] = num(g.share, 6);
-    cells[24] = text::csv_field(&g.key);
-    cells[25] = g.events.to_string();
+    let mut set = |header: &str, value: String| cells[csv_at(header)] = value;
+    set("row_type", "group".to_owned());
+    set("calls_per_iter", num(g.calls_per_iter, 6));
+    set("total_ns", num(g.total_ns, 3));
+    set("self_ns", num(g.self_ns, 3));
+    set("share", num(g.share, 6));
+    set("group", text::csv_field(&g.key));
+    set("events", g.events.to_string());
     cells
 }
 
@@ -523,46 +364,41 @@ fn window_csv(w: &drift::Windows, width: usize) -> Vec<Vec<String>> {
         for (k, median) in s.medians_ns.iter().enumerate() {
             let Some(median) = median else { continue };
             let mut cells = vec![String::new(); width];
-            cells[0] = "window".to_owned();
-            cells[1] = s.order.map(|o| o.to_string()).unwrap_or_default();
-            cells.splice(2..7, text::identity_csv(&s.identity));
-            cells[12] = median.to_string();
-            cells[26] = w.indices[k].to_string();
-            cells[27] = w.first_iterations[k].to_string();
-            cells[28] = (k < w.baseline_windows).to_string();
+            let mut set = |header: &str, value: String| cells[csv_at(header)] = value;
+            set("row_type", "window".to_owned());
+            set("order", s.order.map(|o| o.to_string()).unwrap_or_default());
+            let [id, name, layer, phase, occurrence] = text::identity_csv(&s.identity);
+            set("id", id);
+            set("name", name);
+            set("layer", layer);
+            set("phase", phase);
+            set("occurrence", occurrence);
+            set("median_ns", median.to_string());
+            // The window columns follow the base ones.
+            let base = columns::headers(Place::Csv, false).len();
+            cells[base] = w.indices[k].to_string();
+            cells[base + 1] = w.first_iterations[k].to_string();
+            cells[base + 2] = (k < w.baseline_windows).to_string();
             rows.push(cells);
         }
     }
     rows
 }
 
-/// The [`MEMORY_CSV_HEADERS`] cells of an event row (empty without figures).
-fn memory_csv(e: &EventRow) -> Vec<String> {
-    match &e.memory {
-        Some(m) => [m.alloc_bytes, m.freed_bytes, m.allocs, m.peak_bytes]
-            .map(|v| num(v, 1))
-            .to_vec(),
-        None => vec![String::new(); MEMORY_CSV_HEADERS.len()],
-    }
-}
-
 fn render_csv(report: &Report) -> String {
     let windows = report.windows.as_ref();
     let memory = has_memory(report);
-    let mut headers = csv_headers(windows.is_some());
-    if memory {
-        headers.extend(MEMORY_CSV_HEADERS);
-    }
+    let headers = csv_headers(windows.is_some(), memory);
     let width = headers.len();
+    let base = columns::headers(Place::Csv, false).len();
     let mut rows: Vec<Vec<String>> = report
         .events
         .iter()
         .map(|e| {
-            let mut cells = event_csv(e);
+            let all = columns::cells(e, Place::Csv, memory);
+            let (mut cells, memory_cells) = (all[..base].to_vec(), &all[base..]);
             cells.extend(drift_csv(windows, e.order));
-            if memory {
-                cells.extend(memory_csv(e));
-            }
+            cells.extend_from_slice(memory_cells);
             cells
         })
         .collect();
@@ -591,12 +427,13 @@ fn render_markdown(report: &Report) -> String {
         String::new(),
     ];
     let memory = has_memory(report);
+    let place = Place::Report { indent: false };
     let rows: Vec<Vec<String>> = report
         .events
         .iter()
-        .map(|e| event_row(e, false, memory))
+        .map(|e| columns::cells(e, place, memory))
         .collect();
-    let mut headers = event_headers(memory);
+    let mut headers = columns::headers(place, memory);
     if let Some(last) = headers.last_mut() {
         *last = "noisy";
     }
@@ -644,4 +481,14 @@ pub fn render(report: &Report, format: Format) -> String {
         },
         Format::Markdown => render_markdown(report),
     }
+}
+
+/// Whether the report's events carry memory figures.
+fn has_memory(report: &Report) -> bool {
+    report.events.iter().any(|e| e.memory.is_some())
+}
+
+/// The position of a base CSV column, by its header.
+fn csv_at(header: &str) -> usize {
+    columns::csv_index(header).unwrap_or_else(|| panic!("no CSV column {header}"))
 }

@@ -418,7 +418,10 @@ fn csv_has_a_header_and_one_row_per_event_and_group() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1 + 5 + 1);
     let header = csv_split(lines[0]);
-    assert_eq!(header, render::CSV_HEADERS);
+    assert_eq!(
+        header,
+        profiler_format::columns::headers(profiler_format::columns::Place::Csv, false)
+    );
     for line in &lines[1..] {
         assert_eq!(csv_split(line).len(), header.len(), "{line}");
     }
@@ -721,7 +724,10 @@ fn continuous_mode_has_a_windows_section_in_every_format() {
 
     let csv = render(&r, Format::Csv);
     let header = csv_split(csv.lines().next().unwrap());
-    assert_eq!(header.len(), render::CSV_HEADERS.len() + 19);
+    assert_eq!(
+        header.len(),
+        profiler_format::columns::headers(profiler_format::columns::Place::Csv, false).len() + 19
+    );
     assert_eq!(
         header[26..30],
         ["window", "first_iteration", "baseline_window", "drift"]
@@ -839,7 +845,7 @@ fn a_steady_continuous_run_drifts_nowhere_and_the_summary_leaves_windows_out() {
     assert!(!render(&off, Format::Table).contains("\nwindows: "));
     assert_eq!(
         render(&off, Format::Csv).lines().next().unwrap(),
-        render::CSV_HEADERS.join(",")
+        profiler_format::columns::headers(profiler_format::columns::Place::Csv, false).join(",")
     );
     // The summary computes no drift (a bootstrap per event): one line points to `prof report`.
     let text = summary(&p, "prof.json");

@@ -1,0 +1,498 @@
+//! The columns of an event row, in one table: each one's header in the tables (`prof report`'s
+//! and the end-of-run summary's), its CSV header, the JSON key it shows, and how its cells are
+//! written. `prof report` (table, Markdown, CSV) and the summary both render from
+//! [`EVENT_COLUMNS`], so a new column is one entry here.
+
+use crate::measure::EventRow;
+use crate::text::{human_bytes, human_ns, opt, percent, signed_percent};
+
+/// Where a cell is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// `prof report`'s table or Markdown; `indent`: the name indented by the event's depth.
+    Report {
+        /// Indent the name by the event's nesting depth.
+        indent: bool,
+    },
+    /// The end-of-run summary.
+    Summary,
+    /// CSV: plain numbers (nanoseconds, ratios), no units.
+    Csv,
+}
+
+/// Which rows a column belongs to, beside every event row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// Always there.
+    Base,
+    /// Only when the events carry memory figures (`profiler_core::Alloc`); in CSV, after every
+    /// other column.
+    Memory,
+}
+
+/// One column of an event row.
+pub struct Column {
+    /// Its header in `prof report`'s table and Markdown; `None`: not shown there.
+    pub report: Option<&'static str>,
+    /// Its header in the end-of-run summary; `None`: not shown there.
+    pub summary: Option<&'static str>,
+    /// Its CSV header; `None`: not in CSV.
+    pub csv: Option<&'static str>,
+    /// The key of the event row's JSON (`prof report --format json`) that it shows; `None` for
+    /// a column of the CSV layout only (`row_type`, `group`, `events`).
+    pub json: Option<&'static str>,
+    /// Which rows it belongs to.
+    pub family: Family,
+    /// Its cell for an event row.
+    pub cell: fn(&EventRow, Place) -> String,
+}
+
+impl Column {
+    /// Its header where `place` is.
+    pub fn header(&self, place: Place) -> Option<&'static str> {
+        match place {
+            Place::Report { .. } => self.report,
+            Place::Summary => self.summary,
+            Place::Csv => self.csv,
+        }
+    }
+}
+
+/// `-` for an event without samples, else `f` of its row.
+fn timed(e: &EventRow, place: Place, v: f64) -> String {
+    match place {
+        Place::Csv => num(v, 3),
+        _ if e.samples == 0 => "-".to_owned(),
+        _ => human_ns(v),
+    }
+}
+
+/// Calls per iteration: `1`, or `2.50` when not whole.
+pub fn calls(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{}", v.round() as i64)
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A number for CSV: at most `digits` decimals, trailing zeros dropped; empty when not finite.
+pub fn num(v: f64, digits: usize) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    let s = format!("{v:.digits$}");
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    };
+    if s == "-0" {
+        "0".to_owned()
+    } else {
+        s
+    }
+}
+
+/// An event's occurrence, `+` marking a merged event.
+pub fn occ(e: &EventRow) -> String {
+    if e.merged {
+        format!("{}+", e.identity.occurrence)
+    } else {
+        e.identity.occurrence.to_string()
+    }
+}
+
+/// A CSV field, quoted when it must be.
+fn csv_text(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// A memory figure: bytes in the tables, plain numbers in CSV, `-` without figures.
+fn memory(e: &EventRow, place: Place, figure: fn(&crate::measure::MemoryRow) -> f64) -> String {
+    match (e.memory.as_ref(), place) {
+        (Some(m), Place::Csv) => num(figure(m), 1),
+        (None, Place::Csv) => String::new(),
+        (Some(m), _) => human_bytes(figure(m)),
+        (None, _) => "-".to_owned(),
+    }
+}
+
+/// Every column of an event row, in the order of the tables; CSV takes the base columns in this
+/// order, then the report's window columns when it has them, then the memory columns.
+pub const EVENT_COLUMNS: &[Column] = &[
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("row_type"),
+        json: None,
+        family: Family::Base,
+        cell: |_, _| "event".to_owned(),
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("order"),
+        json: Some("order"),
+        family: Family::Base,
+        cell: |e, _| e.order.to_string(),
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("id"),
+        json: Some("id"),
+        family: Family::Base,
+        cell: |e, _| csv_text(&e.identity.id),
+    },
+    Column {
+        report: Some("layer"),
+        summary: Some("layer"),
+        csv: None,
+        json: Some("layer"),
+        family: Family::Base,
+        cell: |e, _| opt(&e.identity.layer),
+    },
+    Column {
+        report: Some("phase"),
+        summary: Some("phase"),
+        csv: None,
+        json: Some("phase"),
+        family: Family::Base,
+        cell: |e, _| opt(&e.identity.phase),
+    },
+    Column {
+        report: Some("name"),
+        summary: Some("name"),
+        csv: Some("name"),
+        json: Some("name"),
+        family: Family::Base,
+        cell: |e, place| match place {
+            Place::Csv => csv_text(&e.identity.name),
+            Place::Report { indent: true } => {
+                format!("{}{}", "  ".repeat(e.depth as usize), e.identity.name)
+            }
+            _ => e.identity.name.clone(),
+        },
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("layer"),
+        json: None,
+        family: Family::Base,
+        cell: |e, _| {
+            e.identity
+                .layer
+                .as_deref()
+                .map(csv_text)
+                .unwrap_or_default()
+        },
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("phase"),
+        json: None,
+        family: Family::Base,
+        cell: |e, _| {
+            e.identity
+                .phase
+                .as_deref()
+                .map(csv_text)
+                .unwrap_or_default()
+        },
+    },
+    Column {
+        report: Some("occ"),
+        summary: Some("occ"),
+        csv: Some("occurrence"),
+        json: Some("occurrence"),
+        family: Family::Base,
+        cell: |e, place| match place {
+            Place::Csv => e.identity.occurrence.to_string(),
+            _ => occ(e),
+        },
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("merged"),
+        json: Some("merged"),
+        family: Family::Base,
+        cell: |e, _| e.merged.to_string(),
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("parent"),
+        json: Some("parent"),
+        family: Family::Base,
+        cell: |e, _| e.parent.map(|p| p.to_string()).unwrap_or_default(),
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("depth"),
+        json: Some("depth"),
+        family: Family::Base,
+        cell: |e, _| e.depth.to_string(),
+    },
+    Column {
+        report: None,
+        summary: Some("samples"),
+        csv: Some("samples"),
+        json: Some("samples"),
+        family: Family::Base,
+        cell: |e, _| e.samples.to_string(),
+    },
+    Column {
+        report: Some("calls"),
+        summary: None,
+        csv: Some("calls_per_iter"),
+        json: Some("calls_per_iter"),
+        family: Family::Base,
+        cell: |e, place| match place {
+            Place::Csv => num(e.calls_per_iter, 6),
+            _ => calls(e.calls_per_iter),
+        },
+    },
+    Column {
+        report: Some("median"),
+        summary: Some("median"),
+        csv: Some("median_ns"),
+        json: Some("median_ns"),
+        family: Family::Base,
+        cell: |e, place| timed(e, place, e.median_ns),
+    },
+    Column {
+        report: Some("mean"),
+        summary: Some("mean"),
+        csv: Some("mean_ns"),
+        json: Some("mean_ns"),
+        family: Family::Base,
+        cell: |e, place| timed(e, place, e.mean_ns),
+    },
+    Column {
+        report: Some("min"),
+        summary: Some("min"),
+        csv: Some("min_ns"),
+        json: Some("min_ns"),
+        family: Family::Base,
+        cell: |e, place| timed(e, place, e.min_ns),
+    },
+    Column {
+        report: Some("max"),
+        summary: Some("max"),
+        csv: Some("max_ns"),
+        json: Some("max_ns"),
+        family: Family::Base,
+        cell: |e, place| timed(e, place, e.max_ns),
+    },
+    Column {
+        report: Some("stddev"),
+        summary: None,
+        csv: Some("stddev_ns"),
+        json: Some("stddev_ns"),
+        family: Family::Base,
+        cell: |e, place| timed(e, place, e.stddev_ns),
+    },
+    Column {
+        report: Some("p90"),
+        summary: None,
+        csv: Some("p90_ns"),
+        json: Some("p90_ns"),
+        family: Family::Base,
+        cell: |e, place| timed(e, place, e.p90_ns),
+    },
+    Column {
+        report: Some("cv"),
+        summary: None,
+        csv: Some("cv"),
+        json: Some("cv"),
+        family: Family::Base,
+        cell: |e, place| match place {
+            Place::Csv => num(e.cv, 6),
+            _ if e.samples == 0 => "-".to_owned(),
+            _ => percent(e.cv),
+        },
+    },
+    Column {
+        report: Some("total"),
+        summary: None,
+        csv: Some("total_ns"),
+        json: Some("total_ns"),
+        family: Family::Base,
+        cell: |e, place| timed(e, place, e.total_ns),
+    },
+    Column {
+        report: Some("self"),
+        summary: None,
+        csv: Some("self_ns"),
+        json: Some("self_ns"),
+        family: Family::Base,
+        cell: |e, place| timed(e, place, e.self_ns),
+    },
+    Column {
+        report: Some("share"),
+        summary: Some("share"),
+        csv: Some("share"),
+        json: Some("share"),
+        family: Family::Base,
+        cell: |e, place| match place {
+            Place::Csv => num(e.share, 6),
+            Place::Summary if e.samples == 0 => "-".to_owned(),
+            _ => percent(e.share),
+        },
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("noisy"),
+        json: Some("noisy"),
+        family: Family::Base,
+        cell: |e, _| e.noisy.to_string(),
+    },
+    Column {
+        report: Some("perturb"),
+        summary: None,
+        csv: Some("perturbation"),
+        json: Some("perturbation"),
+        family: Family::Base,
+        cell: |e, place| match (e.perturbation, place) {
+            (Some(p), Place::Csv) => num(p, 6),
+            (Some(p), _) => signed_percent(p),
+            (None, Place::Csv) => String::new(),
+            (None, _) => "-".to_owned(),
+        },
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("group"),
+        json: None,
+        family: Family::Base,
+        cell: |_, _| String::new(),
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("events"),
+        json: None,
+        family: Family::Base,
+        cell: |_, _| String::new(),
+    },
+    Column {
+        report: Some("alloc"),
+        summary: None,
+        csv: Some("alloc_bytes"),
+        json: Some("memory"),
+        family: Family::Memory,
+        cell: |e, place| memory(e, place, |m| m.alloc_bytes),
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("freed_bytes"),
+        json: Some("memory"),
+        family: Family::Memory,
+        cell: |e, place| memory(e, place, |m| m.freed_bytes),
+    },
+    Column {
+        report: Some("allocs"),
+        summary: None,
+        csv: Some("allocs"),
+        json: Some("memory"),
+        family: Family::Memory,
+        cell: |e, place| match (e.memory.as_ref(), place) {
+            (Some(m), Place::Csv) => num(m.allocs, 1),
+            (None, Place::Csv) => String::new(),
+            (Some(m), _) => calls(m.allocs),
+            (None, _) => "-".to_owned(),
+        },
+    },
+    Column {
+        report: Some("peak"),
+        summary: None,
+        csv: Some("peak_bytes"),
+        json: Some("memory"),
+        family: Family::Memory,
+        cell: |e, place| memory(e, place, |m| m.peak_bytes),
+    },
+    Column {
+        report: Some(""),
+        summary: Some(""),
+        csv: None,
+        json: Some("noisy"),
+        family: Family::Base,
+        cell: |e, _| if e.noisy { "!" } else { "" }.to_owned(),
+    },
+];
+
+/// The columns shown at `place`, of the families wanted (`memory`: the memory columns too),
+/// in their order there: the tables' order, or for CSV the base columns then, after
+/// `between` (the report's window columns, rendered elsewhere), the memory columns.
+pub fn shown(place: Place, memory: bool) -> impl Iterator<Item = &'static Column> {
+    let wanted =
+        move |c: &&Column| c.header(place).is_some() && (c.family == Family::Base || memory);
+    let csv = place == Place::Csv;
+    EVENT_COLUMNS
+        .iter()
+        .filter(move |c| wanted(c) && (!csv || c.family == Family::Base))
+        .chain(
+            EVENT_COLUMNS
+                .iter()
+                .filter(move |c| csv && wanted(c) && c.family == Family::Memory),
+        )
+}
+
+/// The headers of the columns shown at `place` (see [`shown`]).
+pub fn headers(place: Place, memory: bool) -> Vec<&'static str> {
+    shown(place, memory)
+        .filter_map(|c| c.header(place))
+        .collect()
+}
+
+/// An event row's cells at `place` (see [`shown`]).
+pub fn cells(e: &EventRow, place: Place, memory: bool) -> Vec<String> {
+    shown(place, memory).map(|c| (c.cell)(e, place)).collect()
+}
+
+/// The position of the CSV column `header` among the base columns, for rows that fill only a
+/// few (groups, windows).
+pub fn csv_index(header: &str) -> Option<usize> {
+    shown(Place::Csv, false).position(|c| c.csv == Some(header))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_are_unique_where_they_are_shown() {
+        for place in [Place::Report { indent: false }, Place::Summary, Place::Csv] {
+            let headers = headers(place, true);
+            for (i, h) in headers.iter().enumerate() {
+                assert!(
+                    h.is_empty() || !headers[..i].contains(h),
+                    "{h} twice in {place:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn csv_puts_the_memory_columns_last() {
+        let headers = headers(Place::Csv, true);
+        assert_eq!(
+            headers[headers.len() - 4..],
+            ["alloc_bytes", "freed_bytes", "allocs", "peak_bytes"]
+        );
+        assert_eq!(csv_index("row_type"), Some(0));
+        assert_eq!(csv_index("events"), Some(25));
+    }
+}
