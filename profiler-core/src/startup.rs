@@ -8,6 +8,7 @@ use crate::device::Device;
 use crate::filter::{Filter, Key};
 use crate::info::ProbeInfo;
 use crate::registry::registry;
+use crate::schedule::Measure;
 use crate::session::{self, ActiveClock, Session};
 
 /// Returned by [`init`](crate::init): writes the results (marked incomplete if the schedule has
@@ -225,15 +226,16 @@ pub fn start(
     device: Option<Box<dyn Device>>,
 ) -> Result<InitGuard, ConfigError> {
     config.validate()?;
-    if config.mode == Mode::Off {
+    // The mode, decided once: `off` runs no session at all.
+    let Some(mode) = Measure::of(config.mode) else {
         return Ok(InitGuard::inert());
-    }
+    };
     config.check_output()?;
     let clock = match clock {
         Some(clock) => ActiveClock::Custom(clock),
         None => ActiveClock::Cpu(CpuClock::new()),
     };
-    let session = Session::new(config, clock, device);
+    let session = Session::new(config, mode, clock, device);
     // Probes registered at run time (`RuntimeProbe`, `tracing` spans) come later: a filter that
     // asks for them by kind is not judged on the annotations alone.
     let waits_for_runtime = {
@@ -307,50 +309,9 @@ pub fn init() -> InitGuard {
     let device = if config.mode == Mode::Off {
         None
     } else {
-        open_device(&config)
+        crate::device::open(&config)
     };
     start(config, None, device).unwrap_or_else(|e| fail(e))
-}
-
-/// The CUDA device, or `None` (with one line on stderr saying why) when there is none.
-#[cfg(feature = "cuda")]
-fn open_device(config: &Config) -> Option<Box<dyn Device>> {
-    let options = crate::device::CudaOptions {
-        nvtx: config.nvtx,
-        kernels: config.kernels,
-    };
-    match crate::device::CudaDevice::open(options) {
-        Ok(device) => Some(Box::new(device)),
-        Err(why) => {
-            eprintln!("profiler-core: {why}; timing on the CPU clock");
-            None
-        }
-    }
-}
-
-/// Without the `cuda` feature there is no device; the CUDA variables are accepted (so that one
-/// job script serves both builds) but said to do nothing.
-#[cfg(not(feature = "cuda"))]
-fn open_device(config: &Config) -> Option<Box<dyn Device>> {
-    let set: Vec<&str> = ["PROF_NVTX", "PROF_CAPTURE", "PROF_SYNC", "PROF_KERNELS"]
-        .iter()
-        .copied()
-        .filter(|var| match *var {
-            "PROF_NVTX" => config.nvtx,
-            "PROF_CAPTURE" => config.capture,
-            "PROF_SYNC" => config.sync > 0,
-            _ => config.kernels,
-        })
-        .collect();
-    if !set.is_empty() {
-        eprintln!(
-            "profiler-core: warning: {} ha{} no effect: this program was built without the \
-             `cuda` feature of profiler-core",
-            set.join(", "),
-            if set.len() == 1 { "s" } else { "ve" }
-        );
-    }
-    None
 }
 
 #[cfg(test)]

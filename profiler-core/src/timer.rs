@@ -25,9 +25,9 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::buffer::{self, tag, Record};
-use crate::config::Mode;
 use crate::descriptor::{Descriptor, State};
 use crate::device::{AsStream, Stream, NO_MARK};
+use crate::schedule::Measure;
 use crate::schedule::{HOOK_KERNELS, HOOK_MEMORY, HOOK_NVTX, HOOK_SYNC, NONE};
 use crate::session::{current, Session};
 
@@ -386,7 +386,8 @@ impl Session {
             None => probe.event_for(probe.calls.fetch_add(1, Relaxed)),
         };
         if event == NONE
-            || (self.config.mode != Mode::Trace && event != self.schedule.armed_event.load(Relaxed))
+            || (self.schedule.mode != Measure::Trace
+                && event != self.schedule.armed_event.load(Relaxed))
         {
             return None;
         }

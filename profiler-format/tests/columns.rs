@@ -7,14 +7,23 @@ use profiler_format::Profile;
 
 #[test]
 fn every_json_key_of_the_column_table_is_a_field_of_an_event_row() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/summary/memory.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/summary/memory.json"
+    );
     let profile: Profile = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let rows = measure(&profile, 0.25, 0.05).events;
-    let row = rows.iter().find(|e| e.memory.is_some()).expect("a row with memory");
+    let row = rows
+        .iter()
+        .find(|e| e.memory.is_some())
+        .expect("a row with memory");
     let json = serde_json::to_value(row).unwrap();
     for column in EVENT_COLUMNS {
         if let Some(key) = column.json {
-            assert!(json.get(key).is_some(), "{key} is not a field of an event row: {json}");
+            assert!(
+                json.get(key).is_some(),
+                "{key} is not a field of an event row: {json}"
+            );
         }
     }
 }

@@ -58,15 +58,15 @@ pub fn registration(name: &LitStr, args: &Args, kind: Kind, span: Span) -> Token
     }
 }
 
-/// The expression that starts the measurement: `enter` (or `enter_async`), or, in a `cuda`
-/// build with `stream = <expr>`, the same load and branch followed by `enter_on` with a
+/// The expression that starts the measurement: `enter` (or `enter_async`), or, in a build with
+/// a device backend (feature `streams`, set by profiler-core's `cuda`) and `stream = <expr>`, the same load and branch followed by `enter_on` with a
 /// reference to the stream. The expression is evaluated in the user's scope (a temporary such
 /// as `s.clone()` lives until the guard is made; a place such as `self.stream` is only
 /// borrowed), and only when the probe takes part.
 fn enter_call(args: &Args, is_async: bool) -> TokenStream {
     let p = quote!(::profiler_core::__private);
     match &args.stream {
-        Some(stream) if cfg!(feature = "cuda") => {
+        Some(stream) if cfg!(feature = "streams") => {
             let (on, inert) = if is_async {
                 (quote!(#p::enter_async_on), quote!(#p::inert_async()))
             } else {

@@ -21,6 +21,44 @@ pub use cuda::{CudaDevice, CudaOptions};
 pub use pool::{decode_mark, encode_mark, Pool};
 
 use crate::clock::Clock;
+use crate::config::Config;
+
+/// The device of this build's backend, opened for `config`; `None` (with one line on stderr
+/// saying why) when there is none. The one place the core meets a backend: a new one is a
+/// folder here, a Cargo feature, and a line below.
+pub(crate) fn open(config: &Config) -> Option<Box<dyn Device>> {
+    #[cfg(feature = "cuda")]
+    return cuda::open(config);
+    #[cfg(not(feature = "cuda"))]
+    {
+        warn_device_variables(config);
+        None
+    }
+}
+
+/// Without a device backend the device variables are accepted (so that one job script serves
+/// every build) but said to do nothing.
+#[cfg(not(feature = "cuda"))]
+fn warn_device_variables(config: &Config) {
+    let set: Vec<&str> = ["PROF_NVTX", "PROF_CAPTURE", "PROF_SYNC", "PROF_KERNELS"]
+        .iter()
+        .copied()
+        .filter(|var| match *var {
+            "PROF_NVTX" => config.nvtx,
+            "PROF_CAPTURE" => config.capture,
+            "PROF_SYNC" => config.sync > 0,
+            _ => config.kernels,
+        })
+        .collect();
+    if !set.is_empty() {
+        eprintln!(
+            "profiler-core: warning: {} ha{} no effect: this program was built without the \
+             `cuda` feature of profiler-core",
+            set.join(", "),
+            if set.len() == 1 { "s" } else { "ve" }
+        );
+    }
+}
 
 /// A mark that could not be taken (the stream's event pool was exhausted, the stream was never
 /// prepared, or the device failed): any reading that involves it is

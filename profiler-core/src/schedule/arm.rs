@@ -4,8 +4,8 @@
 
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
+use super::Measure;
 use super::{lane_stream, Plan, Schedule};
-use crate::config::Mode;
 use crate::descriptor::State;
 use crate::device::Device;
 
@@ -28,7 +28,7 @@ impl Schedule {
         let repeat = u64::from(self.repeat);
         self.cur_iter.store(iter, Relaxed);
         match self.mode {
-            Mode::Sample | Mode::Continuous => {
+            Measure::Sample | Measure::Continuous => {
                 let event = c.order[(k / repeat) as usize];
                 let entry = self.events[event as usize].get().map(|e| e.entry);
                 if let (Some(old), true) = (c.armed_entry, c.armed_entry != entry) {
@@ -42,7 +42,7 @@ impl Schedule {
                 c.armed_entry = entry;
                 c.armed.push(event);
             }
-            Mode::Trace => {
+            Measure::Trace => {
                 self.cur_slot.store(k as u32, Relaxed);
                 for &event in &c.order {
                     if let Some(e) = self.events[event as usize].get() {
@@ -56,7 +56,6 @@ impl Schedule {
                 }
                 c.armed.extend_from_slice(&c.order);
             }
-            Mode::Off => {}
         }
         if let Some(device) = device {
             self.mark_iteration_on_streams(c, iter, device, stream_marks);
@@ -93,10 +92,9 @@ impl Schedule {
     pub(crate) fn total_armed_iterations(&self, c: &Plan) -> u64 {
         let repeat = u64::from(self.repeat);
         match self.mode {
-            Mode::Sample | Mode::Continuous => c.order.len() as u64 * repeat,
-            Mode::Trace if c.order.is_empty() => 0,
-            Mode::Trace => repeat,
-            Mode::Off => 0,
+            Measure::Sample | Measure::Continuous => c.order.len() as u64 * repeat,
+            Measure::Trace if c.order.is_empty() => 0,
+            Measure::Trace => repeat,
         }
     }
 

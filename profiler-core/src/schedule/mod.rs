@@ -215,8 +215,8 @@ pub(crate) struct Schedule {
     pub learner: Mutex<Learner>,
     /// The hooks runs open.
     pub hooks: Hooks,
-    /// `PROF_MODE`.
-    pub mode: Mode,
+    /// What is measured after warmup: `PROF_MODE`, decided once at start-up.
+    pub mode: Measure,
     /// `PROF_WARMUP`.
     pub warmup: u32,
     /// `PROF_REPEAT`.
@@ -229,6 +229,40 @@ pub(crate) struct Schedule {
     /// `trace` mode on a linear clock: runs are recorded into the threads' buffers (learning
     /// runs all, measured runs where [`Schedule::recorded`] says so).
     pub records: bool,
+}
+
+/// What a session measures after warmup: `PROF_MODE` as a session runs it, decided once at
+/// start-up (`off` never starts a session).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Measure {
+    /// One event per iteration, `repeat` iterations per event.
+    Sample,
+    /// Every selected event in each of `repeat` iterations.
+    Trace,
+    /// `sample` forever, in windows.
+    Continuous,
+}
+
+impl Measure {
+    /// The session's mode for `mode`; `None` for `off`, which runs no session.
+    pub(crate) fn of(mode: Mode) -> Option<Measure> {
+        match mode {
+            Mode::Sample => Some(Measure::Sample),
+            Mode::Trace => Some(Measure::Trace),
+            Mode::Continuous => Some(Measure::Continuous),
+            Mode::Off => None,
+        }
+    }
+
+    /// The name `prof.json` gives it (`run.mode`).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Measure::Sample => Mode::Sample,
+            Measure::Trace => Mode::Trace,
+            Measure::Continuous => Mode::Continuous,
+        }
+        .as_str()
+    }
 }
 
 /// The schedule's cold-path state, behind the session's lock.
@@ -264,13 +298,13 @@ pub(crate) struct Plan {
 }
 
 impl Schedule {
-    /// The schedule of a session over at most `config.max_probes` probes, those registered
-    /// while it runs included.
-    pub(crate) fn new(config: &Config, hooks: Hooks, linear: bool) -> Schedule {
+    /// The schedule of a session measuring as `mode` says, over at most `config.max_probes`
+    /// probes, those registered while it runs included.
+    pub(crate) fn new(config: &Config, mode: Measure, hooks: Hooks, linear: bool) -> Schedule {
         // One merged event per probe taking part beyond the bound on events.
         let max_probes = config.max_probes as usize;
         let capacity = config.max_events as usize + max_probes;
-        let measure_first = config.mode == Mode::Trace && config.warmup == 0;
+        let measure_first = mode == Measure::Trace && config.warmup == 0;
         Schedule {
             events: (0..capacity).map(|_| OnceLock::new()).collect(),
             // Indexed by registry entry: room for `max_probes` registrations after this one
@@ -281,18 +315,16 @@ impl Schedule {
             armed_event: AtomicU32::new(NONE),
             cur_slot: AtomicU32::new(0),
             cur_iter: AtomicU32::new(0),
-            learning: AtomicBool::new(
-                config.mode != Mode::Off && (config.warmup > 0 || measure_first),
-            ),
+            learning: AtomicBool::new(config.warmup > 0 || measure_first),
             measure_first,
             learner: Mutex::new(Learner::new(config.max_events)),
             hooks,
-            mode: config.mode,
+            mode,
             warmup: config.warmup,
             repeat: config.repeat,
             sample_budget_bytes: config.sample_budget_bytes,
             memory: crate::alloc::installed(),
-            records: config.mode == Mode::Trace && linear,
+            records: mode == Measure::Trace && linear,
         }
     }
 

@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
+use super::Measure;
 use super::{
     lane_stream, Event, FirstRun, Key, Plan, Planned, Route, Routes, Schedule, MERGED, NONE,
 };
-use crate::config::Mode;
 use crate::device::{Device, Stream, NO_MARK};
 use crate::record::{
     Store, Tally, DEVICE_SAMPLE_BYTES, MEMORY_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES,
@@ -286,7 +286,7 @@ impl Schedule {
             .filter_map(|(lane, events)| {
                 let stream = *lane_stream(&c.streams, lane)?;
                 let armed = match self.mode {
-                    Mode::Trace => events,
+                    Measure::Trace => events,
                     _ => 1,
                 };
                 Some((stream, (2 * armed + 1) * POOL_ITERATIONS))

@@ -27,12 +27,12 @@ pub(crate) use crate::sync::lock;
 
 use crate::buffer::{Buffers, CHUNK_BYTES};
 pub(crate) use crate::clock::ActiveClock;
-use crate::config::{Config, Mode};
+use crate::config::Config;
 use crate::descriptor::State;
 use crate::device::Device;
 use crate::record::Resolved;
 use crate::registry::registry;
-use crate::schedule::{Hooks, Plan, Schedule};
+use crate::schedule::{Hooks, Measure, Plan, Schedule};
 
 /// Cold-path state, behind one lock.
 #[derive(Debug, Default)]
@@ -144,9 +144,11 @@ fn cap_probes(selected: &mut Vec<usize>, max: usize) {
 }
 
 impl Session {
-    /// A session over the registered probes that `config.filter` selects.
+    /// A session measuring as `mode` says over the registered probes that `config.filter`
+    /// selects.
     pub(crate) fn new(
         config: Config,
+        mode: Measure,
         clock: ActiveClock,
         device: Option<Box<dyn Device>>,
     ) -> Session {
@@ -155,16 +157,13 @@ impl Session {
             entry.desc.state.store(State::Off, Relaxed);
         }
         let registered_at_start = reg.len();
-        let mut selected: Vec<usize> = if config.mode == Mode::Off {
-            Vec::new()
-        } else {
-            (0..registered_at_start)
-                .filter(|&i| reg.entry(i).selected_by(&config.filter))
-                .collect()
-        };
+        let mut selected: Vec<usize> = (0..registered_at_start)
+            .filter(|&i| reg.entry(i).selected_by(&config.filter))
+            .collect();
         cap_probes(&mut selected, config.max_probes as usize);
-        let measure_first = config.mode == Mode::Trace && config.warmup == 0;
-        let learning = config.mode != Mode::Off && (config.warmup > 0 || measure_first);
+        let hooks = Self::hooks(&config, device.as_deref());
+        let schedule = Schedule::new(&config, mode, hooks, clock.is_linear());
+        let learning = schedule.learning.load(Relaxed);
         let control = Control {
             plan: Plan {
                 selected: selected.clone(),
@@ -178,29 +177,10 @@ impl Session {
             iter_marks: vec![clock.mark()],
             ..Control::default()
         };
-        let nvtx = match &device {
-            Some(device) if config.nvtx && config.mode != Mode::Off => {
-                let ranges: Vec<crate::device::RangeInfo> = reg
-                    .iter()
-                    .map(|e| crate::device::RangeInfo {
-                        name: e.desc.info.name.to_owned(),
-                        layer: e.desc.info.layer.map(str::to_owned),
-                        phase: e.desc.info.phase.map(str::to_owned),
-                    })
-                    .collect();
-                device.set_ranges(&ranges)
-            }
-            _ => false,
-        };
-        let hooks = Hooks {
-            sync: config.sync,
-            nvtx,
-            any: device.is_some() && (nvtx || config.sync >= 2),
-        };
         // The records waiting in the threads' buffers may take a quarter of the sample budget.
         let max_chunks = (config.sample_budget_bytes / 4 / CHUNK_BYTES).max(8);
         Session {
-            schedule: Schedule::new(&config, hooks, clock.is_linear()),
+            schedule,
             buffers: Buffers::new(max_chunks),
             floor_ns: clock.empty_measurement_ns(),
             device,
@@ -216,6 +196,30 @@ impl Session {
             background_failed: AtomicBool::new(false),
             too_many_runtime: AtomicBool::new(false),
             registered_at_start,
+        }
+    }
+
+    /// The hooks selected probes open: NVTX ranges (registered now, once) and
+    /// synchronizations, when a device is there.
+    fn hooks(config: &Config, device: Option<&dyn Device>) -> Hooks {
+        let nvtx = match device {
+            Some(device) if config.nvtx => {
+                let ranges: Vec<crate::device::RangeInfo> = registry()
+                    .iter()
+                    .map(|e| crate::device::RangeInfo {
+                        name: e.desc.info.name.to_owned(),
+                        layer: e.desc.info.layer.map(str::to_owned),
+                        phase: e.desc.info.phase.map(str::to_owned),
+                    })
+                    .collect();
+                device.set_ranges(&ranges)
+            }
+            _ => false,
+        };
+        Hooks {
+            sync: config.sync,
+            nvtx,
+            any: device.is_some() && (nvtx || config.sync >= 2),
         }
     }
 
@@ -239,7 +243,7 @@ impl Session {
     /// it joins this session, learned with the others during warmup, or scheduled after them
     /// (as a probe first seen late) after warmup.
     pub(crate) fn adopt(&self, entry: usize) {
-        if self.config.mode == Mode::Off || self.is_done() {
+        if self.is_done() {
             return;
         }
         let e = registry().entry(entry);

@@ -284,7 +284,7 @@ impl Session {
             pid: std::process::id(),
             host: host_name(),
             rank: crate::output::rank(),
-            mode: self.config.mode.as_str().to_owned(),
+            mode: self.schedule.mode.as_str().to_owned(),
             filter: self.config.filter.source().to_owned(),
             warmup: self.config.warmup,
             repeat: self.config.repeat,
@@ -295,7 +295,7 @@ impl Session {
             max_events: self.config.max_events,
             timer_floor_ns: self.floor_ns,
             profiler_version: env!("CARGO_PKG_VERSION").to_owned(),
-            windows: (self.config.mode == crate::config::Mode::Continuous)
+            windows: (self.schedule.mode == crate::schedule::Measure::Continuous)
                 .then_some(self.config.windows),
         }
     }

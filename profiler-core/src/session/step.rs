@@ -5,9 +5,9 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{lock, Control, Session};
-use crate::config::Mode;
 use crate::descriptor::State;
 use crate::record::{resolve_slot, IterationStarts, Outcome, Resolved};
+use crate::schedule::Measure;
 use crate::schedule::POOL_ITERATIONS;
 
 /// Where each iteration began, for one event's offsets.
@@ -42,9 +42,6 @@ impl Session {
 
     /// The end of an iteration.
     pub(crate) fn step(&'static self) {
-        if self.config.mode == Mode::Off {
-            return;
-        }
         if let (Some(device), true) = (&self.device, self.config.sync >= 1) {
             // PROF_SYNC=1: the iteration ends when the device's work for it is done.
             device.synchronize();
@@ -93,7 +90,7 @@ impl Session {
         self.discover_late(&mut c);
         let total = self.schedule.total_armed_iterations(&c.plan);
         if total > 0 && c.plan.armed_iterations >= total {
-            if self.config.mode != Mode::Continuous {
+            if self.schedule.mode != Measure::Continuous {
                 self.finish(&mut c);
                 return;
             }
@@ -272,7 +269,7 @@ impl Session {
     /// Writes the results once; `false` when they are not on disk. A failed write keeps them
     /// for one more try at the end of the program.
     fn write(&self, c: &mut Control, complete: bool) -> bool {
-        if c.written || self.config.mode == Mode::Off {
+        if c.written {
             return true;
         }
         let path = self.config.output_path();
@@ -354,7 +351,7 @@ impl Session {
         }
         // In continuous mode, the run is complete when the program ends by itself after a window
         // closed; a signal cuts it short.
-        let complete = if self.config.mode == Mode::Continuous {
+        let complete = if self.schedule.mode == Measure::Continuous {
             mark_done && c.windows_closed > 0
         } else {
             c.finished

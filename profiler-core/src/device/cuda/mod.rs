@@ -141,6 +141,22 @@ fn warn(message: std::fmt::Arguments<'_>) {
     eprintln!("profiler-core: warning: {message}");
 }
 
+/// The CUDA device for `config`, or `None` (with one line on stderr saying why) when there is
+/// none: [`device::open`](super::open) in a `cuda` build.
+pub(crate) fn open(config: &crate::config::Config) -> Option<Box<dyn Device>> {
+    let options = CudaOptions {
+        nvtx: config.nvtx,
+        kernels: config.kernels,
+    };
+    match CudaDevice::open(options) {
+        Ok(device) => Some(Box::new(device)),
+        Err(why) => {
+            eprintln!("profiler-core: {why}; timing on the CPU clock");
+            None
+        }
+    }
+}
+
 impl CudaDevice {
     /// Loads the CUDA driver, initializes it and checks that there is a device; with
     /// `options`, also loads NVTX and CUPTI.
