@@ -12,6 +12,7 @@ of each kind and counts the verdicts:
   pairs named any other event.
 
 Usage: scripts/diff_acceptance.py [--runs N] [--programs waits,dlrm] [--keep DIR [--reuse]]
+                                  [--prof PATH]
 Builds the examples and `prof` in release first. Takes about 5 minutes with the defaults.
 `--reuse` judges the profiles already in `--keep DIR` again instead of making new runs.
 """
@@ -126,6 +127,7 @@ def main():
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--programs", default="waits,dlrm")
     ap.add_argument("--keep", help="keep the profiles in this folder")
+    ap.add_argument("--prof", help="judge with this prof binary instead of building one")
     ap.add_argument("--reuse", action="store_true",
                     help="judge the profiles already in --keep's folder again")
     args = ap.parse_args()
@@ -138,6 +140,8 @@ def main():
         if p not in PROGRAMS:
             sys.exit(f"unknown program {p}: choose from {', '.join(PROGRAMS)}")
     prof, examples = build()
+    if args.prof:
+        prof = os.path.abspath(args.prof)
     work = args.keep or tempfile.mkdtemp(prefix="diff-acceptance-")
     os.makedirs(work, exist_ok=True)
     print("| program | comparison | pairs | verdicts |")
