@@ -3,6 +3,12 @@
 //! prints. It reads the file through `profiler-format`, and needs neither the runtime nor the
 //! macros of profiler-core: a profiled program does not compile it. The rows of `prof report`
 //! and the end-of-run summary come from the same [`profiler_format::measure`].
+//!
+//! The exact definitions of each measure are on the modules here ([`report`], [`diff`],
+//! [`drift`], [`scale`], [`merge`], [`trace`]). How to read the reports is in the repository's
+//! `docs/guide.md` ("Reading the reports", "Continuous mode and drift"); every `prof` command,
+//! its flags and outputs in `docs/reference.md`; the measurements of `prof` on large profiles
+//! and of `prof diff`'s verdicts in `docs/overhead.md`.
 #![warn(missing_docs)]
 
 pub mod diff;

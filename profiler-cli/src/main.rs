@@ -4,6 +4,10 @@
 //! same code that prints the end-of-run summary. Exit status: 0 on success, 1 when
 //! `diff --fail-on-regression` finds a regression, 2 on bad input (a missing, malformed or
 //! foreign file, a bad option, an output that cannot be written).
+//!
+//! Every command and flag, with its values, defaults and outputs, is in the repository's
+//! `docs/reference.md` (section "prof"; `tests/docs.rs` holds it to `--help`); how to read
+//! the reports, with examples, in `docs/guide.md`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -32,7 +32,18 @@
 //!
 //! Run it with `--features profiler-core/enable`, and `PROF_FILTER="layer=mlp"` to select
 //! probes; the results go to `prof.json` and a summary to stderr. `--list-probes` lists every
-//! probe. The variables, the schedule and the JSON fields are described in the README.
+//! probe.
+//!
+//! The documentation beyond the API is in the repository's `docs/` folder (rustdoc cannot link
+//! to files outside the crate, so here are their paths):
+//!
+//! - `docs/guide.md`: annotating code (runtime probes, `tracing` spans, candle), running (the
+//!   schedule, the modes, filters), reading the reports, continuous mode, GPU, multi-rank runs;
+//! - `docs/reference.md`: every `PROF_*` variable, the `PROF_FILTER` grammar, `--list-probes`,
+//!   the `prof` commands, `prof.json` field by field, limits; `docs/overhead.md`: what the
+//!   profiler costs, measured;
+//! - `docs/architecture.md`: the pipeline, the crates, the layout of this crate's modules, the
+//!   hot path, the tests.
 //!
 //! The root holds what a training program uses: the macros, [`step`], [`finished`], [`init`]
 //! and its guard, [`probes`], `snapshot` and `Profile`, and the configuration made in code
@@ -40,6 +51,17 @@
 //! (streams and the `Device` trait a GPU backend implements) and `testing` (clocks whose time
 //! the test sets). All but the first four and the macros exist with the `enable` feature only.
 #![warn(missing_docs)]
+
+/// The Rust examples of `docs/guide.md`, compiled (and, where they start no session, run) as
+/// doc tests, so that the guide cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide.md")]
+pub struct GuideExamples;
+
+/// The Rust examples of the repository's `README.md`, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;
 
 /// Measures each call of a function.
 ///

@@ -6,6 +6,10 @@
 //!
 //! A profiled program reaches this crate through profiler-core; `profiler-analysis` and the
 //! `prof` tool build on it without the runtime or the macros.
+//!
+//! `prof.json` is described field by field in the repository's `docs/reference.md` (section
+//! "prof.json"), with how result files are written; `docs/guide.md` shows how to read the
+//! summary, and `docs/architecture.md` where this crate sits in the pipeline.
 #![warn(missing_docs)]
 
 pub mod breakdown;

@@ -3,6 +3,10 @@
 //! Each macro parses, then validates (collecting every problem of one annotation), then expands.
 //! Without the `enable` feature, which `profiler-core/enable` switches on, every macro validates its
 //! arguments and returns the item or block it was given, token for token.
+//!
+//! What the annotations accept is in the repository's `docs/reference.md` ("Annotations and the
+//! API") and, with examples, `docs/guide.md` ("Annotating code"); where this crate sits in the
+//! pipeline, in `docs/architecture.md`.
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;

@@ -169,8 +169,9 @@ impl Config {
         Config::from_lookup(|var| std::env::var(var).ok())
     }
 
-    /// Reads the variables through `lookup` (tests pass a map), in the order of
-    /// [`vars::VARIABLES`]: the first bad value is the one reported.
+    /// Reads the variables through `lookup` (tests pass a map), in the order of the variables'
+    /// table (`config/vars.rs`, the order of `docs/reference.md`): the first bad value is the
+    /// one reported.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let mut config = Config::default();
         for var in vars::VARIABLES {
