@@ -1,6 +1,6 @@
 //! Makes large `trace`-mode profiles, as a real program would: one `#[profiled]` function
 //! called `--calls` times per iteration, until the schedule is complete. It is how `prof` is
-//! measured on big files (see the README's "Large profiles").
+//! measured on big files (see "Large profiles" in docs/overhead.md).
 //!
 //! Each call within an iteration is its own event (occurrence 0, 1, ...) up to
 //! `PROF_MAX_EVENTS`, and `trace` mode measures every event in each of the `PROF_REPEAT` active

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How often `prof diff` says what it should, quiet and under load: the numbers in the README.
+"""How often `prof diff` says what it should, quiet and under load: the numbers in docs/overhead.md.
 
 For each program (the `waits` and `dlrm` examples), makes RUNS quiet runs, RUNS loaded runs (a
 CPU-hog process per core for the whole run), RUNS/2 quiet runs with one layer 20% slower and

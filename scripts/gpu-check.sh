@@ -58,7 +58,7 @@ now_ns() { date +%s%N; }
 no_gpu() {
   echo "gpu-check: no NVIDIA GPU on this machine ($*); nothing was built or run."
   echo "gpu-check: what runs without one is in CI: the simulated device's tests, the header test"
-  echo "           and the candle example's check (see the README's GPU section)."
+  echo "           and the candle example's check (see docs/guide.md's GPU section)."
   exit 3
 }
 command -v nvidia-smi >/dev/null 2>&1 || no_gpu "nvidia-smi is not installed"

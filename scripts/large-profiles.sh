@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Times `prof` on large trace-mode profiles made by a real profiled program
 # (examples/bigtrace.rs): wall time, CPU time and peak memory (/usr/bin/time) of `prof trace`,
-# `report`, `html` and `diff`, RUNS times each, interleaved. The README's "Large profiles" table
+# `report`, `html` and `diff`, RUNS times each, interleaved. The "Large profiles" table of docs/overhead.md
 # comes from it.
 #
 #   scripts/large-profiles.sh [PROF] [DIR] [RUNS]

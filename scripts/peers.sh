@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # profiler-core against its peers, in one command: runs the peers bench RUNS times (default 3)
-# and prints the README's "Against the peers" table.
+# and prints the "Against the peers" table of docs/overhead.md.
 #
 #   scripts/peers.sh [RUNS]
 #

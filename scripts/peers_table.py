@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's "Against the peers" table from one or more runs of the peers bench.
+"""docs/overhead.md's "Against the peers" table from one or more runs of the peers bench.
 
 Usage: scripts/peers_table.py RUN.txt [RUN.txt ...]
 

@@ -12,7 +12,7 @@
 //!
 //! The runs load the machine on purpose, so the tests of this file run one at a time. Each case
 //! passes when one of [`TRIALS`] trials on fresh runs gives the expected verdicts; how often each
-//! verdict comes out over many trials is measured by `scripts/diff_acceptance.py` (README).
+//! verdict comes out over many trials is measured by `scripts/diff_acceptance.py` (docs/overhead.md).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! through `Alloc` with nothing armed on the thread (the case of nearly every allocation), and
 //! through `Alloc` while an armed run is counting.
 //!
-//! Run with `cargo bench -p profiler-core --features enable --bench alloc`. The README quotes
+//! Run with `cargo bench -p profiler-core --features enable --bench alloc`. docs/overhead.md quotes
 //! the medians.
 
 use std::alloc::{GlobalAlloc, Layout, System};

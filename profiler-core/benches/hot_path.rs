@@ -1,6 +1,6 @@
 //! The cost of the hot path, against the baselines it must be compared with.
 //!
-//! Run with `cargo bench -p profiler-core --features enable --bench hot_path`. The README quotes
+//! Run with `cargo bench -p profiler-core --features enable --bench hot_path`. docs/overhead.md quotes
 //! the medians, as nanoseconds and as ratios: the probes' to the raw pair of clock reads (case
 //! 4) and the unarmed probe's to the relaxed load and branch (case 2), taken within one run.
 

@@ -1,7 +1,7 @@
 //! What a `tracing` span costs through the bridge, against tracing's own baselines.
 //!
 //! Run with `cargo bench -p profiler-core --features tracing --bench spans`. Each case enters
-//! and leaves one span around the same non-inlined call; the README quotes the medians.
+//! and leaves one span around the same non-inlined call; docs/overhead.md quotes the medians.
 
 use std::hint::black_box;
 use std::sync::atomic::Ordering::Relaxed;

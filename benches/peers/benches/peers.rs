@@ -1,7 +1,7 @@
 //! profiler-core's probe against other instrumenting profilers, each around the same body.
 //!
 //! Run with `cargo bench -p profiler-peers --bench peers`, or `scripts/peers.sh [RUNS]`, which
-//! runs it RUNS times and prints the README's "Against the peers" table
+//! runs it RUNS times and prints the "Against the peers" table of docs/overhead.md
 //! (`scripts/peers_table.py` turns divan's output into it).
 //!
 //! Every case goes through the same divan loop: samples of [`CALLS`] calls of one closure that

@@ -38,7 +38,7 @@
 //! - **Allowance** A (log scale) = `z x hypot(spread, INSTABILITY_FACTOR x instability) + follow x
 //!   |rest drift|`, where z = Phi^-1(1 - alpha / (2m)) for m matched events (each event's
 //!   allowance holds for the whole family at once). [`INSTABILITY_FACTOR`] was measured, not
-//!   assumed: see the README's "How `prof diff` was checked".
+//!   assumed: see "How `prof diff` was checked" in docs/overhead.md.
 //! - **Confidence interval** (`ci_low`, `ci_high`) of the event's own change, beyond the
 //!   machine's: the bootstrap percentile interval, at confidence 1 - alpha (95% by default), of
 //!   median(after) / median(before) of the samples, each side resampled independently
@@ -244,7 +244,7 @@ impl Diff {
 
 /// How many times an event's instability (the spread of its samples within a run, see the
 /// module documentation) its typical time may move between two runs of the same code, in
-/// standard deviations; measured on this project's examples, quiet and under load (README, "How
+/// standard deviations; measured on this project's examples, quiet and under load (docs/overhead.md, "How
 /// `prof diff` was checked").
 pub const INSTABILITY_FACTOR: f64 = 2.5;
 

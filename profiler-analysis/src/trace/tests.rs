@@ -510,7 +510,7 @@ fn the_streamed_trace_is_the_value_pretty_printed() {
     assert!(sample_spans > 1000, "{sample_spans}");
 }
 
-/// A slice is 40 bytes (the module documentation and the README's memory figures say so).
+/// A slice is 40 bytes (the module documentation and docs/overhead.md's memory figures say so).
 #[test]
 fn a_slice_is_small() {
     assert_eq!(std::mem::size_of::<layout::Slice>(), 40);
