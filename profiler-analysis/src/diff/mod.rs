@@ -244,8 +244,8 @@ impl Diff {
 
 /// How many times an event's instability (the spread of its samples within a run, see the
 /// module documentation) its typical time may move between two runs of the same code, in
-/// standard deviations; measured on this project's examples, quiet and under load (docs/overhead.md, "How
-/// `prof diff` was checked").
+/// standard deviations; measured on this project's examples, quiet and under load
+/// (docs/overhead.md, "How `prof diff` was checked").
 pub const INSTABILITY_FACTOR: f64 = 2.5;
 
 /// How many standard deviations of the runs' wander (see the module documentation) widen the
