@@ -21,11 +21,50 @@ pub(crate) const RESERVOIR: usize = 1024;
 /// Bytes of storage per sample slot (start, stop, iteration).
 pub(crate) const SAMPLE_BYTES: usize = 8 + 8 + 4;
 
-/// Extra bytes per slot of an event timed on a device stream (its two device marks).
-pub(crate) const DEVICE_SAMPLE_BYTES: usize = 8 + 8;
+/// Extra bytes per slot of an event timed on a device stream (its two device marks, and the
+/// device memory in use at its start and its end).
+pub(crate) const DEVICE_SAMPLE_BYTES: usize = 8 + 8 + 8 + 8;
 
-/// Device marks (start, stop) of each slot.
-type DeviceMarks = (Box<[AtomicU64]>, Box<[AtomicU64]>);
+/// Device memory that was not read (the device cannot say, or the run did not read it).
+pub(crate) const NO_BYTES: u64 = u64::MAX;
+
+/// What a run timed on a stream stores besides its CPU marks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DeviceRun {
+    /// The device marks at its start and its end.
+    pub marks: (u64, u64),
+    /// The device memory in use before the start marks and after the stop marks, or
+    /// [`NO_BYTES`].
+    pub used: (u64, u64),
+}
+
+impl DeviceRun {
+    /// A run with no device marks (timed on the CPU only).
+    pub const NONE: DeviceRun = DeviceRun {
+        marks: (NO_MARK, NO_MARK),
+        used: (NO_BYTES, NO_BYTES),
+    };
+}
+
+/// The [`DeviceRun`] of each slot, field by field.
+#[derive(Debug)]
+struct DeviceSlots {
+    start: Box<[AtomicU64]>,
+    stop: Box<[AtomicU64]>,
+    used_start: Box<[AtomicU64]>,
+    used_stop: Box<[AtomicU64]>,
+}
+
+impl DeviceSlots {
+    fn new(slots: usize) -> DeviceSlots {
+        DeviceSlots {
+            start: atomics64(slots),
+            stop: atomics64(slots),
+            used_start: atomics64(slots),
+            used_stop: atomics64(slots),
+        }
+    }
+}
 
 /// Raw marks of one event's samples, one slot per measured iteration.
 #[derive(Debug)]
@@ -34,8 +73,8 @@ pub(crate) struct Samples {
     stop: Box<[AtomicU64]>,
     /// The iteration index plus one; 0 while the slot is empty.
     iter: Box<[AtomicU32]>,
-    /// Device marks (start, stop) for an event timed on a stream.
-    device: Option<DeviceMarks>,
+    /// Device marks and memory for an event timed on a stream.
+    device: Option<DeviceSlots>,
     /// What each run allocated ([`MEMORY_FIGURES`] values a slot), when the program installed
     /// [`Alloc`](crate::Alloc).
     mem: Option<Box<[AtomicU64]>>,
@@ -58,7 +97,7 @@ impl Samples {
             start: atomics64(slots),
             stop: atomics64(slots),
             iter: (0..slots).map(|_| AtomicU32::new(0)).collect(),
-            device: device.then(|| (atomics64(slots), atomics64(slots))),
+            device: device.then(|| DeviceSlots::new(slots)),
             mem: None,
         }
     }
@@ -104,29 +143,32 @@ impl Samples {
 
     #[inline]
     pub fn write(&self, slot: usize, start: u64, stop: u64, iter: u32) {
-        self.write_all(slot, (start, stop), (NO_MARK, NO_MARK), iter);
+        self.write_all(slot, (start, stop), DeviceRun::NONE, iter);
     }
 
     #[inline]
-    pub fn write_all(&self, slot: usize, cpu: (u64, u64), device: (u64, u64), iter: u32) {
+    pub fn write_all(&self, slot: usize, cpu: (u64, u64), device: DeviceRun, iter: u32) {
         if slot < self.iter.len() {
             self.start[slot].store(cpu.0, Relaxed);
             self.stop[slot].store(cpu.1, Relaxed);
-            if let Some((dstart, dstop)) = &self.device {
-                dstart[slot].store(device.0, Relaxed);
-                dstop[slot].store(device.1, Relaxed);
+            if let Some(d) = &self.device {
+                d.start[slot].store(device.marks.0, Relaxed);
+                d.stop[slot].store(device.marks.1, Relaxed);
+                d.used_start[slot].store(device.used.0, Relaxed);
+                d.used_stop[slot].store(device.used.1, Relaxed);
             }
             self.iter[slot].store(iter + 1, Release);
         }
     }
 
-    /// The device marks of a filled slot of an event timed on a stream.
-    pub fn read_device(&self, slot: usize) -> Option<(u64, u64)> {
-        let (dstart, dstop) = self.device.as_ref()?;
-        Some((
-            dstart.get(slot)?.load(Relaxed),
-            dstop.get(slot)?.load(Relaxed),
-        ))
+    /// The device marks and memory of a filled slot of an event timed on a stream.
+    pub fn read_device(&self, slot: usize) -> Option<DeviceRun> {
+        let d = self.device.as_ref()?;
+        let load = |cells: &[AtomicU64]| Some(cells.get(slot)?.load(Relaxed));
+        Some(DeviceRun {
+            marks: (load(&d.start)?, load(&d.stop)?),
+            used: (load(&d.used_start)?, load(&d.used_stop)?),
+        })
     }
 
     /// `(start, stop, iteration)` of a filled slot.
@@ -212,16 +254,16 @@ impl Store {
         }
     }
 
-    /// Stores one run: its CPU marks and, for an event timed on a stream, its device marks,
-    /// and what it allocated when that was counted. `linear` says whether raw CPU deltas can
-    /// be summed.
+    /// Stores one run: its CPU marks and, for an event timed on a stream, its device marks
+    /// and memory, and what it allocated when that was counted. `linear` says whether raw CPU
+    /// deltas can be summed.
     #[inline]
     pub fn record(
         &self,
         slot: u32,
         iter: u32,
         cpu: (u64, u64),
-        device: (u64, u64),
+        device: DeviceRun,
         linear: bool,
         memory: Option<&Figures>,
     ) {
@@ -341,6 +383,9 @@ pub(crate) struct Resolved {
     /// Each sample's memory figures, for an event whose runs' memory is counted (empty
     /// otherwise).
     pub memory: Vec<[u64; MEMORY_FIGURES]>,
+    /// Device memory in use at the start and end of each sample of an event timed on a stream
+    /// ([`NO_BYTES`] where not read; empty for other events).
+    pub device_memory: Vec<(u64, u64)>,
 }
 
 /// The outcome of trying to resolve one slot.
@@ -402,7 +447,8 @@ pub(crate) fn resolve_slot(
         return Outcome::Empty;
     };
     let cpu = clock.elapsed(start, stop);
-    let device_marks = store.samples.read_device(slot);
+    let device_run = store.samples.read_device(slot);
+    let device_marks = device_run.map(|d| d.marks);
     // A run timed on the CPU belongs to the iteration its start mark falls in. (A run timed on
     // a stream keeps its recorded iteration: its offset is on that iteration's device marks.)
     let iter = if device_marks.is_none() && clock.is_linear() {
@@ -435,8 +481,9 @@ pub(crate) fn resolve_slot(
             out.durations.push(d);
             out.offsets.push(o);
             out.iters.push(iter);
-            if device_marks.is_some() {
+            if let Some(run) = device_run {
                 out.cpu.push(c);
+                out.device_memory.push(run.used);
             }
             if let Some(figures) = store.samples.read_memory(slot) {
                 out.memory.push(figures);
@@ -495,7 +542,7 @@ mod tests {
     fn merged_totals_are_exact_and_reservoir_bounded() {
         let store = Store::new(4, true, false, false);
         for i in 0..5000u64 {
-            store.record(0, 0, (100, 100 + i), (NO_MARK, NO_MARK), true, None);
+            store.record(0, 0, (100, 100 + i), DeviceRun::NONE, true, None);
         }
         let t = store.totals.as_ref().unwrap();
         assert_eq!(t.count.load(Relaxed), 5000);

@@ -15,8 +15,10 @@
 //!   or system call. With [`Alloc`](crate::Alloc) installed it adds a few thread-local writes
 //!   before the start mark and after the stop mark (the run's memory figures); so do runs in
 //!   `trace` mode then, which take this path. On a stream it adds two device marks (events
-//!   from a pool reserved at the plan) and, with hooks on, the NVTX push/pop and
-//!   synchronizations asked for.
+//!   from a pool reserved at the plan), two reads of the device's memory in use (before the
+//!   start marks and after the stop marks, so that neither time includes them; for CUDA a
+//!   driver call each, see [`Device::memory_used`](crate::device::Device::memory_used)) and,
+//!   with hooks on, the NVTX push/pop and synchronizations asked for.
 //!
 //! A probe in learning state goes to `schedule/learn.rs` (`sample` mode) or records its runs
 //! (`trace` mode); everything else (planning, arming at `step()`, resolution, output) is the cold
@@ -27,7 +29,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use crate::buffer::{self, tag, Record};
 use crate::config::Mode;
 use crate::descriptor::{Descriptor, State};
-use crate::device::{AsStream, Stream, NO_MARK};
+use crate::device::{AsStream, Device, Stream, NO_MARK};
+use crate::record::{DeviceRun, NO_BYTES};
 use crate::schedule::{HOOK_KERNELS, HOOK_MEMORY, HOOK_NVTX, HOOK_SYNC, NONE};
 use crate::session::{current, Session};
 
@@ -53,6 +56,8 @@ pub(crate) struct Armed {
     pub(crate) dstart: u64,
     /// The stream the run is timed on.
     pub(crate) stream: Stream,
+    /// The memory in use on the stream's device when the run started, or `NO_BYTES`.
+    pub(crate) used: u64,
     /// `HOOK_*` bits: what to undo when the run ends.
     pub(crate) hooks: u8,
 }
@@ -68,6 +73,7 @@ impl Armed {
             start: 0,
             dstart: NO_MARK,
             stream: Stream::new(0, 0),
+            used: NO_BYTES,
             hooks,
         }
     }
@@ -396,9 +402,9 @@ impl Session {
         if self.schedule.memory && nests && crate::alloc::begin() {
             hooks |= HOOK_MEMORY;
         }
-        let (start, dstart, at) = match self.device.as_deref() {
+        let (start, dstart, at, used) = match self.device.as_deref() {
             // The CPU-only path: nothing more than before streams existed.
-            None => (self.clock.mark(), NO_MARK, Stream::new(0, 0)),
+            None => (self.clock.mark(), NO_MARK, Stream::new(0, 0), NO_BYTES),
             Some(device) => {
                 // Tags are a per-thread stack: an `async fn` may end on another thread.
                 if nests && self.kernels_on.load(Relaxed) {
@@ -409,10 +415,12 @@ impl Session {
                     let event = self.schedule.event(event);
                     event.is_some_and(|ev| ev.store.samples.has_device())
                 });
+                // Read before the start marks, so that neither time includes the call.
+                let used = on_device.map_or(NO_BYTES, |r| used_on(device, r.stream));
                 let start = self.clock.mark();
                 match on_device {
-                    Some(route) => (start, device.mark_on(route.stream), route.stream),
-                    None => (start, NO_MARK, Stream::new(0, 0)),
+                    Some(route) => (start, device.mark_on(route.stream), route.stream, used),
+                    None => (start, NO_MARK, Stream::new(0, 0), NO_BYTES),
                 }
             }
         };
@@ -424,6 +432,7 @@ impl Session {
             start,
             dstart,
             stream: at,
+            used,
             hooks,
         })
     }
@@ -445,12 +454,20 @@ impl Session {
         }
         let stop = self.clock.mark();
         let memory = (armed.hooks & HOOK_MEMORY != 0).then(crate::alloc::end);
+        // Read after the stop marks, as the start's was read before the start marks.
+        let used = match device {
+            Some(device) if armed.dstart != NO_MARK => used_on(device, armed.stream),
+            _ => NO_BYTES,
+        };
         if let Some(event) = self.schedule.event(armed.event) {
             event.store.record(
                 armed.slot,
                 armed.iter,
                 (armed.start, stop),
-                (armed.dstart, dstop),
+                DeviceRun {
+                    marks: (armed.dstart, dstop),
+                    used: (armed.used, used),
+                },
                 self.linear,
                 memory.as_ref(),
             );
@@ -487,6 +504,12 @@ impl Session {
             device.range_pop();
         }
     }
+}
+
+/// The memory in use on `stream`'s device, or `NO_BYTES` when the device cannot say.
+#[inline]
+fn used_on(device: &dyn Device, stream: Stream) -> u64 {
+    device.memory_used(stream.device()).unwrap_or(NO_BYTES)
 }
 
 // ---- recorded runs: `trace` mode, into this thread's buffer ----

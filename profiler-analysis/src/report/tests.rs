@@ -64,6 +64,7 @@ fn profile(warmup: u32, walls: &[u64], events: Vec<Event>) -> Profile {
             first: 0,
             count: walls.len() as u64,
             wall_ns: walls.to_vec(),
+            device_memory: Vec::new(),
         },
         events,
         windows: Vec::new(),

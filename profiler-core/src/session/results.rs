@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::{lock, Control, Session};
 use crate::clock::Reading;
-use crate::record::{resolve_slot, IterationStarts, Resolved, RESERVOIR};
+use crate::record::{resolve_slot, IterationStarts, Resolved, NO_BYTES, RESERVOIR};
 use crate::registry::registry;
 use crate::schedule::Event;
 use crate::schedule::{Key, MERGED};
@@ -54,12 +54,13 @@ impl Session {
             .filter_map(|&e| self.event_json(c, e, &order_of))
             .collect();
         events.sort_by_key(|e| e.order);
+        let iterations = self.iterations_json(c);
         Profile {
-            schema: json::schema_for(&events).to_owned(),
+            schema: json::schema_for(&events, &iterations).to_owned(),
             // In continuous mode, what is shown is complete once a window has closed.
             complete: complete || c.windows_closed > 0,
             run: self.run_json(),
-            iterations: self.iterations_json(c),
+            iterations,
             events,
             windows: c.windows.iter().cloned().collect(),
         }
@@ -86,6 +87,7 @@ impl Session {
         json::Iterations {
             count,
             first,
+            device_memory: c.step_memory.json(first, wall_ns.len()),
             wall_ns,
         }
     }
@@ -113,6 +115,7 @@ impl Session {
             cpu_samples_ns: resolved.cpu.clone(),
             lost: resolved.lost,
             kernels,
+            memory: device_memory_json(&resolved.device_memory),
         });
         // A merged event holds the runs from the first one past the per-occurrence events.
         let occurrence = if ev.occurrence == MERGED {
@@ -239,6 +242,30 @@ fn sort_by_iteration(r: &mut Resolved) {
     if r.memory.len() == idx.len() {
         r.memory = idx.iter().map(|&i| r.memory[i]).collect();
     }
+    if r.device_memory.len() == idx.len() {
+        r.device_memory = idx.iter().map(|&i| r.device_memory[i]).collect();
+    }
+}
+
+/// Each sample's device memory as `prof.json` lists it (from the readings at the run's start
+/// and end), or `None` when the device gave none.
+fn device_memory_json(used: &[(u64, u64)]) -> Option<json::DeviceMemory> {
+    let known = |b: u64| (b != NO_BYTES).then_some(b);
+    if used.iter().all(|&(_, end)| known(end).is_none()) {
+        return None;
+    }
+    Some(json::DeviceMemory {
+        used_bytes: used.iter().map(|&(_, end)| known(end)).collect(),
+        change_bytes: used
+            .iter()
+            .map(|&(start, end)| Some(signed(known(end)?) - signed(known(start)?)))
+            .collect(),
+    })
+}
+
+/// Bytes as a signed count (no device holds 2^63 bytes).
+fn signed(bytes: u64) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
 }
 
 /// Each sample's memory figures as `prof.json` lists them.

@@ -67,6 +67,8 @@ impl Session {
             c.windows.pop_front();
         }
         c.shown = Some(resolved);
+        // The devices' memory is listed for the window shown, as its wall times are.
+        c.step_memory.forget_before(first);
         c.window_first_iter = completed;
         c.plan.armed_iterations = 0;
         self.forget_before(c, completed);
