@@ -28,7 +28,7 @@ pub(crate) const DEVICE_SAMPLE_BYTES: usize = 8 + 8 + 8 + 8;
 /// Device memory that was not read (the device cannot say, or the run did not read it).
 pub(crate) const NO_BYTES: u64 = u64::MAX;
 
-/// What a run timed on a stream stores besides its CPU marks.
+/// What a run timed on a stream stored besides its CPU marks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct DeviceRun {
     /// The device marks at its start and its end.
@@ -38,33 +38,9 @@ pub(crate) struct DeviceRun {
     pub used: (u64, u64),
 }
 
-impl DeviceRun {
-    /// A run with no device marks (timed on the CPU only).
-    pub const NONE: DeviceRun = DeviceRun {
-        marks: (NO_MARK, NO_MARK),
-        used: (NO_BYTES, NO_BYTES),
-    };
-}
-
-/// The [`DeviceRun`] of each slot, field by field.
-#[derive(Debug)]
-struct DeviceSlots {
-    start: Box<[AtomicU64]>,
-    stop: Box<[AtomicU64]>,
-    used_start: Box<[AtomicU64]>,
-    used_stop: Box<[AtomicU64]>,
-}
-
-impl DeviceSlots {
-    fn new(slots: usize) -> DeviceSlots {
-        DeviceSlots {
-            start: atomics64(slots),
-            stop: atomics64(slots),
-            used_start: atomics64(slots),
-            used_stop: atomics64(slots),
-        }
-    }
-}
+/// A slot's [`DeviceRun`]: device marks (start, stop), then memory in use (start, stop), side by
+/// side so that a run's are written into one cache line.
+type DeviceCell = [AtomicU64; 4];
 
 /// Raw marks of one event's samples, one slot per measured iteration.
 #[derive(Debug)]
@@ -74,7 +50,7 @@ pub(crate) struct Samples {
     /// The iteration index plus one; 0 while the slot is empty.
     iter: Box<[AtomicU32]>,
     /// Device marks and memory for an event timed on a stream.
-    device: Option<DeviceSlots>,
+    device: Option<Box<[DeviceCell]>>,
     /// What each run allocated ([`MEMORY_FIGURES`] values a slot), when the program installed
     /// [`Alloc`](crate::Alloc).
     mem: Option<Box<[AtomicU64]>>,
@@ -97,7 +73,7 @@ impl Samples {
             start: atomics64(slots),
             stop: atomics64(slots),
             iter: (0..slots).map(|_| AtomicU32::new(0)).collect(),
-            device: device.then(|| DeviceSlots::new(slots)),
+            device: device.then(|| (0..slots).map(|_| Default::default()).collect()),
             mem: None,
         }
     }
@@ -143,31 +119,39 @@ impl Samples {
 
     #[inline]
     pub fn write(&self, slot: usize, start: u64, stop: u64, iter: u32) {
-        self.write_all(slot, (start, stop), DeviceRun::NONE, iter);
+        self.write_all(slot, (start, stop), (NO_MARK, NO_MARK), iter);
     }
 
     #[inline]
-    pub fn write_all(&self, slot: usize, cpu: (u64, u64), device: DeviceRun, iter: u32) {
+    pub fn write_all(&self, slot: usize, cpu: (u64, u64), device: (u64, u64), iter: u32) {
         if slot < self.iter.len() {
             self.start[slot].store(cpu.0, Relaxed);
             self.stop[slot].store(cpu.1, Relaxed);
-            if let Some(d) = &self.device {
-                d.start[slot].store(device.marks.0, Relaxed);
-                d.stop[slot].store(device.marks.1, Relaxed);
-                d.used_start[slot].store(device.used.0, Relaxed);
-                d.used_stop[slot].store(device.used.1, Relaxed);
+            if let Some(cell) = self.device.as_ref().and_then(|d| d.get(slot)) {
+                cell[0].store(device.0, Relaxed);
+                cell[1].store(device.1, Relaxed);
             }
             self.iter[slot].store(iter + 1, Release);
         }
     }
 
+    /// Stores the device memory in use at the start (`end` false) or the end of the run that
+    /// fills `slot` of an event timed on a stream: written by the run itself, before the slot
+    /// is published, so that the armed path of a run on the CPU does not carry it.
+    #[inline]
+    pub fn write_used(&self, slot: usize, end: bool, bytes: u64) {
+        if let Some(cell) = self.device.as_ref().and_then(|d| d.get(slot)) {
+            cell[2 + usize::from(end)].store(bytes, Relaxed);
+        }
+    }
+
     /// The device marks and memory of a filled slot of an event timed on a stream.
     pub fn read_device(&self, slot: usize) -> Option<DeviceRun> {
-        let d = self.device.as_ref()?;
-        let load = |cells: &[AtomicU64]| Some(cells.get(slot)?.load(Relaxed));
+        let cell = self.device.as_ref()?.get(slot)?;
+        let [a, b, c, d] = cell.each_ref().map(|v| v.load(Relaxed));
         Some(DeviceRun {
-            marks: (load(&d.start)?, load(&d.stop)?),
-            used: (load(&d.used_start)?, load(&d.used_stop)?),
+            marks: (a, b),
+            used: (c, d),
         })
     }
 
@@ -255,15 +239,17 @@ impl Store {
     }
 
     /// Stores one run: its CPU marks and, for an event timed on a stream, its device marks
-    /// and memory, and what it allocated when that was counted. `linear` says whether raw CPU
-    /// deltas can be summed.
-    #[inline]
+    /// (its device memory is stored by the run, [`Samples::write_used`]), and what it allocated
+    /// when that was counted. `linear` says whether raw CPU deltas can be summed. Always
+    /// inlined: the armed path's two callers (runs on the CPU and on a stream) would otherwise
+    /// share it out of line, a call on the path of every armed run.
+    #[inline(always)]
     pub fn record(
         &self,
         slot: u32,
         iter: u32,
         cpu: (u64, u64),
-        device: DeviceRun,
+        device: (u64, u64),
         linear: bool,
         memory: Option<&Figures>,
     ) {
@@ -542,7 +528,7 @@ mod tests {
     fn merged_totals_are_exact_and_reservoir_bounded() {
         let store = Store::new(4, true, false, false);
         for i in 0..5000u64 {
-            store.record(0, 0, (100, 100 + i), DeviceRun::NONE, true, None);
+            store.record(0, 0, (100, 100 + i), (NO_MARK, NO_MARK), true, None);
         }
         let t = store.totals.as_ref().unwrap();
         assert_eq!(t.count.load(Relaxed), 5000);

@@ -26,12 +26,13 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use crate::alloc::Figures;
 use crate::buffer::{self, tag, Record};
 use crate::config::Mode;
 use crate::descriptor::{Descriptor, State};
 use crate::device::{AsStream, Device, Stream, NO_MARK};
-use crate::record::{DeviceRun, NO_BYTES};
-use crate::schedule::{HOOK_KERNELS, HOOK_MEMORY, HOOK_NVTX, HOOK_SYNC, NONE};
+use crate::record::NO_BYTES;
+use crate::schedule::{Route, HOOK_KERNELS, HOOK_MEMORY, HOOK_NVTX, HOOK_SYNC, NONE};
 use crate::session::{current, Session};
 
 /// The event of a guard opened during warmup: it measures nothing, but its drop tells the
@@ -56,8 +57,6 @@ pub(crate) struct Armed {
     pub(crate) dstart: u64,
     /// The stream the run is timed on.
     pub(crate) stream: Stream,
-    /// The memory in use on the stream's device when the run started, or `NO_BYTES`.
-    pub(crate) used: u64,
     /// `HOOK_*` bits: what to undo when the run ends.
     pub(crate) hooks: u8,
 }
@@ -73,7 +72,6 @@ impl Armed {
             start: 0,
             dstart: NO_MARK,
             stream: Stream::new(0, 0),
-            used: NO_BYTES,
             hooks,
         }
     }
@@ -402,27 +400,10 @@ impl Session {
         if self.schedule.memory && nests && crate::alloc::begin() {
             hooks |= HOOK_MEMORY;
         }
-        let (start, dstart, at, used) = match self.device.as_deref() {
+        let (start, dstart, at) = match self.device.as_deref() {
             // The CPU-only path: nothing more than before streams existed.
-            None => (self.clock.mark(), NO_MARK, Stream::new(0, 0), NO_BYTES),
-            Some(device) => {
-                // Tags are a per-thread stack: an `async fn` may end on another thread.
-                if nests && self.kernels_on.load(Relaxed) {
-                    device.kernels_push(crate::session::kernels::tag(event, iter));
-                    hooks |= HOOK_KERNELS;
-                }
-                let on_device = route.filter(|_| {
-                    let event = self.schedule.event(event);
-                    event.is_some_and(|ev| ev.store.samples.has_device())
-                });
-                // Read before the start marks, so that neither time includes the call.
-                let used = on_device.map_or(NO_BYTES, |r| used_on(device, r.stream));
-                let start = self.clock.mark();
-                match on_device {
-                    Some(route) => (start, device.mark_on(route.stream), route.stream, used),
-                    None => (start, NO_MARK, Stream::new(0, 0), NO_BYTES),
-                }
-            }
+            None => (self.clock.mark(), NO_MARK, Stream::new(0, 0)),
+            Some(device) => self.start_on_device(device, (event, iter), route, nests, &mut hooks),
         };
         Some(Armed {
             session: self,
@@ -432,9 +413,44 @@ impl Session {
             start,
             dstart,
             stream: at,
-            used,
             hooks,
         })
+    }
+
+    /// The start of a measured run in a session with a device: its kernel tag, and for an
+    /// event timed on a stream, the device's memory in use (read before the start marks, so
+    /// that neither time includes the call, into the slot the run fills) and the device mark.
+    /// Out of line, so that the CPU path stays as it was. Returns the CPU mark, the device
+    /// mark and the stream.
+    #[inline(never)]
+    fn start_on_device(
+        &self,
+        device: &dyn Device,
+        (event, iter): (u32, u32),
+        route: Option<&Route>,
+        nests: bool,
+        hooks: &mut u8,
+    ) -> (u64, u64, Stream) {
+        // Tags are a per-thread stack: an `async fn` may end on another thread.
+        if nests && self.kernels_on.load(Relaxed) {
+            device.kernels_push(crate::session::kernels::tag(event, iter));
+            *hooks |= HOOK_KERNELS;
+        }
+        let timed = route.and_then(|route| {
+            let ev = self.schedule.event(event)?;
+            ev.store.samples.has_device().then_some((route, ev))
+        });
+        match timed {
+            Some((route, ev)) => {
+                // An event timed on a stream is never merged: the slot is the run's own.
+                let slot = self.schedule.cur_slot.load(Relaxed) as usize;
+                let used = used_on(device, route.stream);
+                ev.store.samples.write_used(slot, false, used);
+                let start = self.clock.mark();
+                (start, device.mark_on(route.stream), route.stream)
+            }
+            None => (self.clock.mark(), NO_MARK, Stream::new(0, 0)),
+        }
     }
 
     /// A measured run ends: store its marks, and close its hooks.
@@ -445,31 +461,51 @@ impl Session {
             return;
         }
         let device = self.device.as_deref();
-        let dstop = match device {
-            Some(device) if armed.dstart != NO_MARK => device.mark_on(armed.stream),
-            _ => NO_MARK,
-        };
+        if let (Some(device), true) = (device, armed.dstart != NO_MARK) {
+            self.finish_on_device(armed, device);
+            return;
+        }
         if let (Some(device), true) = (device, armed.hooks & HOOK_SYNC != 0) {
             device.synchronize();
         }
         let stop = self.clock.mark();
         let memory = (armed.hooks & HOOK_MEMORY != 0).then(crate::alloc::end);
-        // Read after the stop marks, as the start's was read before the start marks.
-        let used = match device {
-            Some(device) if armed.dstart != NO_MARK => used_on(device, armed.stream),
-            _ => NO_BYTES,
-        };
+        self.store_run(armed, stop, NO_MARK, memory.as_ref());
+    }
+
+    /// A measured run timed on a stream ends: its stop marks, then the device's memory (read
+    /// after them, as the start's was read before the start marks). Out of line, so that the
+    /// CPU path stays as it was.
+    #[inline(never)]
+    fn finish_on_device(&self, armed: &Armed, device: &dyn Device) {
+        let dstop = device.mark_on(armed.stream);
+        if armed.hooks & HOOK_SYNC != 0 {
+            device.synchronize();
+        }
+        let stop = self.clock.mark();
+        let memory = (armed.hooks & HOOK_MEMORY != 0).then(crate::alloc::end);
+        let used = used_on(device, armed.stream);
+        if let Some(event) = self.schedule.event(armed.event) {
+            event
+                .store
+                .samples
+                .write_used(armed.slot as usize, true, used);
+        }
+        self.store_run(armed, stop, dstop, memory.as_ref());
+    }
+
+    /// Stores a measured run's sample (`dstop`: its device stop mark, or `NO_MARK`), and
+    /// closes its hooks.
+    #[inline(always)]
+    fn store_run(&self, armed: &Armed, stop: u64, dstop: u64, memory: Option<&Figures>) {
         if let Some(event) = self.schedule.event(armed.event) {
             event.store.record(
                 armed.slot,
                 armed.iter,
                 (armed.start, stop),
-                DeviceRun {
-                    marks: (armed.dstart, dstop),
-                    used: (armed.used, used),
-                },
+                (armed.dstart, dstop),
                 self.linear,
-                memory.as_ref(),
+                memory,
             );
         }
         self.close_hooks(armed.hooks & !HOOK_SYNC);

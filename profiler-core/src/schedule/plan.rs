@@ -10,9 +10,9 @@ use super::{
     lane_stream, Event, FirstRun, Key, Plan, Planned, Route, Routes, Schedule, MERGED, NONE,
 };
 use crate::config::Mode;
-use crate::device::{Device, Stream};
+use crate::device::{Device, Stream, NO_MARK};
 use crate::record::{
-    DeviceRun, Store, Tally, DEVICE_SAMPLE_BYTES, MEMORY_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES,
+    Store, Tally, DEVICE_SAMPLE_BYTES, MEMORY_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES,
 };
 use crate::sync::lock;
 
@@ -337,7 +337,7 @@ impl Schedule {
                 }
                 _ => {
                     ev.store
-                        .record(0, 0, (start, stop), DeviceRun::NONE, linear, None);
+                        .record(0, 0, (start, stop), (NO_MARK, NO_MARK), linear, None);
                     pending.push((e, 0, 0));
                 }
             }

@@ -92,7 +92,9 @@ impl StepMemory {
 
 impl Session {
     /// The step that ended iteration `iter`: the memory in use on every device in use, when a
-    /// run was seen on a device's stream (the streams the warmup saw, then those planned).
+    /// run was seen on a device's stream (the streams the warmup saw, then those planned). Out
+    /// of line: `step()`'s frame (which every call sets up) stays as it was.
+    #[inline(never)]
     pub(super) fn record_device_memory(&self, c: &mut Control, iter: u32) {
         let Some(device) = self.device.as_deref() else {
             return;

@@ -19,7 +19,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::{lock, Control, Session};
 use crate::buffer::{runs, tag};
-use crate::record::{iteration_of, DeviceRun, Tally};
+use crate::device::NO_MARK;
+use crate::record::{iteration_of, Tally};
 
 /// Full chunks waiting that make the thread handing one over drain them itself (after warmup):
 /// 64 chunks, 65,536 records, 1 MiB.
@@ -271,7 +272,7 @@ fn store(s: &Session, event: u32, it: u32, run: Run, pending: &mut Pending) {
         slot,
         it,
         (run.start, run.stop),
-        DeviceRun::NONE,
+        (NO_MARK, NO_MARK),
         s.linear,
         None,
     );
