@@ -103,30 +103,81 @@ const MEMORY_HEADERS: [&str; 3] = ["alloc", "allocs", "peak"];
 /// Their CSV columns, after every other.
 const MEMORY_CSV_HEADERS: [&str; 4] = ["alloc_bytes", "freed_bytes", "allocs", "peak_bytes"];
 
-/// Whether the report's events carry memory figures.
-fn has_memory(report: &Report) -> bool {
-    report.events.iter().any(|e| e.memory.is_some())
+/// The columns a report adds when its events carry device memory figures, after the memory
+/// columns.
+const DEVICE_HEADERS: [&str; 2] = ["dev used", "dev change"];
+/// Their CSV columns, and those of the `device` rows, after every other.
+const DEVICE_CSV_HEADERS: [&str; 7] = [
+    "device_used_bytes",
+    "device_change_bytes",
+    "device",
+    "device_steps",
+    "device_min_bytes",
+    "device_max_bytes",
+    "device_last_bytes",
+];
+
+/// Which memory columns the event table has.
+#[derive(Clone, Copy)]
+struct Columns {
+    /// The events carry memory figures (`profiler_core::Alloc`).
+    memory: bool,
+    /// The events carry device memory figures.
+    device: bool,
 }
 
-/// The event table's headers: [`EVENT_HEADERS`], with [`MEMORY_HEADERS`] before the last
-/// (the noisy mark) when the events carry memory figures.
-fn event_headers(memory: bool) -> Vec<&'static str> {
+impl Columns {
+    fn of(report: &Report) -> Columns {
+        Columns {
+            memory: report.events.iter().any(|e| e.memory.is_some()),
+            device: report.events.iter().any(|e| e.device_memory.is_some()),
+        }
+    }
+}
+
+/// The event table's headers: [`EVENT_HEADERS`], with [`MEMORY_HEADERS`] and
+/// [`DEVICE_HEADERS`] before the last (the noisy mark) when the events carry those figures.
+fn event_headers(columns: Columns) -> Vec<&'static str> {
     let mut headers = EVENT_HEADERS.to_vec();
-    if memory {
-        let last = headers.len() - 1;
+    let last = headers.len() - 1;
+    if columns.device {
+        headers.splice(last..last, DEVICE_HEADERS);
+    }
+    if columns.memory {
         headers.splice(last..last, MEMORY_HEADERS);
     }
     headers
 }
 
-/// An event's cells of the event table, with its memory cells when `memory`.
-fn event_row(e: &EventRow, indent: bool, memory: bool) -> Vec<String> {
+/// Bytes in human units, `-` for none.
+fn bytes(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), profiler_format::text::human_bytes)
+}
+
+/// A change in bytes in human units with its sign (`+1.50MiB`, `-512B`, `0B`), `-` for none.
+fn signed_bytes(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v > 0.0 => format!("+{}", profiler_format::text::human_bytes(v)),
+        v => bytes(v),
+    }
+}
+
+/// An event's cells of the event table, with its memory cells as `columns` says.
+fn event_row(e: &EventRow, indent: bool, columns: Columns) -> Vec<String> {
     let mut cells = event_cells(e, indent);
-    if memory {
-        let last = cells.len() - 1;
+    let last = cells.len() - 1;
+    if columns.device {
+        let d = e.device_memory.as_ref();
+        cells.splice(
+            last..last,
+            [
+                bytes(d.map(|d| d.used_bytes)),
+                signed_bytes(d.map(|d| d.change_bytes)),
+            ],
+        );
+    }
+    if columns.memory {
         let m = e.memory.as_ref();
-        let bytes =
-            |v: Option<f64>| v.map_or_else(|| "-".to_owned(), profiler_format::text::human_bytes);
         cells.splice(
             last..last,
             [
@@ -137,6 +188,25 @@ fn event_row(e: &EventRow, indent: bool, memory: bool) -> Vec<String> {
         );
     }
     cells
+}
+
+/// `device 0 memory at the steps: min 1.20GiB, max 3.40GiB, last 3.40GiB (110 steps)`, one
+/// line per device.
+fn device_lines(report: &Report) -> Vec<String> {
+    report
+        .device_memory
+        .iter()
+        .map(|d| {
+            format!(
+                "device {} memory in use at the steps: min {}, max {}, last {} ({} steps)",
+                d.device,
+                bytes(Some(d.min_bytes as f64)),
+                bytes(Some(d.max_bytes as f64)),
+                bytes(Some(d.last_bytes as f64)),
+                d.steps
+            )
+        })
+        .collect()
 }
 
 /// The human cells of an event row (`indent`: indent the name by depth).
@@ -201,14 +271,15 @@ fn render_table(report: &Report) -> String {
         iteration_line(report),
         perturbation_line(&report.mode, report.perturbation.as_ref()),
     ];
+    lines.extend(device_lines(report));
     let indent = in_execution_order(report);
-    let memory = has_memory(report);
+    let columns = Columns::of(report);
     let rows: Vec<Vec<String>> = report
         .events
         .iter()
-        .map(|e| event_row(e, indent, memory))
+        .map(|e| event_row(e, indent, columns))
         .collect();
-    lines.extend(aligned(&event_headers(memory), &rows, 3));
+    lines.extend(aligned(&event_headers(columns), &rows, 3));
     if !report.groups.is_empty() {
         lines.push(String::new());
         let rows: Vec<Vec<String>> = report.groups.iter().map(group_cells).collect();
@@ -482,12 +553,49 @@ fn memory_csv(e: &EventRow) -> Vec<String> {
     }
 }
 
+/// The [`DEVICE_CSV_HEADERS`] cells of an event row: its device memory (empty without it),
+/// the `device` rows' columns empty.
+fn device_csv(e: &EventRow) -> Vec<String> {
+    let mut cells = vec![String::new(); DEVICE_CSV_HEADERS.len()];
+    if let Some(d) = &e.device_memory {
+        cells[0] = num(d.used_bytes, 1);
+        cells[1] = num(d.change_bytes, 1);
+    }
+    cells
+}
+
+/// The `device` rows, `width` cells each: per device, its memory over the steps in the last
+/// five columns.
+fn device_rows_csv(report: &Report, width: usize) -> Vec<Vec<String>> {
+    report
+        .device_memory
+        .iter()
+        .map(|d| {
+            let mut cells = vec![String::new(); width];
+            cells[0] = "device".to_owned();
+            let tail = [
+                d.device as u64,
+                d.steps,
+                d.min_bytes,
+                d.max_bytes,
+                d.last_bytes,
+            ];
+            cells.splice(width - tail.len().., tail.map(|v| v.to_string()));
+            cells
+        })
+        .collect()
+}
+
 fn render_csv(report: &Report) -> String {
     let windows = report.windows.as_ref();
-    let memory = has_memory(report);
+    let columns = Columns::of(report);
+    let device = columns.device || !report.device_memory.is_empty();
     let mut headers = csv_headers(windows.is_some());
-    if memory {
+    if columns.memory {
         headers.extend(MEMORY_CSV_HEADERS);
+    }
+    if device {
+        headers.extend(DEVICE_CSV_HEADERS);
     }
     let width = headers.len();
     let mut rows: Vec<Vec<String>> = report
@@ -496,8 +604,11 @@ fn render_csv(report: &Report) -> String {
         .map(|e| {
             let mut cells = event_csv(e);
             cells.extend(drift_csv(windows, e.order));
-            if memory {
+            if columns.memory {
                 cells.extend(memory_csv(e));
+            }
+            if device {
+                cells.extend(device_csv(e));
             }
             cells
         })
@@ -505,6 +616,9 @@ fn render_csv(report: &Report) -> String {
     rows.extend(report.groups.iter().map(|g| group_csv(g, width)));
     if let Some(w) = windows {
         rows.extend(window_csv(w, width));
+    }
+    if device {
+        rows.extend(device_rows_csv(report, width));
     }
     let mut out = headers.join(",") + "\n";
     for cells in rows {
@@ -542,13 +656,17 @@ fn render_markdown(report: &Report) -> String {
         )),
         String::new(),
     ];
-    let memory = has_memory(report);
+    for line in device_lines(report) {
+        lines.push(text::md_cell(&line));
+        lines.push(String::new());
+    }
+    let columns = Columns::of(report);
     let rows: Vec<Vec<String>> = report
         .events
         .iter()
-        .map(|e| event_row(e, false, memory))
+        .map(|e| event_row(e, false, columns))
         .collect();
-    let mut headers = event_headers(memory);
+    let mut headers = event_headers(columns);
     if let Some(last) = headers.last_mut() {
         *last = "noisy";
     }

@@ -56,7 +56,9 @@
 //!   stream, `tid` = the stream's number when the stream is named by a positive integer, else a
 //!   number assigned in order of appearance; the track is named `stream <stream>` (Kineto puts
 //!   GPU work at pid = device, tid = stream). The same nesting rule applies, with extra tracks
-//!   `stream <stream> (concurrent 1)`, ... numbered after the streams.
+//!   `stream <stream> (concurrent 1)`, ... numbered after the streams. A profile with the
+//!   devices' memory at each step adds a `device memory` counter track to each GPU's process
+//!   (see `device_memory.rs`).
 //!
 //! # Kineto conventions
 //!
@@ -153,6 +155,11 @@ pub fn chrome_trace(profile: &Profile) -> Value {
     let main_tid = tids.get(&(Track::Cpu, 0)).copied().unwrap_or(1);
     events.extend(other::other_slices(&slices, cpu_pid, main_tid));
     events.extend(memory::counters(&profile.events, &slices, cpu_pid));
+    events.extend(device_memory::counters(
+        profile,
+        &slices,
+        &streams.devices(),
+    ));
     document(profile, time_zero, events)
 }
 
@@ -867,6 +874,7 @@ fn gpu_thread_metadata(
     }
 }
 
+mod device_memory;
 mod memory;
 mod other;
 
