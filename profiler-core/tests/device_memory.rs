@@ -227,7 +227,15 @@ fn continuous_mode_keeps_the_series_aligned_with_the_window_shown() {
         step(&sim);
     }
     let p = snapshot();
+    // However long the run, the readings kept are those of the window shown and the one
+    // running.
+    for _ in 0..200u64 {
+        dm_layer(&sim, A, 0, 0);
+        step(&sim);
+    }
+    let kept = profiler_core::__private::device_memory_kept().unwrap();
     drop(g);
+    assert!(kept <= 4, "{kept} iterations' readings kept");
     assert_eq!((p.iterations.first, p.iterations.wall_ns.len()), (7, 2));
     assert_eq!(steps(&p), vec![(0, vec![Some(800), Some(900)])]);
     let e = event(&p, "dm_layer", A);

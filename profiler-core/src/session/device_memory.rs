@@ -57,6 +57,11 @@ impl StepMemory {
         }
     }
 
+    /// How many iterations are kept.
+    pub(crate) fn kept(&self) -> usize {
+        self.len()
+    }
+
     /// Drops the iterations before `iter` (`continuous` mode: before the window shown).
     pub(crate) fn forget_before(&mut self, iter: u32) {
         let drop = (iter.saturating_sub(self.base) as usize).min(self.len());
@@ -91,6 +96,11 @@ impl StepMemory {
 }
 
 impl Session {
+    /// How many iterations' device memory readings are kept.
+    pub(crate) fn device_memory_kept(&self) -> usize {
+        lock(&self.control).step_memory.kept()
+    }
+
     /// The step that ended iteration `iter`: the memory in use on every device in use, when a
     /// run was seen on a device's stream (the streams the warmup saw, then those planned). Out
     /// of line: `step()`'s frame (which every call sets up) stays as it was.
