@@ -7,7 +7,8 @@
 # (examples/cuda_mlp.rs, two streams) and the candle example (model on GPU 0, probes on candle's
 # stream) with PROF_KERNELS=1 and PROF_NVTX=1, and checks what they wrote (scripts/gpu_check.py):
 # every event on a stream has GPU times, all positive and within the run's wall clock, no lost
-# samples, kernels attributed to it on its own stream in (nearly) every sample; `prof trace` draws
+# samples, kernels attributed to it on its own stream in (nearly) every sample, device memory in use
+# at every step and around every sample, within the GPU's memory; `prof trace` draws
 # each of those events on its GPU's track for its stream; and, where Nsight Systems (`nsys`) is
 # installed, the probes' NVTX ranges are in its capture. It prints each thing it verified, each
 # it could not (and why), and a summary. Results go to target/gpu-check/ (GPU_CHECK_OUT).
@@ -68,6 +69,8 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
   no_gpu "the driver library libcuda.so.1 is not in the loader's cache"
 fi
 echo "gpu-check: $(head -1 <<<"$gpus")"
+# Each GPU's memory in MiB, GPU 0 first: the bound of the device memory figures.
+totals=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | tr -d ' ' | paste -sd, -)
 
 command -v cargo >/dev/null 2>&1 || environment "cargo is not on PATH"
 command -v python3 >/dev/null 2>&1 || environment "python3 is not on PATH (the checks use it)"
@@ -98,7 +101,7 @@ fi
 say "hardware tests (profiler-core/tests/cuda_hw.rs)"
 hw=$(cargo test --release -p profiler-core --features cuda --test cuda_hw -- --nocapture --test-threads=1 2>&1)
 status=$?
-echo "$hw" | grep -E '^test |SKIPPED|panicked|test result'
+echo "$hw" | grep -E '^test |SKIPPED|panicked|test result|^memory_used:'
 if grep -q SKIPPED <<<"$hw"; then
   mismatch "hardware tests were skipped on a machine with a GPU: $(grep -m1 SKIPPED <<<"$hw")"
 elif [ $status -ne 0 ]; then
@@ -137,6 +140,7 @@ run() {
   fi
   [ -f "$json" ] || { mismatch "$name wrote no $json"; return; }
   check profile "$json" $((end - start)) "$min_streams" "$kernels"
+  check memory "$json" "$totals"
   say "prof trace of $name: events on stream tracks"
   if "$prof" trace "$json" -o "$out/$name.trace.json"; then
     check trace "$json" "$out/$name.trace.json"

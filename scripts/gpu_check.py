@@ -5,6 +5,9 @@
                                                          events on streams, times, kernels
     gpu_check.py trace PROF_JSON TRACE_JSON              `prof trace` puts them on stream tracks
     gpu_check.py nvtx NSYS_CSV PROF_JSON                 every probe has NVTX ranges (nsys stats)
+    gpu_check.py memory PROF_JSON TOTALS_MIB             device memory figures present, plausible
+                                                         (TOTALS_MIB: each GPU's memory.total from
+                                                         nvidia-smi, comma-separated, GPU 0 first)
 
 Each check prints `ok: ...` or `MISMATCH: ...`; the exit status is 1 when any mismatched.
 """
@@ -141,6 +144,53 @@ def nvtx(csv_path, prof_path):
         ok(f"NVTX ranges in nsys for every probe ({', '.join(probes)})")
 
 
+def memory(prof_path, totals_mib):
+    """Device memory: a series per device an event was timed on, one reading per iteration
+    listed, read from the device's first use on; each reading and each sample's figures within
+    the GPU's memory; every event on a stream has its figures."""
+    prof = json.load(open(prof_path))
+    totals = [int(t) << 20 for t in totals_mib.split(",") if t.strip()]
+    walls = len(prof["iterations"]["wall_ns"])
+    series = {u["device"]: u["used_bytes"] for u in prof["iterations"].get("device_memory", [])}
+    events = on_stream(prof)
+    for device in sorted({e["device"] for e in events}):
+        total = totals[device] if device < len(totals) else None
+        used = series.get(device)
+        if used is None:
+            bad(f"{prof_path}: no device memory at the steps for GPU {device}")
+            continue
+        read = [b for b in used if b is not None]
+        if len(used) != walls:
+            bad(f"GPU {device}: {len(used)} step readings for {walls} iterations listed")
+        elif len(read) < walls - 1:
+            bad(f"GPU {device}: only {len(read)} of {walls} steps have a reading")
+        elif min(read) <= 0 or (total and max(read) > total):
+            bad(f"GPU {device}: step readings {min(read)}..{max(read)} bytes, outside 1..{total}")
+        else:
+            ok(
+                f"GPU {device}: {len(read)} step readings, {min(read) >> 20}..{max(read) >> 20} MiB "
+                f"in use (of {total >> 20 if total else '?'} MiB)"
+            )
+    for event in events:
+        m = (event.get("gpu") or {}).get("memory")
+        total = totals[event["device"]] if event["device"] < len(totals) else None
+        if not m:
+            bad(f"{label(event)}: no device memory figures (gpu.memory)")
+            continue
+        used = [b for b in m["used_bytes"] if b is not None]
+        change = [c for c in m["change_bytes"] if c is not None]
+        n = len(event["samples_ns"])
+        if len(m["used_bytes"]) != n or len(m["change_bytes"]) != n or len(used) < n:
+            bad(f"{label(event)}: {len(used)} device memory readings for {n} samples")
+        elif min(used) <= 0 or (total and (max(used) > total or max(map(abs, change)) > total)):
+            bad(f"{label(event)}: device memory {min(used)}..{max(used)} bytes, outside 1..{total}")
+        else:
+            ok(
+                f"{label(event)}: {n} samples with device memory, median change "
+                f"{sorted(change)[len(change) // 2]} bytes"
+            )
+
+
 def main(argv):
     if len(argv) == 6 and argv[1] == "profile" and argv[5] in ("kernels", "nokernels"):
         profile(argv[2], int(argv[3]), int(argv[4]), argv[5] == "kernels")
@@ -148,6 +198,8 @@ def main(argv):
         trace(argv[2], argv[3])
     elif len(argv) == 4 and argv[1] == "nvtx":
         nvtx(argv[2], argv[3])
+    elif len(argv) == 4 and argv[1] == "memory":
+        memory(argv[2], argv[3])
     else:
         sys.exit(__doc__)
     return 1 if failures else 0

@@ -571,6 +571,7 @@ fn pooled(profile: &Profile, measured: &[Event], windows: &[Window]) -> Profile 
             count: wall_ns.len() as u64,
             first: 0,
             wall_ns,
+            device_memory: Vec::new(),
         },
         events,
         windows: Vec::new(),

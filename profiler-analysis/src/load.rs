@@ -293,6 +293,7 @@ fn check(profile: &Profile) -> Result<(), String> {
         check_stats(e)?;
     }
     check_warmup(profile)?;
+    check_device_memory(profile)?;
     check_unique(&profile.events)?;
     check_parents(&profile.events)?;
     check_windows(profile)
@@ -323,6 +324,45 @@ fn check_warmup(profile: &Profile) -> Result<(), String> {
             "run.warmup is {warmup}, but only {count} iterations completed and the events hold \
              samples (nothing is measured during the warmup)"
         ));
+    }
+    Ok(())
+}
+
+/// Device memory lists line up: one reading per iteration listed in each device's series (and a
+/// device listed once), one value per sample in each event's `gpu.memory`.
+fn check_device_memory(profile: &Profile) -> Result<(), String> {
+    let walls = profile.iterations.wall_ns.len();
+    let mut devices = HashSet::new();
+    for (i, u) in profile.iterations.device_memory.iter().enumerate() {
+        if u.used_bytes.len() != walls {
+            return Err(format!(
+                "iterations.device_memory[{i}] (device {}) has {} used_bytes but there are \
+                 {walls} wall_ns (one reading per iteration listed, null where none was taken)",
+                u.device,
+                u.used_bytes.len()
+            ));
+        }
+        if !devices.insert(u.device) {
+            return Err(format!(
+                "iterations.device_memory lists device {} twice (one series per device)",
+                u.device
+            ));
+        }
+    }
+    for e in &profile.events {
+        let Some(m) = e.gpu.as_ref().and_then(|g| g.memory.as_ref()) else {
+            continue;
+        };
+        let n = e.samples_ns.len();
+        if m.used_bytes.len() != n || m.change_bytes.len() != n {
+            return Err(format!(
+                "{} has {n} samples_ns but gpu.memory lists of {} and {} (used_bytes, \
+                 change_bytes: one value per sample each)",
+                describe(e),
+                m.used_bytes.len(),
+                m.change_bytes.len()
+            ));
+        }
     }
     Ok(())
 }

@@ -127,6 +127,7 @@ fn write_profile(path: &Path, events: u32, repeat: u32, seed: u64, layout: Layou
             count: u64::from(iterations),
             first: 0,
             wall_ns,
+            device_memory: Vec::new(),
         },
         events: list,
         windows: Vec::new(),

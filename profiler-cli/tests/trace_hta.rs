@@ -683,3 +683,51 @@ fn memory_counters_load_in_hta() {
     let expect = expectations(&profile, &trace, &[0]);
     assert_hta_finds(&dir, &expect);
 }
+
+/// A profile with the devices' memory at each step (a CUDA run): each GPU's process gets a
+/// `device memory` counter track, and HTA still loads the trace and finds the same iterations,
+/// events and GPU events (counters are not events of an iteration).
+#[test]
+fn device_memory_counters_load_in_hta() {
+    let mut profile = fixture("dlrm-trace.json");
+    for e in &mut profile.events {
+        if e.layer.as_deref() == Some("embedding") {
+            e.device = Some(0);
+            e.stream = Some("7".into());
+            let n = e.samples_ns.len();
+            e.gpu = Some(profiler_format::Gpu {
+                memory: Some(profiler_format::DeviceMemory {
+                    used_bytes: vec![Some(3 << 30); n],
+                    change_bytes: vec![Some(1 << 20); n],
+                }),
+                ..Default::default()
+            });
+        }
+    }
+    let n = profile.iterations.wall_ns.len() as u64;
+    profile.iterations.device_memory = vec![profiler_format::DeviceUsage {
+        device: 0,
+        used_bytes: (0..n).map(|k| Some((3 << 30) + (k << 20))).collect(),
+    }];
+    let trace = chrome_trace(&profile).unwrap();
+    assert_well_formed(&profile, &trace);
+    let counters: Vec<&Value> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "C" && e["name"] == "device memory")
+        .collect();
+    assert_eq!(
+        counters.len(),
+        6,
+        "the reading before the first step, then one per step"
+    );
+    assert!(counters
+        .iter()
+        .all(|c| c["pid"] == 0 && c["args"]["used_bytes"].is_u64()));
+    let dir = scratch("device-memory");
+    write_trace(&dir.join("rank-0.json"), &trace);
+    let expect = expectations(&profile, &trace, &[0]);
+    assert_eq!(expect["gpu_events"], 15);
+    assert_hta_finds(&dir, &expect);
+}

@@ -288,6 +288,14 @@ pub mod __private {
         Some((session.buffers.chunks(), session.buffers.dropped()))
     }
 
+    /// How many iterations' device memory readings the running session keeps, so that tests
+    /// can check that they stay bounded in `continuous` mode.
+    #[cfg(feature = "enable")]
+    pub fn device_memory_kept() -> Option<usize> {
+        let session = crate::session::current()?;
+        Some(session.device_memory_kept())
+    }
+
     /// The per-iteration run counter of the probe named `name`, so that the benchmark can
     /// re-arm one probe many times within one iteration.
     #[cfg(feature = "enable")]

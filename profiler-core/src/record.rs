@@ -21,11 +21,26 @@ pub(crate) const RESERVOIR: usize = 1024;
 /// Bytes of storage per sample slot (start, stop, iteration).
 pub(crate) const SAMPLE_BYTES: usize = 8 + 8 + 4;
 
-/// Extra bytes per slot of an event timed on a device stream (its two device marks).
-pub(crate) const DEVICE_SAMPLE_BYTES: usize = 8 + 8;
+/// Extra bytes per slot of an event timed on a device stream (its two device marks, and the
+/// device memory in use at its start and its end).
+pub(crate) const DEVICE_SAMPLE_BYTES: usize = 8 + 8 + 8 + 8;
 
-/// Device marks (start, stop) of each slot.
-type DeviceMarks = (Box<[AtomicU64]>, Box<[AtomicU64]>);
+/// Device memory that was not read (the device cannot say, or the run did not read it).
+pub(crate) const NO_BYTES: u64 = u64::MAX;
+
+/// What a run timed on a stream stored besides its CPU marks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DeviceRun {
+    /// The device marks at its start and its end.
+    pub marks: (u64, u64),
+    /// The device memory in use before the start marks and after the stop marks, or
+    /// [`NO_BYTES`].
+    pub used: (u64, u64),
+}
+
+/// A slot's [`DeviceRun`]: device marks (start, stop), then memory in use (start, stop), side by
+/// side so that a run's are written into one cache line.
+type DeviceCell = [AtomicU64; 4];
 
 /// Raw marks of one event's samples, one slot per measured iteration.
 #[derive(Debug)]
@@ -34,8 +49,8 @@ pub(crate) struct Samples {
     stop: Box<[AtomicU64]>,
     /// The iteration index plus one; 0 while the slot is empty.
     iter: Box<[AtomicU32]>,
-    /// Device marks (start, stop) for an event timed on a stream.
-    device: Option<DeviceMarks>,
+    /// Device marks and memory for an event timed on a stream.
+    device: Option<Box<[DeviceCell]>>,
     /// What each run allocated ([`MEMORY_FIGURES`] values a slot), when the program installed
     /// [`Alloc`](crate::Alloc).
     mem: Option<Box<[AtomicU64]>>,
@@ -58,7 +73,7 @@ impl Samples {
             start: atomics64(slots),
             stop: atomics64(slots),
             iter: (0..slots).map(|_| AtomicU32::new(0)).collect(),
-            device: device.then(|| (atomics64(slots), atomics64(slots))),
+            device: device.then(|| (0..slots).map(|_| Default::default()).collect()),
             mem: None,
         }
     }
@@ -112,21 +127,32 @@ impl Samples {
         if slot < self.iter.len() {
             self.start[slot].store(cpu.0, Relaxed);
             self.stop[slot].store(cpu.1, Relaxed);
-            if let Some((dstart, dstop)) = &self.device {
-                dstart[slot].store(device.0, Relaxed);
-                dstop[slot].store(device.1, Relaxed);
+            if let Some(cell) = self.device.as_ref().and_then(|d| d.get(slot)) {
+                cell[0].store(device.0, Relaxed);
+                cell[1].store(device.1, Relaxed);
             }
             self.iter[slot].store(iter + 1, Release);
         }
     }
 
-    /// The device marks of a filled slot of an event timed on a stream.
-    pub fn read_device(&self, slot: usize) -> Option<(u64, u64)> {
-        let (dstart, dstop) = self.device.as_ref()?;
-        Some((
-            dstart.get(slot)?.load(Relaxed),
-            dstop.get(slot)?.load(Relaxed),
-        ))
+    /// Stores the device memory in use at the start (`end` false) or the end of the run that
+    /// fills `slot` of an event timed on a stream: written by the run itself, before the slot
+    /// is published, so that the armed path of a run on the CPU does not carry it.
+    #[inline]
+    pub fn write_used(&self, slot: usize, end: bool, bytes: u64) {
+        if let Some(cell) = self.device.as_ref().and_then(|d| d.get(slot)) {
+            cell[2 + usize::from(end)].store(bytes, Relaxed);
+        }
+    }
+
+    /// The device marks and memory of a filled slot of an event timed on a stream.
+    pub fn read_device(&self, slot: usize) -> Option<DeviceRun> {
+        let cell = self.device.as_ref()?.get(slot)?;
+        let [a, b, c, d] = cell.each_ref().map(|v| v.load(Relaxed));
+        Some(DeviceRun {
+            marks: (a, b),
+            used: (c, d),
+        })
     }
 
     /// `(start, stop, iteration)` of a filled slot.
@@ -212,10 +238,12 @@ impl Store {
         }
     }
 
-    /// Stores one run: its CPU marks and, for an event timed on a stream, its device marks,
-    /// and what it allocated when that was counted. `linear` says whether raw CPU deltas can
-    /// be summed.
-    #[inline]
+    /// Stores one run: its CPU marks and, for an event timed on a stream, its device marks
+    /// (its device memory is stored by the run, [`Samples::write_used`]), and what it allocated
+    /// when that was counted. `linear` says whether raw CPU deltas can be summed. Always
+    /// inlined: the armed path's two callers (runs on the CPU and on a stream) would otherwise
+    /// share it out of line, a call on the path of every armed run.
+    #[inline(always)]
     pub fn record(
         &self,
         slot: u32,
@@ -341,6 +369,9 @@ pub(crate) struct Resolved {
     /// Each sample's memory figures, for an event whose runs' memory is counted (empty
     /// otherwise).
     pub memory: Vec<[u64; MEMORY_FIGURES]>,
+    /// Device memory in use at the start and end of each sample of an event timed on a stream
+    /// ([`NO_BYTES`] where not read; empty for other events).
+    pub device_memory: Vec<(u64, u64)>,
 }
 
 impl Resolved {
@@ -356,6 +387,9 @@ impl Resolved {
         }
         if self.memory.len() == idx.len() {
             self.memory = idx.iter().map(|&i| self.memory[i]).collect();
+        }
+        if self.device_memory.len() == idx.len() {
+            self.device_memory = idx.iter().map(|&i| self.device_memory[i]).collect();
         }
     }
 }
@@ -419,7 +453,8 @@ pub(crate) fn resolve_slot(
         return Outcome::Empty;
     };
     let cpu = clock.elapsed(start, stop);
-    let device_marks = store.samples.read_device(slot);
+    let device_run = store.samples.read_device(slot);
+    let device_marks = device_run.map(|d| d.marks);
     // A run timed on the CPU belongs to the iteration its start mark falls in. (A run timed on
     // a stream keeps its recorded iteration: its offset is on that iteration's device marks.)
     let iter = if device_marks.is_none() && clock.is_linear() {
@@ -452,8 +487,9 @@ pub(crate) fn resolve_slot(
             out.durations.push(d);
             out.offsets.push(o);
             out.iters.push(iter);
-            if device_marks.is_some() {
+            if let Some(run) = device_run {
                 out.cpu.push(c);
+                out.device_memory.push(run.used);
             }
             if let Some(figures) = store.samples.read_memory(slot) {
                 out.memory.push(figures);

@@ -15,8 +15,10 @@
 //!   or system call. With [`Alloc`](crate::Alloc) installed it adds a few thread-local writes
 //!   before the start mark and after the stop mark (the run's memory figures); so do runs in
 //!   `trace` mode then, which take this path. On a stream it adds two device marks (events
-//!   from a pool reserved at the plan) and, with hooks on, the NVTX push/pop and
-//!   synchronizations asked for.
+//!   from a pool reserved at the plan), two reads of the device's memory in use (before the
+//!   start marks and after the stop marks, so that neither time includes them; for CUDA a
+//!   driver call each, see [`Device::memory_used`](crate::device::Device::memory_used)) and,
+//!   with hooks on, the NVTX push/pop and synchronizations asked for.
 //!
 //! A probe in learning state goes to `schedule/learn.rs` (`sample` mode) or records its runs
 //! (`trace` mode); everything else (planning, arming at `step()`, resolution, output) is the cold
@@ -24,11 +26,12 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use crate::alloc::Figures;
 use crate::buffer::{self, tag, Record};
 use crate::descriptor::{Descriptor, State};
-use crate::device::{AsStream, Stream, NO_MARK};
-use crate::schedule::Measure;
-use crate::schedule::{HOOK_KERNELS, HOOK_MEMORY, HOOK_NVTX, HOOK_SYNC, NONE};
+use crate::device::{AsStream, Device, Stream, NO_MARK};
+use crate::record::NO_BYTES;
+use crate::schedule::{Measure, Route, HOOK_KERNELS, HOOK_MEMORY, HOOK_NVTX, HOOK_SYNC, NONE};
 use crate::session::{current, Session};
 
 /// The event of a guard opened during warmup: it measures nothing, but its drop tells the
@@ -400,22 +403,7 @@ impl Session {
         let (start, dstart, at) = match self.device.as_deref() {
             // The CPU-only path: nothing more than before streams existed.
             None => (self.clock.mark(), NO_MARK, Stream::new(0, 0)),
-            Some(device) => {
-                // Tags are a per-thread stack: an `async fn` may end on another thread.
-                if nests && self.kernels_on.load(Relaxed) {
-                    device.kernels_push(crate::session::kernels::tag(event, iter));
-                    hooks |= HOOK_KERNELS;
-                }
-                let on_device = route.filter(|_| {
-                    let event = self.schedule.event(event);
-                    event.is_some_and(|ev| ev.store.samples.has_device())
-                });
-                let start = self.clock.mark();
-                match on_device {
-                    Some(route) => (start, device.mark_on(route.stream), route.stream),
-                    None => (start, NO_MARK, Stream::new(0, 0)),
-                }
-            }
+            Some(device) => self.start_on_device(device, (event, iter), route, nests, &mut hooks),
         };
         Some(Armed {
             session: self,
@@ -429,6 +417,42 @@ impl Session {
         })
     }
 
+    /// The start of a measured run in a session with a device: its kernel tag, and for an
+    /// event timed on a stream, the device's memory in use (read before the start marks, so
+    /// that neither time includes the call, into the slot the run fills) and the device mark.
+    /// Out of line, so that the CPU path stays as it was. Returns the CPU mark, the device
+    /// mark and the stream.
+    #[inline(never)]
+    fn start_on_device(
+        &self,
+        device: &dyn Device,
+        (event, iter): (u32, u32),
+        route: Option<&Route>,
+        nests: bool,
+        hooks: &mut u8,
+    ) -> (u64, u64, Stream) {
+        // Tags are a per-thread stack: an `async fn` may end on another thread.
+        if nests && self.kernels_on.load(Relaxed) {
+            device.kernels_push(crate::session::kernels::tag(event, iter));
+            *hooks |= HOOK_KERNELS;
+        }
+        let timed = route.and_then(|route| {
+            let ev = self.schedule.event(event)?;
+            ev.store.samples.has_device().then_some((route, ev))
+        });
+        match timed {
+            Some((route, ev)) => {
+                // An event timed on a stream is never merged: the slot is the run's own.
+                let slot = self.schedule.cur_slot.load(Relaxed) as usize;
+                let used = used_on(device, route.stream);
+                ev.store.samples.write_used(slot, false, used);
+                let start = self.clock.mark();
+                (start, device.mark_on(route.stream), route.stream)
+            }
+            None => (self.clock.mark(), NO_MARK, Stream::new(0, 0)),
+        }
+    }
+
     /// A measured run ends: store its marks, and close its hooks.
     #[inline(never)]
     fn finish_armed(&self, armed: &Armed) {
@@ -437,15 +461,43 @@ impl Session {
             return;
         }
         let device = self.device.as_deref();
-        let dstop = match device {
-            Some(device) if armed.dstart != NO_MARK => device.mark_on(armed.stream),
-            _ => NO_MARK,
-        };
+        if let (Some(device), true) = (device, armed.dstart != NO_MARK) {
+            self.finish_on_device(armed, device);
+            return;
+        }
         if let (Some(device), true) = (device, armed.hooks & HOOK_SYNC != 0) {
             device.synchronize();
         }
         let stop = self.clock.mark();
         let memory = (armed.hooks & HOOK_MEMORY != 0).then(crate::alloc::end);
+        self.store_run(armed, stop, NO_MARK, memory.as_ref());
+    }
+
+    /// A measured run timed on a stream ends: its stop marks, then the device's memory (read
+    /// after them, as the start's was read before the start marks). Out of line, so that the
+    /// CPU path stays as it was.
+    #[inline(never)]
+    fn finish_on_device(&self, armed: &Armed, device: &dyn Device) {
+        let dstop = device.mark_on(armed.stream);
+        if armed.hooks & HOOK_SYNC != 0 {
+            device.synchronize();
+        }
+        let stop = self.clock.mark();
+        let memory = (armed.hooks & HOOK_MEMORY != 0).then(crate::alloc::end);
+        let used = used_on(device, armed.stream);
+        if let Some(event) = self.schedule.event(armed.event) {
+            event
+                .store
+                .samples
+                .write_used(armed.slot as usize, true, used);
+        }
+        self.store_run(armed, stop, dstop, memory.as_ref());
+    }
+
+    /// Stores a measured run's sample (`dstop`: its device stop mark, or `NO_MARK`), and
+    /// closes its hooks.
+    #[inline(always)]
+    fn store_run(&self, armed: &Armed, stop: u64, dstop: u64, memory: Option<&Figures>) {
         if let Some(event) = self.schedule.event(armed.event) {
             event.store.record(
                 armed.slot,
@@ -453,7 +505,7 @@ impl Session {
                 (armed.start, stop),
                 (armed.dstart, dstop),
                 self.linear,
-                memory.as_ref(),
+                memory,
             );
         }
         self.close_hooks(armed.hooks & !HOOK_SYNC);
@@ -488,6 +540,12 @@ impl Session {
             device.range_pop();
         }
     }
+}
+
+/// The memory in use on `stream`'s device, or `NO_BYTES` when the device cannot say.
+#[inline]
+fn used_on(device: &dyn Device, stream: Stream) -> u64 {
+    device.memory_used(stream.device()).unwrap_or(NO_BYTES)
 }
 
 // ---- recorded runs: `trace` mode, into this thread's buffer ----

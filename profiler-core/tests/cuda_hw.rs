@@ -213,3 +213,40 @@ fn kernel_records_are_correlated() {
     );
     drop(work);
 }
+
+#[test]
+fn memory_in_use_follows_allocations() {
+    let Some((device, stream)) = gpu("memory_in_use_follows_allocations", CudaOptions::default())
+    else {
+        return;
+    };
+    // Before any stream is prepared (a step of the warmup): the context is retained on demand.
+    let before = device
+        .memory_used(0)
+        .expect("cuMemGetInfo answers on GPU 0");
+    assert!(before > 0, "a context alone takes device memory");
+    assert!(before < 1 << 40, "less than a TiB in use: {before}");
+    device.prepare(&[(stream.as_stream(), 8)]);
+    let buffer = stream.alloc_zeros::<u8>(256 << 20).expect("alloc");
+    stream.synchronize().expect("sync");
+    let after = device
+        .memory_used(0)
+        .expect("cuMemGetInfo answers on GPU 0");
+    // Device wide: another process may allocate or free meanwhile, hence the slack.
+    assert!(
+        after >= before + (200 << 20),
+        "256 MiB allocated: {before} -> {after} bytes in use"
+    );
+    assert_eq!(device.memory_used(4096), None, "no such device");
+    // What a reading costs on the armed path (the context already current): printed for
+    // scripts/gpu-check.sh, which reports it; not asserted.
+    let _ = device.mark_on(stream.as_stream());
+    let n = 1000;
+    let t0 = std::time::Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(device.memory_used(0));
+    }
+    let per_call = t0.elapsed().as_nanos() / n;
+    eprintln!("memory_used: {per_call} ns a call (cuMemGetInfo_v2, {n} calls on GPU 0)");
+    drop(buffer);
+}

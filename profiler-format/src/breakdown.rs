@@ -368,6 +368,7 @@ mod tests {
                 count: 6,
                 first: 0,
                 wall_ns: vec![wall; 6],
+                device_memory: Vec::new(),
             },
             events,
             windows: Vec::new(),

@@ -25,9 +25,32 @@ pub enum Place {
 pub enum Family {
     /// Always there.
     Base,
-    /// Only when the events carry memory figures (`profiler_core::Alloc`); in CSV, after every
-    /// other column.
+    /// Only when the events carry memory figures (`profiler_core::Alloc`); in CSV, after the
+    /// base columns (and the report's window columns).
     Memory,
+    /// Only when the profile has device memory figures (events timed on a stream, or the
+    /// devices' memory at the steps); in CSV, after the memory columns.
+    Device,
+}
+
+/// The families of columns a table has beside the base ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Families {
+    /// The memory columns ([`Family::Memory`]).
+    pub memory: bool,
+    /// The device memory columns ([`Family::Device`]).
+    pub device: bool,
+}
+
+impl Families {
+    /// Whether columns of `family` are shown.
+    pub fn has(self, family: Family) -> bool {
+        match family {
+            Family::Base => true,
+            Family::Memory => self.memory,
+            Family::Device => self.device,
+        }
+    }
 }
 
 /// One column of an event row.
@@ -109,6 +132,35 @@ fn csv_text(s: &str) -> String {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_owned()
+    }
+}
+
+/// A device memory figure: bytes in the tables (with their sign when `signed`), plain numbers
+/// in CSV, `-` without figures.
+fn device_memory(
+    e: &EventRow,
+    place: Place,
+    signed: bool,
+    figure: fn(&crate::measure::DeviceMemoryRow) -> f64,
+) -> String {
+    match (e.device_memory.as_ref().map(figure), place) {
+        (Some(v), Place::Csv) => num(v, 1),
+        (None, Place::Csv) => String::new(),
+        (Some(v), _) if signed && v > 0.0 => format!("+{}", human_bytes(v)),
+        (Some(v), _) => human_bytes(v),
+        (None, _) => "-".to_owned(),
+    }
+}
+
+/// A column of the CSV rows of type `device` only (empty on an event row).
+const fn device_row_column(csv: &'static str) -> Column {
+    Column {
+        report: None,
+        summary: None,
+        csv: Some(csv),
+        json: None,
+        family: Family::Device,
+        cell: |_, _| String::new(),
     }
 }
 
@@ -424,6 +476,27 @@ pub const EVENT_COLUMNS: &[Column] = &[
         cell: |e, place| memory(e, place, |m| m.peak_bytes),
     },
     Column {
+        report: Some("dev used"),
+        summary: None,
+        csv: Some("device_used_bytes"),
+        json: Some("device_memory"),
+        family: Family::Device,
+        cell: |e, place| device_memory(e, place, false, |d| d.used_bytes),
+    },
+    Column {
+        report: Some("dev change"),
+        summary: None,
+        csv: Some("device_change_bytes"),
+        json: Some("device_memory"),
+        family: Family::Device,
+        cell: |e, place| device_memory(e, place, true, |d| d.change_bytes),
+    },
+    device_row_column("device"),
+    device_row_column("device_steps"),
+    device_row_column("device_min_bytes"),
+    device_row_column("device_max_bytes"),
+    device_row_column("device_last_bytes"),
+    Column {
         report: Some(""),
         summary: Some(""),
         csv: None,
@@ -433,39 +506,43 @@ pub const EVENT_COLUMNS: &[Column] = &[
     },
 ];
 
-/// The columns shown at `place`, of the families wanted (`memory`: the memory columns too),
-/// in their order there: the tables' order, or for CSV the base columns then, after
-/// `between` (the report's window columns, rendered elsewhere), the memory columns.
-pub fn shown(place: Place, memory: bool) -> impl Iterator<Item = &'static Column> {
-    let wanted =
-        move |c: &&Column| c.header(place).is_some() && (c.family == Family::Base || memory);
-    let csv = place == Place::Csv;
-    EVENT_COLUMNS
-        .iter()
-        .filter(move |c| wanted(c) && (!csv || c.family == Family::Base))
-        .chain(
-            EVENT_COLUMNS
-                .iter()
-                .filter(move |c| csv && wanted(c) && c.family == Family::Memory),
-        )
+/// The columns shown at `place`, of the `families` wanted, in their order there: the tables'
+/// order; for CSV the base columns, then (after the report's window columns, rendered
+/// elsewhere) the memory columns, then the device columns.
+pub fn shown(place: Place, families: Families) -> impl Iterator<Item = &'static Column> {
+    let wanted = move |c: &&Column, family: Option<Family>| {
+        c.header(place).is_some() && families.has(c.family) && family.is_none_or(|f| f == c.family)
+    };
+    let order: Vec<Option<Family>> = if place == Place::Csv {
+        vec![
+            Some(Family::Base),
+            Some(Family::Memory),
+            Some(Family::Device),
+        ]
+    } else {
+        vec![None]
+    };
+    order
+        .into_iter()
+        .flat_map(move |family| EVENT_COLUMNS.iter().filter(move |c| wanted(c, family)))
 }
 
 /// The headers of the columns shown at `place` (see [`shown`]).
-pub fn headers(place: Place, memory: bool) -> Vec<&'static str> {
-    shown(place, memory)
+pub fn headers(place: Place, families: Families) -> Vec<&'static str> {
+    shown(place, families)
         .filter_map(|c| c.header(place))
         .collect()
 }
 
 /// An event row's cells at `place` (see [`shown`]).
-pub fn cells(e: &EventRow, place: Place, memory: bool) -> Vec<String> {
-    shown(place, memory).map(|c| (c.cell)(e, place)).collect()
+pub fn cells(e: &EventRow, place: Place, families: Families) -> Vec<String> {
+    shown(place, families).map(|c| (c.cell)(e, place)).collect()
 }
 
 /// The position of the CSV column `header` among the base columns, for rows that fill only a
 /// few (groups, windows).
 pub fn csv_index(header: &str) -> Option<usize> {
-    shown(Place::Csv, false).position(|c| c.csv == Some(header))
+    shown(Place::Csv, Families::default()).position(|c| c.csv == Some(header))
 }
 
 #[cfg(test)]
@@ -474,8 +551,12 @@ mod tests {
 
     #[test]
     fn headers_are_unique_where_they_are_shown() {
+        let all = Families {
+            memory: true,
+            device: true,
+        };
         for place in [Place::Report { indent: false }, Place::Summary, Place::Csv] {
-            let headers = headers(place, true);
+            let headers = headers(place, all);
             for (i, h) in headers.iter().enumerate() {
                 assert!(
                     h.is_empty() || !headers[..i].contains(h),
@@ -487,7 +568,11 @@ mod tests {
 
     #[test]
     fn csv_puts_the_memory_columns_last() {
-        let headers = headers(Place::Csv, true);
+        let memory = Families {
+            memory: true,
+            device: false,
+        };
+        let headers = headers(Place::Csv, memory);
         assert_eq!(
             headers[headers.len() - 4..],
             ["alloc_bytes", "freed_bytes", "allocs", "peak_bytes"]

@@ -1,23 +1,27 @@
-//! `prof.json`, schema `profiler-core/prof/v1` (`v2` when it carries memory figures): the types,
-//! which also read the file back.
+//! `prof.json`, schema `profiler-core/prof/v1` (`v2` when it carries memory figures, host or
+//! device): the types, which also read the file back.
 
 use serde::{Deserialize, Serialize};
 
 /// The schema name written in every file that carries no memory figures.
 pub const SCHEMA: &str = "profiler-core/prof/v1";
 
-/// The schema name of a file whose events carry memory figures ([`Event::memory`], from
-/// `profiler_core::Alloc`): v1 plus those. Readers of v1 files that ignore unknown fields read
-/// it too; this version says that the figures are there.
+/// The schema name of a file that carries memory figures: what runs allocated on the host
+/// ([`Event::memory`], from `profiler_core::Alloc`), or device memory ([`Gpu::memory`] per
+/// sample, [`Iterations::device_memory`] per step): v1 plus those. Readers of v1 files that
+/// ignore unknown fields read it too; this version says that the figures are there.
 pub const SCHEMA_V2: &str = "profiler-core/prof/v2";
 
 /// The schemas this version reads.
 pub const SCHEMAS: [&str; 2] = [SCHEMA, SCHEMA_V2];
 
-/// The schema a profile of these events is written with: [`SCHEMA_V2`] when one carries memory
-/// figures, else [`SCHEMA`].
-pub fn schema_for(events: &[Event]) -> &'static str {
-    if events.iter().any(|e| e.memory.is_some()) {
+/// The schema a profile of these events and iterations is written with: [`SCHEMA_V2`] when
+/// they carry memory figures (host or device), else [`SCHEMA`].
+pub fn schema_for(events: &[Event], iterations: &Iterations) -> &'static str {
+    let device = |e: &Event| e.gpu.as_ref().is_some_and(|g| g.memory.is_some());
+    if !iterations.device_memory.is_empty()
+        || events.iter().any(|e| e.memory.is_some() || device(e))
+    {
         SCHEMA_V2
     } else {
         SCHEMA
@@ -138,6 +142,30 @@ pub struct Iterations {
     /// Wall time of each, from the previous `step()` (the first: from start-up) to this one:
     /// `wall_ns[k]` is iteration `first + k`.
     pub wall_ns: Vec<u64>,
+    /// Device memory in use at each `step()`, one entry per device in use (one that an event
+    /// was timed on a stream of), by device ordinal; absent without a device (schema
+    /// [`SCHEMA_V2`] when present).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_memory: Vec<DeviceUsage>,
+}
+
+/// One device's memory in use at each `step()`, aligned with [`Iterations::wall_ns`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceUsage {
+    /// The device ordinal.
+    pub device: u32,
+    /// `used_bytes[k]`: the bytes in use on the device (for CUDA, `cuMemGetInfo`'s total less
+    /// free: every process's allocations and the contexts' own) at the `step()` that ended
+    /// iteration `first + k`, the same list as `wall_ns`; `null` where it was not read (before
+    /// the device was first used, or the device could not say).
+    pub used_bytes: Vec<Option<u64>>,
+}
+
+impl DeviceUsage {
+    /// The readings there are, in order.
+    pub fn readings(&self) -> impl Iterator<Item = u64> + '_ {
+        self.used_bytes.iter().flatten().copied()
+    }
 }
 
 impl Iterations {
@@ -251,6 +279,36 @@ pub struct Gpu {
     /// Kernels launched inside the event's runs (`PROF_KERNELS=1`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernels: Option<Kernels>,
+    /// For an event timed on a stream whose device reports its memory: the device memory in
+    /// use around each run, one value per sample in the order of `samples_ns` (schema
+    /// [`SCHEMA_V2`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<DeviceMemory>,
+}
+
+/// The device memory in use around each run of an event timed on a stream, read on the CPU
+/// when the run started and when it ended (what the device had allocated then, not where its
+/// stream was).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceMemory {
+    /// Bytes in use on the event's device when the run ended; `null` where the device could
+    /// not say.
+    pub used_bytes: Vec<Option<u64>>,
+    /// That less the bytes in use when it started: what the run left allocated (negative: it
+    /// freed more than it allocated); `null` where either reading is missing.
+    pub change_bytes: Vec<Option<i64>>,
+}
+
+impl DeviceMemory {
+    /// How many samples the figures are for.
+    pub fn len(&self) -> usize {
+        self.used_bytes.len()
+    }
+
+    /// Whether there is no sample.
+    pub fn is_empty(&self) -> bool {
+        self.used_bytes.is_empty()
+    }
 }
 
 /// The kernels attributed to an event (`PROF_KERNELS=1`).

@@ -96,6 +96,75 @@ pub struct EventRow {
     /// otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryRow>,
+    /// The device memory around a run, for an event timed on a stream whose device reports it
+    /// (`gpu.memory`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_memory: Option<DeviceMemoryRow>,
+}
+
+/// The device memory around the runs of an event timed on a stream: medians over the samples
+/// that have the figure (the typical run, as for [`MemoryRow`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceMemoryRow {
+    /// Median bytes in use on the event's device when a run ended.
+    pub used_bytes: f64,
+    /// Median change of the bytes in use over a run: what it left allocated (negative: it
+    /// freed more than it allocated).
+    pub change_bytes: f64,
+}
+
+impl DeviceMemoryRow {
+    /// The medians of an event's device memory figures, or `None` when no sample has both.
+    pub fn of(m: &crate::DeviceMemory) -> Option<DeviceMemoryRow> {
+        let used: Vec<f64> = m.used_bytes.iter().flatten().map(|&b| b as f64).collect();
+        let change: Vec<f64> = m.change_bytes.iter().flatten().map(|&b| b as f64).collect();
+        (!used.is_empty() && !change.is_empty()).then(|| DeviceMemoryRow {
+            used_bytes: stats::median(&used),
+            change_bytes: stats::median(&change),
+        })
+    }
+}
+
+/// One device's memory in use over the steps (`iterations.device_memory`), every listed step
+/// that has a reading counted, warmup included.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DeviceUsageRow {
+    /// The device ordinal.
+    pub device: u32,
+    /// Steps with a reading.
+    pub steps: u64,
+    /// Fewest bytes in use at a step.
+    pub min_bytes: u64,
+    /// Most bytes in use at a step.
+    pub max_bytes: u64,
+    /// Bytes in use at the last step with a reading.
+    pub last_bytes: u64,
+}
+
+impl DeviceUsageRow {
+    /// The summary of a device's series, or `None` when it has no reading.
+    pub fn of(u: &crate::DeviceUsage) -> Option<DeviceUsageRow> {
+        let last = u.readings().last()?;
+        Some(DeviceUsageRow {
+            device: u.device,
+            steps: u.readings().count() as u64,
+            min_bytes: u.readings().min()?,
+            max_bytes: u.readings().max()?,
+            last_bytes: last,
+        })
+    }
+}
+
+/// The summary of each device's memory over the steps of a profile, by device ordinal.
+pub fn device_usage(profile: &Profile) -> Vec<DeviceUsageRow> {
+    let mut rows: Vec<DeviceUsageRow> = profile
+        .iterations
+        .device_memory
+        .iter()
+        .filter_map(DeviceUsageRow::of)
+        .collect();
+    rows.sort_by_key(|r| r.device);
+    rows
 }
 
 /// What one run of an event allocates: medians over its samples (exact counts, not times: a
@@ -342,6 +411,11 @@ impl RowContext<'_> {
                 .as_ref()
                 .filter(|m| !m.is_empty())
                 .map(MemoryRow::of),
+            device_memory: e
+                .gpu
+                .as_ref()
+                .and_then(|g| g.memory.as_ref())
+                .and_then(DeviceMemoryRow::of),
         }
     }
 }

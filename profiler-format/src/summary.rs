@@ -127,10 +127,10 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
         human_ns(iteration.median_ns),
         status_in(&profile.run.mode, profile.complete)
     );
-    let headers = columns::headers(Place::Summary, false);
+    let headers = columns::headers(Place::Summary, Default::default());
     let rows: Vec<Vec<String>> = events
         .iter()
-        .map(|e| columns::cells(e, Place::Summary, false))
+        .map(|e| columns::cells(e, Place::Summary, Default::default()))
         .collect();
     out.push_str(&aligned(&headers, &rows, 3));
     if iteration.count == 0 {

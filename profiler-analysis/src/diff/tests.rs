@@ -69,6 +69,7 @@ pub(crate) fn profile(
             first: 0,
             count: walls.len() as u64,
             wall_ns: walls,
+            device_memory: Vec::new(),
         },
         events,
         windows: Vec::new(),

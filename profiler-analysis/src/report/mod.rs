@@ -49,10 +49,16 @@
 //! - **Windows** (`continuous` mode): each event's median per kept window, and whether its recent
 //!   windows drifted from the earlier ones, by the statistics of `prof diff`; see
 //!   [`drift`] for the split and the verdicts.
+//! - **Device memory** (a profile with device memory figures; nothing is shown without them):
+//!   per event timed on a stream, `dev used` is the median of the bytes in use on its device
+//!   when a run ended and `dev change` the median change over a run (`gpu.memory`); per device,
+//!   the fewest, most and last bytes in use at the steps listed (`iterations.device_memory`,
+//!   warmup included, steps without a reading left out).
 //!
 //! # Formats
 //!
-//! - `table`: a header (program, mode, iterations, perturbation), the events as aligned columns
+//! - `table`: a header (program, mode, iterations, perturbation, and a line per device with its
+//!   memory over the steps when the profile has it), the events as aligned columns
 //!   in human units (names indented by depth when the rows are in execution order), then, after
 //!   a blank line, the groups, then a legend. Noisy events are marked `!` in the last column.
 //!   With windows, then a `windows` section: a line with the windows kept, closed and their
@@ -69,7 +75,11 @@
 //!   `drift_ci_low`, `drift_ci_high`, `drift_p_adjusted`; event rows fill the drift columns, and
 //!   rows of type `window` (one per event, the iteration first with id `iteration`, and kept
 //!   window where it was measured) give the window's `index`, its first iteration and the
-//!   event's `median_ns` in it.
+//!   event's `median_ns` in it. With host memory figures, four more columns (`alloc_bytes`,
+//!   `freed_bytes`, `allocs`, `peak_bytes`); with device memory, seven more, after every other:
+//!   `device_used_bytes` and `device_change_bytes` on event rows, and on rows of type `device`
+//!   (one per device) `device`, `device_steps`, `device_min_bytes`, `device_max_bytes` and
+//!   `device_last_bytes`.
 //! - `json`: the whole [`Report`], pretty-printed; times in nanoseconds. With windows, its
 //!   `windows` member is [`drift::Windows`]: per event the series (`medians_ns`), the
 //!   `comparison` (as in `prof diff --format json`) and the `drift` verdict.
@@ -84,8 +94,10 @@ use super::diff::DiffOptions;
 use super::{drift, text};
 use crate::Format;
 use profiler_format::breakdown::{breakdown, Breakdown};
-use profiler_format::measure::{measure, ratio_or_zero, Measures};
-pub use profiler_format::measure::{EventRow, IterationRow, MemoryRow, Perturbation};
+use profiler_format::measure::{device_usage, measure, ratio_or_zero, Measures};
+pub use profiler_format::measure::{
+    DeviceMemoryRow, DeviceUsageRow, EventRow, IterationRow, MemoryRow, Perturbation,
+};
 use profiler_format::{Event, Profile};
 
 /// What [`ReportOptions::group_by`] groups events by.
@@ -190,6 +202,10 @@ pub struct Report {
     /// never written) without windows or when [`ReportOptions::windows`] is false.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub windows: Option<drift::Windows>,
+    /// Each device's memory in use over the steps, by device ordinal; absent without device
+    /// memory figures.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub device_memory: Vec<DeviceUsageRow>,
 }
 
 /// The group of event `i`. A missing layer (or phase) is inherited from the nearest ancestor
@@ -295,6 +311,7 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
             .windows
             .then(|| drift::windows(profile, &DiffOptions::default()))
             .flatten(),
+        device_memory: device_usage(profile),
     }
 }
 

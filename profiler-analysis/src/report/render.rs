@@ -1,7 +1,7 @@
 //! Rendering a [`Report`] as a table, CSV, JSON or Markdown, and the end-of-run summary.
 
 use super::*;
-use profiler_format::columns::{self, calls, num, Place};
+use profiler_format::columns::{self, calls, num, Families, Place};
 use profiler_format::summary::{perturbation_line, status, status_in};
 pub use profiler_format::summary::{summary, summary_unwritten};
 pub use profiler_format::text::human_ns;
@@ -67,6 +67,30 @@ fn legend(report: &Report) -> String {
 
 const GROUP_HEADERS: [&str; 6] = ["group", "events", "calls", "total", "self", "share"];
 
+/// Bytes in human units, `-` for none.
+fn bytes(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), profiler_format::text::human_bytes)
+}
+
+/// `device 0 memory at the steps: min 1.20GiB, max 3.40GiB, last 3.40GiB (110 steps)`, one
+/// line per device.
+fn device_lines(report: &Report) -> Vec<String> {
+    report
+        .device_memory
+        .iter()
+        .map(|d| {
+            format!(
+                "device {} memory in use at the steps: min {}, max {}, last {} ({} steps)",
+                d.device,
+                bytes(Some(d.min_bytes as f64)),
+                bytes(Some(d.max_bytes as f64)),
+                bytes(Some(d.last_bytes as f64)),
+                d.steps
+            )
+        })
+        .collect()
+}
+
 fn group_cells(g: &GroupRow) -> Vec<String> {
     vec![
         g.key.clone(),
@@ -88,16 +112,17 @@ fn render_table(report: &Report) -> String {
         iteration_line(report),
         perturbation_line(&report.mode, report.perturbation.as_ref()),
     ];
+    lines.extend(device_lines(report));
     let place = Place::Report {
         indent: in_execution_order(report),
     };
-    let memory = has_memory(report);
+    let families = families(report, false);
     let rows: Vec<Vec<String>> = report
         .events
         .iter()
-        .map(|e| columns::cells(e, place, memory))
+        .map(|e| columns::cells(e, place, families))
         .collect();
-    lines.extend(aligned(&columns::headers(place, memory), &rows, 3));
+    lines.extend(aligned(&columns::headers(place, families), &rows, 3));
     if !report.groups.is_empty() {
         lines.push(String::new());
         let rows: Vec<Vec<String>> = report.groups.iter().map(group_cells).collect();
@@ -288,19 +313,15 @@ pub(super) const WINDOW_CSV_HEADERS: [&str; 19] = [
 ];
 
 /// The header row: the base event columns, [`WINDOW_CSV_HEADERS`] for a report with windows,
-/// and the memory columns when the events carry memory figures.
-fn csv_headers(windows: bool, memory: bool) -> Vec<&'static str> {
-    let mut headers = columns::headers(Place::Csv, false);
+/// and the memory and device columns of the `families` the report has.
+fn csv_headers(windows: bool, families: Families) -> Vec<&'static str> {
+    let all = columns::headers(Place::Csv, families);
+    let base = columns::headers(Place::Csv, Families::default()).len();
+    let mut headers = all[..base].to_vec();
     if windows {
         headers.extend(WINDOW_CSV_HEADERS);
     }
-    if memory {
-        headers.extend(columns::shown(Place::Csv, true).filter_map(|c| {
-            (c.family == columns::Family::Memory)
-                .then_some(c.csv)
-                .flatten()
-        }));
-    }
+    headers.extend_from_slice(&all[base..]);
     headers
 }
 
@@ -375,7 +396,7 @@ fn window_csv(w: &drift::Windows, width: usize) -> Vec<Vec<String>> {
             set("occurrence", occurrence);
             set("median_ns", median.to_string());
             // The window columns follow the base ones.
-            let base = columns::headers(Place::Csv, false).len();
+            let base = columns::headers(Place::Csv, Families::default()).len();
             cells[base] = w.indices[k].to_string();
             cells[base + 1] = w.first_iterations[k].to_string();
             cells[base + 2] = (k < w.baseline_windows).to_string();
@@ -385,17 +406,43 @@ fn window_csv(w: &drift::Windows, width: usize) -> Vec<Vec<String>> {
     rows
 }
 
+/// The `device` rows, `width` cells each (`headers` names them): per device, its memory over
+/// the steps.
+fn device_rows_csv(report: &Report, headers: &[&str]) -> Vec<Vec<String>> {
+    let at = |header: &str| headers.iter().position(|h| *h == header);
+    report
+        .device_memory
+        .iter()
+        .map(|d| {
+            let mut cells = vec![String::new(); headers.len()];
+            cells[0] = "device".to_owned();
+            for (header, value) in [
+                ("device", d.device as u64),
+                ("device_steps", d.steps),
+                ("device_min_bytes", d.min_bytes),
+                ("device_max_bytes", d.max_bytes),
+                ("device_last_bytes", d.last_bytes),
+            ] {
+                if let Some(i) = at(header) {
+                    cells[i] = value.to_string();
+                }
+            }
+            cells
+        })
+        .collect()
+}
+
 fn render_csv(report: &Report) -> String {
     let windows = report.windows.as_ref();
-    let memory = has_memory(report);
-    let headers = csv_headers(windows.is_some(), memory);
+    let families = families(report, true);
+    let headers = csv_headers(windows.is_some(), families);
     let width = headers.len();
-    let base = columns::headers(Place::Csv, false).len();
+    let base = columns::headers(Place::Csv, Families::default()).len();
     let mut rows: Vec<Vec<String>> = report
         .events
         .iter()
         .map(|e| {
-            let all = columns::cells(e, Place::Csv, memory);
+            let all = columns::cells(e, Place::Csv, families);
             let (mut cells, memory_cells) = (all[..base].to_vec(), &all[base..]);
             cells.extend(drift_csv(windows, e.order));
             cells.extend_from_slice(memory_cells);
@@ -406,6 +453,7 @@ fn render_csv(report: &Report) -> String {
     if let Some(w) = windows {
         rows.extend(window_csv(w, width));
     }
+    rows.extend(device_rows_csv(report, &headers));
     let mut out = headers.join(",") + "\n";
     for cells in rows {
         out.push_str(&cells.join(","));
@@ -426,14 +474,18 @@ fn render_markdown(report: &Report) -> String {
         )),
         String::new(),
     ];
-    let memory = has_memory(report);
+    for line in device_lines(report) {
+        lines.push(text::md_cell(&line));
+        lines.push(String::new());
+    }
+    let families = families(report, false);
     let place = Place::Report { indent: false };
     let rows: Vec<Vec<String>> = report
         .events
         .iter()
-        .map(|e| columns::cells(e, place, memory))
+        .map(|e| columns::cells(e, place, families))
         .collect();
-    let mut headers = columns::headers(place, memory);
+    let mut headers = columns::headers(place, families);
     if let Some(last) = headers.last_mut() {
         *last = "noisy";
     }
@@ -483,9 +535,15 @@ pub fn render(report: &Report, format: Format) -> String {
     }
 }
 
-/// Whether the report's events carry memory figures.
-fn has_memory(report: &Report) -> bool {
-    report.events.iter().any(|e| e.memory.is_some())
+/// The families of columns the report's tables have: memory when its events carry memory
+/// figures, device memory when they carry device figures (in CSV, also when the profile lists
+/// the devices' memory at the steps: the `device` rows need their columns).
+fn families(report: &Report, csv: bool) -> Families {
+    Families {
+        memory: report.events.iter().any(|e| e.memory.is_some()),
+        device: report.events.iter().any(|e| e.device_memory.is_some())
+            || (csv && !report.device_memory.is_empty()),
+    }
 }
 
 /// The position of a base CSV column, by its header.

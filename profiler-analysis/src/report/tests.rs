@@ -64,6 +64,7 @@ fn profile(warmup: u32, walls: &[u64], events: Vec<Event>) -> Profile {
             first: 0,
             count: walls.len() as u64,
             wall_ns: walls.to_vec(),
+            device_memory: Vec::new(),
         },
         events,
         windows: Vec::new(),
@@ -420,7 +421,7 @@ fn csv_has_a_header_and_one_row_per_event_and_group() {
     let header = csv_split(lines[0]);
     assert_eq!(
         header,
-        profiler_format::columns::headers(profiler_format::columns::Place::Csv, false)
+        profiler_format::columns::headers(profiler_format::columns::Place::Csv, Default::default())
     );
     for line in &lines[1..] {
         assert_eq!(csv_split(line).len(), header.len(), "{line}");
@@ -726,7 +727,9 @@ fn continuous_mode_has_a_windows_section_in_every_format() {
     let header = csv_split(csv.lines().next().unwrap());
     assert_eq!(
         header.len(),
-        profiler_format::columns::headers(profiler_format::columns::Place::Csv, false).len() + 19
+        profiler_format::columns::headers(profiler_format::columns::Place::Csv, Default::default())
+            .len()
+            + 19
     );
     assert_eq!(
         header[26..30],
@@ -845,7 +848,8 @@ fn a_steady_continuous_run_drifts_nowhere_and_the_summary_leaves_windows_out() {
     assert!(!render(&off, Format::Table).contains("\nwindows: "));
     assert_eq!(
         render(&off, Format::Csv).lines().next().unwrap(),
-        profiler_format::columns::headers(profiler_format::columns::Place::Csv, false).join(",")
+        profiler_format::columns::headers(profiler_format::columns::Place::Csv, Default::default())
+            .join(",")
     );
     // The summary computes no drift (a bootstrap per event): one line points to `prof report`.
     let text = summary(&p, "prof.json");
@@ -938,4 +942,116 @@ fn memory_columns_appear_with_memory_figures_only() {
         serde_json::from_str(&render(&build(&p, &ReportOptions::default()), Format::Json)).unwrap();
     assert_eq!(json["events"][1]["memory"]["alloc_bytes"], 3145728.0);
     assert!(json["events"][2].get("memory").is_none());
+}
+
+/// Device memory: per event timed on a stream, two columns (the median bytes in use at a run's
+/// end and the median change over it, `-` without them), and a line per device with its memory
+/// over the steps, in every format; without it nothing changes.
+#[test]
+fn device_memory_columns_and_lines_appear_with_device_figures_only() {
+    let plain = profile(1, &[100, 100, 100], vec![flat(0, "a", None, None, 10)]);
+    let before: Vec<String> = [Format::Table, Format::Csv, Format::Json, Format::Markdown]
+        .map(|f| render(&build(&plain, &ReportOptions::default()), f))
+        .to_vec();
+    for text in &before {
+        assert!(
+            !text.contains("dev used") && !text.contains("device"),
+            "{text}"
+        );
+    }
+
+    let mut gemm = ev(0, "gemm", None, None, &[10, 10, 10], &[1, 2, 3]);
+    gemm.gpu = Some(profiler_format::Gpu {
+        memory: Some(profiler_format::DeviceMemory {
+            used_bytes: vec![Some(3 << 20), Some(4 << 20), None],
+            change_bytes: vec![Some(1 << 20), Some(-2048), Some(1 << 20)],
+        }),
+        ..Default::default()
+    });
+    let cpu = flat(1, "cpu", None, None, 10);
+    let mut p = profile(1, &[100, 100, 100, 100], vec![gemm, cpu]);
+    p.iterations.device_memory = vec![
+        profiler_format::DeviceUsage {
+            device: 1,
+            used_bytes: vec![None, Some(5 << 30), Some(7 << 30), Some(6 << 30)],
+        },
+        profiler_format::DeviceUsage {
+            device: 0,
+            used_bytes: vec![Some(2 << 20), Some(1 << 20), Some(3 << 20), Some(4 << 20)],
+        },
+    ];
+    let report = build(&p, &ReportOptions::default());
+    assert_eq!(
+        report.device_memory,
+        vec![
+            DeviceUsageRow {
+                device: 0,
+                steps: 4,
+                min_bytes: 1 << 20,
+                max_bytes: 4 << 20,
+                last_bytes: 4 << 20
+            },
+            DeviceUsageRow {
+                device: 1,
+                steps: 3,
+                min_bytes: 5 << 30,
+                max_bytes: 7 << 30,
+                last_bytes: 6 << 30
+            },
+        ]
+    );
+
+    let table = render(&report, Format::Table);
+    assert!(table.contains(
+        "device 0 memory in use at the steps: min 1.00MiB, max 4.00MiB, last 4.00MiB (4 steps)"
+    ));
+    assert!(table.contains(
+        "device 1 memory in use at the steps: min 5.00GiB, max 7.00GiB, last 6.00GiB (3 steps)"
+    ));
+    let header = table.lines().find(|l| l.starts_with("  layer")).unwrap();
+    assert!(
+        header.trim_end().ends_with("dev used dev change"),
+        "{table}"
+    );
+    let line = |name: &str| table.lines().find(|l| l.contains(name)).unwrap().to_owned();
+    // Medians: used of (3, 4) MiB; change of (1 MiB, -2 KiB, 1 MiB).
+    assert!(
+        line("gemm").trim_end().ends_with("3.50MiB   +1.00MiB"),
+        "{table}"
+    );
+    assert!(
+        line("fwd   cpu").trim_end().ends_with("-          -"),
+        "{table}"
+    );
+
+    let csv = render(&report, Format::Csv);
+    let rows: Vec<&str> = csv.lines().collect();
+    assert!(rows[0].ends_with(
+        "device_used_bytes,device_change_bytes,device,device_steps,device_min_bytes,\
+         device_max_bytes,device_last_bytes"
+    ));
+    let width = rows[0].split(',').count();
+    assert!(rows.iter().all(|r| r.split(',').count() == width), "{csv}");
+    let gemm_row = rows.iter().find(|r| r.contains(",gemm,")).unwrap();
+    assert!(gemm_row.ends_with(",3670016,1048576,,,,,"), "{gemm_row}");
+    assert!(rows.contains(&"device,,,,,,,,,,,,,,,,,,,,,,,,,,,,0,4,1048576,4194304,4194304"));
+    assert!(
+        rows.contains(&"device,,,,,,,,,,,,,,,,,,,,,,,,,,,,1,3,5368709120,7516192768,6442450944")
+    );
+
+    let json: serde_json::Value = serde_json::from_str(&render(&report, Format::Json)).unwrap();
+    assert_eq!(json["events"][0]["device_memory"]["used_bytes"], 3670016.0);
+    assert_eq!(
+        json["events"][0]["device_memory"]["change_bytes"],
+        1048576.0
+    );
+    assert!(json["events"][1].get("device_memory").is_none());
+    assert_eq!(json["device_memory"][1]["max_bytes"], 7516192768u64);
+
+    let md = render(&report, Format::Markdown);
+    assert!(md.contains("| dev used | dev change |"), "{md}");
+    assert!(
+        md.contains("device 1 memory in use at the steps: min 5.00GiB"),
+        "{md}"
+    );
 }

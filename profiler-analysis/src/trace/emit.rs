@@ -16,8 +16,8 @@ use super::layout::{lane_tids, Drawing, What};
 use super::memory::Counter;
 use super::other::Gap;
 use super::{
-    category, cpu_pid, duration_stats, median, memory, meta, other, ts_dur, Streams, Track,
-    CPU_CATEGORY, DEFAULT_STREAM, STEP_PREFIX,
+    category, cpu_pid, device_memory, duration_stats, median, memory, meta, other, ts_dur, Streams,
+    Track, CPU_CATEGORY, DEFAULT_STREAM, STEP_PREFIX,
 };
 
 /// The whole document: the top-level keys Kineto writes and HTA reads (see the module
@@ -31,6 +31,8 @@ pub(super) struct Document<'a> {
     pub(super) tids: Vec<Vec<u32>>,
     /// The metadata events, first in `traceEvents`.
     meta: Vec<Value>,
+    /// The devices drawn as a GPU process (they get a device memory track).
+    gpus: std::collections::BTreeSet<u32>,
     /// Per event: `file:line`, and the stream's name when it is not its number.
     sources: Vec<String>,
     stream_names: Vec<Option<&'a str>>,
@@ -62,6 +64,7 @@ impl<'a> Document<'a> {
             profile,
             drawing,
             cpu_pid,
+            gpus: streams.devices(),
             tids,
             meta,
             sources,
@@ -260,6 +263,8 @@ pub(super) enum Element<'a> {
     Other(Gap),
     /// A memory counter event.
     Counter(Counter),
+    /// A device memory counter event.
+    DeviceCounter(device_memory::DeviceCounter),
 }
 
 impl<'a> Document<'a> {
@@ -273,6 +278,14 @@ impl<'a> Document<'a> {
             .chain((0..self.drawing.slices.len()).map(Element::Span))
             .chain(other::gaps(self.drawing).map(Element::Other))
             .chain(memory::counters(&self.profile.events, self.drawing, pid).map(Element::Counter))
+            .chain(self.device_counters())
+    }
+
+    /// The device memory counters, after the host memory ones.
+    fn device_counters(&'a self) -> impl Iterator<Item = Element<'a>> + 'a {
+        device_memory::counters(self.profile, self.drawing, &self.gpus)
+            .into_iter()
+            .map(Element::DeviceCounter)
     }
 
     /// Serializes one element.
@@ -304,6 +317,7 @@ impl<'a> Document<'a> {
                 .serialize(serializer)
             }
             Element::Counter(c) => c.serialize(serializer),
+            Element::DeviceCounter(c) => c.serialize(serializer),
         }
     }
 }

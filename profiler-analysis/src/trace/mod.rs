@@ -56,7 +56,9 @@
 //!   stream, `tid` = the stream's number when the stream is named by a positive integer, else a
 //!   number assigned in order of appearance; the track is named `stream <stream>` (Kineto puts
 //!   GPU work at pid = device, tid = stream). The same nesting rule applies, with extra tracks
-//!   `stream <stream> (concurrent 1)`, ... numbered after the streams.
+//!   `stream <stream> (concurrent 1)`, ... numbered after the streams. A profile with the
+//!   devices' memory at each step adds a `device memory` counter track to each GPU's process
+//!   (see `device_memory.rs`).
 //!
 //! # Kineto conventions
 //!
@@ -330,6 +332,7 @@ fn duration_stats(e: &Event) -> profiler_format::Stats {
     }
 }
 
+mod device_memory;
 mod emit;
 mod layout;
 mod memory;

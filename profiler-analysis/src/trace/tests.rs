@@ -59,6 +59,7 @@ fn profile(mode: &str, warmup: u32, repeat: u32, walls: Vec<u64>, events: Vec<Ev
             first: 0,
             count: walls.len() as u64,
             wall_ns: walls,
+            device_memory: Vec::new(),
         },
         events,
         windows: Vec::new(),

@@ -181,8 +181,9 @@ pub struct Correlation {
 }
 
 /// A device: a clock with streams, plus the hooks behind `PROF_SYNC`, `PROF_NVTX`,
-/// `PROF_CAPTURE` and `PROF_KERNELS`. Every method but `mark_on`,
-/// `range_push`, `range_pop`, `kernels_push` and `kernels_pop` runs on the cold path.
+/// `PROF_CAPTURE` and `PROF_KERNELS`, and its memory in use. Every method but `mark_on`,
+/// `range_push`, `range_pop`, `kernels_push` and `kernels_pop` runs on the cold path, and
+/// `memory_used` on both (see there).
 ///
 /// Marks are taken with [`Device::mark_on`]; [`Clock::elapsed`] answers `Pending` until both
 /// marks have completed on the device and `Lost` for [`NO_MARK`]; [`Clock::release`] returns a
@@ -203,6 +204,21 @@ pub trait Device: Clock + std::fmt::Debug {
     /// CUPTI and Nsight number it).
     fn stream_id(&self, stream: Stream) -> u64 {
         stream.handle()
+    }
+
+    /// The bytes of memory in use on device `device` (the ordinal of [`Stream::device`]), or
+    /// `None` when the device cannot say (the default). For CUDA: `cuMemGetInfo`'s total less
+    /// free, in the device's primary context: every allocation on the device, of this process
+    /// and of others, and the contexts' own.
+    ///
+    /// Called at each `step()` for every device in use (one a run was seen on a stream of), and
+    /// on the armed path of a run timed on a stream, once before its start marks and once after
+    /// its stop marks, so that neither its CPU nor its device time includes the call. Unlike the
+    /// rest of that path it is a driver call that may enter the kernel: it must not allocate or
+    /// lock, and should be as cheap as the device allows.
+    fn memory_used(&self, device: u32) -> Option<u64> {
+        let _ = device;
+        None
     }
 
     /// Marks that could not be taken because a pool was exhausted or a call failed.

@@ -6,7 +6,8 @@
 //! queue: [`SimDevice::launch`] enqueues a kernel that starts when the stream is free (or now) and
 //! runs for the given time; a mark recorded on a stream gets the time at which the stream reaches
 //! it, and can be read only once the device's time has passed it, as a CUDA event. Marks come from
-//! a bounded [`Pool`] per stream, the same pool the CUDA clock uses.
+//! a bounded [`Pool`] per stream, the same pool the CUDA clock uses. Its memory is what the test
+//! allocates and frees on each device ([`SimDevice::allocate`], [`SimDevice::free`]).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -39,6 +40,12 @@ struct State {
     nvtx: bool,
     log: Vec<String>,
     synchronizations: u64,
+    /// Bytes allocated on each device: (ordinal, bytes).
+    memory: Vec<(u32, u64)>,
+    /// The device reports its memory ([`Device::memory_used`]).
+    memory_info: bool,
+    /// How many times its memory was asked for.
+    memory_queries: u64,
 }
 
 impl State {
@@ -55,6 +62,17 @@ impl State {
             }
         };
         &mut self.streams[i]
+    }
+
+    fn memory(&mut self, device: u32) -> &mut u64 {
+        let i = match self.memory.iter().position(|&(d, _)| d == device) {
+            Some(i) => i,
+            None => {
+                self.memory.push((device, 0));
+                self.memory.len() - 1
+            }
+        };
+        &mut self.memory[i].1
     }
 
     fn timestamp(&self, mark: u64) -> Option<u64> {
@@ -75,11 +93,42 @@ pub struct SimDevice {
 }
 
 impl SimDevice {
-    /// A device at time 0 with no work queued; NVTX is available.
+    /// A device at time 0 with no work queued and no memory in use; NVTX is available, and
+    /// the device reports its memory.
     pub fn new() -> SimDevice {
         let sim = SimDevice::default();
-        sim.lock().nvtx = true;
+        let mut s = sim.lock();
+        s.nvtx = true;
+        s.memory_info = true;
+        drop(s);
         sim
+    }
+
+    /// Makes the device unable to report its memory, as a device without the query would be:
+    /// [`Device::memory_used`] answers `None`.
+    pub fn without_memory_info(self) -> SimDevice {
+        self.lock().memory_info = false;
+        self
+    }
+
+    /// Allocates `bytes` of memory on device `device` (any ordinal): the memory it reports
+    /// in use grows by that much, at once, as with `cuMemAlloc`.
+    pub fn allocate(&self, device: u32, bytes: u64) {
+        let mut s = self.lock();
+        let used = s.memory(device);
+        *used = used.saturating_add(bytes);
+    }
+
+    /// Frees `bytes` of memory on device `device` (never below nothing in use).
+    pub fn free(&self, device: u32, bytes: u64) {
+        let mut s = self.lock();
+        let used = s.memory(device);
+        *used = used.saturating_sub(bytes);
+    }
+
+    /// How many times the device was asked for its memory ([`Device::memory_used`]).
+    pub fn memory_queries(&self) -> u64 {
+        self.lock().memory_queries
     }
 
     /// Caps every stream's event pool at `events`, whatever [`Device::prepare`] asks for, so
@@ -264,6 +313,15 @@ impl Device for SimDevice {
                 st.pool = Some(Pool::new(vec![0; n]));
             }
         }
+    }
+
+    fn memory_used(&self, device: u32) -> Option<u64> {
+        let mut s = self.lock();
+        s.memory_queries += 1;
+        if !s.memory_info {
+            return None;
+        }
+        Some(*s.memory(device))
     }
 
     fn lost_marks(&self) -> u64 {

@@ -6,9 +6,10 @@
 //! end of the run), `results.rs` (what was stored, as a [`Profile`](crate::Profile)),
 //! `windows.rs` (`continuous` mode's windows), `writer.rs` (its writer thread), `kernels.rs`
 //! (kernel attribution), `traced.rs` (`trace` mode's records, from the threads' buffers to the
-//! events) and `learning.rs` (the records of `trace` mode's learning iterations, to the
-//! learner).
+//! events), `learning.rs` (the records of `trace` mode's learning iterations, to the learner)
+//! and `device_memory.rs` (the devices' memory at each step).
 
+mod device_memory;
 pub(crate) mod kernels;
 mod learning;
 mod results;
@@ -55,6 +56,8 @@ pub(crate) struct Control {
     pub(crate) stream_marks: Vec<(u32, u32, u64)>,
     /// Kernel attribution (`PROF_KERNELS`).
     pub(crate) kernels: kernels::Attribution,
+    /// The memory in use on each device in use, at each step.
+    pub(crate) step_memory: device_memory::StepMemory,
     /// Resolved samples, per event.
     pub(crate) resolved: Vec<Resolved>,
     pub(crate) finished: bool,

@@ -8,7 +8,7 @@ use super::writer::{Archive, Shown};
 use super::{lock, Control, Session};
 use crate::clock::Reading;
 use crate::device::Stream;
-use crate::record::{resolve_slot, IterationStarts, Resolved, RESERVOIR};
+use crate::record::{resolve_slot, IterationStarts, Resolved, NO_BYTES, RESERVOIR};
 use crate::registry::registry;
 use crate::schedule::Event;
 use crate::schedule::{Key, MERGED};
@@ -32,6 +32,8 @@ pub(super) struct Live {
     merged: Vec<json::Event>,
     /// The kernels of the shown events: (schedule index, kernels).
     kernels: Vec<(u32, json::Kernels)>,
+    /// The devices' memory at the shown window's steps.
+    device_memory: Vec<json::DeviceUsage>,
 }
 
 impl Session {
@@ -96,11 +98,12 @@ impl Session {
             })
             .collect();
         events.sort_by_key(|e| e.order);
+        let iterations = self.iterations_json(c);
         Profile {
-            schema: json::schema_for(&events).to_owned(),
+            schema: json::schema_for(&events, &iterations).to_owned(),
             complete,
             run: self.run_json(),
-            iterations: self.iterations_json(c),
+            iterations,
             events,
             windows: Vec::new(),
         }
@@ -150,6 +153,9 @@ impl Session {
             count,
             merged,
             kernels,
+            device_memory: c
+                .step_memory
+                .json(shown.first_iteration(), shown.wall_ns.len()),
         }
     }
 
@@ -183,15 +189,17 @@ impl Session {
         }
         events.extend(live.merged);
         events.sort_by_key(|e| e.order);
+        let iterations = json::Iterations {
+            count: live.count,
+            first,
+            device_memory: live.device_memory,
+            wall_ns,
+        };
         Profile {
-            schema: json::schema_for(&events).to_owned(),
+            schema: json::schema_for(&events, &iterations).to_owned(),
             complete,
             run: self.run_json(),
-            iterations: json::Iterations {
-                count: live.count,
-                first,
-                wall_ns,
-            },
+            iterations,
             events,
             windows: archive.windows(),
         }
@@ -201,16 +209,18 @@ impl Session {
     fn iterations_json(&self, c: &Control) -> json::Iterations {
         let marks = &c.iter_marks;
         let count = u64::from(c.iter_base) + (marks.len() as u64).saturating_sub(1);
-        let wall_ns = marks
+        let wall_ns: Vec<u64> = marks
             .windows(2)
             .map(|w| match self.clock.elapsed(w[0], w[1]) {
                 Reading::Ready(ns) => ns,
                 _ => 0,
             })
             .collect();
+        let (first, wall_len) = (u64::from(c.iter_base), wall_ns.len());
         json::Iterations {
             count,
-            first: u64::from(c.iter_base),
+            first,
+            device_memory: c.step_memory.json(first, wall_len),
             wall_ns,
         }
     }
@@ -240,6 +250,7 @@ impl Session {
             cpu_samples_ns: resolved.cpu.clone(),
             lost: resolved.lost,
             kernels,
+            memory: device_memory_json(&resolved.device_memory),
         });
         // A merged event holds the runs from the first one past the per-occurrence events.
         let occurrence = if ev.occurrence == MERGED {
@@ -356,6 +367,27 @@ impl Session {
         (r, stats)
     }
 }
+/// Each sample's device memory as `prof.json` lists it (from the readings at the run's start
+/// and end), or `None` when the device gave none.
+fn device_memory_json(used: &[(u64, u64)]) -> Option<json::DeviceMemory> {
+    let known = |b: u64| (b != NO_BYTES).then_some(b);
+    if used.iter().all(|&(_, end)| known(end).is_none()) {
+        return None;
+    }
+    Some(json::DeviceMemory {
+        used_bytes: used.iter().map(|&(_, end)| known(end)).collect(),
+        change_bytes: used
+            .iter()
+            .map(|&(start, end)| Some(signed(known(end)?) - signed(known(start)?)))
+            .collect(),
+    })
+}
+
+/// Bytes as a signed count (no device holds 2^63 bytes).
+fn signed(bytes: u64) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
+}
+
 /// Each sample's memory figures as `prof.json` lists them.
 fn memory_json(figures: &[[u64; crate::record::MEMORY_FIGURES]]) -> json::Memory {
     let list = |k: usize| figures.iter().map(|f| f[k]).collect();

@@ -53,6 +53,7 @@ impl Session {
         }
         c.iter_marks.push(now);
         let completed = c.iter_base + (c.iter_marks.len() - 1) as u32;
+        self.record_device_memory(&mut c, completed - 1);
         if self.schedule.learning.load(Relaxed) {
             self.fold_learning(&mut c, Some(now));
             lock(&self.schedule.learner).next_iteration();

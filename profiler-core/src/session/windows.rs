@@ -30,6 +30,8 @@ impl Session {
             resolved,
         );
         c.windows_closed += 1;
+        // The devices' memory is listed for the window shown, as its wall times are.
+        c.step_memory.forget_before(first);
         c.window_first_iter = completed;
         c.plan.armed_iterations = 0;
         self.forget_before(c, completed, kernels_from);

@@ -41,6 +41,7 @@ pub(crate) const REQUIRED: &[&str] = &[
     "cuEventQuery",
     "cuStreamGetCtx",
     "cuGetErrorString",
+    "cuMemGetInfo_v2",
 ];
 
 /// The optional driver functions [`Optional`] looks for: `cuStreamGetId`, then the two of
@@ -135,7 +136,8 @@ pub(crate) fn describe(r: CUresult) -> String {
 }
 
 /// Makes a context current on this thread for the guard's lifetime, then puts back the
-/// context that was current before (possibly none). Cold path only.
+/// context that was current before (possibly none). The cold path, and [`memory_used`] on the
+/// armed path, where the context is normally current already (one `cuCtxGetCurrent`).
 pub(crate) struct Bound {
     previous: Option<sys::CUcontext>,
 }
@@ -230,4 +232,16 @@ pub(crate) fn stream_context(handle: u64) -> Option<sys::CUcontext> {
 /// stand for the default stream of the current context.
 pub(crate) fn is_special_stream(handle: u64) -> bool {
     handle <= 2
+}
+
+/// The bytes in use on the device of context `ctx`: `cuMemGetInfo`'s total less free (device
+/// wide: every context's and every process's allocations), with `ctx` made current for the call
+/// when it is not already. `None` when the driver fails.
+pub(crate) fn memory_used(ctx: sys::CUcontext) -> Option<u64> {
+    let _bound = Bound::new(ctx);
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: the symbol exists (checked by `check_driver`); both are valid out-pointers; the
+    // driver answers for the current context, or fails without one.
+    let r = unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) };
+    (r == CUresult::CUDA_SUCCESS).then(|| total.saturating_sub(free) as u64)
 }

@@ -394,6 +394,7 @@ driver_signatures! {
     cuEventQuery: fn(CUevent) -> CUresult;
     cuStreamGetCtx: fn(CUstream, *mut CUcontext) -> CUresult;
     cuGetErrorString: fn(CUresult, *mut *const c_char) -> CUresult;
+    cuMemGetInfo_v2: fn(*mut usize, *mut usize) -> CUresult;
     cuStreamGetId: fn(CUstream, *mut c_ulonglong) -> CUresult;
     cuProfilerStart: fn() -> CUresult;
     cuProfilerStop: fn() -> CUresult;

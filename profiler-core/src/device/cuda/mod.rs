@@ -33,6 +33,8 @@ use crate::device::{
 
 /// The most streams one device times; streams beyond it are warned about and never timed.
 const MAX_STREAMS: usize = 64;
+/// Device ordinals below this have their memory read ([`Device::memory_used`]).
+const MAX_DEVICES: usize = 64;
 /// The fewest events reserved per stream.
 const MIN_EVENTS: usize = 8;
 /// The most events reserved per stream, whatever `prepare` asks.
@@ -117,6 +119,9 @@ pub struct CudaDevice {
     nvtx: Option<nvtx::Nvtx>,
     cupti: Option<cupti::Cupti>,
     warned: AtomicU32,
+    /// By device ordinal, once known: its retained primary context, or `None` when it could not
+    /// be retained. Read without a lock by `memory_used` on the armed path.
+    memory_contexts: [OnceLock<Option<Ctx>>; MAX_DEVICES],
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -199,6 +204,7 @@ impl CudaDevice {
             nvtx,
             cupti,
             warned: AtomicU32::new(0),
+            memory_contexts: std::array::from_fn(|_| OnceLock::new()),
         })
     }
 
@@ -249,6 +255,9 @@ impl CudaDevice {
             .map_err(|e| format!("cannot retain the primary context of device {device}: {e}"))?;
         let handle = Ctx(ctx.cu_ctx());
         writer.contexts.push((device, ctx));
+        if let Some(cell) = self.memory_contexts.get(device as usize) {
+            let _ = cell.set(Some(handle));
+        }
         Ok(handle)
     }
 
@@ -530,6 +539,23 @@ impl Device for CudaDevice {
         } else {
             stream.handle()
         }
+    }
+
+    /// `cuMemGetInfo_v2` in the primary context of `device`, found without a lock once
+    /// retained. The armed path finds it so: the context of a stream's device is retained when
+    /// the stream is prepared. A `step()` of the warmup, before any stream is prepared, retains
+    /// it (under the lock); a context that cannot be retained is never tried again.
+    fn memory_used(&self, device: u32) -> Option<u64> {
+        let cell = self.memory_contexts.get(device as usize)?;
+        let ctx = match cell.get() {
+            Some(known) => (*known)?,
+            None => {
+                let ctx = self.context(&mut self.writer(), device).ok();
+                let _ = cell.set(ctx);
+                ctx?
+            }
+        };
+        driver::memory_used(ctx.0)
     }
 
     fn lost_marks(&self) -> u64 {
