@@ -43,13 +43,30 @@ fn stdout_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The lines of a help text's section (`Commands:`, `Options:`), up to the next blank line.
-fn section<'a>(help: &'a str, title: &str) -> Vec<&'a str> {
-    help.lines()
+/// The entries of a help text's section (`Commands:`, `Options:`), up to the next blank line,
+/// one per command or option: a line indented deeper than the section's first that does not
+/// start a new option (`--...`) continues the entry before it (clap wraps long help when the
+/// build has its `wrap_help` feature, which another crate of the workspace may turn on).
+fn section(help: &str, title: &str) -> Vec<String> {
+    let lines: Vec<&str> = help
+        .lines()
         .skip_while(|l| l.trim_end() != title)
         .skip(1)
         .take_while(|l| !l.trim().is_empty())
-        .collect()
+        .collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let first = lines.first().map_or(0, |l| indent(l));
+    let mut entries: Vec<String> = Vec::new();
+    for line in lines {
+        match entries.last_mut() {
+            Some(last) if indent(line) > first && !line.trim_start().starts_with('-') => {
+                last.push(' ');
+                last.push_str(line.trim());
+            }
+            _ => entries.push(line.to_owned()),
+        }
+    }
+    entries
 }
 
 /// The text between `...` brackets that start with `key` in a help line: `[default: 2%]`.
@@ -82,14 +99,14 @@ fn options(help: &str) -> Vec<Opt> {
                 .chars()
                 .take_while(|c| *c == '-' || c.is_ascii_alphanumeric())
                 .collect();
-            let values = bracket(line, "possible values")
+            let values = bracket(&line, "possible values")
                 .map(|v| v.split(", ").map(str::to_owned).collect())
                 .unwrap_or_default();
             Opt {
                 short,
                 long,
                 values,
-                default: bracket(line, "default"),
+                default: bracket(&line, "default"),
             }
         })
         .collect()
