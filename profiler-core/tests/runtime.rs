@@ -123,6 +123,9 @@ fn probes_registered_during_and_after_warmup_join_the_running_session() {
 
 #[test]
 fn names_are_made_filter_safe() {
+    // Every test here takes the lock, those that only register included: a registration made
+    // while another test's session runs uses up that session's room for late probes.
+    let _s = serial();
     let probe = RuntimeProbe::new("layers 3/attn?", None, Some("f w d"));
     assert_eq!(probe.name(), "layers_3/attn_");
     let info = profiler_core::probes()
@@ -136,6 +139,7 @@ fn names_are_made_filter_safe() {
 /// Two names that become the same once made filter-safe stay two probes, with distinct ids.
 #[test]
 fn names_that_collide_once_made_safe_stay_two_probes() {
+    let _s = serial();
     let spaced = RuntimeProbe::new("collide a", Some("collide_test"), None);
     let underscored = RuntimeProbe::new("collide_a", Some("collide_test"), None);
     assert_eq!(spaced.name(), underscored.name());
@@ -244,4 +248,41 @@ fn a_selection_past_max_probes_keeps_the_first_registered() {
     let p = profiler_core::snapshot().unwrap();
     let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["first.0", "first.1", "first.2"]);
+}
+
+/// Registrations after start-up use the room the routes were given then, whether the filter
+/// selects them or not: a selected probe registered past it is not measured, and the run goes on.
+#[test]
+fn late_registrations_past_the_room_are_not_measured() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let first = RuntimeProbe::new("room.first", Some("room_test"), None);
+    let config = Config {
+        filter: Filter::parse("layer=room_test").unwrap(),
+        mode: Mode::Trace,
+        warmup: 1,
+        repeat: 2,
+        max_probes: 4,
+        out: std::env::temp_dir()
+            .join(format!("prof-runtime-{}-room.json", std::process::id()))
+            .display()
+            .to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let _g = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    let _others: Vec<RuntimeProbe> = (0..4)
+        .map(|i| RuntimeProbe::new(&format!("room.other.{i}"), Some("elsewhere"), None))
+        .collect();
+    // The fifth registration since start-up: past the room of 4, though none before was selected.
+    let late = RuntimeProbe::new("room.late", Some("room_test"), None);
+    for _ in 0..3 {
+        first.measure(|| clock.advance(5));
+        late.measure(|| clock.advance(9));
+        profiler_core::step();
+    }
+    let p = profiler_core::snapshot().unwrap();
+    let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["room.first"]);
+    assert_eq!(samples(&p, "room.first"), [5, 5]);
 }

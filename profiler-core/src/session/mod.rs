@@ -259,16 +259,29 @@ impl Session {
             return;
         }
         let max = self.config.max_probes as usize;
-        if entry >= self.schedule.routes.len() || c.plan.selected.len() >= max {
+        let no_room = entry >= self.schedule.routes.len();
+        if no_room || c.plan.selected.len() >= max {
             drop(c);
             if !self.too_many_runtime.swap(true, Relaxed) {
-                eprintln!(
-                    "profiler-core: warning: probe `{}` and any registered after it are not \
-                     measured: PROF_MAX_PROBES={max} probes take part in a run, those \
-                     registered while it runs included (raise PROF_MAX_PROBES, or narrow \
-                     PROF_FILTER)",
-                    profiler_format::text::clip(e.desc.info.name, 80)
-                );
+                let name = profiler_format::text::clip(e.desc.info.name, 80);
+                if no_room {
+                    // The routes were sized at start-up for `max` registrations after it,
+                    // selected or not: those the filter leaves out used the room up.
+                    eprintln!(
+                        "profiler-core: warning: probe `{name}` and any registered after it are \
+                         not measured: a run has room for PROF_MAX_PROBES={max} probes \
+                         registered after start-up, selected or not, and {} were (raise \
+                         PROF_MAX_PROBES, or register the probes before start-up)",
+                        entry - self.registered_at_start
+                    );
+                } else {
+                    eprintln!(
+                        "profiler-core: warning: probe `{name}` and any registered after it are \
+                         not measured: PROF_MAX_PROBES={max} probes take part in a run, those \
+                         registered while it runs included (raise PROF_MAX_PROBES, or narrow \
+                         PROF_FILTER)"
+                    );
+                }
             }
             return;
         }
