@@ -13,6 +13,9 @@
 //! The runs load the machine on purpose, so the tests of this file run one at a time. Each case
 //! passes when one of [`TRIALS`] trials on fresh runs gives the expected verdicts; how often each
 //! verdict comes out over many trials is measured by `scripts/diff_acceptance.py` (docs/overhead.md).
+//! A change is looked for while the machine is steady: when two quiet runs of an attempt disagree
+//! or one is disturbed (a busy spell of the shared machine, not the hogs), the attempt is no trial
+//! and is made again.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -178,6 +181,14 @@ fn wrong(diff: &Value, status: Option<i32>, expect: Expect) -> Option<String> {
 /// A broken comparison fails every trial.
 const TRIALS: usize = 5;
 
+/// Attempts per case that may be voided because the machine was not steady (3 s apart, each
+/// a few seconds of runs: a busy spell of up to about four minutes).
+const MAX_VOIDED: usize = 40;
+
+/// Two quiet runs agree when the events moved together by at most this much (shift), and
+/// moved alike to within it (spread): 5%, where two runs on a steady machine agree to within 1%.
+const STEADY: f64 = 0.05;
+
 /// The comparisons of the module documentation on `program`; `slow20` and `slow75` are the
 /// arguments that slow down the layer whose event is `target`. The runs of the first trial are
 /// shared between the cases; a case that fails is tried again on fresh runs.
@@ -211,24 +222,71 @@ fn judge(program: &str, slow20: &[&str], slow75: &[&str], target: &str) {
         ),
     ];
     let mut made = std::collections::HashMap::new();
-    let mut get = |(name, load, args): Kind, side: &str, trial: usize| -> PathBuf {
-        // The first trial shares one run of each kind between its cases (and the two sides
-        // of an A/A pair get runs of their own); later trials make fresh ones.
-        let key = format!("{name}-{side}-{trial}");
+    let mut get = |(name, load, args): Kind, side: &str, attempt: usize| -> PathBuf {
+        // The cases share the runs of one kind made for their attempt of the same number (the
+        // two sides of an A/A pair get runs of their own): each attempt of a case compares
+        // runs no earlier attempt of it used.
+        let key = format!("{name}-{side}-{attempt}");
         made.entry(key.clone())
             .or_insert_with(|| run(&exe, &dir, &key, load, args))
             .clone()
     };
     for (what, before, after, expect) in cases {
         let mut failures = Vec::new();
-        for trial in 0..TRIALS {
-            let b = get(before, "b", trial);
-            let a = get(after, if before.0 == after.0 { "a" } else { "b" }, trial);
+        // Runs are keyed by attempt: the trials and those voided for want of quiet.
+        let (mut attempt, mut voided) = (0, 0);
+        let mut trial = 0;
+        while trial < TRIALS {
+            let b = get(before, "b", attempt);
+            let a = get(after, if before.0 == after.0 { "a" } else { "b" }, attempt);
             let (d, status, text) = diff(&b, &a);
+            // A change is looked for while the machine is steady: two quiet runs of this attempt
+            // agree (neither disturbed, the events moved together within STEADY), and the runs
+            // compared that are meant quiet were not disturbed. The shared machine has busy
+            // spells (other jobs, memory bandwidth that comes and goes for minutes); an attempt
+            // made in one is no trial: fresh runs after a pause. The hogs run only in runs
+            // marked loaded, and the A/A cases are judged whatever the machine did.
+            if matches!(expect, Expect::Regressed(..)) {
+                let (check, _, _) = diff(&get(quiet, "b", attempt), &get(quiet, "a", attempt));
+                let mut unsteady: Vec<String> = ["before", "after"]
+                    .into_iter()
+                    .filter(|side| check["runs"][side]["disturbed"] == true)
+                    .map(|side| format!("quiet A/A: {side} disturbed"))
+                    .collect();
+                for key in ["shift", "spread"] {
+                    let v = check["machine"][key].as_f64().unwrap_or(0.0);
+                    if v.abs() > STEADY {
+                        unsteady.push(format!("quiet A/A: machine {key} {:.1}%", 100.0 * v));
+                    }
+                }
+                unsteady.extend(
+                    [("before", before), ("after", after)]
+                        .into_iter()
+                        .filter(|(side, (_, loaded, _))| {
+                            !loaded && d["runs"][side]["disturbed"] == true
+                        })
+                        .map(|(side, _)| format!("{side} meant quiet but disturbed")),
+                );
+                attempt += 1;
+                if !unsteady.is_empty() {
+                    voided += 1;
+                    eprintln!("{program} {what}: machine unsteady ({unsteady:?}); runs made again");
+                    assert!(
+                        voided <= MAX_VOIDED,
+                        "{program} {what}: in {voided} attempts the machine was never \
+                         steady (two quiet runs disagreed, or one was disturbed): no trial made"
+                    );
+                    std::thread::sleep(std::time::Duration::from_secs(3));
+                    continue;
+                }
+            } else {
+                attempt += 1;
+            }
+            trial += 1;
             match wrong(&d, status, expect) {
                 None => break,
                 Some(why) => {
-                    eprintln!("{program} {what}, trial {}: {why}\n{text}", trial + 1);
+                    eprintln!("{program} {what}, trial {trial}: {why}\n{text}");
                     failures.push(why);
                     std::thread::sleep(std::time::Duration::from_secs(2));
                 }
