@@ -84,12 +84,29 @@ pub fn bootstrap_median_ratio(
             ratio(a, b)
         })
         .collect();
-    ratios.sort_by(f64::total_cmp);
     let tail = (1.0 - confidence.clamp(0.0, 1.0)) / 2.0;
     (
-        quantile_sorted(&ratios, tail),
-        quantile_sorted(&ratios, 1.0 - tail),
+        quantile_select(&mut ratios, tail),
+        quantile_select(&mut ratios, 1.0 - tail),
     )
+}
+
+/// [`quantile_sorted`] of `values` once sorted, found by selection instead (linear time):
+/// the same value, with `values` reordered.
+pub fn quantile_select(values: &mut [f64], q: f64) -> f64 {
+    let n = values.len();
+    if n < 2 {
+        return values.first().copied().unwrap_or(0.0);
+    }
+    let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
+    let lo = pos.floor() as usize;
+    let (_, &mut low, above) = values.select_nth_unstable_by(lo, f64::total_cmp);
+    let high = if pos.ceil() as usize == lo {
+        low
+    } else {
+        above.iter().copied().min_by(f64::total_cmp).unwrap_or(low)
+    };
+    low + (high - low) * (pos - lo as f64)
 }
 
 /// Largest side [`bootstrap_median_ratio`] resamples by counting (linear time per resample);
@@ -334,6 +351,20 @@ mod tests {
         assert!((stddev(&[10.0, 20.0, 30.0, 40.0]) - 12.909944).abs() < 1e-5);
         assert!((cv(&[10.0, 20.0, 30.0, 40.0]) - 0.516397).abs() < 1e-5);
         assert_eq!(quantile_sorted(&[0.0, 10.0], 0.9), 9.0);
+        // Selection gives what sorting gives, ties and one value included.
+        let mut rng = SplitMix64::new(5);
+        for n in [1, 2, 3, 10, 999, 2000] {
+            let values: Vec<f64> = (0..n).map(|_| rng.below(n / 2 + 1) as f64 * 0.5).collect();
+            let sorted = sorted(&values);
+            for q in [0.0, 0.025, 0.3, 0.5, 0.975, 1.0] {
+                let mut v = values.clone();
+                assert_eq!(
+                    quantile_select(&mut v, q),
+                    quantile_sorted(&sorted, q),
+                    "{n} {q}"
+                );
+            }
+        }
         assert_eq!(cv(&[0.0, 0.0]), 0.0);
     }
 

@@ -99,22 +99,39 @@ pub(super) fn block_bootstrap_median_ratio(
             ratio(a, b, 1)
         })
         .collect();
-    ratios.sort_by(f64::total_cmp);
     let tail = (1.0 - confidence) / 2.0;
     (
-        stats::quantile_sorted(&ratios, tail),
-        stats::quantile_sorted(&ratios, 1.0 - tail),
+        stats::quantile_select(&mut ratios, tail),
+        stats::quantile_select(&mut ratios, 1.0 - tail),
     )
 }
 
 /// Draws block-bootstrap medians of one series without copying it: the values sorted once,
 /// each with its block, and per resample a count of how often each block was drawn.
+///
+/// A resample's median is found by walking the sorted values, counting each as often as its
+/// block was drawn. With many values in fewer blocks, the walk starts at a band around the
+/// middle instead ([`Band`]): the values below it are counted block by block (how many each
+/// block has there, times how often it was drawn), and only the band is walked. When the median
+/// lies outside the band, the whole walk is made: the result is the same either way.
 struct BlockSampler {
     sorted: Vec<f64>,
     block_of: Vec<usize>,
     block_len: Vec<usize>,
     drawn: Vec<u32>,
+    band: Option<Band>,
 }
+
+/// The ranks `start..end` of the sorted values around the middle, and how many values of each
+/// block lie below `start`.
+struct Band {
+    start: usize,
+    end: usize,
+    below: Vec<u32>,
+}
+
+/// Fewest values for which a resample's median is looked for in a band ([`BlockSampler`]).
+const BAND_FROM: usize = 4096;
 
 impl BlockSampler {
     fn new(values: &[f64], len: usize) -> Self {
@@ -125,14 +142,25 @@ impl BlockSampler {
             .map(|(i, &v)| (v, i / len))
             .collect();
         pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let blocks = values.len().div_ceil(len);
+        let n = values.len();
+        let blocks = n.div_ceil(len);
+        let block_of: Vec<usize> = pairs.iter().map(|p| p.1).collect();
+        // Counting the blocks costs as much as walking `blocks` values: worth it when they are
+        // a quarter of the values or fewer. The band is an eighth of the values.
+        let band = (n >= BAND_FROM && 4 * blocks <= n).then(|| {
+            let (start, end) = (n / 2 - n / 16, n / 2 + n / 16);
+            let mut below = vec![0u32; blocks];
+            for &b in &block_of[..start] {
+                below[b] += 1;
+            }
+            Band { start, end, below }
+        });
         BlockSampler {
             sorted: pairs.iter().map(|p| p.0).collect(),
-            block_of: pairs.iter().map(|p| p.1).collect(),
-            block_len: (0..blocks)
-                .map(|b| len.min(values.len() - b * len))
-                .collect(),
+            block_of,
+            block_len: (0..blocks).map(|b| len.min(n - b * len)).collect(),
             drawn: vec![0; blocks],
+            band,
         }
     }
 
@@ -149,18 +177,93 @@ impl BlockSampler {
             total += self.block_len[b];
         }
         // The values of ranks (total - 1) / 2 and total / 2 (0-based) of the drawn multiset.
-        let (k1, k2) = ((total - 1) / 2, total / 2);
-        let mut seen = 0usize;
+        let ranks = ((total - 1) / 2, total / 2);
+        if let Some(band) = &self.band {
+            let seen: usize = band
+                .below
+                .iter()
+                .zip(&self.drawn)
+                .map(|(&n, &d)| n as usize * d as usize)
+                .sum();
+            if seen <= ranks.0 {
+                if let Some(m) = self.walk(band.start..band.end, seen, ranks) {
+                    return m;
+                }
+            }
+        }
+        self.walk(0..self.sorted.len(), 0, ranks)
+            .unwrap_or_else(|| self.sorted.last().copied().unwrap_or(0.0))
+    }
+
+    /// Walks the sorted values of `range`, `seen` drawn values lying below it, to the values
+    /// of ranks `k1` and `k2` of the drawn multiset; their mean, if both lie within it.
+    fn walk(
+        &self,
+        range: std::ops::Range<usize>,
+        mut seen: usize,
+        (k1, k2): (usize, usize),
+    ) -> Option<f64> {
         let mut low = None;
-        for (value, &b) in self.sorted.iter().zip(&self.block_of) {
+        for (value, &b) in self.sorted[range.clone()].iter().zip(&self.block_of[range]) {
             seen += self.drawn[b] as usize;
             if low.is_none() && seen > k1 {
                 low = Some(*value);
             }
             if seen > k2 {
-                return (low.unwrap_or(*value) + value) / 2.0;
+                return Some((low.unwrap_or(*value) + value) / 2.0);
             }
         }
-        low.unwrap_or(0.0)
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The band gives the medians the whole walk gives, resample by resample: on values with
+    /// ties, with a drift, with one block much slower, and with blocks of other lengths.
+    #[test]
+    fn the_band_finds_the_median_the_whole_walk_finds() {
+        let mut rng = SplitMix64::new(7);
+        let series: Vec<(Vec<f64>, usize)> = vec![
+            ((0..20_000).map(|_| rng.below(50) as f64).collect(), 50),
+            (
+                (0..9_000)
+                    .map(|i| (i / 300) as f64 + rng.below(7) as f64)
+                    .collect(),
+                30,
+            ),
+            (
+                (0..6_001)
+                    .map(|i| {
+                        if i < 3_000 {
+                            1e6
+                        } else {
+                            rng.below(1000) as f64
+                        }
+                    })
+                    .collect(),
+                1_000,
+            ),
+            ((0..4_096).map(|i| i as f64).collect(), 4),
+        ];
+        let mut outside = 0;
+        for (values, len) in series {
+            let mut banded = BlockSampler::new(&values, len);
+            assert!(banded.band.is_some());
+            let mut whole = BlockSampler::new(&values, len);
+            whole.band = None;
+            let (mut r1, mut r2) = (SplitMix64::new(3), SplitMix64::new(3));
+            for _ in 0..300 {
+                let m = banded.median(&mut r1);
+                assert_eq!(m, whole.median(&mut r2), "len {len}");
+                let band = banded.band.as_ref().unwrap();
+                let inside = m >= banded.sorted[band.start] && m <= banded.sorted[band.end - 1];
+                outside += usize::from(!inside);
+            }
+        }
+        // The series with one slow half sends medians outside the band: the whole walk is made.
+        assert!(outside > 0);
     }
 }

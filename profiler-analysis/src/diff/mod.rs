@@ -266,25 +266,30 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
     let machine = machine::machine(&pairs);
     let family = pairs.len() + 1;
     let z = normal_quantile(1.0 - options.alpha / (2.0 * pairs.len().max(1) as f64));
-    let mut events: Vec<EventDiff> = matched
-        .iter()
-        .zip(&pairs)
-        .enumerate()
-        .map(|(i, ((_, a), pair))| {
-            let follow = machine::follow(&pairs, Some(i));
-            let allowance = z * machine
-                .spread
-                .hypot(INSTABILITY_FACTOR * pair.instability().max(options.min_instability))
-                + follow * pair.rest_drift.map_or(0.0, f64::abs);
-            let judged = Judged {
-                shift: machine.log_shift(),
-                allowance,
-                confidence,
-                family,
-            };
-            compare_event(a.identity(), pair, &judged, options, seeds.next_u64())
-        })
-        .collect();
+    let follows = machine::follow_each(&pairs);
+    // Each event's bootstrap has a seed of its own, drawn in order, so that the events can be
+    // compared on several threads with the same results.
+    let event_seeds: Vec<u64> = pairs.iter().map(|_| seeds.next_u64()).collect();
+    let mut events: Vec<EventDiff> = in_parallel(matched.len(), |i| {
+        let (pair, follow) = (&pairs[i], follows[i]);
+        let allowance = z * machine
+            .spread
+            .hypot(INSTABILITY_FACTOR * pair.instability().max(options.min_instability))
+            + follow * pair.rest_drift.map_or(0.0, f64::abs);
+        let judged = Judged {
+            shift: machine.log_shift(),
+            allowance,
+            confidence,
+            family,
+        };
+        compare_event(
+            matched[i].1.identity(),
+            pair,
+            &judged,
+            options,
+            event_seeds[i],
+        )
+    });
 
     let wb = stats::as_f64(crate::measured_walls(before));
     let wa = stats::as_f64(crate::measured_walls(after));
@@ -328,6 +333,35 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
             after: run_after,
         },
     }
+}
+
+/// Fewest events compared on more than one thread.
+const PARALLEL_FROM: usize = 256;
+
+/// `(0..n).map(f)`, in order, on as many threads as the machine has (up to one per
+/// [`PARALLEL_FROM`] items), each taking a contiguous share.
+fn in_parallel<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .min(n / PARALLEL_FROM)
+        .max(1);
+    if threads == 1 {
+        return (0..n).map(f).collect();
+    }
+    let share = n.div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = (0..n)
+            .step_by(share)
+            .map(|start| {
+                scope.spawn(move || (start..(start + share).min(n)).map(f).collect::<Vec<R>>())
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|part| part.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect::<Vec<R>>()
+    })
 }
 
 /// The events of both runs, matched by identity ([`event_key`]; the first of duplicated keys

@@ -772,3 +772,47 @@ fn memory_is_compared_exactly() {
     assert!(d.memory.is_empty());
     assert!(!render(&d, Format::Table).contains("memory"));
 }
+
+/// `follow_each` gives, to the bit, what `follow` gives with each event left out in turn: on
+/// random events, some without a ratio or a drift, some drifts tied, few events and many.
+#[test]
+fn follow_each_is_follow_with_each_event_left_out() {
+    let mut rng = SplitMix64::new(13);
+    let side = || Side {
+        samples: Vec::new(),
+        median: 0.0,
+        log_spread: 0.0,
+        rest: None,
+    };
+    let mut followed = 0;
+    for case in 0..400 {
+        let n = 1 + rng.below(if case % 10 == 0 { 400 } else { 40 });
+        let pairs: Vec<Pair> = (0..n)
+            .map(|_| {
+                let drift = if case % 3 == 0 {
+                    (rng.below(5) as f64 - 2.0) * 0.05
+                } else {
+                    0.1 * rng.normal()
+                };
+                let ratio = drift * 0.5 * rng.below(3) as f64 + 0.01 * rng.normal();
+                Pair {
+                    before: side(),
+                    after: side(),
+                    log_ratio: (rng.below(10) > 0).then_some(ratio),
+                    rest_drift: (rng.below(10) > 0).then_some(drift),
+                }
+            })
+            .collect();
+        let each = machine::follow_each(&pairs);
+        for (i, f) in each.iter().enumerate() {
+            let naive = machine::follow(&pairs, Some(i));
+            assert_eq!(
+                f.to_bits(),
+                naive.to_bits(),
+                "case {case}, event {i} of {n}"
+            );
+            followed += usize::from(naive > 0.0);
+        }
+    }
+    assert!(followed > 100, "{followed}");
+}
