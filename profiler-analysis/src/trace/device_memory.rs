@@ -17,26 +17,15 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::layout::Drawing;
-use super::micros;
+use super::Counter;
 use profiler_format::Profile;
 
 /// The counter track's name (in each GPU's process).
 pub const COUNTER: &str = "device memory";
 
-/// A device memory counter event, fields in sorted order.
-#[derive(Serialize)]
-pub(super) struct DeviceCounter {
-    args: Used,
-    name: &'static str,
-    ph: &'static str,
-    pid: u32,
-    tid: u32,
-    ts: f64,
-}
-
 /// The counter's one series.
 #[derive(Serialize)]
-struct Used {
+pub(super) struct Used {
     used_bytes: u64,
 }
 
@@ -46,7 +35,7 @@ pub(super) fn counters(
     profile: &Profile,
     drawing: &Drawing,
     gpus: &BTreeSet<u32>,
-) -> Vec<DeviceCounter> {
+) -> Vec<Counter<Used>> {
     let iterations = &profile.iterations;
     let steps: Vec<(u64, u64, u64)> = drawing
         .steps
@@ -98,13 +87,6 @@ pub(super) fn counters(
     out
 }
 
-fn counter(device: u32, at_ns: u64, bytes: u64) -> DeviceCounter {
-    DeviceCounter {
-        args: Used { used_bytes: bytes },
-        name: COUNTER,
-        ph: "C",
-        pid: device,
-        tid: 0,
-        ts: micros(at_ns),
-    }
+fn counter(device: u32, at_ns: u64, bytes: u64) -> Counter<Used> {
+    Counter::new(COUNTER, device, at_ns, Used { used_bytes: bytes })
 }

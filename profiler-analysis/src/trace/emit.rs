@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use profiler_format::{Event, Profile};
 
 use super::layout::{lane_tids, Drawing, What};
-use super::memory::Counter;
 use super::other::Gap;
+use super::Counter;
 use super::{
     category, cpu_pid, device_memory, duration_stats, median, memory, meta, other, ts_dur, Streams,
     Track, CPU_CATEGORY, DEFAULT_STREAM, STEP_PREFIX,
@@ -262,9 +262,9 @@ pub(super) enum Element<'a> {
     /// A stretch of a step no top-level event covers.
     Other(Gap),
     /// A memory counter event.
-    Counter(Counter),
+    Counter(Counter<memory::Figures>),
     /// A device memory counter event.
-    DeviceCounter(device_memory::DeviceCounter),
+    DeviceCounter(Counter<device_memory::Used>),
 }
 
 impl<'a> Document<'a> {

@@ -10,27 +10,16 @@
 use serde::Serialize;
 
 use super::layout::{Drawing, What};
-use super::micros;
+use super::Counter;
 use profiler_format::measure::MemoryRow;
 use profiler_format::Event;
 
 /// The counter track's name.
 pub const COUNTER: &str = "memory";
 
-/// A counter event, fields in sorted order.
-#[derive(Serialize)]
-pub(super) struct Counter {
-    args: Figures,
-    name: &'static str,
-    ph: &'static str,
-    pid: u32,
-    tid: u32,
-    ts: f64,
-}
-
 /// The counter's series, in sorted order.
 #[derive(Serialize)]
-struct Figures {
+pub(super) struct Figures {
     alloc_bytes: f64,
     net_bytes: f64,
     peak_bytes: f64,
@@ -42,7 +31,7 @@ pub(super) fn counters<'a>(
     events: &'a [Event],
     drawing: &'a Drawing,
     pid: u32,
-) -> impl Iterator<Item = Counter> + 'a {
+) -> impl Iterator<Item = Counter<Figures>> + 'a {
     let mut top: Vec<(u32, u32)> = Vec::new();
     if events.iter().any(|e| e.memory.is_some()) {
         top = (drawing.slices.iter().enumerate())
@@ -80,17 +69,11 @@ pub(super) fn counters<'a>(
     })
 }
 
-fn counter(pid: u32, at_ns: u64, alloc: f64, peak: f64, net: f64) -> Counter {
-    Counter {
-        args: Figures {
-            alloc_bytes: alloc,
-            net_bytes: net,
-            peak_bytes: peak,
-        },
-        name: COUNTER,
-        ph: "C",
-        pid,
-        tid: 0,
-        ts: micros(at_ns),
-    }
+fn counter(pid: u32, at_ns: u64, alloc: f64, peak: f64, net: f64) -> Counter<Figures> {
+    let figures = Figures {
+        alloc_bytes: alloc,
+        net_bytes: net,
+        peak_bytes: peak,
+    };
+    Counter::new(COUNTER, pid, at_ns, figures)
 }

@@ -288,6 +288,32 @@ fn micros(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }
 
+/// A counter event, Chrome's `"ph": "C"` (which Perfetto draws as a graph), of the track `name`
+/// in process `pid`, its series in `args`; fields in sorted order.
+#[derive(serde::Serialize)]
+struct Counter<A> {
+    args: A,
+    name: &'static str,
+    ph: &'static str,
+    pid: u32,
+    tid: u32,
+    ts: f64,
+}
+
+impl<A> Counter<A> {
+    /// The reading `args` of track `name` in process `pid` at `at_ns`.
+    fn new(name: &'static str, pid: u32, at_ns: u64, args: A) -> Self {
+        Counter {
+            args,
+            name,
+            ph: "C",
+            pid,
+            tid: 0,
+            ts: micros(at_ns),
+        }
+    }
+}
+
 /// `ts` and `dur` in microseconds of the span `[start, end]` (ns). `ts` is the float nearest
 /// `start / 1000`; `dur` is the float for which `ts + dur`, computed in floating point, is the
 /// float nearest `end / 1000` (always so when the span is no longer than `start`), else the
