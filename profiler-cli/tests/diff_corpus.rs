@@ -1,0 +1,201 @@
+//! `prof diff`'s verdicts on recorded real runs: the corpus in `tests/data/diff-corpus` (runs of
+//! the `waits` and `dlrm` examples made quiet, under a CPU hog per core and under bursty load,
+//! as they are and with one layer 5%, 20% and 75% slower; `manifest.json` there says how each
+//! file was made, by `scripts/diff_acceptance.py`). Every comparison of the manifest is judged
+//! as `prof diff --fail-on-regression` judges it, and the counts must be those of the table in
+//! docs/overhead.md ("The recorded corpus"): the same files and the same fixed seed give the
+//! same verdicts on every machine, however busy.
+//!
+//! `PROF_BLESS=1` writes the table computed now into docs/overhead.md (after a deliberate change
+//! of the statistics; the diff of the doc then shows what changed).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use profiler_analysis::diff::{self, DiffOptions, Verdict};
+use profiler_analysis::load::parse_profile;
+use profiler_format::Profile;
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn corpus() -> PathBuf {
+    root().join("tests/data/diff-corpus")
+}
+
+/// Where the table sits in docs/overhead.md: between these two lines.
+const BEGIN: &str = "<!-- diff-corpus table: profiler-cli/tests/diff_corpus.rs checks it -->";
+const END: &str = "<!-- end of the diff-corpus table -->";
+
+fn load(file: &str) -> Profile {
+    let path = corpus().join(file);
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+        .read_to_end(&mut bytes)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    parse_profile(&bytes, &path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The (before, after) files of a comparison, as scripts/diff_acceptance.py pairs them: each
+/// unordered pair once when both sides are the same kind of run, else every run of one kind
+/// against every run of the other.
+fn pairs(files: &[Value], c: &Value) -> Vec<(String, String)> {
+    let of = |kind: &Value| -> Vec<String> {
+        let mut v: Vec<String> = files
+            .iter()
+            .filter(|f| f["program"] == c["program"] && &f["kind"] == kind)
+            .map(|f| f["file"].as_str().unwrap().to_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let (before, after) = (of(&c["before"]), of(&c["after"]));
+    assert!(
+        !before.is_empty() && !after.is_empty(),
+        "comparison {c} has no runs"
+    );
+    let mut out = Vec::new();
+    if c["before"] == c["after"] {
+        for (i, x) in before.iter().enumerate() {
+            for y in &before[i + 1..] {
+                out.push((x.clone(), y.clone()));
+            }
+        }
+    } else {
+        for x in &before {
+            for y in &after {
+                out.push((x.clone(), y.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// One comparison's counts, as the script counts them.
+fn judge(c: &Value, ps: &[(String, String)], profiles: &HashMap<String, Profile>) -> String {
+    let target = c["target"].as_str();
+    let mut counts = [0; 3];
+    for (x, y) in ps {
+        let d = diff::diff(&profiles[x], &profiles[y], &DiffOptions::default());
+        let named: Vec<&str> = d
+            .events
+            .iter()
+            .filter(|e| matches!(e.verdict, Verdict::Regressed | Verdict::Improved))
+            .map(|e| e.identity.name.as_str())
+            .collect();
+        match target {
+            None => {
+                counts[0] += usize::from(!named.is_empty());
+                counts[1] += usize::from(matches!(
+                    d.iteration.verdict,
+                    Verdict::Regressed | Verdict::Improved
+                ));
+            }
+            Some(t) => {
+                counts[0] += usize::from(
+                    named.contains(&t)
+                        && d.events
+                            .iter()
+                            .filter(|e| e.identity.name == t)
+                            .all(|e| e.verdict == Verdict::Regressed),
+                );
+                counts[1] += usize::from(named.iter().any(|n| *n != t));
+            }
+        }
+        counts[2] += usize::from(d.has_regression());
+    }
+    let verdicts = match target {
+        None => format!(
+            "{} named an event; {} called the iteration changed; {} exit 1",
+            counts[0], counts[1], counts[2]
+        ),
+        Some(_) => format!(
+            "{} named it regressed; {} named another event; {} exit 1",
+            counts[0], counts[1], counts[2]
+        ),
+    };
+    format!(
+        "| {} | {} | {} | {verdicts} |",
+        c["program"].as_str().unwrap(),
+        c["label"].as_str().unwrap(),
+        ps.len()
+    )
+}
+
+#[test]
+fn verdicts_on_the_recorded_corpus_are_those_the_docs_state() {
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(corpus().join("manifest.json")).unwrap()).unwrap();
+    let files = manifest["files"].as_array().unwrap();
+    let comparisons = manifest["comparisons"].as_array().unwrap();
+
+    // Every file loads (and was made as the manifest says: its program and its mode).
+    let profiles: HashMap<String, Profile> = files
+        .iter()
+        .map(|f| {
+            let name = f["file"].as_str().unwrap().to_owned();
+            let p = load(&name);
+            assert_eq!(p.run.program, f["program"].as_str().unwrap(), "{name}");
+            (name, p)
+        })
+        .collect();
+
+    // The comparisons, spread over the cores (each verdict depends on its pair alone).
+    let jobs: Vec<(usize, Vec<(String, String)>)> = comparisons
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i, pairs(files, c)))
+        .collect();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut rows = vec![String::new(); jobs.len()];
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let jobs = &jobs;
+                let profiles = &profiles;
+                s.spawn(move || {
+                    jobs.iter()
+                        .skip(t)
+                        .step_by(threads)
+                        .map(|(i, ps)| (*i, judge(&comparisons[*i], ps, profiles)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            for (i, row) in h.join().unwrap() {
+                rows[i] = row;
+            }
+        }
+    });
+    let mut table =
+        String::from("| program | comparison | pairs | verdicts |\n|---|---|---:|---|\n");
+    for row in &rows {
+        table.push_str(row);
+        table.push('\n');
+    }
+
+    let doc_path = root().join("docs/overhead.md");
+    let doc = std::fs::read_to_string(&doc_path).unwrap();
+    let (Some(begin), Some(end)) = (doc.find(BEGIN), doc.find(END)) else {
+        panic!("docs/overhead.md has no diff-corpus table (the lines {BEGIN} and {END})");
+    };
+    let stated = doc[begin + BEGIN.len()..end].trim();
+    if stated != table.trim() {
+        if std::env::var_os("PROF_BLESS").is_some() {
+            let new = format!("{}{BEGIN}\n{table}{}", &doc[..begin], &doc[end..]);
+            std::fs::write(&doc_path, new).unwrap();
+            return;
+        }
+        panic!(
+            "prof diff's verdicts on the recorded corpus differ from docs/overhead.md's table; \
+             the verdicts now (PROF_BLESS=1 writes them there):\n{table}"
+        );
+    }
+}
