@@ -16,6 +16,9 @@ struct State {
     completed: AtomicU64,
     released: AtomicU64,
     marks: AtomicU64,
+    /// Nanoseconds per tick as `numerator / denominator`; a denominator of 0 means one
+    /// nanosecond a tick.
+    tick: (AtomicU64, AtomicU64),
 }
 
 /// A manually advanced clock; clones share one time line.
@@ -37,7 +40,19 @@ impl FakeClock {
         clock
     }
 
-    /// Moves time forward by `ns` nanoseconds.
+    /// A clock whose marks count ticks of `numerator / denominator` nanoseconds each, turned
+    /// into nanoseconds as a time-stamp counter's are (the product truncated): a test then sees
+    /// the rounding of a real clock, where a duration in nanoseconds is not a whole number of
+    /// ticks. [`FakeClock::advance`] moves such a clock by ticks.
+    pub fn ticking(numerator: u64, denominator: u64) -> FakeClock {
+        assert!(denominator > 0, "a tick of {numerator}/0 ns");
+        let clock = FakeClock::new();
+        clock.state.tick.0.store(numerator, SeqCst);
+        clock.state.tick.1.store(denominator, SeqCst);
+        clock
+    }
+
+    /// Moves time forward by `ns` nanoseconds (ticks, for a [`FakeClock::ticking`] clock).
     pub fn advance(&self, ns: u64) {
         self.state.now.fetch_add(ns, SeqCst);
     }
@@ -78,7 +93,13 @@ impl Clock for FakeClock {
         if self.state.deferred.load(SeqCst) && stop > self.state.completed.load(SeqCst) {
             return Reading::Pending;
         }
-        Reading::Ready(stop.saturating_sub(start))
+        let ticks = stop.saturating_sub(start);
+        let den = self.state.tick.1.load(SeqCst);
+        if den == 0 {
+            return Reading::Ready(ticks);
+        }
+        let ns = u128::from(ticks) * u128::from(self.state.tick.0.load(SeqCst)) / u128::from(den);
+        Reading::Ready(u64::try_from(ns).unwrap_or(u64::MAX))
     }
 
     fn is_linear(&self) -> bool {

@@ -357,10 +357,18 @@ impl Session {
                 } else {
                     0.0
                 };
+                // The extremes through the clock's own conversion, as each sample of the
+                // reservoir was converted: a scaled and rounded figure can be 1 ns off the
+                // sample that is the minimum or maximum (the clock truncates), which `prof`
+                // rightly refuses.
+                let ns = |raw: u64| match self.clock.elapsed(0, raw) {
+                    Reading::Ready(ns) => ns,
+                    _ => (raw as f64 * scale).round() as u64,
+                };
                 stats.count = count;
-                stats.mean_ns = (mean * scale).round() as u64;
-                stats.min_ns = (t.min.load(Relaxed) as f64 * scale).round() as u64;
-                stats.max_ns = (t.max.load(Relaxed) as f64 * scale).round() as u64;
+                stats.min_ns = ns(t.min.load(Relaxed));
+                stats.max_ns = ns(t.max.load(Relaxed)).max(stats.min_ns);
+                stats.mean_ns = ((mean * scale).round() as u64).clamp(stats.min_ns, stats.max_ns);
                 stats.stddev_ns = (var.sqrt() * scale).round() as u64;
             }
         }
