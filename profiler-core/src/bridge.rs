@@ -267,19 +267,32 @@ impl Subscriber for TracingBridge {
         let desc: &'static Descriptor = unsafe { &*(id as *const Descriptor) };
         let guard = crate::timer::enter(desc);
         if guard.is_recording() {
-            OPEN.with(|open| open.borrow_mut().push((id, guard)));
+            // In a thread-local's destructor `OPEN` may be gone: the span is then not
+            // measured (never a panic, which there would abort the program).
+            let mut guard = Some(guard);
+            let _ = OPEN.try_with(|open| {
+                if let Some(guard) = guard.take() {
+                    open.borrow_mut().push((id, guard));
+                }
+            });
+            if let Some(guard) = guard {
+                guard.discard();
+            }
         }
     }
 
     fn exit(&self, span: &Id) {
         let id = span.into_u64();
-        let guard = OPEN.with(|open| {
-            let mut open = open.borrow_mut();
-            match open.last() {
-                Some(&(top, _)) if top == id => open.pop().map(|(_, guard)| guard),
-                _ => None,
-            }
-        });
+        let guard = OPEN
+            .try_with(|open| {
+                let mut open = open.borrow_mut();
+                match open.last() {
+                    Some(&(top, _)) if top == id => open.pop().map(|(_, guard)| guard),
+                    _ => None,
+                }
+            })
+            .ok()
+            .flatten();
         drop(guard);
     }
 }

@@ -110,8 +110,11 @@ impl Inner {
 pub(crate) struct Buffers {
     inner: Mutex<Inner>,
     max_chunks: usize,
-    /// Records that found no room (no chunk left within the bound, or a thread exiting).
+    /// Records that found no room (no chunk left within the bound).
     dropped: AtomicU64,
+    /// Records of runs made while their thread was exiting (in a thread-local's destructor,
+    /// after this thread's log was retired).
+    exiting: AtomicU64,
     /// Chunks handed over and waiting for the consumer.
     held: AtomicUsize,
 }
@@ -203,6 +206,7 @@ impl Buffers {
             inner: Mutex::new(Inner::default()),
             max_chunks: max_chunks.max(1),
             dropped: AtomicU64::new(0),
+            exiting: AtomicU64::new(0),
             held: AtomicUsize::new(0),
         }
     }
@@ -272,7 +276,7 @@ impl Buffers {
     fn push_cold(&self, words: &[Record]) -> Option<usize> {
         // During thread exit `EXIT` is gone: the record is dropped.
         if EXIT.try_with(|_| ()).is_err() {
-            self.dropped.fetch_add(words.len() as u64, Relaxed);
+            self.exiting.fetch_add(1, Relaxed);
             return None;
         }
         let pushed = LOCAL.with(|l| {
@@ -398,9 +402,14 @@ impl Buffers {
         })
     }
 
-    /// Records that could not be kept so far.
+    /// Records that could not be kept so far for want of room.
     pub(crate) fn dropped(&self) -> u64 {
         self.dropped.load(Relaxed)
+    }
+
+    /// Runs not recorded because their thread was exiting.
+    pub(crate) fn exiting(&self) -> u64 {
+        self.exiting.load(Relaxed)
     }
 
     /// Chunks allocated so far (for tests: memory stays bounded).

@@ -190,7 +190,12 @@ impl Schedule {
             calls.fetch_add(1, Relaxed);
             return None;
         }
-        let parent = OPEN.with(|open| open.borrow().last().copied());
+        // A run in a thread-local's destructor may come after this thread's `OPEN` is gone:
+        // skipped and counted (reported at the end), never a panic, which there would abort.
+        let Ok(parent) = OPEN.try_with(|open| open.borrow().last().copied()) else {
+            self.exiting.fetch_add(1, Relaxed);
+            return None;
+        };
         let mut learner = lock(&self.learner);
         let (lane, occ) = match stream {
             Some(stream) => {
@@ -204,7 +209,8 @@ impl Schedule {
         if !nests {
             return None;
         }
-        OPEN.with(|open| open.borrow_mut().push(key));
+        // `OPEN` was there a moment ago, on this same thread.
+        OPEN.try_with(|open| open.borrow_mut().push(key)).ok()?;
         Some(lane)
     }
 
@@ -216,7 +222,7 @@ impl Schedule {
     /// A learning run ends: its parent is popped; `timed` (start and stop marks, `trace` mode
     /// without warmup) is kept as the run's sample for iteration 0.
     pub(crate) fn end_learning_run(&self, timed: Option<(u64, u64)>) {
-        let key = OPEN.with(|open| open.borrow_mut().pop());
+        let key = OPEN.try_with(|open| open.borrow_mut().pop()).ok().flatten();
         if let (Some((start, stop)), Some((entry, _, occurrence))) = (timed, key) {
             lock(&self.learner).first_runs.push(FirstRun {
                 entry: entry as u32,

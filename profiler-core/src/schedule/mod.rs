@@ -18,7 +18,7 @@ mod learn;
 mod plan;
 
 use std::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU32,
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64,
     Ordering::{Acquire, Relaxed},
 };
 use std::sync::{Mutex, OnceLock};
@@ -229,6 +229,9 @@ pub(crate) struct Schedule {
     /// `trace` mode on a linear clock: runs are recorded into the threads' buffers (learning
     /// runs all, measured runs where [`Schedule::recorded`] says so).
     pub records: bool,
+    /// Runs skipped because they started while their thread was exiting (a probe in a
+    /// thread-local's destructor, after the profiler's own thread-locals were gone).
+    pub exiting: AtomicU64,
 }
 
 /// What a session measures after warmup: `PROF_MODE` as a session runs it, decided once at
@@ -325,6 +328,7 @@ impl Schedule {
             sample_budget_bytes: config.sample_budget_bytes,
             memory: crate::alloc::installed(),
             records: mode == Measure::Trace && linear,
+            exiting: AtomicU64::new(0),
         }
     }
 

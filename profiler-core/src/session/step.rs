@@ -312,6 +312,14 @@ impl Session {
                 self.config.sample_budget_bytes >> 22
             );
         }
+        let exiting = self.buffers.exiting() + self.schedule.exiting.load(Relaxed);
+        if exiting > 0 {
+            eprintln!(
+                "profiler-core: warning: {exiting} runs were not measured: they ran while their \
+                 thread was exiting (a probe in a thread-local's destructor, after the \
+                 profiler's own per-thread state was gone); the rest of the profile is complete"
+            );
+        }
         c.written = crate::output::emit(&profile, &path, self.config.summary);
         if !c.written {
             c.unwritten = Some(Box::new(profile));
