@@ -296,6 +296,8 @@ pub(crate) struct Plan {
     pub sample_bytes: usize,
     /// Events left out because their storage would pass the budget.
     pub events_over_budget: usize,
+    /// Some of them were timed on a stream (their slots are larger).
+    pub over_budget_on_device: bool,
     /// The budget warning was given.
     pub warned_budget: bool,
 }
