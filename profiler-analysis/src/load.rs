@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::error::Category;
 
 use profiler_format::write::shorten;
-use profiler_format::{Event, Profile, Run, SCHEMA, SCHEMAS};
+use profiler_format::{Event, Profile, Run, Stats, SCHEMA, SCHEMAS};
 
 use read::Source;
 
@@ -533,27 +533,30 @@ fn check_sample_values(e: &Event, run: &Run) -> Result<(), String> {
 /// event that is not merged (whose samples are all its runs), min and max are those of the
 /// samples; for a merged one, every sample lies between them.
 fn check_stats(e: &Event) -> Result<(), String> {
-    let s = &e.stats;
+    check_stats_of(&describe(e), &e.stats, &e.samples_ns, e.merged)
+}
+
+/// [`check_stats`] of `what` (an event, or an event in a window): `s` against `samples`, all of
+/// them when not `merged`.
+fn check_stats_of(what: &str, s: &Stats, samples: &[u64], merged: bool) -> Result<(), String> {
     if s.count == 0 {
         return Ok(());
+    }
+    if s.max_ns > MAX_NS {
+        return Err(format!("{what}: stats.max_ns is {}", absurd(s.max_ns)));
     }
     let ordered = s.min_ns <= s.median_ns && s.median_ns <= s.p90_ns && s.p90_ns <= s.max_ns;
     if !ordered || s.mean_ns < s.min_ns || s.mean_ns > s.max_ns {
         return Err(format!(
             "{}: its stats do not add up (min_ns {}, median_ns {}, p90_ns {}, max_ns {}, \
              mean_ns {}; each must lie between min_ns and max_ns, in that order)",
-            describe(e),
-            s.min_ns,
-            s.median_ns,
-            s.p90_ns,
-            s.max_ns,
-            s.mean_ns
+            what, s.min_ns, s.median_ns, s.p90_ns, s.max_ns, s.mean_ns
         ));
     }
-    let (Some(&lo), Some(&hi)) = (e.samples_ns.iter().min(), e.samples_ns.iter().max()) else {
+    let (Some(&lo), Some(&hi)) = (samples.iter().min(), samples.iter().max()) else {
         return Ok(());
     };
-    let agree = if e.merged {
+    let agree = if merged {
         s.min_ns <= lo && hi <= s.max_ns
     } else {
         s.min_ns == lo && s.max_ns == hi
@@ -562,9 +565,7 @@ fn check_stats(e: &Event) -> Result<(), String> {
         return Err(format!(
             "{}: stats.min_ns {} and stats.max_ns {} disagree with samples_ns, which run from \
              {lo} to {hi}",
-            describe(e),
-            s.min_ns,
-            s.max_ns
+            what, s.min_ns, s.max_ns
         ));
     }
     Ok(())
@@ -574,9 +575,28 @@ fn check_stats(e: &Event) -> Result<(), String> {
 /// events that name an event of `events` (by `order`) at most once each, with `stats.count`
 /// equal to their number of samples.
 fn check_windows(profile: &Profile) -> Result<(), String> {
-    let orders: HashSet<u32> = profile.events.iter().map(|e| e.order).collect();
+    let merged: HashMap<u32, bool> = profile.events.iter().map(|e| (e.order, e.merged)).collect();
     let mut previous: Option<u64> = None;
     for (i, w) in profile.windows.iter().enumerate() {
+        // Times are times, as at the top level.
+        let mut total: u64 = 0;
+        for (k, &wall) in w.wall_ns.iter().enumerate() {
+            total = total.saturating_add(wall);
+            if wall > MAX_NS {
+                return Err(format!(
+                    "windows[{i}] (index {}): wall_ns[{k}] is {}",
+                    w.index,
+                    absurd(wall)
+                ));
+            }
+            if total > MAX_NS {
+                return Err(format!(
+                    "windows[{i}] (index {}): wall_ns adds up to {} by wall_ns[{k}]",
+                    w.index,
+                    absurd(total)
+                ));
+            }
+        }
         if let Some(p) = previous.filter(|&p| w.index <= p) {
             return Err(format!(
                 "windows[{i}] has index {}, not above the previous window's {p} (windows are \
@@ -594,13 +614,13 @@ fn check_windows(profile: &Profile) -> Result<(), String> {
         previous = Some(w.index);
         let mut seen = HashSet::with_capacity(w.events.len());
         for (j, e) in w.events.iter().enumerate() {
-            if !orders.contains(&e.order) {
+            let Some(&merged) = merged.get(&e.order) else {
                 return Err(format!(
                     "windows[{i}] (index {}): events[{j}] has order {}, but no event has that \
                      order",
                     w.index, e.order
                 ));
-            }
+            };
             if !seen.insert(e.order) {
                 return Err(format!(
                     "windows[{i}] (index {}): order {} is listed twice (each event is measured \
@@ -616,6 +636,14 @@ fn check_windows(profile: &Profile) -> Result<(), String> {
                     w.index, e.order, e.stats.count
                 ));
             }
+            let what = format!(
+                "windows[{i}] (index {}): the event of order {}",
+                w.index, e.order
+            );
+            if let Some((k, &v)) = e.samples_ns.iter().enumerate().find(|(_, &v)| v > MAX_NS) {
+                return Err(format!("{what}: samples_ns[{k}] is {}", absurd(v)));
+            }
+            check_stats_of(&what, &e.stats, &e.samples_ns, merged)?;
         }
     }
     Ok(())
@@ -1054,6 +1082,52 @@ mod tests {
             v["windows"][1]["events"][1]["samples_ns"] = serde_json::json!([1]);
         }));
         assert!(e.contains("stats.count 2 but 1 samples_ns"), "{e}");
+    }
+
+    /// Windows' times and stats are checked as the top-level events' are: none past 2^53 ns,
+    /// min <= max, and stats that agree with the samples.
+    #[test]
+    fn window_values_are_checked_as_events_are() {
+        let big = serde_json::json!(MAX_NS + 1);
+        let e = invalid(&continuous(|v| v["windows"][1]["wall_ns"][2] = big.clone()));
+        assert!(
+            e.contains("windows[1] (index 6): wall_ns[2] is 9007199254740993 ns"),
+            "{e}"
+        );
+        let e = invalid(&continuous(|v| {
+            v["windows"][0]["wall_ns"] = serde_json::json!([MAX_NS / 2, MAX_NS / 2, 2]);
+        }));
+        assert!(e.contains("wall_ns adds up to"), "{e}");
+        let e = invalid(&continuous(|v| {
+            v["windows"][0]["wall_ns"][0] = serde_json::json!(u64::MAX);
+        }));
+        assert!(e.contains("wall_ns[0] is 18446744073709551615 ns"), "{e}");
+        let e = invalid(&continuous(|v| {
+            v["windows"][1]["events"][0]["stats"]["max_ns"] = big.clone();
+        }));
+        assert!(
+            e.contains("the event of order 0: stats.max_ns is 9007199254740993 ns"),
+            "{e}"
+        );
+        let e = invalid(&continuous(|v| {
+            v["windows"][1]["events"][0]["samples_ns"][1] = big.clone();
+        }));
+        assert!(e.contains("samples_ns[1] is 9007199254740993 ns"), "{e}");
+        let e = invalid(&continuous(|v| {
+            v["windows"][0]["events"][1]["stats"]["min_ns"] = 3.into();
+        }));
+        assert!(
+            e.contains("windows[0] (index 4): the event of order 1: its stats do not add up"),
+            "{e}"
+        );
+        let e = invalid(&continuous(|v| {
+            v["windows"][0]["events"][1]["stats"]["max_ns"] = 5.into();
+            v["windows"][0]["events"][1]["stats"]["p90_ns"] = 5.into();
+        }));
+        assert!(
+            e.contains("disagree with samples_ns, which run from 1 to 2"),
+            "{e}"
+        );
     }
 
     #[test]
