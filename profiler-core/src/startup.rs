@@ -75,23 +75,35 @@ fn list_request(
 ) -> Option<Result<ListRequest, String>> {
     let request = |json, after_warmup| Some(Ok(ListRequest { json, after_warmup }));
     for arg in args {
-        let Some(arg) = arg.to_str() else { continue };
+        let Some(arg) = arg.to_str() else {
+            // Not UTF-8: no listing format, but a `--list-probes=` form all the same, which
+            // must not run the program as if it were any other argument.
+            if arg.as_encoded_bytes().starts_with(b"--list-probes=") {
+                return Some(Err(unknown_format(&arg.to_string_lossy())));
+            }
+            continue;
+        };
         match arg {
             "--list-probes" | "--list-probes=text" => return request(false, false),
             "--list-probes=json" => return request(true, false),
             "--list-probes=warmup" => return request(false, true),
             "--list-probes=warmup-json" => return request(true, true),
             other if other.starts_with("--list-probes=") => {
-                return Some(Err(format!(
-                    "error: unknown listing format in `{other}`\n  = help: use --list-probes \
-                     (text), --list-probes=json, or --list-probes=warmup / warmup-json (after \
-                     the warmup iterations, with the probes registered at run time)"
-                )))
+                return Some(Err(unknown_format(other)));
             }
             _ => {}
         }
     }
     None
+}
+
+/// The error for a `--list-probes=` form that names no format.
+fn unknown_format(arg: &str) -> String {
+    format!(
+        "error: unknown listing format in `{arg}`\n  = help: use --list-probes (text), \
+         --list-probes=json, or --list-probes=warmup / warmup-json (after the warmup \
+         iterations, with the probes registered at run time)"
+    )
 }
 
 /// `--list-probes=warmup`: the listing printed once the program has run `warmup` iterations
@@ -349,5 +361,26 @@ mod tests {
             list_request(args(&["--list-probes=xml"])),
             Some(Err(_))
         ));
+    }
+
+    /// A `--list-probes=` form that is not UTF-8 is an unknown format too (it ran the program).
+    #[cfg(unix)]
+    #[test]
+    fn list_flag_with_bytes_that_are_not_utf8_is_an_error() {
+        use std::os::unix::ffi::OsStringExt;
+        for bytes in [&b"--list-probes=\xff"[..], b"--list-probes=json\xff"] {
+            let arg = std::ffi::OsString::from_vec(bytes.to_vec());
+            let got = list_request(vec![arg].into_iter());
+            let Some(Err(e)) = got else {
+                panic!("{bytes:?}: {got:?}")
+            };
+            assert!(
+                e.contains("unknown listing format in `--list-probes="),
+                "{e}"
+            );
+        }
+        // Other arguments that are not UTF-8 are the program's own.
+        let other = std::ffi::OsString::from_vec(b"--iters=\xff".to_vec());
+        assert_eq!(list_request(vec![other].into_iter()), None);
     }
 }
