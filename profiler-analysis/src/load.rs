@@ -28,8 +28,9 @@ pub enum LoadError {
     NotJson(PathBuf, serde_json::Error),
     /// The JSON is not a profiler-core profile of a schema this build reads.
     Schema(PathBuf, Option<String>),
-    /// The JSON has the right schema name but not the right shape.
-    Invalid(PathBuf, String),
+    /// The JSON has the right schema name but not the right shape: the file, its schema (as
+    /// the file names it), and what is wrong.
+    Invalid(PathBuf, String, String),
     /// The profile holds no event.
     NoEvents(PathBuf),
 }
@@ -81,9 +82,9 @@ impl fmt::Display for LoadError {
                     p.display()
                 ),
             },
-            LoadError::Invalid(p, why) => write!(
+            LoadError::Invalid(p, schema, why) => write!(
                 f,
-                "error: {}: not a valid {SCHEMA} profile: {why}",
+                "error: {}: not a valid {schema} profile: {why}",
                 p.display()
             ),
             LoadError::NoEvents(p) => write!(
@@ -201,11 +202,11 @@ fn parse_source(source: &Source, path: &Path) -> Result<Profile, LoadError> {
             Category::Io => LoadError::Io(owned(), std::io::Error::other(e.to_string())),
             _ => LoadError::NotJson(owned(), e),
         })?;
-    match schema {
-        Some(schema) if SCHEMAS.contains(&schema.as_str()) => {}
+    let schema = match schema {
+        Some(schema) if SCHEMAS.contains(&schema.as_str()) => schema,
         Some(other) => return Err(LoadError::Schema(owned(), Some(other))),
         None => return Err(LoadError::Schema(owned(), None)),
-    }
+    };
     // JSON of the right schema whose typed reading failed: say where.
     let why = match source.pass(read::Located).map_err(io)? {
         Err(e) => shape_error(&e, |index| source.pass(read::EventId(index)).ok().flatten()),
@@ -213,12 +214,13 @@ fn parse_source(source: &Source, path: &Path) -> Result<Profile, LoadError> {
         // same text the same way; report the first failure rather than nothing.
         Ok(_) => typed.err().map_or_else(String::new, |e| e.to_string()),
     };
-    Err(LoadError::Invalid(owned(), why))
+    Err(LoadError::Invalid(owned(), schema, why))
 }
 
 /// A profile read whole, checked: it adds up ([`check`]) and holds events.
 fn checked(profile: Profile, path: &Path) -> Result<Profile, LoadError> {
-    check(&profile).map_err(|why| LoadError::Invalid(path.to_path_buf(), why))?;
+    check(&profile)
+        .map_err(|why| LoadError::Invalid(path.to_path_buf(), profile.schema.clone(), why))?;
     if profile.events.is_empty() {
         return Err(LoadError::NoEvents(path.to_path_buf()));
     }
@@ -781,9 +783,23 @@ mod tests {
     fn profiles_that_do_not_add_up_are_invalid() {
         assert!(parse(&edited(|_| {})).is_ok());
         let e = invalid(&edited(|v| v["events"][0]["parent"] = 2.into()));
-        assert!(e.starts_with("error: p.json: not a valid"), "{e}");
+        assert!(
+            e.starts_with("error: p.json: not a valid profiler-core/prof/v1 profile"),
+            "{e}"
+        );
         assert!(e.contains("parent cycle") && e.contains("`a::f`"), "{e}");
         assert!(e.contains("`a::f2` (occurrence 0, order 2)"), "{e}");
+        // A file of schema v2 is named as such, checked whole or failing to read.
+        let e = invalid(&edited(|v| {
+            v["schema"] = profiler_format::SCHEMA_V2.into();
+            v["events"][0]["parent"] = 2.into();
+        }));
+        assert!(e.contains("not a valid profiler-core/prof/v2 profile"), "{e}");
+        let e = invalid(&edited(|v| {
+            v["schema"] = profiler_format::SCHEMA_V2.into();
+            v["events"][0]["samples_ns"] = "x".into();
+        }));
+        assert!(e.contains("not a valid profiler-core/prof/v2 profile"), "{e}");
         let e = invalid(&edited(|v| v["events"][1]["parent"] = 1.into()));
         assert!(e.contains("parent cycle") && e.contains("`a::f1`"), "{e}");
         let e = invalid(&edited(|v| v["events"][2]["parent"] = 9.into()));
