@@ -73,6 +73,53 @@ fn wait_at_most(mut child: std::process::Child, limit: Duration, what: &str) -> 
     child.wait_with_output().unwrap()
 }
 
+/// The iterations the example reports on its standard output (it prints `iter N` every 200
+/// iterations), read on a thread that drains the output to its end.
+#[cfg(unix)]
+fn reported_iterations(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<u64> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("stdout piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let n = line
+                .strip_prefix("iter ")
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|n| n.parse::<u64>().ok());
+            if let Some(n) = n {
+                let _ = tx.send(n);
+            }
+        }
+    });
+    rx
+}
+
+/// Waits until the example has reported iteration `at_least`: told by the program itself, not
+/// guessed from a sleep that a busy machine would make too short. Bounded only so that a
+/// program that hangs or dies fails the test rather than the suite.
+#[cfg(unix)]
+fn wait_for_iteration(
+    child: &mut std::process::Child,
+    reported: &std::sync::mpsc::Receiver<u64>,
+    at_least: u64,
+) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match reported.recv_timeout(left) {
+            Ok(n) if n >= at_least => return,
+            Ok(_) => {}
+            Err(_) => {
+                let _ = child.kill();
+                panic!("the run never reported iteration {at_least} (it hung or died)");
+            }
+        }
+    }
+}
+
 /// Starts a long run (`PROF_REPEAT=100000` unless `vars` say otherwise), waits until it is
 /// training, sends `signal`, and returns its output.
 #[cfg(unix)]
@@ -83,19 +130,21 @@ fn interrupted(dir: &Path, signal: &str, vars: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     default_signals(&mut cmd);
-    let child = cmd
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Past warmup: a few hundred iterations of a few milliseconds.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Past warmup and a few of continuous mode's windows (25 events x 3 iterations): told by
+    // the program itself, not guessed from a sleep that a busy machine would make too short.
+    let reported = reported_iterations(&mut child);
+    wait_for_iteration(&mut child, &reported, 400);
     let status = Command::new("kill")
         .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    wait_at_most(child, Duration::from_secs(20), &format!("SIG{signal}"))
+    wait_at_most(child, Duration::from_secs(300), &format!("SIG{signal}"))
 }
 
 #[cfg(unix)]
@@ -190,20 +239,23 @@ fn an_ignored_signal_stays_ignored() {
     let mut child = cmd
         .env("PROF_WARMUP", "2")
         .env("PROF_REPEAT", "100000")
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    // Training (the handlers are installed before the first iteration).
+    let reported = reported_iterations(&mut child);
+    wait_for_iteration(&mut child, &reported, 200);
     let pid = child.id().to_string();
     Command::new("kill").args(["-HUP", &pid]).status().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // Still training after it: the run reports later iterations (it would have died at once).
+    wait_for_iteration(&mut child, &reported, 400);
     assert!(
         child.try_wait().unwrap().is_none(),
         "SIGHUP ended a nohup'd run"
     );
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    let out = wait_at_most(child, Duration::from_secs(20), "SIGTERM after SIGHUP");
+    let out = wait_at_most(child, Duration::from_secs(300), "SIGTERM after SIGHUP");
     assert!(stderr(&out).contains("SIGTERM"), "{}", stderr(&out));
     assert_eq!(read_json(&dir.join("prof.json"))["complete"], false);
 }

@@ -794,12 +794,18 @@ mod tests {
             v["schema"] = profiler_format::SCHEMA_V2.into();
             v["events"][0]["parent"] = 2.into();
         }));
-        assert!(e.contains("not a valid profiler-core/prof/v2 profile"), "{e}");
+        assert!(
+            e.contains("not a valid profiler-core/prof/v2 profile"),
+            "{e}"
+        );
         let e = invalid(&edited(|v| {
             v["schema"] = profiler_format::SCHEMA_V2.into();
             v["events"][0]["samples_ns"] = "x".into();
         }));
-        assert!(e.contains("not a valid profiler-core/prof/v2 profile"), "{e}");
+        assert!(
+            e.contains("not a valid profiler-core/prof/v2 profile"),
+            "{e}"
+        );
         let e = invalid(&edited(|v| v["events"][1]["parent"] = 1.into()));
         assert!(e.contains("parent cycle") && e.contains("`a::f1`"), "{e}");
         let e = invalid(&edited(|v| v["events"][2]["parent"] = 9.into()));

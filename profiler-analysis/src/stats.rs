@@ -531,17 +531,19 @@ mod tests {
         }
     }
 
+    /// 30 events x 50 samples x 2000 resamples. The time is printed, not judged (a test's
+    /// verdict must not hang on how busy the machine is); the speed is measured by the diff
+    /// measurements of docs/overhead.md.
     #[test]
-    fn bootstrap_is_fast_enough() {
-        // 30 events x 50 samples x 2000 resamples: well under a second even in debug builds.
+    fn bootstrap_of_thirty_events() {
         let before: Vec<f64> = (0..50).map(|i| 1000.0 + (i * 37 % 50) as f64).collect();
         let after: Vec<f64> = (0..50).map(|i| 1010.0 + (i * 13 % 50) as f64).collect();
         let start = std::time::Instant::now();
         for seed in 0..30 {
-            std::hint::black_box(bootstrap_median_ratio(&before, &after, 2000, 0.95, seed));
+            let (lo, hi) = bootstrap_median_ratio(&before, &after, 2000, 0.95, seed);
+            assert!(lo <= hi && lo > 0.9 && hi < 1.1, "{lo} {hi}");
         }
-        let elapsed = start.elapsed();
-        assert!(elapsed.as_secs_f64() < 1.0, "{elapsed:?}");
+        eprintln!("30 bootstraps of 2000 resamples: {:?}", start.elapsed());
     }
 
     /// The median of a resample drawn the slow, obvious way: n indices, sorted, the middle.

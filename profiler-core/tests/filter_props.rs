@@ -310,11 +310,13 @@ proptest! {
     }
 }
 
+/// A glob that backtracks would take longer than the age of the universe here (ten stars over
+/// 20,000 characters); the matcher is linear, so this finishes in milliseconds. No time is
+/// asserted (a verdict must not hang on how busy the machine is): a backtracking matcher shows
+/// as a test that never ends.
 #[test]
-fn pathological_glob_is_fast() {
+fn pathological_glob_is_matched_without_backtracking() {
     let filter = Filter::parse("name=a*a*a*a*a*a*a*a*a*a*b").unwrap();
     let text = "a".repeat(20_000);
-    let start = std::time::Instant::now();
     assert!(!filter.matches(|_| Some(text.as_str())));
-    assert!(start.elapsed() < std::time::Duration::from_secs(5));
 }

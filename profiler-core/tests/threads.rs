@@ -2,7 +2,7 @@
 //! belongs to the iteration in which its run started, whatever the race with `step()`.
 #![cfg(feature = "enable")]
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,8 +15,12 @@ fn spin(d: Duration) {
     }
 }
 
+/// Runs of `work` started so far.
+static STARTED: AtomicU64 = AtomicU64::new(0);
+
 #[profiled(layer = "worker", phase = "fwd")]
 fn work() {
+    STARTED.fetch_add(1, Ordering::Relaxed);
     spin(Duration::from_micros(15));
 }
 
@@ -45,7 +49,13 @@ fn samples_of_worker_threads_belong_to_the_iteration_they_started_in() {
         })
         .collect();
     for _ in 0..200 {
+        // At least 8 runs start in every iteration, however the threads are scheduled (a busy
+        // machine starves them): the count below holds whatever the load.
+        let before = STARTED.load(Ordering::Relaxed);
         spin(Duration::from_micros(400));
+        while STARTED.load(Ordering::Relaxed) < before + 8 {
+            std::thread::yield_now();
+        }
         profiler_core::step();
     }
     stop.store(true, Ordering::Relaxed);
@@ -76,7 +86,7 @@ fn samples_of_worker_threads_belong_to_the_iteration_they_started_in() {
             }
         }
     }
-    // Thousands on an idle machine; far fewer when the 8 workers starve the main thread.
+    // At least 8 runs in each of the 150 measured iterations (thousands on an idle machine).
     assert!(checked > 100, "only {checked} samples");
     assert!(
         beyond.is_empty(),
