@@ -116,8 +116,39 @@ pub fn rank() -> u32 {
 /// file rather than holding all of it (a trace-mode profile of millions of samples is hundreds
 /// of megabytes); the error says why it could not.
 pub fn write_profile(profile: &Profile, path: &Path) -> Result<(), String> {
+    #[cfg(unix)]
+    return crate::signals::writing(|stop| write_profile_until(profile, path, stop));
+    #[cfg(not(unix))]
+    return write_profile_until(profile, path, &|| false);
+}
+
+/// [`write_profile`], stopping (the temporary file removed, an error returned) as soon as
+/// `stop` says so between two chunks of text.
+fn write_profile_until(
+    profile: &Profile,
+    path: &Path,
+    stop: &dyn Fn() -> bool,
+) -> Result<(), String> {
+    struct Until<'a, W: ?Sized> {
+        out: &'a mut W,
+        stop: &'a dyn Fn() -> bool,
+    }
+    impl<W: std::io::Write + ?Sized> std::io::Write for Until<'_, W> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if (self.stop)() {
+                return Err(std::io::Error::other(
+                    "a second signal came while the results were written; the write was \
+                     abandoned",
+                ));
+            }
+            self.out.write(buf)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.out.flush()
+        }
+    }
     write_atomic_with(path, |out| {
-        serde_json::to_writer_pretty(&mut *out, profile).map_err(std::io::Error::other)
+        serde_json::to_writer_pretty(Until { out, stop }, profile).map_err(std::io::Error::other)
     })
     .map_err(|e| e.to_string())
 }
@@ -175,5 +206,46 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("is a directory"));
+    }
+}
+
+#[cfg(test)]
+mod stop_tests {
+    use super::*;
+
+    /// A write asked to stop halfway (a second signal) leaves neither its temporary file nor
+    /// a changed output: the directory holds what it held.
+    #[test]
+    fn a_write_told_to_stop_leaves_nothing_behind() {
+        let dir = std::env::temp_dir().join(format!("prof-out-stop-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("prof.json");
+        std::fs::write(&path, b"before").unwrap();
+        let mut profile: Profile = serde_json::from_str(include_str!(
+            "../../profiler-cli/tests/data/cli/batch32.json"
+        ))
+        .unwrap();
+        // Large enough to take many chunks.
+        for _ in 0..6 {
+            profile.events.extend(profile.events.clone());
+        }
+        let calls = std::cell::Cell::new(0u32);
+        let stop = || {
+            calls.set(calls.get() + 1);
+            calls.get() > 1000
+        };
+        let e = write_profile_until(&profile, &path, &stop).unwrap_err();
+        assert!(e.contains("second signal"), "{e}");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["prof.json"], "{names:?}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"before");
+        // Not told to stop, it writes.
+        write_profile_until(&profile, &path, &|| false).unwrap();
+        assert!(std::fs::read(&path).unwrap().len() > 1000);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -5,13 +5,15 @@
 //!
 //! Only signals whose disposition is still the default are taken: a program with its own
 //! handler (a graceful shutdown) keeps it and writes its results when its guard drops, and a
-//! signal that is ignored (`nohup` ignores SIGHUP) stays ignored. A second signal while the
-//! results are being written ends the process at once.
+//! signal that is ignored (`nohup` ignores SIGHUP) stays ignored. A second signal ends the
+//! process at once, except while results are being written: then the writes stop at their next
+//! chunk, their temporary files are removed (nothing is left beside the output), and the process
+//! ends of that signal; a third ends it at once, whatever is under way.
 //!
 //! The handlers only set a flag and write to a pipe (`signal-hook`); the results are written by
 //! a thread of ours, off the signal handler, with the ordinary cold-path code.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -52,12 +54,49 @@ fn install_now() {
     }
 }
 
+/// Writes of results under way (each holds a temporary file until it renames or removes it).
+static WRITING: AtomicUsize = AtomicUsize::new(0);
+
+/// The signal that arrived second while results were written (0: none).
+static SECOND: AtomicI32 = AtomicI32::new(0);
+
+/// Runs `write`, a write of results, giving it a test to make between chunks: true once a
+/// second signal asks the process to end, when the write must stop and remove its temporary
+/// file (returning an error). If such a signal came, the process then ends of it.
+pub(crate) fn writing<T>(write: impl FnOnce(&dyn Fn() -> bool) -> T) -> T {
+    WRITING.fetch_add(1, SeqCst);
+    let result = write(&|| SECOND.load(SeqCst) != 0);
+    WRITING.fetch_sub(1, SeqCst);
+    end_if_asked();
+    result
+}
+
+/// Ends the process of the second signal, if one came while results were written.
+fn end_if_asked() {
+    let signal = SECOND.load(SeqCst);
+    if signal != 0 {
+        let _ = signal_hook::low_level::emulate_default_handler(signal);
+        std::process::exit(128 + signal);
+    }
+}
+
 fn try_install(taken: &[libc::c_int]) -> std::io::Result<()> {
     let got_one = Arc::new(AtomicBool::new(false));
     for &signal in taken {
         // Registered first, so it runs first: the second signal finds the flag set and ends
-        // the process at once with the default action.
-        signal_hook::flag::register_conditional_default(signal, Arc::clone(&got_one))?;
+        // the process with the default action, at once unless results are being written
+        // (then `writing` ends it once their temporary files are gone; a third signal at once).
+        let seen = Arc::clone(&got_one);
+        let action = move || {
+            if seen.load(SeqCst) && (WRITING.load(SeqCst) == 0 || SECOND.swap(signal, SeqCst) != 0)
+            {
+                // Async-signal-safe: it resets the disposition and raises the signal.
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+            }
+        };
+        // SAFETY: the action only touches atomics and calls `emulate_default_handler`, which
+        // signal-hook documents as async-signal-safe.
+        unsafe { signal_hook::low_level::register(signal, action) }?;
         signal_hook::flag::register(signal, Arc::clone(&got_one))?;
     }
     let mut signals = Signals::new(taken)?;
