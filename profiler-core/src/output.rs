@@ -3,6 +3,8 @@
 //! stderr.
 
 use std::path::{Path, PathBuf};
+#[cfg(unix)]
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering::SeqCst};
 
 use crate::config::{shorten, Config, ConfigError};
 use profiler_format::{summary, write_atomic_with, Profile};
@@ -112,12 +114,45 @@ pub fn rank() -> u32 {
     rank_checked().unwrap_or(0)
 }
 
+// A second signal while results are written (see `signals`): the writes stop, remove their
+// temporary files, and the process then ends of that signal.
+
+/// Writes of results under way (each holds a temporary file until it renames or removes it).
+#[cfg(unix)]
+pub(crate) static WRITING: AtomicUsize = AtomicUsize::new(0);
+
+/// The signal that arrived second while results were written (0: none).
+#[cfg(unix)]
+pub(crate) static SECOND: AtomicI32 = AtomicI32::new(0);
+
+/// Runs `write`, a write of results, giving it a test to make between chunks: true once a
+/// second signal asks the process to end, when the write must stop and remove its temporary
+/// file (returning an error). If such a signal came, the process then ends of it.
+#[cfg(unix)]
+pub(crate) fn writing<T>(write: impl FnOnce(&dyn Fn() -> bool) -> T) -> T {
+    WRITING.fetch_add(1, SeqCst);
+    let result = write(&|| SECOND.load(SeqCst) != 0);
+    WRITING.fetch_sub(1, SeqCst);
+    end_if_asked();
+    result
+}
+
+/// Ends the process of the second signal, if one came while results were written.
+#[cfg(unix)]
+fn end_if_asked() {
+    let signal = SECOND.load(SeqCst);
+    if signal != 0 {
+        let _ = signal_hook::low_level::emulate_default_handler(signal);
+        std::process::exit(128 + signal);
+    }
+}
+
 /// Encodes `profile` and writes it to `path` atomically, streaming the text into the temporary
 /// file rather than holding all of it (a trace-mode profile of millions of samples is hundreds
 /// of megabytes); the error says why it could not.
 pub fn write_profile(profile: &Profile, path: &Path) -> Result<(), String> {
     #[cfg(unix)]
-    return crate::signals::writing(|stop| write_profile_until(profile, path, stop));
+    return writing(|stop| write_profile_until(profile, path, stop));
     #[cfg(not(unix))]
     return write_profile_until(profile, path, &|| false);
 }

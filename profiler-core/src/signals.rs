@@ -13,7 +13,9 @@
 //! The handlers only set a flag and write to a pipe (`signal-hook`); the results are written by
 //! a thread of ours, off the signal handler, with the ordinary cold-path code.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+
+use crate::output::{SECOND, WRITING};
 use std::sync::Arc;
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -51,32 +53,6 @@ fn install_now() {
             "profiler-core: warning: cannot handle SIGINT/SIGTERM ({e}); a run stopped by one \
              of them writes no results"
         );
-    }
-}
-
-/// Writes of results under way (each holds a temporary file until it renames or removes it).
-static WRITING: AtomicUsize = AtomicUsize::new(0);
-
-/// The signal that arrived second while results were written (0: none).
-static SECOND: AtomicI32 = AtomicI32::new(0);
-
-/// Runs `write`, a write of results, giving it a test to make between chunks: true once a
-/// second signal asks the process to end, when the write must stop and remove its temporary
-/// file (returning an error). If such a signal came, the process then ends of it.
-pub(crate) fn writing<T>(write: impl FnOnce(&dyn Fn() -> bool) -> T) -> T {
-    WRITING.fetch_add(1, SeqCst);
-    let result = write(&|| SECOND.load(SeqCst) != 0);
-    WRITING.fetch_sub(1, SeqCst);
-    end_if_asked();
-    result
-}
-
-/// Ends the process of the second signal, if one came while results were written.
-fn end_if_asked() {
-    let signal = SECOND.load(SeqCst);
-    if signal != 0 {
-        let _ = signal_hook::low_level::emulate_default_handler(signal);
-        std::process::exit(128 + signal);
     }
 }
 
