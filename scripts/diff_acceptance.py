@@ -115,7 +115,7 @@ def run(exe, out, env_extra, args, condition, seed):
 def diff(prof, before, after):
     p = subprocess.run([prof, "diff", before, after, "--format", "json",
                         "--fail-on-regression"], capture_output=True, text=True)
-    if p.returncode not in (0, 1):
+    if p.returncode not in (0, 1, 3):
         sys.exit(f"prof diff {before} {after} failed: {p.stderr}")
     return json.loads(p.stdout), p.returncode
 
@@ -178,7 +178,7 @@ def judge(prof, work, manifest):
     table = []
     for c in manifest["comparisons"]:
         ps = pairs(manifest["files"], c)
-        counts = [0, 0, 0]
+        counts = [0, 0, 0, 0]
         for x, y in ps:
             d, status = diff(prof, os.path.join(plain, x[:-3]), os.path.join(plain, y[:-3]))
             names = named(d)
@@ -191,12 +191,13 @@ def judge(prof, work, manifest):
                     if e["name"] == c["target"])
                 counts[1] += any(name != c["target"] for name in names)
             counts[2] += status == 1
+            counts[3] += status == 3
         if c["target"] is None:
             verdicts = (f"{counts[0]} named an event; {counts[1]} called the iteration "
-                        f"changed; {counts[2]} exit 1")
+                        f"changed; {counts[2]} exit 1; {counts[3]} exit 3")
         else:
             verdicts = (f"{counts[0]} named it regressed; {counts[1]} named another event; "
-                        f"{counts[2]} exit 1")
+                        f"{counts[2]} exit 1; {counts[3]} exit 3")
         table.append(f"| {c['program']} | {c['label']} | {len(ps)} | {verdicts} |")
     return table
 

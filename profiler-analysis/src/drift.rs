@@ -44,15 +44,18 @@
 //! between the two sides: windows do not record which iteration each sample was taken in, so no
 //! per-sample adjustment and no per-event drift of the machine is applied) and the verdict are
 //! exactly `prof diff`'s. An event is **slower** when the verdict is `regressed`, **faster** when
-//! it is `improved`, **stable** otherwise, and **unknown** when a side has no sample (or the
-//! comparison cannot be made).
+//! it is `improved`, **stable** when it is `no change` or `within noise` (the windows could have
+//! shown a change of the threshold's size), **inconclusive** when it is `inconclusive` (they
+//! could not: too few or too scattered samples), and **unknown** when a side has no sample (or
+//! the comparison cannot be made).
 //!
 //! # The verdict shown first
 //!
 //! Each series carries both judgements ([`Series::since_start`], [`Series::recent_past`]) and
 //! one headline ([`Series::drift`], with [`Series::drift_against`] saying which comparison it
 //! is): the drift since the start if there is one, else the drift in the recent past, else
-//! `stable` (since the start when that is known), else `unknown`.
+//! `stable` (since the start when that is known), else `inconclusive` (likewise), else
+//! `unknown`.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -74,19 +77,24 @@ pub enum DriftStatus {
     Slower,
     /// The recent windows are faster (`prof diff` would say `improved`).
     Faster,
-    /// No change beyond the noise (`no change` or `within noise`).
+    /// No change beyond the noise (`no change` or `within noise`): a change of the threshold's
+    /// size would have been seen.
     Stable,
+    /// No change seen, but one of the threshold's size could have gone unseen (`prof diff`'s
+    /// `inconclusive`).
+    Inconclusive,
     /// No comparison, or no sample on one side.
     Unknown,
 }
 
 impl DriftStatus {
-    /// `"slower"`, `"faster"`, `"stable"` or `"unknown"`.
+    /// `"slower"`, `"faster"`, `"stable"`, `"inconclusive"` or `"unknown"`.
     pub fn as_str(self) -> &'static str {
         match self {
             DriftStatus::Slower => "slower",
             DriftStatus::Faster => "faster",
             DriftStatus::Stable => "stable",
+            DriftStatus::Inconclusive => "inconclusive",
             DriftStatus::Unknown => "unknown",
         }
     }
@@ -365,6 +373,10 @@ fn headline(s: &mut Series) {
         Some(Against::Start)
     } else if past == DriftStatus::Stable {
         Some(Against::RecentPast)
+    } else if start == DriftStatus::Inconclusive {
+        Some(Against::Start)
+    } else if past == DriftStatus::Inconclusive {
+        Some(Against::RecentPast)
     } else {
         None
     };
@@ -479,6 +491,7 @@ fn status(c: Option<&EventDiff>) -> DriftStatus {
             Verdict::Regressed => DriftStatus::Slower,
             Verdict::Improved => DriftStatus::Faster,
             Verdict::NoChange | Verdict::WithinNoise => DriftStatus::Stable,
+            Verdict::Inconclusive => DriftStatus::Inconclusive,
         },
         _ => DriftStatus::Unknown,
     }

@@ -3,7 +3,8 @@
 //! A thin shell over `profiler_analysis`: every number it prints is computed there, the
 //! same code that prints the end-of-run summary. Exit status: 0 on success, 1 when
 //! `diff --fail-on-regression` finds a regression, 2 on bad input (a missing, malformed or
-//! foreign file, a bad option, an output that cannot be written).
+//! foreign file, a bad option, an output that cannot be written), 3 when
+//! `diff --fail-on-regression` finds none but is inconclusive (one could have gone unseen).
 //!
 //! Every command and flag, with its values, defaults and outputs, is in the repository's
 //! `docs/reference.md` (section "prof"; `tests/docs.rs` holds it to `--help`); how to read
@@ -22,7 +23,7 @@ use profiler_format::Profile;
     name = "prof",
     version,
     about = "Reports, traces, comparisons and HTML from profiler-core's prof.json",
-    after_help = "Exit status: 0 success, 1 regression found (diff --fail-on-regression), 2 bad input."
+    after_help = "Exit status: 0 success, 1 regression found (diff --fail-on-regression), 2 bad input, 3 inconclusive: no regression found, but one of the threshold's size could have gone unseen (diff --fail-on-regression)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -49,6 +50,10 @@ enum Command {
         /// Flag events whose coefficient of variation is above this.
         #[arg(long, default_value_t = 0.25, value_parser = non_negative)]
         cv_threshold: f64,
+        /// Continuous mode: the smallest drift that matters (0.02 or 2%); an event is stable
+        /// only where its windows rule out a drift of this size, else inconclusive.
+        #[arg(long, default_value = "2%", value_parser = fraction)]
+        drift_threshold: f64,
     },
     /// Chrome Trace Event Format (Kineto flavoured) that opens in Perfetto and loads in
     /// HolisticTraceAnalysis; `.gz` output is compressed.
@@ -78,7 +83,8 @@ enum Command {
         /// Seed of the bootstrap (results are reproducible).
         #[arg(long, default_value_t = 0x5eed)]
         seed: u64,
-        /// Exit with status 1 when anything regressed (for CI).
+        /// Exit with status 1 when anything regressed, 3 when nothing did but a regression of the
+        /// threshold's size could have gone unseen (inconclusive), for CI.
         #[arg(long)]
         fail_on_regression: bool,
         /// Output format.
@@ -345,12 +351,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             sort,
             format,
             cv_threshold,
+            drift_threshold,
         } => {
             let profile = load(&file)?;
             let options = report::ReportOptions {
                 group_by: group_by.map(Into::into),
                 sort: sort.into(),
                 cv_threshold,
+                drift_threshold,
                 ..report::ReportOptions::default()
             };
             let built = report::build(&profile, &options);
@@ -424,7 +432,8 @@ fn write_trace(file: &Path, output: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `prof diff`: status 1 when `fail_on_regression` and anything regressed, for CI.
+/// `prof diff`: status 1 when `fail_on_regression` and anything regressed, 3 when nothing did
+/// but the comparison is inconclusive, for CI.
 fn compare(
     before: &Path,
     after: &Path,
@@ -437,6 +446,9 @@ fn compare(
     print(&diff::render(&result, format.into()));
     if fail_on_regression && result.has_regression() {
         return Ok(ExitCode::from(1));
+    }
+    if fail_on_regression && result.is_inconclusive() {
+        return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -80,9 +80,14 @@ fn pairs(files: &[Value], c: &Value) -> Vec<(String, String)> {
 /// One comparison's counts, as the script counts them.
 fn judge(c: &Value, ps: &[(String, String)], profiles: &HashMap<String, Profile>) -> String {
     let target = c["target"].as_str();
-    let mut counts = [0; 3];
+    let mut counts = [0; 4];
+    // prof diff's defaults (its seed is the CLI's).
+    let options = DiffOptions {
+        seed: 0x5eed,
+        ..DiffOptions::default()
+    };
     for (x, y) in ps {
-        let d = diff::diff(&profiles[x], &profiles[y], &DiffOptions::default());
+        let d = diff::diff(&profiles[x], &profiles[y], &options);
         let named: Vec<&str> = d
             .events
             .iter()
@@ -109,15 +114,23 @@ fn judge(c: &Value, ps: &[(String, String)], profiles: &HashMap<String, Profile>
             }
         }
         counts[2] += usize::from(d.has_regression());
+        counts[3] += usize::from(d.is_inconclusive());
+        // The gate's promise: a pair with a real slowdown never passes as "no regression".
+        if target.is_some() {
+            assert!(
+                d.has_regression() || d.is_inconclusive(),
+                "{x} -> {y}: a slowed run passed the gate (exit 0)"
+            );
+        }
     }
     let verdicts = match target {
         None => format!(
-            "{} named an event; {} called the iteration changed; {} exit 1",
-            counts[0], counts[1], counts[2]
+            "{} named an event; {} called the iteration changed; {} exit 1; {} exit 3",
+            counts[0], counts[1], counts[2], counts[3]
         ),
         Some(_) => format!(
-            "{} named it regressed; {} named another event; {} exit 1",
-            counts[0], counts[1], counts[2]
+            "{} named it regressed; {} named another event; {} exit 1; {} exit 3",
+            counts[0], counts[1], counts[2], counts[3]
         ),
     };
     format!(

@@ -82,7 +82,15 @@
 //! - **within noise**: `p_adjusted < alpha` but neither: a difference that cannot be shown to
 //!   exceed the threshold, or one smaller than the clock resolves (the medians differ by less
 //!   than twice `run.timer_floor_ns`, the cost of an empty measurement);
-//! - **no change**: `p_adjusted >= alpha`.
+//! - **no change**: `p_adjusted >= alpha`, and the interval lies within `[1 - t, 1 + t]`: a
+//!   change of the threshold's size is ruled out (an equivalence test), "no change of t or
+//!   more";
+//! - **inconclusive**: `p_adjusted >= alpha`, but the interval reaches beyond `1 - t` or `1 + t`
+//!   (or there is none): a change of the threshold's size could have gone unseen, the runs are
+//!   too noisy, too short, or too disturbed to tell. A gate must not read it as "no regression":
+//!   `prof diff --fail-on-regression` exits 3 when nothing regressed but something is
+//!   inconclusive. More samples (`PROF_REPEAT`), a quieter machine, or a larger threshold (the
+//!   change that matters to you) settle it.
 
 use std::collections::HashMap;
 
@@ -138,16 +146,20 @@ pub enum Verdict {
     NoChange,
     /// A significant difference that cannot be shown to exceed the threshold.
     WithinNoise,
+    /// No significant difference, but a change of the threshold's size could have gone unseen
+    /// (the interval reaches beyond the threshold on either side, or there is none).
+    Inconclusive,
 }
 
 impl Verdict {
-    /// `"improved"`, `"regressed"`, `"no change"` or `"within noise"`.
+    /// `"improved"`, `"regressed"`, `"no change"`, `"within noise"` or `"inconclusive"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Improved => "improved",
             Verdict::Regressed => "regressed",
             Verdict::NoChange => "no change",
             Verdict::WithinNoise => "within noise",
+            Verdict::Inconclusive => "inconclusive",
         }
     }
 }
@@ -239,6 +251,15 @@ impl Diff {
     pub fn has_regression(&self) -> bool {
         self.iteration.verdict == Verdict::Regressed
             || self.events.iter().any(|e| e.verdict == Verdict::Regressed)
+    }
+
+    /// True when nothing regressed but the iteration or some event is inconclusive: a
+    /// regression of the threshold's size could have gone unseen.
+    pub fn is_inconclusive(&self) -> bool {
+        !self.has_regression()
+            && std::iter::once(&self.iteration)
+                .chain(&self.events)
+                .any(|e| e.verdict == Verdict::Inconclusive)
     }
 }
 
@@ -415,7 +436,13 @@ fn verdict(d: &EventDiff, options: &DiffOptions, resolution: f64) -> Verdict {
     let significant = d.p_adjusted < options.alpha; // false for NaN
     let resolved = (d.after_median_ns - d.before_median_ns).abs() >= resolution;
     if !significant {
-        Verdict::NoChange
+        // "No change" only where the interval rules out a change of the threshold's size.
+        let t = options.threshold;
+        if d.ci_low >= 1.0 - t && d.ci_high <= 1.0 + t {
+            Verdict::NoChange
+        } else {
+            Verdict::Inconclusive
+        }
     } else if !resolved {
         Verdict::WithinNoise
     } else if d.ci_low > 1.0 + options.threshold {

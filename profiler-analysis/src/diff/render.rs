@@ -3,7 +3,9 @@
 use super::*;
 
 /// Prints a comparison: a table with one row for the iteration and one per event, the events
-/// found in only one run, counts, and a closing line naming the regressions (or `no regression`).
+/// found in only one run, counts, and a closing line naming the regressions, or saying that the
+/// comparison is inconclusive (a regression of the threshold's size could have gone unseen),
+/// or `no regression`.
 /// CSV and JSON give times in nanoseconds and ratios as numbers; CSV lists the events found in
 /// one run only as rows with the verdict `only before` or `only after`.
 pub fn render(diff: &Diff, format: Format) -> String {
@@ -167,14 +169,15 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
     let count = |v: Verdict| diff.events.iter().filter(|d| d.verdict == v).count();
     out.push_str(&format!(
         "{bullet}iteration: {}; {} events: {} regressed, {} improved, {} within noise, {} no \
-         change (threshold {}%, alpha {}, Holm over {} tests; each interval is of the event's \
-         own change, beyond the machine's, widened by its allowance)\n",
+         change, {} inconclusive (threshold {}%, alpha {}, Holm over {} tests; each interval is \
+         of the event's own change, beyond the machine's, widened by its allowance)\n",
         diff.iteration.verdict.as_str(),
         diff.events.len(),
         count(Verdict::Regressed),
         count(Verdict::Improved),
         count(Verdict::WithinNoise),
         count(Verdict::NoChange),
+        count(Verdict::Inconclusive),
         100.0 * diff.threshold,
         diff.alpha,
         all.len()
@@ -196,6 +199,8 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
     }
     if any(Verdict::Regressed) {
         out.push_str(&format!("{bullet}{}\n", listed(Verdict::Regressed)));
+    } else if diff.is_inconclusive() {
+        out.push_str(&format!("{bullet}{}\n", inconclusive_line(diff, &all)));
     } else {
         out.push_str(&format!("{bullet}no regression\n"));
     }
@@ -240,4 +245,61 @@ fn machine_lines(diff: &Diff) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// The closing line of a comparison that found no regression but could have missed one: how
+/// many rows are inconclusive, how far their intervals reach, and what settles it.
+fn inconclusive_line(diff: &Diff, all: &[&EventDiff]) -> String {
+    let rows: Vec<&&EventDiff> = all
+        .iter()
+        .filter(|d| d.verdict == Verdict::Inconclusive)
+        .collect();
+    let iteration = diff.iteration.verdict == Verdict::Inconclusive;
+    let events = rows.len() - usize::from(iteration);
+    let what = match (iteration, events) {
+        (true, 0) => "the iteration".to_owned(),
+        (true, n) => format!("the iteration and {n} of {} events", diff.events.len()),
+        (false, n) => format!("{n} of {} events", diff.events.len()),
+    };
+    // How far each row's interval reaches from no change: what it cannot rule out.
+    let reach: Vec<f64> = rows
+        .iter()
+        .map(|d| (d.ci_high - 1.0).max(1.0 - d.ci_low))
+        .filter(|r| r.is_finite())
+        .collect();
+    let range = match (
+        reach.iter().copied().reduce(f64::min),
+        reach.iter().copied().reduce(f64::max),
+    ) {
+        (Some(lo), Some(hi)) if reach.len() == rows.len() => {
+            format!(
+                "; their intervals reach \u{b1}{} to \u{b1}{}",
+                pct(lo),
+                pct(hi)
+            )
+        }
+        (Some(lo), Some(hi)) => format!(
+            "; their intervals reach \u{b1}{} to \u{b1}{}, {} have none (no sample on a side)",
+            pct(lo),
+            pct(hi),
+            rows.len() - reach.len()
+        ),
+        _ => "; none has an interval (no sample on a side)".to_owned(),
+    };
+    format!(
+        "INCONCLUSIVE, no regression found but one could have gone unseen: {what} cannot rule \
+         out a change of {:.1}% (the threshold){range}. More samples (PROF_REPEAT), a quieter \
+         machine, or the change that matters to you as --threshold settles it \
+         (--fail-on-regression exits 3)",
+        100.0 * diff.threshold
+    )
+}
+
+/// A relative change as a percentage, from 10 times on as a factor.
+fn pct(x: f64) -> String {
+    if x >= 9.0 {
+        change(1.0 + x)
+    } else {
+        format!("{:.1}%", 100.0 * x)
+    }
 }

@@ -166,6 +166,11 @@ fn steady(_: usize) -> f64 {
     1.0
 }
 
+/// A verdict that names a change (what a false positive is).
+fn named(v: Verdict) -> bool {
+    matches!(v, Verdict::Regressed | Verdict::Improved)
+}
+
 fn find<'a>(diff: &'a Diff, layer: &str, phase: &str) -> &'a EventDiff {
     diff.events
         .iter()
@@ -186,13 +191,42 @@ fn same_distribution_is_no_change() {
         assert!(!d.has_regression(), "{}", render(&d, Format::Table));
         for e in std::iter::once(&d.iteration).chain(&d.events) {
             assert!(
-                matches!(e.verdict, Verdict::NoChange | Verdict::WithinNoise),
+                matches!(
+                    e.verdict,
+                    Verdict::NoChange | Verdict::WithinNoise | Verdict::Inconclusive
+                ),
                 "{}",
                 render(&d, Format::Table)
             );
             assert!(e.ci_low <= e.ratio && e.ratio <= e.ci_high, "{e:?}");
         }
-        assert!(render(&d, Format::Table).ends_with("no regression\n"));
+        // One run a side cannot show a 2% change of these events: said, not "no regression".
+        let text = render(&d, Format::Table);
+        assert!(d.is_inconclusive(), "{text}");
+        let last = text.lines().last().unwrap();
+        assert!(
+            last.starts_with("INCONCLUSIVE") && last.contains("cannot rule out a change of 2.0%"),
+            "{text}"
+        );
+        // Judged on a change that these intervals can rule out, it is conclusive.
+        let largest = std::iter::once(&d.iteration)
+            .chain(&d.events)
+            .map(|e| (e.ci_high - 1.0).max(1.0 - e.ci_low))
+            .fold(0.0, f64::max);
+        let wide = DiffOptions {
+            threshold: largest,
+            ..DiffOptions::default()
+        };
+        let d = diff(&before, &after, &wide);
+        let text = render(&d, Format::Table);
+        assert!(!d.is_inconclusive() && !d.has_regression(), "{text}");
+        assert!(text.ends_with("no regression\n"), "{text}");
+        assert!(
+            d.events
+                .iter()
+                .all(|e| matches!(e.verdict, Verdict::NoChange | Verdict::WithinNoise)),
+            "{text}"
+        );
     }
 }
 
@@ -289,7 +323,7 @@ fn a_tiny_change_with_many_samples_is_within_noise() {
     };
     let d = diff(&before, &after, &two_runs);
     let e = find(&d, "embedding", "update");
-    assert_eq!(e.verdict, Verdict::NoChange, "{e:?}");
+    assert_eq!(e.verdict, Verdict::Inconclusive, "{e:?}");
     assert!(e.detectable.unwrap() > 0.05, "{e:?}");
 }
 
@@ -326,14 +360,15 @@ fn an_unstable_event_needs_a_larger_change() {
         &noisy(0.6, 1.3, 2),
         &DiffOptions::default(),
     );
+    // 30% slower, but too scattered to show it: inconclusive, never "no change".
     assert_eq!(
         d.events[0].verdict,
-        Verdict::NoChange,
+        Verdict::Inconclusive,
         "{}",
         render(&d, Format::Table)
     );
     assert!(d.events[0].detectable.unwrap() > 0.3, "{:?}", d.events[0]);
-    assert!(d.events[1..].iter().all(|e| e.verdict == Verdict::NoChange));
+    assert!(d.events[1..].iter().all(|e| !named(e.verdict)));
 }
 
 /// The machine slowed down by 40% while 10 of the 25 events were measured in the after run, and
@@ -356,10 +391,7 @@ fn a_machine_slowdown_that_the_events_follow_is_not_a_regression() {
     let d = diff(&before, &after, &DiffOptions::default());
     let text = render(&d, Format::Table);
     assert!(d.events[5..15].iter().all(|e| e.ratio > 1.3), "{text}");
-    assert!(
-        d.events.iter().all(|e| e.verdict == Verdict::NoChange),
-        "{text}"
-    );
+    assert!(d.events.iter().all(|e| !named(e.verdict)), "{text}");
     assert!(d.machine.follow > 0.9, "{:?}", d.machine);
 }
 
@@ -386,11 +418,7 @@ fn an_event_that_moved_alone_is_a_change_whatever_the_wall_time_did() {
         "{}",
         render(&d, Format::Table)
     );
-    let others = d
-        .events
-        .iter()
-        .filter(|e| e.verdict != Verdict::NoChange)
-        .count();
+    let others = d.events.iter().filter(|e| named(e.verdict)).count();
     assert_eq!(others, 1, "{}", render(&d, Format::Table));
 }
 
@@ -428,13 +456,13 @@ fn preemption_stretches_iterations_not_the_runs_of_a_steady_event() {
         &DiffOptions::default(),
     );
     let text = render(&d, Format::Table);
-    let named: Vec<&str> = d
+    let changed: Vec<&str> = d
         .events
         .iter()
-        .filter(|e| e.verdict != Verdict::NoChange)
+        .filter(|e| named(e.verdict))
         .map(|e| e.identity.name.as_str())
         .collect();
-    assert_eq!(named, [target.0], "{text}");
+    assert_eq!(changed, [target.0], "{text}");
     assert_eq!(find(&d, "top_mlp", "bwd").verdict, Verdict::Regressed);
     assert!(
         d.runs.after.disturbed && !d.runs.before.disturbed,
@@ -447,14 +475,15 @@ fn preemption_stretches_iterations_not_the_runs_of_a_steady_event() {
         "{text}"
     );
 
+    // Nothing named; the iteration, 2.5 times slower in a preempted run, cannot be judged.
     let d = diff(&before, &preempted(&specs, &[]), &DiffOptions::default());
     let text = render(&d, Format::Table);
-    assert_eq!(d.iteration.verdict, Verdict::NoChange, "{text}");
+    assert_eq!(d.iteration.verdict, Verdict::Inconclusive, "{text}");
+    assert!(d.events.iter().all(|e| !named(e.verdict)), "{text}");
     assert!(
-        d.events.iter().all(|e| e.verdict == Verdict::NoChange),
+        text.lines().last().unwrap().starts_with("INCONCLUSIVE"),
         "{text}"
     );
-    assert!(text.ends_with("no regression\n"), "{text}");
 }
 
 #[test]
@@ -541,9 +570,10 @@ fn missing_samples_and_iterations_are_handled() {
         vec![event(&spec, vec![5, 6], vec![0, 7], 0)],
     );
     let d = diff(&empty, &some, &DiffOptions::default());
-    assert_eq!(d.events[0].verdict, Verdict::NoChange);
+    // Nothing to compare on one side: nothing can be told.
+    assert_eq!(d.events[0].verdict, Verdict::Inconclusive);
     assert!(d.events[0].ratio.is_nan());
-    assert_eq!(d.iteration.verdict, Verdict::NoChange);
+    assert_eq!(d.iteration.verdict, Verdict::Inconclusive);
     assert!(!d.has_regression());
     let json: serde_json::Value = serde_json::from_str(&render(&d, Format::Json)).unwrap();
     assert!(json["events"][0]["ratio"].is_null());
@@ -610,18 +640,15 @@ fn many_events_need_a_stronger_p_value() {
     let e = &d.events[3];
     assert!((e.p_value - 2.0 / 252.0).abs() < 1e-9, "{e:?}");
     assert!(e.p_adjusted > 0.05 && e.ci_low > 1.2, "{e:?}");
-    assert_eq!(e.verdict, Verdict::NoChange);
+    // A large change seen, too few samples to be sure of it: inconclusive, not "no change".
+    assert_eq!(e.verdict, Verdict::Inconclusive);
     assert_eq!(e.detectable, None);
     assert!(render(&d, Format::Table).contains(" none "));
     // With 6 samples each, 2 / C(12, 6) = 0.0022, x 11 = 0.024: regressed.
     let d = diff(&run(6, 1.0), &run(6, 1.3), &DiffOptions::default());
     assert_eq!(d.events[3].verdict, Verdict::Regressed, "{:?}", d.events[3]);
     assert!(d.events[3].detectable.is_some());
-    let others = d
-        .events
-        .iter()
-        .filter(|e| e.verdict == Verdict::NoChange)
-        .count();
+    let others = d.events.iter().filter(|e| !named(e.verdict)).count();
     assert_eq!(others, 9);
 }
 
@@ -862,8 +889,5 @@ fn a_drift_inside_a_run_that_every_event_follows_names_no_event() {
     );
     let d = diff(&before, &after, &DiffOptions::default());
     let text = render(&d, Format::Table);
-    assert!(
-        d.events.iter().all(|e| e.verdict == Verdict::NoChange),
-        "{text}"
-    );
+    assert!(d.events.iter().all(|e| !named(e.verdict)), "{text}");
 }

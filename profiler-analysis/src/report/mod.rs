@@ -142,6 +142,9 @@ pub struct ReportOptions {
     /// window and its drift ([`drift::windows`], default true). The comparison costs about as
     /// much as a `prof diff`.
     pub windows: bool,
+    /// The smallest drift that matters (default 0.02, `prof diff`'s threshold): an event is
+    /// `stable` only where its windows rule out a drift of this size, else `inconclusive`.
+    pub drift_threshold: f64,
 }
 
 impl Default for ReportOptions {
@@ -152,6 +155,7 @@ impl Default for ReportOptions {
             cv_threshold: 0.25,
             perturbation_threshold: 0.05,
             windows: true,
+            drift_threshold: DiffOptions::default().threshold,
         }
     }
 }
@@ -309,7 +313,13 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
         cv_threshold: options.cv_threshold,
         windows: options
             .windows
-            .then(|| drift::windows(profile, &DiffOptions::default()))
+            .then(|| {
+                let options = DiffOptions {
+                    threshold: options.drift_threshold,
+                    ..DiffOptions::default()
+                };
+                drift::windows(profile, &options)
+            })
             .flatten(),
         device_memory: device_usage(profile),
     }

@@ -212,13 +212,19 @@ fn span(s: &drift::Span) -> String {
     }
 }
 
-/// A drift cell: `SLOWER +20.1% (95% CI +15.0% .. +25.3%)`, `stable`, or `-`.
+/// A drift cell: `SLOWER +20.1% (95% CI +15.0% .. +25.3%)`, `stable`, `inconclusive (95% CI
+/// -4.0% .. +5.1%)` (a drift of the threshold's size not ruled out), or `-`.
 fn drift_cell(j: &drift::Judgement, alpha: f64) -> String {
+    // From 10 times on as a factor, past 100 times `>x100`, where a percentage is only noise.
     let change = |r: f64| {
-        if r.is_finite() {
-            signed_percent(r - 1.0)
-        } else {
+        if !r.is_finite() {
             "-".to_owned()
+        } else if r >= 100.0 {
+            ">x100".to_owned()
+        } else if r >= 10.0 {
+            format!("x{r:.1}")
+        } else {
+            signed_percent(r - 1.0)
         }
     };
     match (j.drift, &j.comparison) {
@@ -231,6 +237,13 @@ fn drift_cell(j: &drift::Judgement, alpha: f64) -> String {
             change(c.ci_high)
         ),
         (drift::DriftStatus::Stable, _) => "stable".to_owned(),
+        (drift::DriftStatus::Inconclusive, Some(c)) if c.ci_low.is_finite() => format!(
+            "inconclusive ({:.0}% CI {} .. {})",
+            100.0 * (1.0 - alpha),
+            change(c.ci_low),
+            change(c.ci_high)
+        ),
+        (drift::DriftStatus::Inconclusive, _) => "inconclusive".to_owned(),
         _ => "-".to_owned(),
     }
 }
@@ -268,14 +281,37 @@ fn drifted_how(s: &drift::Series) -> String {
 }
 
 /// `! drifted: top_mlp/bwd top_backward (slower since the start), ... (2 of 25 events)` or
-/// `no event drifted`.
+/// `no event drifted`, saying which events are inconclusive (a drift of the threshold's size
+/// could have gone unseen in them).
 fn drifted_line(w: &drift::Windows) -> String {
     let drifted: Vec<String> = w
         .drifted()
         .map(|s| format!("{} ({})", s.identity.label(), drifted_how(s)))
         .collect();
+    let inconclusive: Vec<String> = w
+        .events
+        .iter()
+        .filter(|s| s.drift == drift::DriftStatus::Inconclusive)
+        .map(|s| s.identity.label())
+        .collect();
     if w.recent.is_none() {
         "no drift verdict: not enough windows yet".to_owned()
+    } else if drifted.is_empty() && !inconclusive.is_empty() {
+        let shown = inconclusive.len().min(5);
+        format!(
+            "? no event drifted, but {} of {} events are inconclusive (a drift of {:.1}% could \
+             have gone unseen in their windows: too few or too scattered samples; a larger \
+             PROF_REPEAT or --drift-threshold settles it): {}{}",
+            inconclusive.len(),
+            w.events.len(),
+            100.0 * w.threshold,
+            inconclusive[..shown].join(", "),
+            if inconclusive.len() > shown {
+                format!(", +{} more", inconclusive.len() - shown)
+            } else {
+                String::new()
+            }
+        )
     } else if drifted.is_empty() {
         format!("no event drifted ({} events compared)", w.events.len())
     } else {

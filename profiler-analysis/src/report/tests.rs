@@ -661,20 +661,18 @@ fn continuous_mode_has_a_windows_section_in_every_format() {
         row.contains("SLOWER +2") && row.contains("(95% CI +"),
         "{row}"
     );
-    let last_two = |l: &str| -> Vec<String> {
-        let mut words: Vec<String> = l
-            .split_whitespace()
-            .rev()
-            .take(2)
-            .map(str::to_owned)
-            .collect();
-        words.reverse();
-        words
-    };
-    assert!(last_two(row)[0].ends_with("%)"), "{row}");
-    assert_eq!(last_two(row)[1], "stable", "{row}");
-    let stable = lines.iter().find(|l| l.contains(" lookup ")).unwrap();
-    assert_eq!(last_two(stable), ["stable", "stable"], "{stable}");
+    // The recent past cannot rule out a 2% drift: inconclusive, with its interval.
+    assert!(
+        row.trim_end()
+            .ends_with("inconclusive (95% CI -7.2% .. +8.1%)"),
+        "{row}"
+    );
+    let steady = lines.iter().find(|l| l.contains(" lookup ")).unwrap();
+    assert_eq!(
+        steady.matches("inconclusive (95% CI ").count(),
+        2,
+        "{steady}"
+    );
     assert_eq!(
         lines.last().unwrap(),
         &"! drifted: top_mlp/bwd top_backward (slower since the start) (1 of 25 events)"
@@ -720,7 +718,7 @@ fn continuous_mode_has_a_windows_section_in_every_format() {
     assert!(tb["comparison"]["ci_low"].as_f64().unwrap() > 1.1);
     assert_eq!(tb["since_start"]["drift"], "slower");
     assert_eq!(tb["since_start"]["comparison"]["verdict"], "regressed");
-    assert_eq!(tb["recent_past"]["drift"], "stable");
+    assert_eq!(tb["recent_past"]["drift"], "inconclusive");
     assert_eq!(windows["iteration"]["id"], "iteration");
 
     let csv = render(&r, Format::Csv);
@@ -751,7 +749,7 @@ fn continuous_mode_has_a_windows_section_in_every_format() {
     assert!(tb_event[31].parse::<f64>().unwrap() > 1.2);
     assert_eq!(tb_event[35], "slower");
     assert_eq!(tb_event[36], tb_event[31]);
-    assert_eq!(tb_event[40], "stable");
+    assert_eq!(tb_event[40], "inconclusive");
     // One window row per event and kept window, and per kept window for the iteration.
     let window_rows: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == "window").collect();
     assert_eq!(window_rows.len(), 26 * 11);
@@ -817,6 +815,19 @@ fn recent_changes_and_files_without_baseline_windows() {
         "{table}"
     );
     assert!(
+        table.lines().last().unwrap().starts_with(
+            "? no event drifted, but 25 of 25 events are inconclusive (a drift of 2.0% could \
+             have gone unseen"
+        ),
+        "{table}"
+    );
+    // Where a drift of 60% is what matters, those windows rule it out: no event drifted.
+    let wide = ReportOptions {
+        drift_threshold: 0.6,
+        ..ReportOptions::default()
+    };
+    let table = render(&build(&old, &wide), Format::Table);
+    assert!(
         table
             .trim_end()
             .ends_with("no event drifted (25 events compared)"),
@@ -830,8 +841,10 @@ fn a_steady_continuous_run_drifts_nowhere_and_the_summary_leaves_windows_out() {
     let table = render(&r, Format::Table);
     assert!(
         table
-            .trim_end()
-            .ends_with("no event drifted (25 events compared)"),
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("? no event drifted, but 25 of 25 events are inconclusive"),
         "{table}"
     );
     assert!(!table.contains("SLOWER") && !table.contains("FASTER"));
