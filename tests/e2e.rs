@@ -162,11 +162,16 @@ fn list_probes_prints_every_probe_and_ids_work_as_filters() {
 #[test]
 fn bad_variables_exit_2_with_a_clear_message_before_training() {
     let dir = scratch("bad");
-    let cases: [(&str, &str, &str); 13] = [
+    let cases: [(&str, &str, &str); 14] = [
         ("PROF_FILTER", "layr=mlp", "unknown key `layr`"),
         ("PROF_FILTER", "layer=nope", "--list-probes"),
         ("PROF_FILTER", "layer=mlp&", "PROF_FILTER"),
         ("PROF_MODE", "fast", "sample, trace, continuous, off"),
+        (
+            "PROF_MODE",
+            "sampel",
+            "unknown mode `sampel`; did you mean `sample`?",
+        ),
         ("PROF_WINDOWS", "0", "at least 1"),
         (
             "PROF_BASELINE_WINDOWS",
@@ -204,6 +209,42 @@ fn bad_variables_exit_2_with_a_clear_message_before_training() {
     assert_eq!(caret_line.find('^'), Some(input_col), "{err}");
     assert!(caret_line.contains("^^^^ "), "{err}");
     assert!(err.contains("column 1"), "{err}");
+}
+
+/// What a user trips on without an error: a misspelled variable is named with the one meant,
+/// and the ranks of a multi-rank job that would all write one file are told so.
+#[test]
+fn a_misspelled_variable_and_ranks_sharing_one_file_are_warned_about() {
+    let dir = scratch("warned");
+    let out = run(&dir, &[("PROF_REPAET", "20")], &[]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("PROF_REPAET is not a variable this build knows; did you mean PROF_REPEAT?"),
+        "{err}"
+    );
+    // No rank variable, or a name that tells ranks apart: no warning.
+    assert!(!err.contains("has no %r"), "{err}");
+    for (vars, warned) in [
+        (vec![("RANK", "1")], true),
+        (vec![("RANK", "1"), ("PROF_OUT", "prof-rank%r.json")], false),
+        (vec![("RANK", "1"), ("PROF_OUT", "prof-%p.json")], false),
+    ] {
+        let out = run(&dir, &vars, &[]);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{vars:?}: {err}");
+        if warned {
+            assert!(
+                err.contains(
+                    "RANK=1 is set (a multi-rank job), but PROF_OUT=prof.json has no %r: every \
+                     rank writes that same file"
+                ),
+                "{vars:?}: {err}"
+            );
+        } else {
+            assert!(!err.contains("has no %r"), "{vars:?}: {err}");
+        }
+    }
 }
 
 #[test]

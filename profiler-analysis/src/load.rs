@@ -68,6 +68,13 @@ impl fmt::Display for LoadError {
                 e.column()
             ),
             LoadError::Schema(p, found) => match found {
+                Some(found) if found == crate::merge::MERGED_SCHEMA => write!(
+                    f,
+                    "error: {}: this is the output of `prof merge` (schema `{found}`), not a \
+                     run's prof.json\n  = help: give prof the runs' own files (prof merge \
+                     prof-rank0.json prof-rank1.json ...)",
+                    p.display()
+                ),
                 Some(found) => write!(
                     f,
                     "error: {}: schema `{found}` is not one this tool reads (expected \
@@ -777,6 +784,19 @@ mod tests {
             Err(e @ LoadError::Invalid(..)) => e.to_string(),
             other => panic!("expected Invalid, got {other:?}"),
         }
+    }
+
+    /// `prof merge`'s own output given back to prof is named for what it is, not taken for a
+    /// profile of another profiler-core version.
+    #[test]
+    fn a_merged_file_is_named_as_such() {
+        let text = format!(
+            r#"{{"schema": "{}", "ranks": []}}"#,
+            crate::merge::MERGED_SCHEMA
+        );
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("this is the output of `prof merge`"), "{e}");
+        assert!(!e.contains("version that wrote the file"), "{e}");
     }
 
     #[test]

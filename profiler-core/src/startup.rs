@@ -303,19 +303,28 @@ pub fn init() -> InitGuard {
         return InitGuard::inert();
     }
     let config = Config::from_env().unwrap_or_else(|e| fail(e));
-    for var in crate::config::unknown_vars() {
-        eprintln!(
-            "profiler-core: warning: {var} is not a variable this build knows (known: {})",
-            crate::config::vars::VARIABLES
-                .iter()
-                .map(|v| v.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+    for (var, near) in crate::config::unknown_vars() {
+        match near {
+            Some(near) => eprintln!(
+                "profiler-core: warning: {var} is not a variable this build knows; did you mean \
+                 {near}? (it is ignored)"
+            ),
+            None => eprintln!(
+                "profiler-core: warning: {var} is not a variable this build knows (known: {})",
+                crate::config::vars::VARIABLES
+                    .iter()
+                    .map(|v| v.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
     }
     if config.mode != Mode::Off && !config.out.contains("%r") {
         if let Err(why) = crate::output::rank_checked() {
             eprintln!("profiler-core: warning: {why}; the run is recorded as rank 0");
+        }
+        if let Some(warning) = shared_output(&config.out) {
+            eprintln!("{warning}");
         }
     }
     let device = if config.mode == Mode::Off {
@@ -324,6 +333,24 @@ pub fn init() -> InitGuard {
         crate::device::open(&config)
     };
     start(config, None, device).unwrap_or_else(|e| fail(e))
+}
+
+/// The warning for a multi-rank job whose ranks would all write the same file (a rank variable
+/// is set, and `PROF_OUT` has neither `%r` nor `%p`): each replaces the one before, silently.
+fn shared_output(out: &str) -> Option<String> {
+    if out.contains("%r") || out.contains("%p") {
+        return None;
+    }
+    let (var, value) = crate::output::RANK_VARS
+        .iter()
+        .find_map(|&var| Some((var, std::env::var_os(var)?)))?;
+    Some(format!(
+        "profiler-core: warning: {var}={} is set (a multi-rank job), but PROF_OUT={} has no %r: \
+         every rank writes that same file and the last to finish replaces the others; set \
+         PROF_OUT=prof-rank%r.json (or any name with %r)",
+        crate::config::shorten(&value.to_string_lossy(), 20),
+        crate::config::shorten(out, 200)
+    ))
 }
 
 #[cfg(test)]

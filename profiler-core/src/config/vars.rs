@@ -328,14 +328,22 @@ pub(crate) fn env_text(var: &'static str) -> Result<Option<String>, ConfigError>
     }
 }
 
-/// `PROF_*` variables in the environment that this build does not know (likely typos).
-pub fn unknown_vars() -> Vec<String> {
+/// `PROF_*` variables in the environment that this build does not know (likely typos), each
+/// with the known variable it is closest to, if one is close enough to be what was meant.
+pub fn unknown_vars() -> Vec<(String, Option<&'static str>)> {
     let mut unknown: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
         .filter(|k| k.starts_with("PROF_") && !VARIABLES.iter().any(|v| v.name == k))
         .collect();
     unknown.sort();
+    let names: Vec<&'static str> = VARIABLES.iter().map(|v| v.name).collect();
     unknown
+        .into_iter()
+        .map(|k| {
+            let near = crate::filter::nearest(&k, &names);
+            (k, near)
+        })
+        .collect()
 }
 
 /// `PROF_MODE`: `sample` (also empty), `trace`, `continuous` or `off`.
@@ -346,14 +354,19 @@ fn parse_mode(value: &str) -> Result<Mode, ConfigError> {
         "continuous" => Mode::Continuous,
         "off" => Mode::Off,
         _ => {
+            const MODES: [&str; 4] = ["sample", "trace", "continuous", "off"];
+            let mut problem = format!("unknown mode `{value}`");
+            if let Some(near) = crate::filter::nearest(value.trim(), &MODES) {
+                problem.push_str(&format!("; did you mean `{near}`?"));
+            }
             return Err(ConfigError::at(
                 "PROF_MODE",
                 value,
                 1,
                 value.chars().count().max(1),
-                &format!("unknown mode `{value}`"),
+                &problem,
                 "one of: sample, trace, continuous, off",
-            ))
+            ));
         }
     })
 }

@@ -21,6 +21,7 @@ use std::str::FromStr;
 use profiler_format::write::shorten;
 
 mod parse;
+pub(crate) use parse::nearest;
 
 use parse::Parser;
 

@@ -54,19 +54,27 @@ pub(super) fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// The candidate closest to `word` (ignoring case), if it is close enough to be a likely typo:
+/// at most two edits, and not more than half the candidate (`x` is not a typo of `id`). Used for
+/// the "did you mean" of variables and their values as well as filter keys.
+pub(crate) fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let lower = word.to_lowercase();
+    candidates
+        .iter()
+        .map(|&c| (edit_distance(&lower, &c.to_lowercase()), c))
+        .filter(|&(d, c)| d <= 2 && 2 * d <= c.chars().count())
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, c)| c)
+}
+
 /// The valid key closest to an unknown word, if it is close enough to be a likely typo.
 pub(super) fn suggest_key(word: &str) -> Option<Key> {
     let lower = word.to_lowercase();
     if let Some(key) = Key::from_word(&lower) {
         return Some(key);
     }
-    Key::ALL
-        .into_iter()
-        .map(|k| (edit_distance(&lower, k.as_str()), k))
-        // At most two edits, and not more than half the key (`x` is not a typo of `id`).
-        .filter(|&(d, k)| d <= 2 && 2 * d <= k.as_str().len())
-        .min_by_key(|&(d, _)| d)
-        .map(|(_, k)| k)
+    let names: Vec<&str> = Key::ALL.iter().map(|k| k.as_str()).collect();
+    nearest(&lower, &names).and_then(Key::from_word)
 }
 
 /// Recursive-descent parser over the input's characters; positions are character indices.

@@ -471,3 +471,18 @@ fn suggestions() {
     assert_eq!(edit_distance("kitten", "sitting"), 3);
     assert_eq!(edit_distance("é", "e"), 1);
 }
+
+/// The "did you mean" of keys, variables and values: close typos only.
+#[test]
+fn nearest_finds_likely_typos_only() {
+    use super::nearest;
+    let vars = ["PROF_REPEAT", "PROF_WARMUP", "PROF_MODE"];
+    assert_eq!(nearest("PROF_REPAET", &vars), Some("PROF_REPEAT"));
+    assert_eq!(nearest("prof_warmpu", &vars), Some("PROF_WARMUP"));
+    assert_eq!(nearest("PROF_COLOUR", &vars), None);
+    let modes = ["sample", "trace", "continuous", "off"];
+    assert_eq!(nearest("sampel", &modes), Some("sample"));
+    assert_eq!(nearest("Trace", &modes), Some("trace"));
+    assert_eq!(nearest("fast", &modes), None);
+    assert_eq!(nearest("x", &["id"]), None);
+}
