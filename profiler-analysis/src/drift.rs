@@ -537,6 +537,7 @@ fn placeholder(order: u32) -> Event {
         stream: None,
         merged: false,
         parent: None,
+        concurrent: false,
         samples_ns: Vec::new(),
         offsets_ns: Vec::new(),
         sample_iters: Vec::new(),

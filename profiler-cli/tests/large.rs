@@ -81,6 +81,7 @@ fn write_profile(path: &Path, events: u32, repeat: u32, seed: u64, layout: Layou
             stream: None,
             merged: false,
             parent: None,
+            concurrent: false,
             samples_ns: Vec::with_capacity(repeat as usize),
             offsets_ns: Vec::with_capacity(repeat as usize),
             sample_iters: Vec::with_capacity(repeat as usize),

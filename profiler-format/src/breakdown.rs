@@ -8,8 +8,14 @@
 //!   × calls per iteration); a nested event is inside its parent's time and counts there;
 //! - `other` is the mean measured iteration minus the categories (never below 0), so that the
 //!   categories and `other` add up to the mean iteration;
-//! - when the top-level events add up to more than the iteration (they overlap: several
-//!   threads), `other` is 0 and `overlap_ns` says by how much the categories exceed it;
+//! - a top-level event that ran on a thread other than the stepping one (`concurrent`: a loader
+//!   beside the loop) counts only where no event of the stepping thread, nor an earlier
+//!   concurrent one, covers the average iteration (placed as below, at its own median offset):
+//!   the wall time is counted once, and while the loop waits for it, it is in the waiting
+//!   layer's time. (A concurrent event with a parent is nested: in its parent's time.)
+//! - when the top-level events still add up to more than the iteration (an `async fn` that
+//!   moves, or events measured in slower iterations), `other` is 0 and `overlap_ns` says by how
+//!   much the categories exceed it;
 //! - the uncovered stretches come from the average iteration the warmup and the samples
 //!   describe (as `prof trace` draws it in `sample` mode): the top-level events in execution
 //!   order, each placed at its median offset from the iteration's start (scaled down by the
@@ -114,7 +120,23 @@ pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
     let top: Vec<usize> = (0..profile.events.len())
         .filter(|&i| is_top_level(profile, &measures.events, i))
         .collect();
-    let mut categories = categories(profile, &measures.events, &top, iteration_ns);
+    let (stepping, beside): (Vec<usize>, Vec<usize>) =
+        top.iter().partition(|&&i| !profile.events[i].concurrent);
+    let placed = place(profile, &measures.events, &stepping);
+    // Each event's time in the categories: its whole time on the stepping thread; beside it,
+    // only what nothing already counted covers.
+    let mut time: Vec<f64> = measures.events.iter().map(|r| r.total_ns).collect();
+    let mut covered_spans: Vec<(f64, f64)> = placed.iter().map(|p| (p.start, p.end)).collect();
+    let mean_iteration = stats::mean(&stats::as_f64(crate::measure::measured_walls(profile)));
+    for &i in &beside {
+        let start = scaled_offset(profile, i, mean_iteration);
+        let row = &measures.events[i];
+        let end = start + row.median_ns * row.calls_per_iter;
+        time[i] = uncovered(start, end, &covered_spans) / (end - start).max(f64::MIN_POSITIVE)
+            * row.total_ns;
+        covered_spans.push((start, end));
+    }
+    let mut categories = categories(profile, &time, &top, iteration_ns);
     let covered: f64 = categories.iter().map(|c| c.total_ns).sum();
     let other_ns = (iteration_ns - covered).max(0.0);
     categories.push(Category {
@@ -123,7 +145,6 @@ pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
         share: other_ns / iteration_ns,
         events: 0,
     });
-    let placed = place(profile, &measures.events, &top);
     Some(Breakdown {
         iteration_ns,
         categories,
@@ -139,12 +160,7 @@ fn is_top_level(profile: &Profile, rows: &[EventRow], i: usize) -> bool {
 
 /// The categories of the top-level events `top`, in [`PHASES`] order, then the others in
 /// execution order, then [`NO_PHASE`].
-fn categories(
-    profile: &Profile,
-    rows: &[EventRow],
-    top: &[usize],
-    iteration_ns: f64,
-) -> Vec<Category> {
+fn categories(profile: &Profile, time: &[f64], top: &[usize], iteration_ns: f64) -> Vec<Category> {
     let mut by_order: Vec<usize> = top.to_vec();
     by_order.sort_by_key(|&i| profile.events[i].order);
     let mut names: Vec<String> = PHASES.iter().map(|p| (*p).to_owned()).collect();
@@ -166,7 +182,7 @@ fn categories(
             if members.is_empty() {
                 return None;
             }
-            let total_ns: f64 = members.iter().map(|&i| rows[i].total_ns).sum();
+            let total_ns: f64 = members.iter().map(|&i| time[i]).sum();
             Some(Category {
                 name,
                 total_ns,
@@ -210,6 +226,24 @@ fn place(profile: &Profile, rows: &[EventRow], top: &[usize]) -> Vec<Placed> {
         });
     }
     placed
+}
+
+/// How much of `[start, end]` none of `spans` covers.
+fn uncovered(start: f64, end: f64, spans: &[(f64, f64)]) -> f64 {
+    let mut inside: Vec<(f64, f64)> = spans
+        .iter()
+        .map(|&(a, b)| (a.max(start), b.min(end)))
+        .filter(|(a, b)| a < b)
+        .collect();
+    inside.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let (mut free, mut cursor) = (0.0, start);
+    for (a, b) in inside {
+        if a > cursor {
+            free += a - cursor;
+        }
+        cursor = cursor.max(b);
+    }
+    free + (end - cursor).max(0.0)
 }
 
 /// Event `i`'s median offset, scaled from the iterations it was measured in to the mean one: an
@@ -336,6 +370,7 @@ mod tests {
             stream: None,
             merged: false,
             parent: None,
+            concurrent: false,
             samples_ns: vec![dur; 4],
             offsets_ns: vec![offset; 4],
             sample_iters: vec![2, 3, 4, 5],

@@ -217,6 +217,12 @@ pub struct Event {
     /// children's.
     #[serde(default)]
     pub parent: Option<u32>,
+    /// The event ran on a thread other than the one that calls `step()`: beside that thread's
+    /// work, not on its stack. With a `parent`, it is work handed to a worker while the parent
+    /// was open (within the parent's time); without one, a thread that runs on its own (a
+    /// loader). Absent (false) for events on the stepping thread.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub concurrent: bool,
     /// Durations, one per sample.
     pub samples_ns: Vec<u64>,
     /// Start of each sample from the start of its iteration.

@@ -31,6 +31,7 @@ pub(crate) fn event(spec: &Spec, samples: Vec<u64>, iters: Vec<u32>, order: u32)
         stream: None,
         merged: false,
         parent: None,
+        concurrent: false,
         stats: Stats::of(&samples),
         offsets_ns: vec![0; samples.len()],
         samples_ns: samples,

@@ -27,6 +27,7 @@ fn ev(
         stream: None,
         merged: false,
         parent,
+        concurrent: false,
         samples_ns: samples.to_vec(),
         offsets_ns: vec![0; samples.len()],
         sample_iters: iters.to_vec(),

@@ -74,6 +74,9 @@ pub(super) struct Drawing {
     pub(super) tracks: Vec<(Track, u32)>,
     /// The track index of each event.
     pub(super) event_track: Vec<u32>,
+    /// Whether each event ran on a thread other than the stepping one (`concurrent`): its
+    /// slices never take a track's first lane, which the stepping thread's work keeps.
+    event_concurrent: Vec<bool>,
     /// Where time 0 is, from the start of the first listed iteration (ns).
     pub(super) time_zero: u64,
 }
@@ -98,6 +101,7 @@ impl Drawing {
             median_offsets: Vec::new(),
             tracks: tracks.into_iter().map(|t| (t, 0)).collect(),
             event_track,
+            event_concurrent: profile.events.iter().map(|e| e.concurrent).collect(),
             time_zero: 0,
         };
         if profile.run.mode == "trace" {
@@ -284,10 +288,18 @@ impl Drawing {
                 None => (0, u64::MAX),
             };
             let key = (track, parent.unwrap_or(NONE));
-            let lo = lo.max(last_end.get(&key).copied().unwrap_or(0));
+            // An event of another thread runs beside the stepping thread's: at its own offset,
+            // not after the events before it (it gets a lane of its own where they overlap).
+            let lo = if e.concurrent {
+                lo
+            } else {
+                lo.max(last_end.get(&key).copied().unwrap_or(0))
+            };
             let start = offset.min(hi.saturating_sub(dur)).max(lo).min(hi);
             let end = start.saturating_add(dur).min(hi);
-            last_end.insert(key, end);
+            if !e.concurrent {
+                last_end.insert(key, end);
+            }
             let (parent, depth) = match parent {
                 Some(p) => (p, self.slices[p as usize].depth + 1),
                 None if track == 0 => (0, 1),
@@ -336,8 +348,14 @@ impl Drawing {
                 end,
                 track,
                 parent,
+                event,
                 ..
             } = self.slices[i];
+            let beside = self
+                .event_concurrent
+                .get(event as usize)
+                .copied()
+                .unwrap_or(false);
             if current != Some(track) {
                 current = Some(track);
                 lanes.clear();
@@ -345,7 +363,12 @@ impl Drawing {
             let preferred = (parent != NONE && self.slices[parent as usize].track == track)
                 .then(|| self.slices[parent as usize].lane as usize);
             let mut chosen = None;
-            for lane in preferred.into_iter().chain(0..lanes.len()) {
+            let first = usize::from(beside);
+            for lane in preferred
+                .into_iter()
+                .chain(0..lanes.len())
+                .filter(|&l| l >= first)
+            {
                 let stack = &mut lanes[lane];
                 while let Some(&top) = stack.last() {
                     if self.slices[top as usize].end <= start {
@@ -364,8 +387,11 @@ impl Drawing {
             }
             let lane = chosen.unwrap_or_else(|| {
                 lanes.push(Vec::new());
-                lanes.len() - 1
+                lanes.len().max(first + 1) - 1
             });
+            if lanes.len() <= lane {
+                lanes.resize_with(lane + 1, Vec::new);
+            }
             lanes[lane].push(i as u32);
             self.slices[i].lane = lane as u32;
             let used = &mut self.tracks[track as usize].1;

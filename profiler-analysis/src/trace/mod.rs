@@ -17,7 +17,10 @@
 //!   its median duration, at its median offset; since each event was measured in different
 //!   iterations, those medians need not agree with one another, so the drawing is
 //!   made consistent: events are placed in execution order (`order`), an event starts no earlier
-//!   than the end of the previous event with the same parent, a child lies inside its parent
+//!   than the end of the previous event with the same parent (except an event that ran on
+//!   another thread, `concurrent`: it stays at its own offset and, where it overlaps the
+//!   stepping thread's events, is drawn beside them on a `concurrent` track), a child lies
+//!   inside its parent
 //!   (moved earlier if it would end after its parent, cut short only if it is longer than its
 //!   parent), and the step lasts the median measured iteration (iterations from `warmup` on;
 //!   in `continuous` mode, every listed iteration),

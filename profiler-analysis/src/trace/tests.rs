@@ -19,6 +19,7 @@ fn event(order: u32, name: &str, parent: Option<u32>) -> Event {
         stream: None,
         merged: false,
         parent,
+        concurrent: false,
         samples_ns: vec![],
         offsets_ns: vec![],
         sample_iters: vec![],
@@ -554,4 +555,34 @@ fn a_failing_writer_stops_the_trace_with_its_error() {
         let e = write_chrome_trace(&p, FailsAfter { left }).unwrap_err();
         assert_eq!(e.to_string(), "disk full");
     }
+}
+
+/// `sample` mode: an event that ran on another thread (`concurrent`) is drawn at its own median
+/// offset, not after the events before it, and beside the stepping thread's events where it
+/// overlaps them: a worker inside its parent's span, a loader anywhere in the step.
+#[test]
+fn sample_mode_draws_concurrent_events_at_their_offsets_beside_the_loop() {
+    let a = with_samples(event(0, "a", None), &[(5, 100, 300)]);
+    let s = with_samples(event(1, "s", Some(0)), &[(6, 120, 200)]);
+    let mut w = with_samples(event(2, "w", Some(0)), &[(7, 150, 100)]);
+    w.concurrent = true;
+    let mut l = with_samples(event(3, "l", None), &[(8, 50, 100)]);
+    l.concurrent = true;
+    let p = profile("sample", 2, 1, vec![9, 9, 1000, 900, 800], vec![a, s, w, l]);
+    let t = chrome_trace(&p).unwrap();
+    let got = spans(&t);
+    let at = |n: &str| {
+        let x = got.iter().find(|x| x.0 == n).unwrap();
+        (x.1 % 1_000_000, x.2, x.3)
+    };
+    assert_eq!(at("a"), (1, 100, 400));
+    assert_eq!(at("s"), (1, 120, 320));
+    // At its offset (150), not after s (320), and not on `main`, where it would overlap s.
+    let (w_tid, w_start, w_end) = at("w");
+    assert_eq!((w_start, w_end), (150, 250));
+    assert_ne!(w_tid, 1);
+    let (l_tid, l_start, l_end) = at("l");
+    assert_eq!((l_start, l_end), (50, 150));
+    assert_ne!(l_tid, 1);
+    assert_nested(&t);
 }

@@ -24,12 +24,22 @@ pub(crate) const MERGED: u32 = u32::MAX;
 /// counted per probe and stream.
 pub(crate) type Key = (usize, u32, u32);
 
+/// The run that contained another: its key, and whether the contained run ran on another
+/// thread (work handed to a thread while the parent, on the thread that calls `step()`, was
+/// open: it runs beside the parent's own code, not inside it on one stack).
+pub(crate) type Parent = (Key, bool);
+
 #[derive(Clone, Copy, Debug)]
 struct Seen {
     first: (u32, u32),
     last: (u32, u32),
     /// The run that contained the most recent run of this event.
-    parent: Option<Key>,
+    parent: Option<Parent>,
+    /// A parent found across threads differed from one sighting to another (a thread that runs
+    /// on its own, beside whatever the stepping thread does): the event has none.
+    parent_varies: bool,
+    /// Some run of it ran on a thread other than the one that calls `step()`.
+    off_thread: bool,
 }
 
 /// An event the schedule will measure.
@@ -41,8 +51,10 @@ pub(crate) struct Planned {
     pub lane: u32,
     /// Occurrence within the iteration, or `MERGED`.
     pub occurrence: u32,
-    /// The key of the event that contained it, if any.
-    pub parent: Option<Key>,
+    /// The key of the event that contained it, if any, and whether it ran on another thread.
+    pub parent: Option<Parent>,
+    /// It ran on a thread other than the one that calls `step()`: beside that thread's work.
+    pub off_thread: bool,
 }
 
 /// What warmup has seen so far.
@@ -59,6 +71,11 @@ pub(crate) struct Learner {
     lane_calls: HashMap<(usize, u32), u32>,
     /// `trace` mode without warmup: the runs of iteration 0, timed while learning.
     pub first_runs: Vec<FirstRun>,
+    /// The thread that calls `step()` (at first, the one that started the session).
+    stepping: std::thread::ThreadId,
+    /// The runs open on the stepping thread, innermost last (`sample` mode's warmup): the parent
+    /// of a run that starts on another thread with none open on its own.
+    stepping_open: Vec<Key>,
 }
 
 /// A run of iteration 0 timed while it was learned (`trace` mode without warmup; runs on a
@@ -82,7 +99,14 @@ impl Learner {
             streams: Vec::new(),
             lane_calls: HashMap::new(),
             first_runs: Vec::new(),
+            stepping: std::thread::current().id(),
+            stepping_open: Vec::new(),
         }
+    }
+
+    /// Whether this thread is the one that calls `step()`.
+    pub fn on_stepping_thread(&self) -> bool {
+        std::thread::current().id() == self.stepping
     }
 
     /// The lane of `stream`, assigned on first sight.
@@ -111,7 +135,13 @@ impl Learner {
     /// Occurrence `occ` of probe `entry` on `lane` started inside `parent` (a key this
     /// returned before). Returns the event's key: `(entry, lane, occ)`, or
     /// `(entry, lane, MERGED)` past the bound.
-    pub fn observe(&mut self, entry: usize, lane: u32, occ: u32, parent: Option<Key>) -> Key {
+    /// `off_thread`: the run is on a thread other than the one that calls `step()`.
+    pub fn observe(
+        &mut self,
+        (entry, lane, occ): Key,
+        parent: Option<Parent>,
+        off_thread: bool,
+    ) -> Key {
         let now = (self.iteration, self.seq);
         self.seq += 1;
         let key = if self.seen.contains_key(&(entry, lane, occ)) || self.distinct < self.max_events
@@ -125,7 +155,13 @@ impl Learner {
             .entry(key)
             .and_modify(|s| {
                 s.last = now;
+                // A parent across threads is kept only while every sighting agrees on it.
+                let across = |p: Option<Parent>| p.is_some_and(|(_, a)| a);
+                if (across(parent) || across(s.parent)) && parent != s.parent {
+                    s.parent_varies = true;
+                }
                 s.parent = parent;
+                s.off_thread |= off_thread;
             })
             .or_insert_with(|| {
                 if key.2 != MERGED {
@@ -135,16 +171,20 @@ impl Learner {
                     first: now,
                     last: now,
                     parent,
+                    parent_varies: false,
+                    off_thread,
                 }
             });
         key
     }
 
-    /// An iteration ended.
+    /// An iteration ended, on this thread's `step()`.
     pub fn next_iteration(&mut self) {
         self.iteration += 1;
         self.seq = 0;
         self.lane_calls.clear();
+        self.stepping = std::thread::current().id();
+        self.stepping_open.clear();
     }
 
     /// How many more distinct events the bound allows.
@@ -167,7 +207,8 @@ impl Learner {
                 entry,
                 lane,
                 occurrence,
-                parent: seen.parent,
+                parent: seen.parent.filter(|_| !seen.parent_varies),
+                off_thread: seen.off_thread,
             })
             .collect()
     }
@@ -192,11 +233,19 @@ impl Schedule {
         }
         // A run in a thread-local's destructor may come after this thread's `OPEN` is gone:
         // skipped and counted (reported at the end), never a panic, which there would abort.
-        let Ok(parent) = OPEN.try_with(|open| open.borrow().last().copied()) else {
+        let Ok(here) = OPEN.try_with(|open| open.borrow().last().copied()) else {
             self.exiting.fetch_add(1, Relaxed);
             return None;
         };
         let mut learner = lock(&self.learner);
+        let stepping = learner.on_stepping_thread();
+        // A run with none open on its own thread, on a thread other than the stepping one, is
+        // inside the run open on the stepping thread, if any (work handed to a worker).
+        let parent = match here {
+            Some(p) => Some((p, false)),
+            None if !stepping => learner.stepping_open.last().map(|&p| (p, true)),
+            None => None,
+        };
         let (lane, occ) = match stream {
             Some(stream) => {
                 let lane = learner.lane_of(stream);
@@ -204,7 +253,10 @@ impl Schedule {
             }
             None => (0, calls.fetch_add(1, Relaxed)),
         };
-        let key = learner.observe(entry, lane, occ, parent);
+        let key = learner.observe((entry, lane, occ), parent, !stepping);
+        if nests && stepping {
+            learner.stepping_open.push(key);
+        }
         drop(learner);
         if !nests {
             return None;
@@ -223,8 +275,12 @@ impl Schedule {
     /// without warmup) is kept as the run's sample for iteration 0.
     pub(crate) fn end_learning_run(&self, timed: Option<(u64, u64)>) {
         let key = OPEN.try_with(|open| open.borrow_mut().pop()).ok().flatten();
+        let mut learner = lock(&self.learner);
+        if key.is_some() && learner.on_stepping_thread() {
+            learner.stepping_open.pop();
+        }
         if let (Some((start, stop)), Some((entry, _, occurrence))) = (timed, key) {
-            lock(&self.learner).first_runs.push(FirstRun {
+            learner.first_runs.push(FirstRun {
                 entry: entry as u32,
                 occurrence,
                 start,
@@ -247,7 +303,7 @@ mod tests {
         let mut counts: HashMap<usize, u32> = HashMap::new();
         for &p in iteration {
             let c = counts.entry(p).or_default();
-            l.observe(p, 0, *c, None);
+            l.observe((p, 0, *c), None, false);
             *c += 1;
         }
         l.next_iteration();
@@ -266,7 +322,7 @@ mod tests {
         for _ in 0..2 {
             for lane in [la, lb, la] {
                 let occ = l.next_occurrence(7, lane);
-                l.observe(7, lane, occ, None);
+                l.observe((7, lane, occ), None, false);
             }
             l.next_iteration();
         }

@@ -29,7 +29,7 @@ use crate::device::Stream;
 use crate::record::Store;
 use crate::registry::registry;
 
-pub(crate) use learn::{FirstRun, Key, Learner, Planned, MERGED};
+pub(crate) use learn::{FirstRun, Key, Learner, Parent, Planned, MERGED};
 pub(crate) use plan::POOL_ITERATIONS;
 
 /// No event: an index that means "none".
@@ -177,8 +177,11 @@ pub(crate) struct Event {
     pub occurrence: u32,
     /// Position in the iteration's execution order.
     pub order: u32,
-    /// The learner key of the run that contained this one, if any.
-    pub parent: Option<Key>,
+    /// The learner key of the run that contained this one, if any, and whether it ran on
+    /// another thread than that run.
+    pub parent: Option<Parent>,
+    /// It ran on a thread other than the one that calls `step()`.
+    pub off_thread: bool,
     /// Its runs are recorded into the threads' buffers (`trace` mode), and its samples stored
     /// from there at `step()`.
     pub recorded: bool,

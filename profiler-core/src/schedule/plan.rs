@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering::{Relaxed, Release};
 
 use super::Measure;
 use super::{
-    lane_stream, Event, FirstRun, Key, Plan, Planned, Route, Routes, Schedule, MERGED, NONE,
+    lane_stream, Event, FirstRun, Key, Parent, Plan, Planned, Route, Routes, Schedule, MERGED, NONE,
 };
 use crate::device::{Device, Stream, NO_MARK};
 use crate::record::{
@@ -27,13 +27,17 @@ struct Allocated {
 /// CPU by this many iterations before samples are lost.
 pub(crate) const POOL_ITERATIONS: usize = 16;
 
+/// Where an event goes: its position in the plan, its parent, and whether it ran on a thread
+/// other than the stepping one.
+type Place = (u32, Option<Parent>, bool);
+
 /// The learner's plan grouped by (probe, lane), in order of first appearance.
 struct Groups {
     order: Vec<(usize, u32)>,
     /// Per (probe, lane): its occurrence count and whether it has a merged event.
     counts: HashMap<(usize, u32), (u32, bool)>,
     /// Each event's place in the plan, and its parent.
-    place: HashMap<Key, (u32, Option<Key>)>,
+    place: HashMap<Key, Place>,
 }
 
 impl Groups {
@@ -53,9 +57,10 @@ impl Groups {
             } else {
                 counts.0 += 1;
             }
-            groups
-                .place
-                .insert((p.entry, p.lane, p.occurrence), (i as u32, p.parent));
+            groups.place.insert(
+                (p.entry, p.lane, p.occurrence),
+                (i as u32, p.parent, p.off_thread),
+            );
         }
         groups
     }
@@ -117,7 +122,7 @@ impl Schedule {
             let (occurrences, merged) = groups.counts[&(entry, lane)];
             let mut at = |occ: u32| {
                 let place = groups.place.get(&(entry, lane, occ));
-                place.copied().unwrap_or((0, None))
+                place.copied().unwrap_or((0, None, false))
             };
             let timed_on_device = lane > 0 && on_device;
             let a = self.add_probe_events(
@@ -156,7 +161,7 @@ impl Schedule {
         occurrences: u32,
         merged: bool,
         timed_on_device: bool,
-        place: &mut dyn FnMut(u32) -> (u32, Option<Key>),
+        place: &mut dyn FnMut(u32) -> Place,
     ) -> Allocated {
         let first = c.allocated as u32;
         let repeat = self.repeat as usize;
@@ -175,13 +180,14 @@ impl Schedule {
                 return None;
             }
             c.sample_bytes += bytes;
-            let (order, parent) = place(occurrence);
+            let (order, parent, off_thread) = place(occurrence);
             let event = Event {
                 entry,
                 lane,
                 occurrence,
                 order,
                 parent,
+                off_thread,
                 recorded: self.recorded(entry, lane),
                 store: Store::new(repeat, is_merged, timed_on_device, self.memory),
             };
@@ -239,7 +245,13 @@ impl Schedule {
             drop(learner);
             let base = c.order.len() as u32;
             let before = c.allocated as u32;
-            let mut at = |occ: u32| (base + if occ == MERGED { occurrences } else { occ }, None);
+            let mut at = |occ: u32| {
+                (
+                    base + if occ == MERGED { occurrences } else { occ },
+                    None,
+                    false,
+                )
+            };
             // A probe first seen after warmup is timed without its stream (on the CPU).
             let merged = calls > occurrences;
             let a = self.add_probe_events(c, (entry, 0), occurrences, merged, false, &mut at);

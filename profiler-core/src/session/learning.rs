@@ -41,6 +41,9 @@ pub(crate) struct LearnRun {
     parent: u32,
 }
 
+/// Per run, whether its parent ran on another thread (set by [`find_cross_thread_parents`]).
+type Across = Vec<bool>;
+
 const _: () = assert!(std::mem::size_of::<LearnRun>() == 32);
 
 impl LearnRun {
@@ -100,9 +103,16 @@ impl Session {
         }
         let mut learned = self.drain_learning(&mut c.traced, now);
         find_async_parents(&mut learned.runs, &learned.origins);
+        // At a step, the stepping thread is this one: runs with no parent on other threads
+        // are inside its run open when they started, if any.
+        let stepping_log = now.and_then(|_| self.buffers.log_index());
+        let across = match stepping_log {
+            Some(log) => find_cross_thread_parents(&mut learned.runs, log),
+            None => Vec::new(),
+        };
         let order = learned.start_order();
         learned.next = Vec::new();
-        let occurrences = self.observe(&learned.runs, &order);
+        let occurrences = self.observe(&learned.runs, &order, (&across, stepping_log));
         if self.schedule.measure_first {
             c.traced.first = Some(First {
                 runs: learned.runs,
@@ -289,7 +299,14 @@ impl Session {
     /// runs fold into its merged event, they all do for the rest of the iteration (the bound
     /// never loosens within one), so only the last of them is reported: it places the merged
     /// event and names its parent, as it would have, run by run.
-    fn observe(&self, runs: &[LearnRun], order: &[u32]) -> Vec<u32> {
+    /// `across`: per run, whether its parent is on another thread; `stepping_log`: the log of
+    /// the thread that calls `step()`, if known.
+    fn observe(
+        &self,
+        runs: &[LearnRun],
+        order: &[u32],
+        (across, stepping_log): (&Across, Option<u32>),
+    ) -> Vec<u32> {
         let mut keys: Vec<u32> = vec![NOT_LEARNED; runs.len()];
         let mut plain: Vec<Occurrences> = Vec::new();
         plain.resize_with(self.schedule.routes.len(), Occurrences::default);
@@ -313,9 +330,12 @@ impl Session {
             }
             let parent = runs.get(r.parent as usize).and_then(|p| {
                 let occurrence = keys[r.parent as usize];
-                (occurrence != NOT_LEARNED).then_some((p.entry() as usize, p.lane, occurrence))
+                let cross = across.get(i as usize).copied().unwrap_or(false);
+                (occurrence != NOT_LEARNED)
+                    .then_some(((p.entry() as usize, p.lane, occurrence), cross))
             });
-            let key = learner.observe(r.entry() as usize, r.lane, occurrence, parent);
+            let off_thread = stepping_log.is_some_and(|log| r.log != log);
+            let key = learner.observe((r.entry() as usize, r.lane, occurrence), parent, off_thread);
             o.merged = key.2 == MERGED;
             keys[i as usize] = key.2;
         }
@@ -380,4 +400,48 @@ fn find_async_parents(runs: &mut [LearnRun], origins: &[(u32, u32)]) {
             .copied()
             .unwrap_or(NO_RUN);
     }
+}
+
+/// The parent of each run that started with none open on its own thread, on a thread other than
+/// the stepping one (`stepping_log`): the innermost run of the stepping thread open when it
+/// started (work handed to a worker inside a layer). Returns, per run, whether its parent was
+/// found so, across threads.
+fn find_cross_thread_parents(runs: &mut [LearnRun], stepping_log: u32) -> Across {
+    let mut across = vec![false; runs.len()];
+    // The stepping thread's runs by depth, in start order.
+    let mut by_depth: Vec<Vec<u32>> = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        if r.log == stepping_log && !r.is_async() {
+            let d = r.depth() as usize;
+            if by_depth.len() <= d {
+                by_depth.resize_with(d + 1, Vec::new);
+            }
+            by_depth[d].push(i as u32);
+        }
+    }
+    if by_depth.is_empty() {
+        return across;
+    }
+    for list in &mut by_depth {
+        list.sort_unstable_by_key(|&i| runs[i as usize].start);
+    }
+    for i in 0..runs.len() {
+        let r = runs[i];
+        if r.log == stepping_log || r.parent != NO_RUN || r.depth() != 0 || r.is_async() {
+            continue;
+        }
+        // The deepest run of the stepping thread that contains this one's start.
+        let found = by_depth.iter().rev().find_map(|list| {
+            let before = list.partition_point(|&j| runs[j as usize].start <= r.start);
+            list[..before]
+                .last()
+                .copied()
+                .filter(|&j| runs[j as usize].stop >= r.start)
+        });
+        if let Some(j) = found {
+            runs[i].parent = j;
+            across[i] = true;
+        }
+    }
+    across
 }

@@ -274,7 +274,8 @@ impl Session {
             merged: ev.occurrence == MERGED,
             parent: ev
                 .parent
-                .and_then(|key| context.order_of.get(&key).copied()),
+                .and_then(|(key, _)| context.order_of.get(&key).copied()),
+            concurrent: ev.off_thread,
             memory: ev
                 .store
                 .samples
