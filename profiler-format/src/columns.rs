@@ -440,7 +440,7 @@ pub const EVENT_COLUMNS: &[Column] = &[
     },
     Column {
         report: Some("alloc"),
-        summary: None,
+        summary: Some("alloc"),
         csv: Some("alloc_bytes"),
         json: Some("memory"),
         family: Family::Memory,
@@ -469,7 +469,7 @@ pub const EVENT_COLUMNS: &[Column] = &[
     },
     Column {
         report: Some("peak"),
-        summary: None,
+        summary: Some("peak"),
         csv: Some("peak_bytes"),
         json: Some("memory"),
         family: Family::Memory,

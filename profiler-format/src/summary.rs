@@ -127,10 +127,15 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
         human_ns(iteration.median_ns),
         status_in(&profile.run.mode, profile.complete)
     );
-    let headers = columns::headers(Place::Summary, Default::default());
+    // With `Alloc` installed, what each run allocated and its peak of live bytes (medians).
+    let families = columns::Families {
+        memory: events.iter().any(|e| e.memory.is_some()),
+        device: false,
+    };
+    let headers = columns::headers(Place::Summary, families);
     let rows: Vec<Vec<String>> = events
         .iter()
-        .map(|e| columns::cells(e, Place::Summary, Default::default()))
+        .map(|e| columns::cells(e, Place::Summary, families))
         .collect();
     out.push_str(&aligned(&headers, &rows, 3));
     if iteration.count == 0 {
@@ -147,6 +152,13 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
          timer's own {} (an empty measurement)",
         human_ns(profile.run.timer_floor_ns as f64)
     );
+    if families.memory {
+        let _ = writeln!(
+            out,
+            "  alloc, peak = median bytes a run allocated, and its peak of live bytes \
+             (profiler_core::Alloc)"
+        );
+    }
     let _ = writeln!(out, "  {}", noisy_line(&events, CV_THRESHOLD));
     let _ = writeln!(
         out,
