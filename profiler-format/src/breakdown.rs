@@ -17,15 +17,18 @@
 //!   moves, or events measured in slower iterations), `other` is 0 and `overlap_ns` says by how
 //!   much the categories exceed it;
 //! - the uncovered stretches come from the average iteration the warmup and the samples
-//!   describe (as `prof trace` draws it in `sample` mode): the top-level events in execution
+//!   describe (as `prof trace` draws it in `sample` mode), of the median iteration's length
+//!   (which a few slow iterations cannot stretch): the top-level events in execution
 //!   order, each placed at its median offset from the iteration's start (scaled down by the
-//!   mean iteration over the median of the iterations it was measured in, when those were
+//!   median iteration over the median of the iterations it was measured in, when those were
 //!   slower: a busy machine delays an event without leaving a gap) or right after the previous
 //!   one, if that ends later, lasting its median run × calls per iteration. The stretches before the first
 //!   event, between two events and after the last (up to the end of the mean iteration) are
 //!   the gaps. In `sample` mode each event is measured in iterations of its own, so on a busy
 //!   machine these positions are approximate; in `trace` mode they come from the same
-//!   iterations.
+//!   iterations. Each gap is `reliable` only when it is longer than twice the scatter of the
+//!   offsets on either side ([`Gap::noise_ns`]); the summary names the largest reliable one, or
+//!   says that none stands out of the noise.
 //!
 //! Events timed on a device stream are left out: their time runs on the device, beside the
 //! CPU's.
@@ -90,6 +93,12 @@ pub struct Gap {
     pub after: Option<Site>,
     /// The event that starts where it ends; `None` at the end of the iteration (`step()`).
     pub before: Option<Site>,
+    /// How uncertain its ends are: the robust spread ([`stats::robust_spread`]) of the offsets
+    /// of the events on either side (of the iteration's wall time, at its end), combined.
+    pub noise_ns: f64,
+    /// Longer than twice its noise: a stretch that the scatter of the events' offsets (a busy
+    /// machine, iterations of very different lengths) cannot make up.
+    pub reliable: bool,
 }
 
 /// An event beside a gap: what it is and where it is in the source.
@@ -122,7 +131,8 @@ pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
         .collect();
     let (stepping, beside): (Vec<usize>, Vec<usize>) =
         top.iter().partition(|&&i| !profile.events[i].concurrent);
-    let placed = place(profile, &measures.events, &stepping);
+    let median_iteration = measures.iteration.median_ns;
+    let placed = place(profile, &measures.events, &stepping, median_iteration);
     // Each event's time in the categories: its whole time on the stepping thread; beside it,
     // only what nothing already counted covers.
     let mut time: Vec<f64> = measures.events.iter().map(|r| r.total_ns).collect();
@@ -149,7 +159,7 @@ pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
         iteration_ns,
         categories,
         overlap_ns: (covered - iteration_ns).max(0.0),
-        gaps: gaps(profile, &placed, iteration_ns),
+        gaps: gaps(profile, &placed, median_iteration),
     })
 }
 
@@ -201,13 +211,12 @@ fn category_of(profile: &Profile, i: usize) -> String {
         .unwrap_or_else(|| NO_PHASE.to_owned())
 }
 
-/// The top-level events on the average iteration, in execution order, each at its median
-/// offset unless the previous one ends later.
-fn place(profile: &Profile, rows: &[EventRow], top: &[usize]) -> Vec<Placed> {
-    let mean_iteration = stats::mean(&stats::as_f64(crate::measure::measured_walls(profile)));
+/// The top-level events on the average iteration of length `iteration`, in execution order,
+/// each at its median offset unless the previous one ends later.
+fn place(profile: &Profile, rows: &[EventRow], top: &[usize], iteration: f64) -> Vec<Placed> {
     let mut at: Vec<(f64, usize)> = top
         .iter()
-        .map(|&i| (scaled_offset(profile, i, mean_iteration), i))
+        .map(|&i| (scaled_offset(profile, i, iteration), i))
         .collect();
     // In execution order (learned at warmup), not by offset: in `sample` mode the offsets of
     // two events come from different iterations and may disagree on which starts first.
@@ -268,6 +277,10 @@ fn scaled_offset(profile: &Profile, i: usize, mean_iteration: f64) -> f64 {
 
 /// The largest stretches of `[0, iteration_ns]` that `placed` leaves uncovered.
 fn gaps(profile: &Profile, placed: &[Placed], iteration_ns: f64) -> Vec<Gap> {
+    // How far an event's start scatters from one iteration to the next.
+    let scatter =
+        |p: &Placed| stats::robust_spread(&stats::as_f64(&profile.events[p.index].offsets_ns));
+    let walls = stats::robust_spread(&stats::as_f64(crate::measure::measured_walls(profile)));
     let site = |p: &Placed| {
         let e = &profile.events[p.index];
         Site {
@@ -286,12 +299,20 @@ fn gaps(profile: &Profile, placed: &[Placed], iteration_ns: f64) -> Vec<Gap> {
     })) {
         let len = p.start.min(iteration_ns) - cursor;
         if len > 0.0 {
+            let end = if p.index == usize::MAX {
+                walls
+            } else {
+                scatter(p)
+            };
+            let noise_ns = previous.map_or(0.0, scatter).hypot(end);
             gaps.push(Gap {
                 start_ns: cursor,
                 len_ns: len,
                 share: len / iteration_ns,
                 after: previous.map(site),
                 before: (p.index != usize::MAX).then(|| site(p)),
+                noise_ns,
+                reliable: len > 2.0 * noise_ns,
             });
         }
         cursor = cursor.max(p.end);
@@ -323,12 +344,20 @@ impl Breakdown {
                 human_ns(self.overlap_ns)
             ));
         }
-        if let Some(gap) = self.gaps.first() {
-            line.push_str(&format!(
+        match (self.gaps.iter().find(|g| g.reliable), self.gaps.first()) {
+            (Some(gap), _) => line.push_str(&format!(
                 "; largest stretch no probe covers: {} {}",
                 human_ns(gap.len_ns),
                 gap.describe()
-            ));
+            )),
+            (None, Some(gap)) => line.push_str(&format!(
+                "; no stretch that no probe covers stands out of the noise (the largest, {} {}, \
+                 is within the scatter of the events' offsets, \u{b1}{})",
+                human_ns(gap.len_ns),
+                gap.describe(),
+                human_ns(gap.noise_ns)
+            )),
+            (None, None) => {}
         }
         line
     }
@@ -442,6 +471,72 @@ mod tests {
         assert_eq!((b.gaps[1].start_ns, b.gaps[1].len_ns), (960.0, 40.0));
         assert!(b.gaps[1].before.is_none());
         assert!(b.gaps[1].describe().ends_with("until step()"));
+    }
+
+    /// On a noisy machine the offsets of back-to-back events scatter (each measured in
+    /// iterations of its own, after preceding work of varying length): a stretch between them
+    /// shorter than that scatter is not named as where to annotate next.
+    #[test]
+    fn a_gap_within_the_scatter_of_the_offsets_is_not_named() {
+        let mut a = event(0, "a", Some("fwd"), 0, 300);
+        let mut b = event(1, "b", Some("fwd"), 340, 300);
+        // b's start scatters by about 60 ns from one iteration to the next: 40 ns is noise.
+        b.offsets_ns = vec![280, 340, 400, 330, 350, 420, 260, 345];
+        b.samples_ns = vec![300; 8];
+        b.sample_iters = vec![2, 3, 4, 5, 2, 3, 4, 5];
+        b.stats = Stats::of(&b.samples_ns);
+        a.offsets_ns = vec![0; 4];
+        let p = profile(vec![a, b], 640);
+        let bd = breakdown(&p).unwrap();
+        let g = &bd.gaps[0];
+        assert!((g.len_ns - 42.5).abs() < 1e-9, "{g:?}");
+        assert!(!g.reliable && 2.0 * g.noise_ns > g.len_ns, "{g:?}");
+        let line = bd.line();
+        assert!(
+            line.contains("no stretch that no probe covers stands out of the noise"),
+            "{line}"
+        );
+        // The same stretch with steady offsets is named.
+        let mut steady = p.clone();
+        steady.events[1].offsets_ns = vec![338; 8];
+        let bd = breakdown(&steady).unwrap();
+        assert!(bd.gaps[0].reliable, "{:?}", bd.gaps[0]);
+        assert!(
+            bd.line()
+                .contains("largest stretch no probe covers: 38ns after fwd a"),
+            "{}",
+            bd.line()
+        );
+    }
+
+    /// The perturbation check is flagged only when the interval of the ratio is above the
+    /// threshold, and said to be unreliable when a short or scattered warmup makes it wide.
+    #[test]
+    fn perturbation_is_flagged_beyond_its_noise_only() {
+        let mut p = profile(vec![event(0, "a", Some("fwd"), 0, 100)], 1000);
+        p.run.warmup = 10;
+        // Iteration 0, 9 scattered warmup iterations around 1000, then 40 steady ones at 1300.
+        let mut walls = vec![5000, 600, 1400, 800, 1900, 1000, 700, 1600, 1000, 1200];
+        walls.extend(std::iter::repeat_n(1300, 40));
+        p.iterations.wall_ns = walls;
+        p.iterations.count = 50;
+        p.events[0].sample_iters = vec![10, 11, 12, 13];
+        let m = crate::measure::measure(&p, 0.25, 0.05);
+        let pert = m.perturbation.unwrap();
+        assert!(!pert.flagged && !pert.reliable, "{pert:?}");
+        assert_eq!(pert.warmup_iterations, 9);
+        let line = crate::summary::perturbation_line("sample", Some(&pert));
+        assert!(
+            line.contains("unreliable: the median of 9 warmup iterations"),
+            "{line}"
+        );
+        // A steady warmup at 1000: +30%, flagged.
+        p.iterations.wall_ns[1..10].copy_from_slice(&[1000; 9]);
+        let pert = crate::measure::measure(&p, 0.25, 0.05)
+            .perturbation
+            .unwrap();
+        assert!(pert.flagged && pert.reliable, "{pert:?}");
+        assert!((pert.ratio - 1.3).abs() < 1e-9);
     }
 
     #[test]

@@ -226,22 +226,42 @@ pub struct Perturbation {
     pub armed_median_ns: f64,
     /// `armed_median_ns / warmup_median_ns`.
     pub ratio: f64,
-    /// `ratio - 1` above the threshold.
+    /// The 95% interval of the ratio: from the distribution-free intervals of the two medians
+    /// (order statistics), so that a few noisy iterations cannot move it; a short or scattered
+    /// warmup makes it wide.
+    pub ratio_low: f64,
+    /// See [`Perturbation::ratio_low`].
+    pub ratio_high: f64,
+    /// `ratio_low - 1` above the threshold: the profiler slows the loop beyond its noise.
     pub flagged: bool,
+    /// The interval is narrow enough to say anything (its width at most twice the threshold);
+    /// otherwise the line says it is unreliable and why.
+    pub reliable: bool,
+    /// The warmup iterations the baseline is the median of (iteration 0 left out).
+    pub warmup_iterations: usize,
+}
+
+/// The warmup iterations listed, leaving out iteration 0 (start-up).
+pub fn warmup_walls(profile: &Profile) -> &[u64] {
+    let walls = &profile.iterations.wall_ns;
+    let start = usize::from(profile.iterations.first == 0);
+    let end = warmup_listed(profile);
+    if end <= start {
+        return &[];
+    }
+    &walls[start..end]
 }
 
 /// The median warmup iteration listed, leaving out iteration 0 (start-up); `None` if there is none
 /// (always so in `continuous` mode, whose listed iterations come long after the warmup) or it
 /// is 0.
 pub fn warmup_baseline(profile: &Profile) -> Option<f64> {
-    let walls = &profile.iterations.wall_ns;
     // `wall_ns[k]` is iteration `first + k`: iteration 0, when listed, is `wall_ns[0]`.
-    let start = usize::from(profile.iterations.first == 0);
-    let end = warmup_listed(profile);
-    if end <= start {
+    let walls = warmup_walls(profile);
+    if walls.is_empty() {
         return None;
     }
-    let base = stats::median(&stats::as_f64(&walls[start..end]));
+    let base = stats::median(&stats::as_f64(walls));
     (base > 0.0).then_some(base)
 }
 
@@ -295,11 +315,25 @@ pub fn measure(profile: &Profile, cv_threshold: f64, perturbation_threshold: f64
     let perturbation = baseline.filter(|_| after_warmup).map(|base| {
         let armed = iteration.median_ns;
         let ratio = armed / base;
+        // Each median's 95% interval by order statistics: a noisy iteration moves neither.
+        let interval = |walls: &[u64]| {
+            let sorted = stats::sorted(&stats::as_f64(walls));
+            let (lo, hi) = stats::median_interval_ranks(sorted.len(), 0.95);
+            (sorted[lo], sorted[hi])
+        };
+        let warmup = warmup_walls(profile);
+        let (w_lo, w_hi) = interval(warmup);
+        let (a_lo, a_hi) = interval(measured_walls(profile));
+        let (ratio_low, ratio_high) = (a_lo / w_hi, a_hi / w_lo);
         Perturbation {
             warmup_median_ns: base,
             armed_median_ns: armed,
             ratio,
-            flagged: ratio - 1.0 > perturbation_threshold,
+            ratio_low,
+            ratio_high,
+            flagged: ratio_low - 1.0 > perturbation_threshold,
+            reliable: ratio_high - ratio_low <= 2.0 * perturbation_threshold,
+            warmup_iterations: warmup.len(),
         }
     });
 

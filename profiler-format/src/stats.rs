@@ -48,6 +48,47 @@ pub fn median(values: &[f64]) -> f64 {
     quantile_sorted(&sorted(values), 0.5)
 }
 
+/// Scales a median absolute deviation to a normal distribution's standard deviation.
+pub const MAD_SCALE: f64 = 1.4826;
+
+/// `1.4826 x` the median absolute deviation of `values`: a standard deviation that a minority of
+/// outliers cannot move (0 for no value).
+pub fn robust_spread(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let center = median(values);
+    let deviations: Vec<f64> = values.iter().map(|v| (v - center).abs()).collect();
+    MAD_SCALE * median(&deviations)
+}
+
+/// The ranks (0-based, into the sorted values) of a distribution-free confidence interval of
+/// the median of `n` values at confidence at least `confidence` (order statistics, binomial
+/// with p = 1/2); the whole range when `n` is too small to reach it.
+pub fn median_interval_ranks(n: usize, confidence: f64) -> (usize, usize) {
+    if n == 0 {
+        return (0, 0);
+    }
+    // P(X_(k) <= m <= X_(n-1-k)) = 1 - 2 P(Binomial(n, 1/2) <= k); the largest k that keeps it.
+    let mut pmf = 0.5f64.powi(n as i32);
+    let mut cdf = pmf;
+    let mut k = 0usize;
+    while k + 1 < n / 2 + 1 {
+        // P(B = k + 1) from P(B = k).
+        let next = pmf * (n - k) as f64 / (k + 1) as f64;
+        if 1.0 - 2.0 * (cdf + next) < confidence {
+            break;
+        }
+        pmf = next;
+        cdf += next;
+        k += 1;
+    }
+    if 1.0 - 2.0 * 0.5f64.powi(n as i32) < confidence {
+        return (0, n - 1);
+    }
+    (k, n - 1 - k)
+}
+
 /// A sorted copy.
 pub fn sorted(values: &[f64]) -> Vec<f64> {
     let mut v = values.to_vec();
@@ -74,5 +115,21 @@ pub fn median_mut(values: &mut [f64]) -> f64 {
         // The lower middle value is the largest of the lower part.
         let lower = low.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         (lower + upper) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod interval_tests {
+    use super::*;
+
+    /// The order-statistic interval of a median: ranks 1 and 7 of 9 (96.1%), the whole range
+    /// of 5 (no narrower interval reaches 95%), ranks 39 and 60 of 100.
+    #[test]
+    fn median_interval_ranks_reach_the_confidence() {
+        assert_eq!(median_interval_ranks(9, 0.95), (1, 7));
+        assert_eq!(median_interval_ranks(5, 0.95), (0, 4));
+        assert_eq!(median_interval_ranks(1, 0.95), (0, 0));
+        assert_eq!(median_interval_ranks(100, 0.95), (39, 60));
+        assert_eq!(robust_spread(&[1.0, 2.0, 3.0, 100.0]), MAD_SCALE * 1.0);
     }
 }

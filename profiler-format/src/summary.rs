@@ -62,17 +62,29 @@ pub use crate::columns::occ;
 pub fn perturbation_line(mode: &str, perturbation: Option<&Perturbation>) -> String {
     match perturbation {
         Some(p) => format!(
-            "perturbation: median iteration {} while measuring vs {} in warmup ({}){}",
+            "perturbation: median iteration {} while measuring vs {} in warmup ({}, 95% CI {} \
+             .. {}){}",
             human_ns(p.armed_median_ns),
             human_ns(p.warmup_median_ns),
             signed_percent(p.ratio - 1.0),
+            signed_percent(p.ratio_low - 1.0),
+            signed_percent(p.ratio_high - 1.0),
             if p.flagged {
-                ", FLAGGED: the profiler may be distorting this program's timing"
+                ", FLAGGED: the profiler may be distorting this program's timing".to_owned()
+            } else if !p.reliable {
+                format!(
+                    "; unreliable: the median of {} warmup iterations is too uncertain to tell \
+                     a change of {} (its interval above); a longer PROF_WARMUP gives a better \
+                     baseline",
+                    p.warmup_iterations,
+                    percent(PERTURBATION_THRESHOLD)
+                )
             } else if p.ratio < 0.95 {
                 "; warmup was slower (a cold start: caches, page faults, clock ramp-up), so \
                  this says little; a longer PROF_WARMUP gives a better baseline"
+                    .to_owned()
             } else {
-                ""
+                String::new()
             }
         ),
         None if mode == "continuous" => "perturbation: unknown (continuous mode keeps the \

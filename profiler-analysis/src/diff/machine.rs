@@ -9,8 +9,7 @@ use serde::Serialize;
 use super::super::stats;
 use profiler_format::{Event, Profile};
 
-/// 1 / Phi^-1(3/4): scales a median absolute deviation to a standard deviation.
-const MAD_SCALE: f64 = 1.4826;
+use profiler_format::stats::MAD_SCALE;
 
 /// Fewest events from which the machine's shift and spread are estimated; with fewer, both are 0.
 pub const MIN_EVENTS_FOR_SPREAD: usize = 5;
@@ -36,16 +35,7 @@ pub const DISTURBED_SHARE: f64 = 0.10;
 /// See [`DISTURBED_SHARE`].
 pub const DISTURBED_MARGIN: f64 = 0.05;
 
-/// `1.4826 x` the median absolute deviation of `values`: a standard deviation that a minority of
-/// outliers cannot move (0 for no value).
-pub fn robust_spread(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let center = stats::median(values);
-    let deviations: Vec<f64> = values.iter().map(|v| (v - center).abs()).collect();
-    MAD_SCALE * stats::median(&deviations)
-}
+pub use profiler_format::stats::robust_spread;
 
 /// One run's side of an event.
 pub(super) struct Side {

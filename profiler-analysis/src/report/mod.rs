@@ -33,8 +33,10 @@
 //!   armed (the distinct values of its `sample_iters`) over the warmup baseline, minus 1. In
 //!   `trace` mode every event is armed in every measured iteration, so all events show the same.
 //! - **Overall perturbation**: the median wall time of the measured iterations over the warmup
-//!   baseline (reported as `ratio`); `flagged` when `ratio - 1 > perturbation_threshold` (default
-//!   0.05). Absent without a baseline or without an iteration after warmup.
+//!   baseline (reported as `ratio`), with a 95% interval (`ratio_low`, `ratio_high`) from the
+//!   two medians' order-statistic intervals; `flagged` when `ratio_low - 1 >
+//!   perturbation_threshold` (default 0.05), `reliable` when the interval is at most twice that
+//!   wide. Absent without a baseline or without an iteration after warmup.
 //! - **Groups** (`--group-by layer|phase|layer,phase`): events are grouped by their `layer`, their
 //!   `phase`, or both (`"top_mlp/bwd"`). An event without the field takes it from its nearest
 //!   ancestor that has it (a `linear_forward` without a layer, called inside the `top_mlp`
