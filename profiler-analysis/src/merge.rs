@@ -11,7 +11,14 @@
 //! - **min, median, max**: over the ranks that have the event, of their medians (the median of
 //!   an even count is the mean of the two middle ones).
 //! - **straggler**: the rank with the largest median (the lowest such rank on a tie): the one the
-//!   others wait for at the next synchronisation.
+//!   others wait for at the next synchronisation. Whether it really is slower is judged as
+//!   `prof diff` judges two runs ([`diff::diff`] of the fastest rank's profile against the
+//!   straggler's, the events' shared shift taken out, each event given its allowance for the
+//!   ranks' own noise): `straggler_verdict` is `slower` when that comparison calls the event
+//!   regressed, `same` when its interval rules out a difference of the threshold (2%), and
+//!   `inconclusive` otherwise (the ranks' own noise is larger than their difference); with the
+//!   interval of the straggler's time over the fastest rank's (`straggler_ci_low`,
+//!   `straggler_ci_high`). Only `slower` events make a rank the straggler in the closing line.
 //! - **spread** = max / min (min floored at 1 ns): 1 when every rank takes the same time.
 //! - **iteration**: per rank, the median wall time of its measured iterations (index >=
 //!   `run.warmup`; all of them when there is none; 0 when it has none; in `continuous` mode, its
@@ -25,6 +32,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::diff::{self, DiffOptions, Verdict};
 use super::text;
 use super::{event_key, event_time, stats, Format};
 use profiler_format::{Event, Identity, Profile};
@@ -51,6 +59,18 @@ pub struct MergedEvent {
     pub straggler: u32,
     /// `max_ns / min_ns` (min floored at 1 ns).
     pub spread: f64,
+    /// `slower`, `same` or `inconclusive`: the straggler against the fastest rank, as `prof
+    /// diff` judges (see the module documentation); `None` with fewer than two ranks having
+    /// the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub straggler_verdict: Option<String>,
+    /// The interval of the straggler's time over the fastest rank's, beyond the ranks' shared
+    /// shift (`prof diff`'s `ci_low`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub straggler_ci_low: Option<f64>,
+    /// See [`MergedEvent::straggler_ci_low`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub straggler_ci_high: Option<f64>,
 }
 
 /// Every rank's profile in one.
@@ -212,7 +232,55 @@ fn merge_events(ranked: &[(u32, &Profile)], ranks: &[u32]) -> (Vec<MergedEvent>,
             merged_event(e.identity(), per_rank_median_ns, ranks)
         })
         .collect();
-    (events, incomplete)
+    (judge_stragglers(ranked, events), incomplete)
+}
+
+/// Each event's straggler against its fastest rank, by `prof diff`'s statistics (one
+/// comparison per pair of ranks that some event needs).
+fn judge_stragglers(ranked: &[(u32, &Profile)], mut events: Vec<MergedEvent>) -> Vec<MergedEvent> {
+    let index: HashMap<u32, usize> = ranked.iter().enumerate().map(|(i, r)| (r.0, i)).collect();
+    let mut diffs: HashMap<(usize, usize), diff::Diff> = HashMap::new();
+    for e in &mut events {
+        let present: Vec<(u32, f64)> = ranked
+            .iter()
+            .zip(&e.per_rank_median_ns)
+            .filter_map(|((r, _), t)| Some((*r, (*t)?)))
+            .collect();
+        if present.len() < 2 {
+            continue;
+        }
+        let fastest = present
+            .iter()
+            .copied()
+            .fold(present[0], |best, x| if x.1 < best.1 { x } else { best })
+            .0;
+        let (a, b) = (index[&fastest], index[&e.straggler]);
+        if a == b {
+            continue;
+        }
+        let d = diffs
+            .entry((a, b))
+            .or_insert_with(|| diff::diff(ranked[a].1, ranked[b].1, &DiffOptions::default()));
+        let key = (e.identity.id.clone(), e.identity.occurrence);
+        let Some(row) = d
+            .events
+            .iter()
+            .find(|r| (r.identity.id.clone(), r.identity.occurrence) == key)
+        else {
+            continue;
+        };
+        e.straggler_verdict = Some(
+            match row.verdict {
+                Verdict::Regressed => "slower",
+                Verdict::NoChange | Verdict::WithinNoise | Verdict::Improved => "same",
+                Verdict::Inconclusive => "inconclusive",
+            }
+            .to_owned(),
+        );
+        e.straggler_ci_low = Some(row.ci_low).filter(|v| v.is_finite());
+        e.straggler_ci_high = Some(row.ci_high).filter(|v| v.is_finite());
+    }
+    events
 }
 
 /// The row of one event (or of the iteration) from its median on each rank, in the order of
@@ -249,6 +317,9 @@ fn merged_event(
             argmax(&present)
         },
         spread: max_ns / min_ns.max(1.0),
+        straggler_verdict: None,
+        straggler_ci_low: None,
+        straggler_ci_high: None,
     }
 }
 
@@ -299,25 +370,33 @@ fn iteration_row(m: &Merged) -> MergedEvent {
         max_ns,
         straggler: m.straggler,
         spread: max_ns / min_ns.max(1.0),
+        straggler_verdict: None,
+        straggler_ci_low: None,
+        straggler_ci_high: None,
     }
 }
 
 fn render_csv(m: &Merged) -> String {
-    let mut out =
-        String::from("id,name,layer,phase,occurrence,min_ns,median_ns,max_ns,spread,straggler");
+    let mut out = String::from(
+        "id,name,layer,phase,occurrence,min_ns,median_ns,max_ns,spread,straggler,\
+         straggler_verdict,straggler_ci_low,straggler_ci_high",
+    );
     for r in &m.ranks {
         out.push_str(&format!(",rank_{r}_ns"));
     }
     out.push('\n');
     for e in std::iter::once(&iteration_row(m)).chain(&m.events) {
         out.push_str(&format!(
-            "{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{}",
             text::identity_csv(&e.identity).join(","),
             text::num(e.min_ns),
             text::num(e.median_ns),
             text::num(e.max_ns),
             text::num(e.spread),
-            e.straggler
+            e.straggler,
+            e.straggler_verdict.as_deref().unwrap_or(""),
+            e.straggler_ci_low.map(text::num).unwrap_or_default(),
+            e.straggler_ci_high.map(text::num).unwrap_or_default()
         ));
         for t in &e.per_rank_median_ns {
             out.push(',');
@@ -359,7 +438,7 @@ fn text_cells(e: &MergedEvent, iteration: bool, per_rank: bool) -> Vec<String> {
         crate::text::human_ns(e.median_ns),
         crate::text::human_ns(e.max_ns),
         format!("{:.2}x", e.spread),
-        e.straggler.to_string(),
+        straggler_cell(e),
     ]);
     if per_rank {
         c.extend(
@@ -371,12 +450,38 @@ fn text_cells(e: &MergedEvent, iteration: bool, per_rank: bool) -> Vec<String> {
     c
 }
 
+/// The straggler and the verdict on it: `0 slower (+12.0% .. +30.1%)`, `0 same`,
+/// `0 inconclusive (-8.0% .. +40.2%)`, or the rank alone when it was not judged.
+fn straggler_cell(e: &MergedEvent) -> String {
+    // A ratio as a change, from 10 times on as a factor.
+    let change = |r: f64| {
+        if r >= 100.0 {
+            ">x100".to_owned()
+        } else if r >= 10.0 {
+            format!("x{r:.1}")
+        } else {
+            format!("{:+.1}%", 100.0 * (r - 1.0))
+        }
+    };
+    let interval = match (e.straggler_ci_low, e.straggler_ci_high) {
+        (Some(lo), Some(hi)) => format!(" ({} .. {})", change(lo), change(hi)),
+        _ => String::new(),
+    };
+    match e.straggler_verdict.as_deref() {
+        Some("same") => format!("{} same", e.straggler),
+        Some(v) => format!("{} {v}{interval}", e.straggler),
+        None => e.straggler.to_string(),
+    }
+}
+
 /// The line above the table: the ranks and the slowest median iteration.
 fn intro(m: &Merged, iteration: &MergedEvent) -> String {
     let ranks: Vec<String> = m.ranks.iter().map(u32::to_string).collect();
     format!(
         "{} rank{} ({}); slowest median iteration: rank {} ({} vs {} on the fastest, spread \
-         {:.2}x); straggler = rank with the largest median, spread = max / min\n",
+         {:.2}x); straggler = rank with the largest median, judged against the fastest rank as \
+         prof diff judges two runs (slower, same, or inconclusive, with the interval of its \
+         time over the fastest's); spread = max / min\n",
         m.ranks.len(),
         if m.ranks.len() == 1 { "" } else { "s" },
         ranks.join(", "),
@@ -393,10 +498,18 @@ fn straggler_line(m: &Merged) -> Option<String> {
     if m.ranks.len() <= 1 || m.events.is_empty() {
         return None;
     }
+    // Only events where the straggler is slower beyond the ranks' noise count.
     let mut counts: HashMap<u32, usize> = HashMap::new();
     for e in &m.events {
-        *counts.entry(e.straggler).or_default() += 1;
+        if e.straggler_verdict.as_deref() == Some("slower") {
+            *counts.entry(e.straggler).or_default() += 1;
+        }
     }
+    let inconclusive = m
+        .events
+        .iter()
+        .filter(|e| e.straggler_verdict.as_deref() == Some("inconclusive"))
+        .count();
     let (rank, n) = m
         .ranks
         .iter()
@@ -405,7 +518,13 @@ fn straggler_line(m: &Merged) -> Option<String> {
             (m.ranks[0], 0),
             |best, c| if c.1 > best.1 { c } else { best },
         );
-    let mut widest: Vec<&MergedEvent> = m.events.iter().collect();
+    // The widest spreads among the events whose straggler is slower (a spread within the ranks'
+    // own noise ranks nothing).
+    let mut widest: Vec<&MergedEvent> = m
+        .events
+        .iter()
+        .filter(|e| e.straggler_verdict.as_deref() == Some("slower"))
+        .collect();
     widest.sort_by(|a, b| b.spread.total_cmp(&a.spread));
     let names: Vec<String> = widest
         .iter()
@@ -415,8 +534,24 @@ fn straggler_line(m: &Merged) -> Option<String> {
             format!("{label} ({:.2}x, rank {})", e.spread, e.straggler)
         })
         .collect();
+    let undecided = if inconclusive > 0 {
+        format!(
+            "; {inconclusive} inconclusive (the ranks' own noise is larger than their \
+             difference)"
+        )
+    } else {
+        String::new()
+    };
+    if n == 0 {
+        return Some(format!(
+            "no rank is slower than the fastest beyond the ranks' noise in any of {} \
+             events{undecided}",
+            m.events.len()
+        ));
+    }
     Some(format!(
-        "rank {rank} is the straggler of {n} of {} events; widest spread: {}",
+        "rank {rank} is the straggler of {n} of {} events (slower than the fastest rank beyond \
+         the ranks' noise){undecided}; widest spread: {}",
         m.events.len(),
         names.join(", ")
     ))
@@ -506,8 +641,58 @@ mod tests {
             text.starts_with("3 ranks (0, 1, 2); slowest median iteration: rank 2"),
             "{text}"
         );
+        // Three samples a rank cannot tell a straggler from the ranks' noise.
         assert!(
-            text.contains("widest spread: mlp/bwd allreduce (5.00x, rank 2)"),
+            text.contains(
+                "no rank is slower than the fastest beyond the ranks' noise in any of 2 events; \
+                 2 inconclusive"
+            ),
+            "{text}"
+        );
+        assert_eq!(ar.straggler_verdict.as_deref(), Some("inconclusive"));
+    }
+
+    /// Ranks of the same code, each event's samples scattered by 4%: with
+    /// the ranks' own noise, no rank is named (before, the largest median made a straggler of
+    /// every event); a layer really 40% slower on one rank is named, with its interval.
+    #[test]
+    fn stragglers_are_named_beyond_the_ranks_noise_only() {
+        use crate::diff::tests::{model, simulate};
+        let specs = model();
+        let steady = |_: usize| 1.0;
+        let mut a = simulate(&specs, 30, 0.04, steady, &[], 1);
+        let mut b = simulate(&specs, 30, 0.04, steady, &[], 2);
+        a.run.rank = 0;
+        b.run.rank = 1;
+        let m = merge(&[a.clone(), b]).unwrap();
+        let text = render(&m, Format::Table);
+        assert!(
+            m.events
+                .iter()
+                .all(|e| e.straggler_verdict.as_deref() != Some("slower")),
+            "{text}"
+        );
+        assert!(
+            text.contains("no rank is slower than the fastest"),
+            "{text}"
+        );
+        let target = specs[3 * 3 + 1].0;
+        let mut slow = simulate(&specs, 30, 0.04, steady, &[(target, 1.4)], 2);
+        slow.run.rank = 1;
+        let m = merge(&[a, slow]).unwrap();
+        let text = render(&m, Format::Table);
+        let named: Vec<&str> = m
+            .events
+            .iter()
+            .filter(|e| e.straggler_verdict.as_deref() == Some("slower"))
+            .map(|e| e.identity.name.as_str())
+            .collect();
+        assert_eq!(named, [target], "{text}");
+        let e = m.events.iter().find(|e| e.identity.name == target).unwrap();
+        assert_eq!(e.straggler, 1);
+        assert!(e.straggler_ci_low.unwrap() > 1.02, "{e:?}");
+        assert!(
+            text.contains("rank 1 is the straggler of 1 of 25 events (slower than the fastest"),
             "{text}"
         );
     }
@@ -566,14 +751,21 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "id,name,layer,phase,occurrence,min_ns,median_ns,max_ns,spread,straggler,rank_0_ns,rank_1_ns"
+            "id,name,layer,phase,occurrence,min_ns,median_ns,max_ns,spread,straggler,\
+             straggler_verdict,straggler_ci_low,straggler_ci_high,rank_0_ns,rank_1_ns"
         );
         assert_eq!(
             lines[1],
-            "iteration,iteration,,,0,1000,1050,1100,1.1,1,1000,1100"
+            "iteration,iteration,,,0,1000,1050,1100,1.1,1,,,,1000,1100"
         );
-        assert_eq!(lines[2], "mlp::f,f,mlp,bwd,0,100,125,150,1.5,1,100,150");
-        assert_eq!(lines[3], "mlp::g,g,mlp,bwd,0,10,10,10,1,0,10,");
+        // One sample a rank: the straggler cannot be told from the noise.
+        assert!(
+            lines[2].starts_with("mlp::f,f,mlp,bwd,0,100,125,150,1.5,1,inconclusive,")
+                && lines[2].ends_with(",100,150"),
+            "{}",
+            lines[2]
+        );
+        assert_eq!(lines[3], "mlp::g,g,mlp,bwd,0,10,10,10,1,0,,,,10,");
         let md = render(&m, Format::Markdown);
         assert!(md.contains("| layer | phase | name | occ | min | median | max | spread | straggler | rank 0 | rank 1 |"));
         assert!(md.contains("warning: 1 event is missing"));
