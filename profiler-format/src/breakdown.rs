@@ -527,7 +527,7 @@ mod tests {
         assert_eq!(pert.warmup_iterations, 9);
         let line = crate::summary::perturbation_line("sample", Some(&pert));
         assert!(
-            line.contains("unreliable: the median of 9 warmup iterations"),
+            line.contains("unreliable: with the median of 9 warmup iterations"),
             "{line}"
         );
         // A steady warmup at 1000: +30%, flagged.

@@ -234,8 +234,9 @@ pub struct Perturbation {
     pub ratio_high: f64,
     /// `ratio_low - 1` above the threshold: the profiler slows the loop beyond its noise.
     pub flagged: bool,
-    /// The interval is narrow enough to say anything (its width at most twice the threshold);
-    /// otherwise the line says it is unreliable and why.
+    /// The interval settles the question: flagged, or it rules out a slowdown beyond the
+    /// threshold (`ratio_high - 1` at most the threshold); otherwise the line says it is
+    /// unreliable and why.
     pub reliable: bool,
     /// The warmup iterations the baseline is the median of (iteration 0 left out).
     pub warmup_iterations: usize,
@@ -332,7 +333,8 @@ pub fn measure(profile: &Profile, cv_threshold: f64, perturbation_threshold: f64
             ratio_low,
             ratio_high,
             flagged: ratio_low - 1.0 > perturbation_threshold,
-            reliable: ratio_high - ratio_low <= 2.0 * perturbation_threshold,
+            reliable: ratio_low - 1.0 > perturbation_threshold
+                || ratio_high - 1.0 <= perturbation_threshold,
             warmup_iterations: warmup.len(),
         }
     });

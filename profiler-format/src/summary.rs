@@ -73,9 +73,9 @@ pub fn perturbation_line(mode: &str, perturbation: Option<&Perturbation>) -> Str
                 ", FLAGGED: the profiler may be distorting this program's timing".to_owned()
             } else if !p.reliable {
                 format!(
-                    "; unreliable: the median of {} warmup iterations is too uncertain to tell \
-                     a change of {} (its interval above); a longer PROF_WARMUP gives a better \
-                     baseline",
+                    "; unreliable: with the median of {} warmup iterations this uncertain, a \
+                     slowdown of {} cannot be ruled out (its interval above); a longer \
+                     PROF_WARMUP gives a better baseline",
                     p.warmup_iterations,
                     percent(PERTURBATION_THRESHOLD)
                 )

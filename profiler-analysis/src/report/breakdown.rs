@@ -5,7 +5,9 @@ use profiler_format::breakdown::Breakdown;
 use profiler_format::text::{self, human_ns, percent};
 
 const CATEGORY_HEADERS: [&str; 4] = ["category", "events", "time", "share"];
-const GAP_HEADERS: [&str; 6] = ["after", "before", "where", "from", "length", "share"];
+const GAP_HEADERS: [&str; 7] = [
+    "after", "before", "where", "from", "length", "share", "scatter",
+];
 
 /// The section's lines, as aligned text or (`markdown`) as Markdown tables.
 pub(super) fn lines(b: &Breakdown, markdown: bool) -> Vec<String> {
@@ -56,7 +58,8 @@ pub(super) fn lines(b: &Breakdown, markdown: bool) -> Vec<String> {
     out.push(String::new());
     out.push(
         "not covered by any probe, largest first (where to annotate next; positions on the \
-         average iteration, from the previous step())"
+         median iteration, from the previous step(); scatter: how far the offsets on either side \
+         scatter, `?` where the stretch is within it and may be noise)"
             .to_owned(),
     );
     let rows: Vec<Vec<String>> = b
@@ -79,6 +82,11 @@ pub(super) fn lines(b: &Breakdown, markdown: bool) -> Vec<String> {
                 human_ns(g.start_ns),
                 human_ns(g.len_ns),
                 percent(g.share),
+                format!(
+                    "\u{b1}{}{}",
+                    human_ns(g.noise_ns),
+                    if g.reliable { "" } else { " ?" }
+                ),
             ]
         })
         .collect();

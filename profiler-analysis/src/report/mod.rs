@@ -35,8 +35,9 @@
 //! - **Overall perturbation**: the median wall time of the measured iterations over the warmup
 //!   baseline (reported as `ratio`), with a 95% interval (`ratio_low`, `ratio_high`) from the
 //!   two medians' order-statistic intervals; `flagged` when `ratio_low - 1 >
-//!   perturbation_threshold` (default 0.05), `reliable` when the interval is at most twice that
-//!   wide. Absent without a baseline or without an iteration after warmup.
+//!   perturbation_threshold` (default 0.05), `reliable` when flagged or when the interval rules
+//!   out a slowdown beyond the threshold. Absent without a baseline or without an iteration
+//!   after warmup.
 //! - **Groups** (`--group-by layer|phase|layer,phase`): events are grouped by their `layer`, their
 //!   `phase`, or both (`"top_mlp/bwd"`). An event without the field takes it from its nearest
 //!   ancestor that has it (a `linear_forward` without a layer, called inside the `top_mlp`
