@@ -65,12 +65,15 @@ enum Command {
         output: PathBuf,
     },
     /// Compare two runs: per event and for the whole iteration, the median ratio with a
-    /// bootstrap 95% confidence interval, a Mann-Whitney p-value and a verdict.
+    /// bootstrap 95% confidence interval, a Mann-Whitney p-value and a verdict. With several
+    /// runs a side (`prof diff b1.json b2.json -- a1.json a2.json`), the run is the unit.
     Diff {
-        /// The baseline run.
-        before: PathBuf,
-        /// The run to judge.
-        after: PathBuf,
+        /// The baseline run, then the run to judge; or, with `--`, every baseline run.
+        #[arg(required = true, num_args = 1..)]
+        before: Vec<PathBuf>,
+        /// After `--`: every run to judge (several runs a side).
+        #[arg(last = true)]
+        after: Vec<PathBuf>,
         /// Changes smaller than this are noise (0.02 or 2%).
         #[arg(long, default_value = "2%", value_parser = fraction)]
         threshold: f64,
@@ -382,6 +385,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 seed,
                 ..diff::DiffOptions::default()
             };
+            let (before, after) = diff_sides(before, after)?;
             return compare(&before, &after, &options, fail_on_regression, format);
         }
         Command::Scale {
@@ -432,17 +436,50 @@ fn write_trace(file: &Path, output: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The runs of `prof diff`'s two sides: `BEFORE AFTER`, or several runs a side around `--`.
+fn diff_sides(
+    before: Vec<PathBuf>,
+    after: Vec<PathBuf>,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Failure> {
+    if after.is_empty() {
+        return match <[PathBuf; 2]>::try_from(before) {
+            Ok([b, a]) => Ok((vec![b], vec![a])),
+            Err(_) => Err(Failure::new(
+                "error: prof diff takes two files (before, after), or several runs a side \
+                 around `--`\n  = help: prof diff before.json after.json, or prof diff b1.json \
+                 b2.json -- a1.json a2.json",
+            )),
+        };
+    }
+    // Everything after `--` is a file: an option there is a mistake.
+    if let Some(option) = after.iter().find(|p| p.to_string_lossy().starts_with('-')) {
+        return Err(Failure::new(format!(
+            "error: `{}` after `--` would be read as a file\n  = help: options go before `--`: \
+             prof diff --fail-on-regression b1.json b2.json -- a1.json a2.json",
+            option.display()
+        )));
+    }
+    Ok((before, after))
+}
+
 /// `prof diff`: status 1 when `fail_on_regression` and anything regressed, 3 when nothing did
 /// but the comparison is inconclusive, for CI.
 fn compare(
-    before: &Path,
-    after: &Path,
+    before: &[PathBuf],
+    after: &[PathBuf],
     options: &diff::DiffOptions,
     fail_on_regression: bool,
     format: FormatArg,
 ) -> Result<ExitCode, Failure> {
-    let (b, a) = (load(before)?, load(after)?);
-    let result = diff::diff(&b, &a, options);
+    let b = before
+        .iter()
+        .map(|p| load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let a = after
+        .iter()
+        .map(|p| load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let result = diff::diff_runs(&b, &a, options);
     print(&diff::render(&result, format.into()));
     if fail_on_regression && result.has_regression() {
         return Ok(ExitCode::from(1));

@@ -212,3 +212,50 @@ fn verdicts_on_the_recorded_corpus_are_those_the_docs_state() {
         );
     }
 }
+
+/// Several runs a side (`prof diff b1 b2 ... -- a1 a2 ...`), on the same recorded runs: the run
+/// as the unit sees what one run against one cannot. Quiet runs of each program: two against
+/// two of the same code name nothing; the 20% and 75% slower layers are named, alone, against
+/// the four runs as they are; and `waits`' 5% slowdown, which no single pair could show, is
+/// found.
+#[test]
+fn several_runs_a_side_see_what_one_run_cannot() {
+    let options = DiffOptions {
+        seed: 0x5eed,
+        ..DiffOptions::default()
+    };
+    let runs = |program: &str, kind: &str, ks: &[u32]| -> Vec<Profile> {
+        ks.iter()
+            .map(|k| load(&format!("{program}-quiet-{kind}-{k}.json.gz")))
+            .collect()
+    };
+    let named = |d: &diff::Diff| -> Vec<String> {
+        d.events
+            .iter()
+            .filter(|e| matches!(e.verdict, Verdict::Regressed | Verdict::Improved))
+            .map(|e| format!("{} {}", e.identity.name, e.verdict.as_str()))
+            .collect()
+    };
+    for (program, target) in [("waits", "forward"), ("dlrm", "top_backward")] {
+        let base = runs(program, "base", &[0, 1, 2, 3]);
+        let d = diff::diff_runs(&base[..2], &base[2..], &options);
+        assert_eq!(d.runs_compared, Some((2, 2)));
+        assert!(named(&d).is_empty(), "{program} A/A: {:?}", named(&d));
+        assert!(!d.has_regression(), "{program} A/A");
+        for slow in ["slow20", "slow75"] {
+            let d = diff::diff_runs(&base, &runs(program, slow, &[0, 1]), &options);
+            assert_eq!(
+                named(&d),
+                [format!("{target} regressed")],
+                "{program} {slow}: {}",
+                diff::render(&d, profiler_analysis::Format::Table)
+            );
+        }
+    }
+    let d = diff::diff_runs(
+        &runs("waits", "base", &[0, 1, 2, 3]),
+        &runs("waits", "slow5", &[0, 1]),
+        &options,
+    );
+    assert_eq!(named(&d), ["forward regressed"]);
+}

@@ -235,6 +235,10 @@ pub struct Diff {
     /// The shapes of the two runs' measured iterations, `before` then `after`: whether one
     /// looks disturbed.
     pub runs: Runs,
+    /// Several runs a side ([`diff_runs`]): how many before and after; absent for one run a
+    /// side.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs_compared: Option<(usize, usize)>,
 }
 
 /// The shapes of the two runs' measured iterations.
@@ -353,6 +357,7 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
             before: run_before,
             after: run_after,
         },
+        runs_compared: None,
     }
 }
 
@@ -591,6 +596,8 @@ fn p_beyond(before: &[f64], after: &[f64], factor: f64) -> f64 {
 
 mod iteration;
 mod machine;
+mod runs;
+pub use runs::diff_runs;
 pub mod memory;
 mod render;
 pub use render::render;

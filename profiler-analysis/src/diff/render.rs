@@ -182,6 +182,13 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
         diff.alpha,
         all.len()
     ));
+    if let Some((b, a)) = diff.runs_compared {
+        out.push_str(&format!(
+            "{bullet}runs: {b} before, {a} after; each event is compared by its median in each \
+             run (Welch's t on their logarithms: the run is the unit, so a shift of one run is \
+             measured as the runs' own spread; before and after are medians of the runs' medians)\n"
+        ));
+    }
     for line in machine_lines(diff) {
         out.push_str(&format!("{bullet}{line}\n"));
     }
@@ -288,9 +295,9 @@ fn inconclusive_line(diff: &Diff, all: &[&EventDiff]) -> String {
     };
     format!(
         "INCONCLUSIVE, no regression found but one could have gone unseen: {what} cannot rule \
-         out a change of {:.1}% (the threshold){range}. More samples (PROF_REPEAT), a quieter \
-         machine, or the change that matters to you as --threshold settles it \
-         (--fail-on-regression exits 3)",
+         out a change of {:.1}% (the threshold){range}. Several runs a side (prof diff b1.json \
+         b2.json -- a1.json a2.json), more samples (PROF_REPEAT), a quieter machine, or the \
+         change that matters to you as --threshold settles it (--fail-on-regression exits 3)",
         100.0 * diff.threshold
     )
 }

@@ -1,0 +1,328 @@
+//! Several runs a side: the run is the unit (`prof diff BEFORE... -- AFTER...`).
+//!
+//! Two runs of the same code differ by more than their samples say: where code and data land in
+//! memory, and what the machine did during each, shift whole runs (a steady event was seen 15%
+//! and 48% slower in one run of twenty). With one run a side that shift and a regression look
+//! the same, and the one-run comparison ([`diff`](super::diff)) can only allow for it. With
+//! several runs a side, the shift is measured: each event is summarised per run by the median of
+//! its samples, and the two sides' run medians are compared on the log scale by Welch's t
+//! (Kalibera and Jones's hierarchical view with the run as the unit: the spread between a side's
+//! run medians holds both the between-run and the within-run variance). So:
+//!
+//! - **ratio**: `exp(mean(log after medians) - mean(log before medians))`, the geometric mean of
+//!   the after runs' medians over the before runs';
+//! - **interval**: `exp(d ± t(df, 1 - alpha/2) · se)`, with `se² = s_b²/m + s_a²/n` of the log
+//!   medians and the Welch-Satterthwaite degrees of freedom; a side of one run borrows the
+//!   other side's variance (there is none to measure in one run);
+//! - **p-value**: Welch's two-sided t test of the log medians, adjusted by Holm over the
+//!   iteration and every event, as in the one-run comparison;
+//! - **verdicts**: the same rule ([`Verdict`]): regressed beyond the threshold, no change within
+//!   it, inconclusive when the interval reaches past it; **detectable**: `(1 + t) · ratio / low -
+//!   1`, the smallest change these runs could call a regression.
+//!
+//! The iteration is compared the same way, on each run's median measured iteration. The
+//! machine's shift is not taken out: with runs interleaved (as `prof ab` runs them), the
+//! machine's changes fall on both sides alike. No allowance is added: the runs measure it.
+
+use std::collections::HashMap;
+
+use super::{event_key, stats, Diff, DiffOptions, EventDiff, Missing, Runs, Verdict};
+use profiler_format::{Event, Identity, Profile};
+
+/// Compares several runs of each side, event by event and for the iteration (see the module
+/// documentation); one run a side is [`diff`](super::diff)'s comparison.
+pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -> Diff {
+    if let ([b], [a]) = (before, after) {
+        return super::diff(b, a, options);
+    }
+    // The events, in the order of the first after run that has them.
+    let mut keys: Vec<(String, u32)> = Vec::new();
+    let mut identity: HashMap<(String, u32), Identity> = HashMap::new();
+    for p in after.iter().chain(before) {
+        for e in &p.events {
+            let k = event_key(e);
+            if !identity.contains_key(&k) {
+                identity.insert(k.clone(), e.identity());
+                keys.push(k);
+            }
+        }
+    }
+    let medians = |side: &[Profile], k: &(String, u32)| -> Vec<f64> {
+        side.iter()
+            .filter_map(|p| p.events.iter().find(|e| &event_key(e) == k))
+            .filter_map(run_median)
+            .collect()
+    };
+    let mut events = Vec::new();
+    let (mut only_before, mut only_after) = (Vec::new(), Vec::new());
+    for k in &keys {
+        let (b, a) = (medians(before, k), medians(after, k));
+        let id = identity[k].clone();
+        match (b.is_empty(), a.is_empty()) {
+            (false, false) => events.push(compare(id, &b, &a, options)),
+            (true, false) => only_after.push(missing(&id)),
+            (false, true) => only_before.push(missing(&id)),
+            (true, true) => {}
+        }
+    }
+    let walls = |side: &[Profile]| -> Vec<f64> {
+        side.iter()
+            .map(|p| stats::as_f64(crate::measured_walls(p)))
+            .filter(|w| !w.is_empty())
+            .map(|w| stats::median(&w))
+            .collect()
+    };
+    let mut iteration = compare(
+        Identity::named("iteration"),
+        &walls(before),
+        &walls(after),
+        options,
+    );
+    let mut p: Vec<f64> = vec![iteration.p_value];
+    p.extend(events.iter().map(|e| e.p_value));
+    let adjusted = stats::holm(&p);
+    iteration.p_adjusted = adjusted[0];
+    iteration.verdict = super::verdict(&iteration, options, 0.0);
+    let resolution = 2.0
+        * before
+            .iter()
+            .chain(after)
+            .map(|p| p.run.timer_floor_ns)
+            .max()
+            .unwrap_or(0) as f64;
+    for (e, &q) in events.iter_mut().zip(&adjusted[1..]) {
+        e.p_adjusted = q;
+        e.verdict = super::verdict(e, options, resolution);
+    }
+    Diff {
+        iteration,
+        events,
+        only_before,
+        only_after,
+        threshold: options.threshold,
+        alpha: options.alpha,
+        memory: Vec::new(),
+        machine: Default::default(),
+        runs: Runs::default(),
+        runs_compared: Some((before.len(), after.len())),
+    }
+}
+
+/// An event's median in one run (its recorded median when the samples were not kept).
+fn run_median(e: &Event) -> Option<f64> {
+    crate::event_time(e).filter(|&m| m > 0.0)
+}
+
+fn missing(id: &Identity) -> Missing {
+    Missing {
+        id: id.id.clone(),
+        name: id.name.clone(),
+        occurrence: id.occurrence,
+    }
+}
+
+/// One row from the run medians of each side (p-adjustment and verdict come later).
+fn compare(identity: Identity, before: &[f64], after: &[f64], options: &DiffOptions) -> EventDiff {
+    let logs = |v: &[f64]| -> Vec<f64> { v.iter().filter(|&&x| x > 0.0).map(|x| x.ln()).collect() };
+    let (lb, la) = (logs(before), logs(after));
+    let mut row = EventDiff {
+        identity,
+        before_n: before.len(),
+        after_n: after.len(),
+        before_median_ns: stats::median(before),
+        after_median_ns: stats::median(after),
+        ratio: f64::NAN,
+        ci_low: f64::NAN,
+        ci_high: f64::NAN,
+        p_value: 1.0,
+        p_adjusted: 1.0,
+        verdict: Verdict::Inconclusive,
+        allowance: 0.0,
+        detectable: None,
+    };
+    let Some(w) = welch(&lb, &la) else {
+        return row;
+    };
+    let t = student_t_quantile(1.0 - options.alpha / 2.0, w.df);
+    row.ratio = w.diff.exp();
+    row.ci_low = (w.diff - t * w.se).exp();
+    row.ci_high = (w.diff + t * w.se).exp();
+    row.p_value = if w.se > 0.0 {
+        2.0 * (1.0 - student_t_cdf((w.diff / w.se).abs(), w.df))
+    } else if w.diff == 0.0 {
+        1.0
+    } else {
+        0.0
+    };
+    if row.ci_low > 0.0 && row.ci_low.is_finite() {
+        row.detectable = Some((1.0 + options.threshold) * row.ratio / row.ci_low - 1.0);
+    }
+    row
+}
+
+/// Welch's comparison of two samples' means.
+struct Welch {
+    diff: f64,
+    se: f64,
+    df: f64,
+}
+
+/// `mean(a) - mean(b)`, its standard error and degrees of freedom; a side of one value borrows
+/// the other's variance; `None` without a value on each side or with one on both.
+fn welch(b: &[f64], a: &[f64]) -> Option<Welch> {
+    let (m, n) = (b.len() as f64, a.len() as f64);
+    if b.is_empty() || a.is_empty() || (b.len() == 1 && a.len() == 1) {
+        return None;
+    }
+    let var = |v: &[f64]| -> Option<f64> {
+        (v.len() > 1).then(|| {
+            let mean = stats::mean(v);
+            v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64
+        })
+    };
+    let (vb, va) = match (var(b), var(a)) {
+        (Some(vb), Some(va)) => (vb, va),
+        (Some(vb), None) => (vb, vb),
+        (None, Some(va)) => (va, va),
+        (None, None) => return None,
+    };
+    let (qb, qa) = (vb / m, va / n);
+    let se = (qb + qa).sqrt();
+    // Welch-Satterthwaite; a side of one value contributes the other's degrees of freedom.
+    let dof = |k: f64, other: f64| if k > 1.0 { k - 1.0 } else { other - 1.0 };
+    let df = if qb + qa > 0.0 {
+        (qb + qa).powi(2) / (qb * qb / dof(m, n) + qa * qa / dof(n, m))
+    } else {
+        (m + n - 2.0).max(1.0)
+    };
+    Some(Welch {
+        diff: stats::mean(a) - stats::mean(b),
+        se,
+        df: df.max(1.0),
+    })
+}
+
+/// The distribution function of Student's t with `df` degrees of freedom.
+fn student_t_cdf(t: f64, df: f64) -> f64 {
+    let x = df / (df + t * t);
+    let tail = 0.5 * incomplete_beta(0.5 * df, 0.5, x);
+    if t >= 0.0 {
+        1.0 - tail
+    } else {
+        tail
+    }
+}
+
+/// The quantile `q` (0.5 to 1) of Student's t with `df` degrees of freedom, by bisection.
+fn student_t_quantile(q: f64, df: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    while student_t_cdf(hi, df) < q && hi < 1e9 {
+        hi *= 2.0;
+    }
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if student_t_cdf(mid, df) < q {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// The regularized incomplete beta function `I_x(a, b)` (continued fraction, Lentz).
+fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let front =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        front * beta_fraction(a, b, x) / a
+    } else {
+        1.0 - front * beta_fraction(b, a, 1.0 - x) / b
+    }
+}
+
+fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..300 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < 1e-14 {
+            break;
+        }
+    }
+    h
+}
+
+/// `ln Γ(x)` for `x > 0` (Lanczos).
+fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 6] = [
+        76.180_091_729_471_46,
+        -86.505_320_329_416_77,
+        24.014_098_240_830_91,
+        -1.231_739_572_450_155,
+        0.120_865_097_386_617_9e-2,
+        -0.539_523_938_495_3e-5,
+    ];
+    let mut y = x;
+    let tmp = x + 5.5;
+    let tmp = tmp - (x + 0.5) * tmp.ln();
+    let mut ser = 1.000_000_000_190_015;
+    for g in G {
+        y += 1.0;
+        ser += g / y;
+    }
+    -tmp + (2.506_628_274_631_000_5 * ser / x).ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Student's t against known quantiles.
+    #[test]
+    fn student_t_matches_its_tables() {
+        for (df, q975) in [(1.0, 12.706), (2.0, 4.303), (5.0, 2.571), (30.0, 2.042)] {
+            let t = student_t_quantile(0.975, df);
+            assert!((t - q975).abs() < 2e-3, "df {df}: {t}");
+        }
+        assert!((student_t_cdf(0.0, 7.0) - 0.5).abs() < 1e-12);
+        assert!((student_t_cdf(-2.571, 5.0) - 0.025).abs() < 1e-4);
+    }
+}
