@@ -10,6 +10,8 @@
 //! `docs/reference.md` (section "prof"; `tests/docs.rs` holds it to `--help`); how to read
 //! the reports, with examples, in `docs/guide.md`.
 
+mod ab;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -107,6 +109,42 @@ enum Command {
         /// (time shrinks as 1/parameter, e.g. GPU count), constant.
         #[arg(long, value_enum, default_value = "linear")]
         ideal: IdealArg,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: FormatArg,
+    },
+    /// Run two commands, before and after, in randomized interleaved order (several runs each,
+    /// each with its own PROF_OUT and a random environment size), then compare them with the
+    /// run as the unit, as `prof diff b1 b2 -- a1 a2` does.
+    Ab {
+        /// The baseline command, as one string split as a shell would (`'./before --steps 500'`).
+        #[arg(long)]
+        before: String,
+        /// The command to judge, as one string.
+        #[arg(long)]
+        after: String,
+        /// Runs of each command (rounds; at least 2).
+        #[arg(short = 'n', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=1000))]
+        runs: u32,
+        /// Where the runs' profiles go (before-K.json, after-K.json).
+        #[arg(long, default_value = "prof-ab")]
+        dir: PathBuf,
+        /// Stop once every interval is narrower than this (a fraction, `3%`), after 2 rounds.
+        #[arg(long, value_parser = fraction)]
+        until: Option<f64>,
+        /// Stop starting rounds after this many seconds (after 2 rounds).
+        #[arg(long)]
+        budget: Option<u64>,
+        /// Seed of the run order and the environment padding.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Changes smaller than this are noise (0.02 or 2%).
+        #[arg(long, default_value = "2%", value_parser = fraction)]
+        threshold: f64,
+        /// Exit with status 1 when anything regressed, 3 when nothing did but a regression of the
+        /// threshold's size could have gone unseen (inconclusive), for CI.
+        #[arg(long)]
+        fail_on_regression: bool,
         /// Output format.
         #[arg(long, value_enum, default_value = "table")]
         format: FormatArg,
@@ -399,6 +437,41 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             output,
             format,
         } => merge_ranks(&files, output.as_deref(), format)?,
+        Command::Ab {
+            before,
+            after,
+            runs,
+            dir,
+            until,
+            budget,
+            seed,
+            threshold,
+            fail_on_regression,
+            format,
+        } => {
+            let plan = ab::Plan {
+                before: ab::split(&before, "before").map_err(Failure::new)?,
+                after: ab::split(&after, "after").map_err(Failure::new)?,
+                runs: runs as usize,
+                dir,
+                seed,
+                until,
+                budget: budget.map(std::time::Duration::from_secs),
+            };
+            let options = diff::DiffOptions {
+                threshold,
+                ..diff::DiffOptions::default()
+            };
+            let (b, a) = ab::run(&plan, &options).map_err(Failure::new)?;
+            let result = diff::diff_runs(&b, &a, &options);
+            print(&diff::render(&result, format.into()));
+            if fail_on_regression && result.has_regression() {
+                return Ok(ExitCode::from(1));
+            }
+            if fail_on_regression && result.is_inconclusive() {
+                return Ok(ExitCode::from(3));
+            }
+        }
         Command::Html { file, diff, output } => write_html(&file, diff.as_deref(), &output)?,
     }
     Ok(ExitCode::SUCCESS)

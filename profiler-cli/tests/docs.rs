@@ -258,9 +258,20 @@ fn substituted(args: &[String], out: &Path) -> Vec<String> {
     let mut next = 0;
     let mut result = Vec::new();
     let mut writes = false;
+    let mut previous = "";
     for arg in args {
         let name = Path::new(arg).file_name().map(|n| n.to_string_lossy());
-        let replaced = if writes {
+        // `prof ab`'s commands: one that copies a fixture to the PROF_OUT it is given, so that
+        // the runner's line runs here; its folder of runs: the scratch folder.
+        let ab = args.first().is_some_and(|c| c == "ab");
+        let replaced = if ab && (previous == "--before" || previous == "--after") {
+            format!(
+                "sh -c 'cp {} \"$PROF_OUT\"'",
+                data.join("batch32.json").display()
+            )
+        } else if ab && previous == "--dir" {
+            out.join("ab-runs").display().to_string()
+        } else if writes {
             out.join(name.unwrap().as_ref()).display().to_string()
         } else if !arg.starts_with('-') && arg.ends_with(".json") {
             let own = data.join(name.unwrap().as_ref());
@@ -275,6 +286,7 @@ fn substituted(args: &[String], out: &Path) -> Vec<String> {
             arg.clone()
         };
         writes = arg == "-o" || arg == "--output";
+        previous = arg;
         result.push(replaced);
     }
     result

@@ -167,10 +167,15 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
         .chain(&diff.events)
         .collect();
     let count = |v: Verdict| diff.events.iter().filter(|d| d.verdict == v).count();
+    let intervals = if diff.runs_compared.is_some() {
+        "each interval is of the change between the runs' medians"
+    } else {
+        "each interval is of the event's own change, beyond the machine's, widened by its \
+         allowance"
+    };
     out.push_str(&format!(
         "{bullet}iteration: {}; {} events: {} regressed, {} improved, {} within noise, {} no \
-         change, {} inconclusive (threshold {}%, alpha {}, Holm over {} tests; each interval is \
-         of the event's own change, beyond the machine's, widened by its allowance)\n",
+         change, {} inconclusive (threshold {}%, alpha {}, Holm over {} tests; {intervals})\n",
         diff.iteration.verdict.as_str(),
         diff.events.len(),
         count(Verdict::Regressed),

@@ -1,0 +1,156 @@
+//! `prof ab`: two commands (before and after) run in randomized interleaved order, several runs
+//! each, then compared with the run as the unit ([`diff::diff_runs`]).
+//!
+//! Each round runs both commands once, in an order drawn from the seed (randomized multiple
+//! interleaved trials, after Abedi and Brecht): a change of the machine's speed over the session
+//! falls on both sides alike. Each run gets its own `PROF_OUT` (`before-K.json`, `after-K.json`
+//! in the output folder) and an environment variable `PROF_AB_PAD` of a random length (0 to
+//! 4,095 bytes), which moves the stack and so where the program's data lands (after Mytkowicz
+//! et al.): layout is averaged over the runs instead of fixed by the run's environment. Other
+//! `PROF_*` variables are passed on. `--until` stops once every event's interval is narrower than
+//! a target, `--budget` once a time budget is spent (both after at least 2 runs a side).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use profiler_analysis::diff::{self, DiffOptions};
+use profiler_analysis::stats::SplitMix64;
+use profiler_format::Profile;
+
+/// What `prof ab` runs and how long.
+pub struct Plan {
+    /// The baseline command and its arguments.
+    pub before: Vec<String>,
+    /// The command to judge and its arguments.
+    pub after: Vec<String>,
+    /// Most runs of each command.
+    pub runs: usize,
+    /// Where the runs' profiles go.
+    pub dir: PathBuf,
+    /// Seed of the order and of the environment padding.
+    pub seed: u64,
+    /// Stop once every event's interval (and the iteration's) is narrower than this, as a
+    /// relative half-width.
+    pub until: Option<f64>,
+    /// Stop starting rounds once this much time has passed.
+    pub budget: Option<Duration>,
+}
+
+/// Splits a command as a shell would (quotes, escapes); an error names what is wrong.
+pub fn split(command: &str, which: &str) -> Result<Vec<String>, String> {
+    match shlex::split(command) {
+        Some(words) if !words.is_empty() => Ok(words),
+        Some(_) => Err(format!("error: --{which} is empty\n  = help: give the command to run, e.g. --{which} './target/release/train --steps 500'")),
+        None => Err(format!("error: --{which} `{command}` has an unclosed quote or a trailing backslash")),
+    }
+}
+
+/// Runs the plan: returns the profiles of each side, in run order.
+pub fn run(plan: &Plan, options: &DiffOptions) -> Result<(Vec<Profile>, Vec<Profile>), String> {
+    std::fs::create_dir_all(&plan.dir)
+        .map_err(|e| format!("error: cannot create {}: {e}", plan.dir.display()))?;
+    let mut rng = SplitMix64::new(plan.seed);
+    let start = Instant::now();
+    let (mut before, mut after): (Vec<Profile>, Vec<Profile>) = (Vec::new(), Vec::new());
+    for round in 0..plan.runs {
+        // The two commands of this round, in an order drawn from the seed.
+        let sides = if rng.below(2) == 0 {
+            [("before", &plan.before), ("after", &plan.after)]
+        } else {
+            [("after", &plan.after), ("before", &plan.before)]
+        };
+        for (which, command) in sides {
+            let out = plan.dir.join(format!("{which}-{round}.json"));
+            let pad = rng.below(4096);
+            let t0 = Instant::now();
+            run_one(command, &out, pad).map_err(|e| format!("error: {which} run {round}: {e}"))?;
+            let profile = profiler_analysis::load_profile(&out).map_err(|e| e.to_string())?;
+            eprintln!(
+                "prof ab: round {}/{}: {which} ({:.1} s) -> {}",
+                round + 1,
+                plan.runs,
+                t0.elapsed().as_secs_f64(),
+                out.display()
+            );
+            if which == "before" {
+                before.push(profile);
+            } else {
+                after.push(profile);
+            }
+        }
+        if round + 1 < 2 {
+            continue;
+        }
+        if let Some(budget) = plan.budget {
+            if start.elapsed() >= budget {
+                eprintln!(
+                    "prof ab: the time budget is spent after {} rounds",
+                    round + 1
+                );
+                break;
+            }
+        }
+        if let Some(target) = plan.until {
+            let d = diff::diff_runs(&before, &after, options);
+            let widest = std::iter::once(&d.iteration)
+                .chain(&d.events)
+                .map(|e| half_width(e.ci_low, e.ci_high))
+                .fold(0.0f64, f64::max);
+            if widest <= target {
+                eprintln!(
+                    "prof ab: every interval is within ±{:.1}% after {} rounds",
+                    100.0 * widest,
+                    round + 1
+                );
+                break;
+            }
+        }
+    }
+    Ok((before, after))
+}
+
+/// How far an interval of a ratio reaches from no change (infinite without an interval).
+fn half_width(low: f64, high: f64) -> f64 {
+    let w = (high - 1.0).max(1.0 - low);
+    if w.is_finite() {
+        w
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// One run of `command`, its profile written to `out`, with `pad` bytes of padding in its
+/// environment. Its output is discarded; a failure gives the end of its standard error.
+fn run_one(command: &[String], out: &Path, pad: usize) -> Result<(), String> {
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..])
+        .env("PROF_OUT", out)
+        .env("PROF_AB_PAD", "x".repeat(pad))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let output = cmd
+        .output()
+        .map_err(|e| format!("cannot run `{}`: {e}", command[0]))?;
+    if !output.status.success() {
+        let err = String::from_utf8_lossy(&output.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(5).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(format!(
+            "`{}` failed ({}): {}",
+            command.join(" "),
+            output.status,
+            tail.join("\n")
+        ));
+    }
+    if !out.is_file() {
+        return Err(format!(
+            "`{}` wrote no {}\n  = help: the command must be a program built with profiling \
+             (profiler-core's enable) that writes its results to PROF_OUT",
+            command.join(" "),
+            out.display()
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! `prof ab` end to end, deterministically: its "programs" are shell commands that copy a
+//! recorded profile to the `PROF_OUT` they are given (and note what they saw), so the runner's
+//! mechanics (interleaving, one output per run, the environment padding, the stopping rules,
+//! the comparison and its exit status) are checked without timing anything.
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+mod common;
+use common::{prof, scratch};
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/cli")
+        .join(name)
+}
+
+/// A command that copies `profile` to `$PROF_OUT` and logs `which` and its padding's length.
+fn copier(profile: &Path, which: &str, log: &Path) -> String {
+    format!(
+        "sh -c 'cp {} \"$PROF_OUT\" && printf \"%s %s\\n\" {which} ${{#PROF_AB_PAD}} >> {}'",
+        profile.display(),
+        log.display()
+    )
+}
+
+/// `batch32.json` with `top_backward` 40% slower (stats following), written into `dir`.
+fn slowed(dir: &Path) -> PathBuf {
+    let mut v: Value =
+        serde_json::from_slice(&std::fs::read(data("batch32.json")).unwrap()).unwrap();
+    for e in v["events"].as_array_mut().unwrap() {
+        if e["name"] == "top_backward" {
+            for s in e["samples_ns"].as_array_mut().unwrap() {
+                *s = Value::from((s.as_f64().unwrap() * 1.4) as u64);
+            }
+            for key in [
+                "mean_ns",
+                "median_ns",
+                "min_ns",
+                "max_ns",
+                "stddev_ns",
+                "p90_ns",
+            ] {
+                let s = &mut e["stats"][key];
+                *s = Value::from((s.as_f64().unwrap() * 1.4) as u64);
+            }
+        }
+    }
+    let path = dir.join("slow.json");
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn runs_interleaved_each_with_its_own_output_and_padding_then_compares() {
+    let dir = scratch("ab");
+    let log = dir.join("log.txt");
+    let slow = slowed(&dir);
+    let runs = dir.join("runs");
+    let before = copier(&data("batch32.json"), "before", &log);
+    let after = copier(&slow, "after", &log);
+    let out = prof(&[
+        "ab",
+        "-n",
+        "6",
+        "--before",
+        &before,
+        "--after",
+        &after,
+        "--dir",
+        runs.to_str().unwrap(),
+        "--fail-on-regression",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Only the slowed layer is named, with the run as the unit.
+    assert_eq!(out.status.code(), Some(1), "{text}\n{err}");
+    assert!(text.contains("runs: 6 before, 6 after"), "{text}");
+    assert!(
+        text.contains("1 regressed: top_mlp/bwd top_backward (+40.0%)"),
+        "{text}"
+    );
+    for k in 0..6 {
+        assert!(runs.join(format!("before-{k}.json")).is_file());
+        assert!(runs.join(format!("after-{k}.json")).is_file());
+    }
+    // Interleaved in a seeded random order (not always before first), each with its padding.
+    let lines: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(lines.len(), 12);
+    let firsts: Vec<&str> = lines
+        .chunks(2)
+        .map(|pair| pair[0].split(' ').next().unwrap())
+        .collect();
+    assert!(
+        firsts.contains(&"before") && firsts.contains(&"after"),
+        "{firsts:?}"
+    );
+    let pads: Vec<usize> = lines
+        .iter()
+        .map(|l| l.split(' ').nth(1).unwrap().trim().parse().unwrap())
+        .collect();
+    assert!(pads.iter().any(|&p| p != pads[0]), "{pads:?}");
+    assert!(err.contains("prof ab: round 6/6"), "{err}");
+
+    // The same profile on both sides: nothing changed, exit 0; `--until` stops at 2 rounds
+    // (every interval is exactly no change).
+    let same = copier(&data("batch32.json"), "after", &log);
+    let out = prof(&[
+        "ab",
+        "-n",
+        "6",
+        "--until",
+        "1%",
+        "--before",
+        &before,
+        "--after",
+        &same,
+        "--dir",
+        runs.to_str().unwrap(),
+        "--fail-on-regression",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{err}");
+    assert!(text.contains("runs: 2 before, 2 after"), "{text}");
+    assert!(text.trim_end().ends_with("no regression"), "{text}");
+    assert!(err.contains("every interval is within"), "{err}");
+}
+
+#[test]
+fn bad_commands_are_errors_that_say_why() {
+    let dir = scratch("ab-bad");
+    let runs = dir.join("runs");
+    let r = runs.to_str().unwrap();
+    let good = copier(&data("batch32.json"), "after", &dir.join("log.txt"));
+    for (before, expected) in [
+        ("", "--before is empty"),
+        ("'unclosed", "unclosed quote"),
+        ("/nonexistent/program", "cannot run `/nonexistent/program`"),
+        ("true", "wrote no"),
+        ("sh -c 'echo boom >&2; exit 3'", "boom"),
+    ] {
+        let out = prof(&[
+            "ab", "-n", "2", "--before", before, "--after", &good, "--dir", r,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{before}: {err}");
+        assert!(err.contains(expected), "{before}: {err}");
+    }
+}
