@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""How often several runs a side (`prof diff b1 ... -- a1 ...`, what `prof ab` runs) say what
+they should, quiet and under load: the rates in docs/overhead.md ("Several runs a side").
+
+For each program (`waits`, `dlrm`), records RUNS runs as it is and RUNS/2 runs with one layer 5%
+and 3% slower, half of each kind under a CPU hog per core, all in a seeded random order (the
+interleaving `prof ab` does). Then draws comparisons of SIDE runs against SIDE runs (half of each
+side loaded), without sharing a run between the two sides:
+
+- A/A (two disjoint draws of the runs as they are): how many name any event or exit 1;
+- one side all quiet, the other all loaded (A/A);
+- the layer 5% slower, and 3% slower: how often it is named regressed, alone;
+- the 5% slower runs all loaded against quiet runs as they are.
+
+Usage: scripts/ab_acceptance.py [--runs 40] [--side 10] [--programs waits,dlrm] [--seed S]
+                                [--keep DIR [--reuse]]
+Builds the examples and `prof` in release first (scripts/diff_acceptance.py's build). A live
+experiment: its rates depend on the machine; they go into the docs, never into a test's verdict.
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import diff_acceptance as da  # noqa: E402
+
+
+def judge(prof, before, after):
+    p = subprocess.run([prof, "diff", "--format", "json", "--fail-on-regression"] + before +
+                       ["--"] + after, capture_output=True, text=True)
+    if p.returncode not in (0, 1, 3):
+        sys.exit(f"prof diff failed: {p.stderr}")
+    d = json.loads(p.stdout)
+    named = [e["name"] for e in d["events"] if e["verdict"] in ("regressed", "improved")]
+    return named, p.returncode, d
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--side", type=int, default=10)
+    ap.add_argument("--programs", default="waits,dlrm")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--keep")
+    ap.add_argument("--reuse", action="store_true",
+                    help="judge the runs already in --keep's folder again")
+    args = ap.parse_args()
+    prof, examples = da.build()
+    work = os.path.abspath(args.keep or tempfile.mkdtemp(prefix="ab-acceptance-"))
+    os.makedirs(work, exist_ok=True)
+    rng = random.Random(args.seed)
+    print("| program | comparison | draws | verdicts |")
+    print("|---|---|---:|---|")
+    for program in args.programs.split(","):
+        env_extra, slower, target = da.PROGRAMS[program]
+        kinds = {"base": args.runs, "slow5": args.runs // 2, "slow3": args.runs // 2}
+        todo = [(kind, k) for kind, n in kinds.items() for k in range(n)]
+        rng.shuffle(todo)
+        files = {}
+        t0 = time.time()
+        for i, (kind, k) in enumerate(todo):
+            loaded = k % 2 == 1
+            percent = {"base": 0, "slow5": 5, "slow3": 3}[kind]
+            out = os.path.join(work, f"{program}-{kind}-{k}.json")
+            if not (args.reuse and os.path.exists(out)):
+                da.run(os.path.join(examples, program), out, env_extra,
+                       slower(percent) if percent else [], "loaded" if loaded else "quiet",
+                       args.seed + i)
+            files.setdefault(kind, []).append((out, loaded))
+        per_run = (time.time() - t0) / len(todo)
+
+        def draw(kind, n, quiet, loaded, exclude=()):
+            pool_q = [f for f, l in files[kind] if not l and f not in exclude]
+            pool_l = [f for f, l in files[kind] if l and f not in exclude]
+            return rng.sample(pool_q, quiet) + rng.sample(pool_l, loaded)
+
+        half = args.side // 2
+        rows = []
+        # A/A, half of each side loaded.
+        named = exit1 = exit3 = 0
+        for _ in range(100):
+            b = draw("base", args.side, half, half)
+            a = draw("base", args.side, half, half, exclude=b)
+            n, status, _ = judge(prof, b, a)
+            named += bool(n)
+            exit1 += status == 1
+            exit3 += status == 3
+        rows.append(("A/A, half of each side loaded", 100,
+                     f"{named} named an event; {exit1} exit 1; {exit3} exit 3"))
+        named = exit1 = 0
+        for _ in range(20):
+            b = draw("base", args.side, args.side, 0)
+            a = draw("base", args.side, 0, args.side)
+            n, status, _ = judge(prof, b, a)
+            named += bool(n)
+            exit1 += status == 1
+        rows.append(("A/A, quiet before, loaded after", 20,
+                     f"{named} named an event; {exit1} exit 1"))
+        for kind, label in [("slow5", "5%"), ("slow3", "3%")]:
+            hit = other = 0
+            for _ in range(40):
+                b = draw("base", args.side, half, half)
+                a = draw(kind, args.side, half, half)
+                n, status, _ = judge(prof, b, a)
+                hit += n == [target]
+                other += any(x != target for x in n)
+            rows.append((f"`{target}` {label} slower, half of each side loaded", 40,
+                         f"{hit} named it alone; {other} named another event"))
+        hit = other = 0
+        for _ in range(40):
+            b = draw("base", args.side, args.side, 0)
+            a = draw("slow5", args.side, 0, args.side)
+            n, status, _ = judge(prof, b, a)
+            hit += n == [target]
+            other += any(x != target for x in n)
+        rows.append((f"`{target}` 5% slower, quiet before, loaded after", 40,
+                     f"{hit} named it alone; {other} named another event"))
+        for label, draws, verdicts in rows:
+            print(f"| {program} | {label} | {draws} | {verdicts} |", flush=True)
+        print(f"{program}: {len(todo)} runs in {per_run * len(todo):.0f} s ({per_run:.2f} s a "
+              f"run): {2 * args.side} runs of a comparison take about "
+              f"{2 * args.side * per_run:.0f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
