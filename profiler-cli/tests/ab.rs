@@ -6,8 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 mod common;
 use common::{prof, scratch};
 
@@ -26,30 +24,10 @@ fn copier(profile: &Path, which: &str, log: &Path) -> String {
     )
 }
 
-/// `batch32.json` with `top_backward` 40% slower (stats following), written into `dir`.
+/// `batch32.json` with `top_backward` 40% slower, written into `dir`.
 fn slowed(dir: &Path) -> PathBuf {
-    let mut v: Value =
-        serde_json::from_slice(&std::fs::read(data("batch32.json")).unwrap()).unwrap();
-    for e in v["events"].as_array_mut().unwrap() {
-        if e["name"] == "top_backward" {
-            for s in e["samples_ns"].as_array_mut().unwrap() {
-                *s = Value::from((s.as_f64().unwrap() * 1.4) as u64);
-            }
-            for key in [
-                "mean_ns",
-                "median_ns",
-                "min_ns",
-                "max_ns",
-                "stddev_ns",
-                "p90_ns",
-            ] {
-                let s = &mut e["stats"][key];
-                *s = Value::from((s.as_f64().unwrap() * 1.4) as u64);
-            }
-        }
-    }
     let path = dir.join("slow.json");
-    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    common::slowed_copy(&data("batch32.json"), "top_backward", 1.4, &path);
     path
 }
 

@@ -87,28 +87,8 @@ fn diff_of_the_same_build_says_no_regression_and_a_slowed_layer_is_named() {
     // Make one layer's backward pass 40% slower in a copy of the first run: the same machine
     // state, so only that change can show.
     let dir = scratch("diff");
-    let mut slowed: Value = serde_json::from_slice(&std::fs::read(&a).unwrap()).unwrap();
-    for e in slowed["events"].as_array_mut().unwrap() {
-        if e["name"] == "top_backward" {
-            for s in e["samples_ns"].as_array_mut().unwrap() {
-                *s = Value::from((s.as_f64().unwrap() * 1.4) as u64);
-            }
-            // The stats follow the samples (prof checks that they agree).
-            for key in [
-                "mean_ns",
-                "median_ns",
-                "min_ns",
-                "max_ns",
-                "stddev_ns",
-                "p90_ns",
-            ] {
-                let s = &mut e["stats"][key];
-                *s = Value::from((s.as_f64().unwrap() * 1.4) as u64);
-            }
-        }
-    }
     let slow = dir.join("slow.json");
-    std::fs::write(&slow, serde_json::to_vec(&slowed).unwrap()).unwrap();
+    common::slowed_copy(&a, "top_backward", 1.4, &slow);
     let out = prof(&[
         "diff",
         p(&a),

@@ -332,17 +332,7 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
     iteration.detectable = detectable(counts, width, allowance, options, family);
 
     // Holm over the whole family: the iteration and every event.
-    let mut p: Vec<f64> = vec![iteration.p_value];
-    p.extend(events.iter().map(|e| e.p_value));
-    let adjusted = stats::holm(&p);
-    iteration.p_adjusted = adjusted[0];
-    iteration.verdict = verdict(&iteration, options, 0.0);
-    // Below twice the cost of an empty measurement, a change is the clock's, not the code's.
-    let resolution = 2.0 * before.run.timer_floor_ns.max(after.run.timer_floor_ns) as f64;
-    for (e, &q) in events.iter_mut().zip(&adjusted[1..]) {
-        e.p_adjusted = q;
-        e.verdict = verdict(e, options, resolution);
-    }
+    judge_family(&mut iteration, &mut events, options, [before, after]);
 
     Diff {
         iteration,
@@ -432,6 +422,32 @@ fn missing(e: &Event) -> Missing {
         id: e.id.clone(),
         name: e.name.clone(),
         occurrence: e.occurrence,
+    }
+}
+
+/// Holm over the whole family (the iteration and every event), then each row's verdict; an
+/// event's change below twice the cost of an empty measurement in any of `runs` is the clock's,
+/// not the code's.
+fn judge_family<'a>(
+    iteration: &mut EventDiff,
+    events: &mut [EventDiff],
+    options: &DiffOptions,
+    runs: impl IntoIterator<Item = &'a Profile>,
+) {
+    let mut p: Vec<f64> = vec![iteration.p_value];
+    p.extend(events.iter().map(|e| e.p_value));
+    let adjusted = stats::holm(&p);
+    iteration.p_adjusted = adjusted[0];
+    iteration.verdict = verdict(iteration, options, 0.0);
+    let floor = runs
+        .into_iter()
+        .map(|p| p.run.timer_floor_ns)
+        .max()
+        .unwrap_or(0);
+    let resolution = 2.0 * floor as f64;
+    for (e, &q) in events.iter_mut().zip(&adjusted[1..]) {
+        e.p_adjusted = q;
+        e.verdict = verdict(e, options, resolution);
     }
 }
 

@@ -116,22 +116,12 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
         options,
         &Judged::default(),
     );
-    let mut p: Vec<f64> = vec![iteration.p_value];
-    p.extend(events.iter().map(|e| e.p_value));
-    let adjusted = stats::holm(&p);
-    iteration.p_adjusted = adjusted[0];
-    iteration.verdict = super::verdict(&iteration, options, 0.0);
-    let resolution = 2.0
-        * before
-            .iter()
-            .chain(after)
-            .map(|p| p.run.timer_floor_ns)
-            .max()
-            .unwrap_or(0) as f64;
-    for (e, &q) in events.iter_mut().zip(&adjusted[1..]) {
-        e.p_adjusted = q;
-        e.verdict = super::verdict(e, options, resolution);
-    }
+    super::judge_family(
+        &mut iteration,
+        &mut events,
+        options,
+        before.iter().chain(after),
+    );
     Diff {
         iteration,
         events,
@@ -308,39 +298,26 @@ fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
 
 fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
     const TINY: f64 = 1e-300;
+    let nonzero = |v: f64| if v.abs() < TINY { TINY } else { v };
+    // One step of Lentz's method with coefficient `aa`: returns the factor to multiply `h` by.
+    let step = |aa: f64, c: &mut f64, d: &mut f64| {
+        *d = 1.0 / nonzero(1.0 + aa * *d);
+        *c = nonzero(1.0 + aa / *c);
+        *d * *c
+    };
     let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
     let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
+    let mut d = 1.0 / nonzero(1.0 - qab * x / qap);
     let mut h = d;
     for m in 1..300 {
         let m = m as f64;
         let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let del = d * c;
+        h *= step(m * (b - m) * x / ((qam + m2) * (a + m2)), &mut c, &mut d);
+        let del = step(
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+            &mut c,
+            &mut d,
+        );
         h *= del;
         if (del - 1.0).abs() < 1e-14 {
             break;
