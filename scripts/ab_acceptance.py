@@ -81,44 +81,42 @@ def main():
             return rng.sample(pool_q, quiet) + rng.sample(pool_l, loaded)
 
         half = args.side // 2
+
+        def aa(draws, before_split, after_split):
+            """A/A draws: how many named an event, exited 1, exited 3."""
+            named = exit1 = exit3 = 0
+            for _ in range(draws):
+                b = draw("base", args.side, *before_split)
+                a = draw("base", args.side, *after_split, exclude=b)
+                n, status, _ = judge(prof, b, a)
+                named += bool(n)
+                exit1 += status == 1
+                exit3 += status == 3
+            return named, exit1, exit3
+
+        def slowed(kind, draws, before_split, after_split):
+            """Draws against slowed runs: how many named the target alone, another event."""
+            hit = other = 0
+            for _ in range(draws):
+                b = draw("base", args.side, *before_split)
+                a = draw(kind, args.side, *after_split)
+                n, _, _ = judge(prof, b, a)
+                hit += n == [target]
+                other += any(x != target for x in n)
+            return hit, other
+
         rows = []
-        # A/A, half of each side loaded.
-        named = exit1 = exit3 = 0
-        for _ in range(100):
-            b = draw("base", args.side, half, half)
-            a = draw("base", args.side, half, half, exclude=b)
-            n, status, _ = judge(prof, b, a)
-            named += bool(n)
-            exit1 += status == 1
-            exit3 += status == 3
+        named, exit1, exit3 = aa(100, (half, half), (half, half))
         rows.append(("A/A, half of each side loaded", 100,
                      f"{named} named an event; {exit1} exit 1; {exit3} exit 3"))
-        named = exit1 = 0
-        for _ in range(20):
-            b = draw("base", args.side, args.side, 0)
-            a = draw("base", args.side, 0, args.side)
-            n, status, _ = judge(prof, b, a)
-            named += bool(n)
-            exit1 += status == 1
+        named, exit1, _ = aa(20, (args.side, 0), (0, args.side))
         rows.append(("A/A, quiet before, loaded after", 20,
                      f"{named} named an event; {exit1} exit 1"))
         for kind, label in [("slow5", "5%"), ("slow3", "3%")]:
-            hit = other = 0
-            for _ in range(40):
-                b = draw("base", args.side, half, half)
-                a = draw(kind, args.side, half, half)
-                n, status, _ = judge(prof, b, a)
-                hit += n == [target]
-                other += any(x != target for x in n)
+            hit, other = slowed(kind, 40, (half, half), (half, half))
             rows.append((f"`{target}` {label} slower, half of each side loaded", 40,
                          f"{hit} named it alone; {other} named another event"))
-        hit = other = 0
-        for _ in range(40):
-            b = draw("base", args.side, args.side, 0)
-            a = draw("slow5", args.side, 0, args.side)
-            n, status, _ = judge(prof, b, a)
-            hit += n == [target]
-            other += any(x != target for x in n)
+        hit, other = slowed("slow5", 40, (args.side, 0), (0, args.side))
         rows.append((f"`{target}` 5% slower, quiet before, loaded after", 40,
                      f"{hit} named it alone; {other} named another event"))
         for label, draws, verdicts in rows:

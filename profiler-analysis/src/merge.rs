@@ -453,18 +453,8 @@ fn text_cells(e: &MergedEvent, iteration: bool, per_rank: bool) -> Vec<String> {
 /// The straggler and the verdict on it: `0 slower (+12.0% .. +30.1%)`, `0 same`,
 /// `0 inconclusive (-8.0% .. +40.2%)`, or the rank alone when it was not judged.
 fn straggler_cell(e: &MergedEvent) -> String {
-    // A ratio as a change, from 10 times on as a factor.
-    let change = |r: f64| {
-        if r >= 100.0 {
-            ">x100".to_owned()
-        } else if r >= 10.0 {
-            format!("x{r:.1}")
-        } else {
-            format!("{:+.1}%", 100.0 * (r - 1.0))
-        }
-    };
     let interval = match (e.straggler_ci_low, e.straggler_ci_high) {
-        (Some(lo), Some(hi)) => format!(" ({} .. {})", change(lo), change(hi)),
+        (Some(lo), Some(hi)) => format!(" ({} .. {})", diff::change(lo), diff::change(hi)),
         _ => String::new(),
     };
     match e.straggler_verdict.as_deref() {

@@ -616,6 +616,7 @@ mod runs;
 pub use runs::diff_runs;
 pub mod memory;
 mod render;
+pub(crate) use render::change;
 pub use render::render;
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ fn missing_label(m: &Missing) -> String {
 
 /// A change as a signed percentage: ratio 1.312 -> `+31.2%`; from 10 times on as a factor
 /// (`x12.5`), and past 100 times as `>x100`, where a percentage would only be noise.
-fn change(ratio: f64) -> String {
+pub(crate) fn change(ratio: f64) -> String {
     if !ratio.is_finite() {
         "-".to_owned()
     } else if ratio >= 100.0 {

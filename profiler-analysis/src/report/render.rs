@@ -216,17 +216,7 @@ fn span(s: &drift::Span) -> String {
 /// -4.0% .. +5.1%)` (a drift of the threshold's size not ruled out), or `-`.
 fn drift_cell(j: &drift::Judgement, alpha: f64) -> String {
     // From 10 times on as a factor, past 100 times `>x100`, where a percentage is only noise.
-    let change = |r: f64| {
-        if !r.is_finite() {
-            "-".to_owned()
-        } else if r >= 100.0 {
-            ">x100".to_owned()
-        } else if r >= 10.0 {
-            format!("x{r:.1}")
-        } else {
-            signed_percent(r - 1.0)
-        }
-    };
+    let change = crate::diff::change;
     match (j.drift, &j.comparison) {
         (drift::DriftStatus::Slower | drift::DriftStatus::Faster, Some(c)) => format!(
             "{} {} ({:.0}% CI {} .. {})",
