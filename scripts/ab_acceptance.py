@@ -41,6 +41,11 @@ def judge(prof, before, after):
     return named, p.returncode, d
 
 
+def load_differs(d):
+    """Whether the comparison found the two sides differently loaded (every verdict inconclusive)."""
+    return bool(d.get("load", {}).get("differs"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=40)
@@ -83,47 +88,64 @@ def main():
         half = args.side // 2
 
         def aa(draws, before_split, after_split):
-            """A/A draws: how many named an event, exited 1, exited 3."""
-            named = exit1 = exit3 = 0
+            """A/A draws: how many named an event, exited 1, exited 3, found the load differing."""
+            named = exit1 = exit3 = load = 0
             for _ in range(draws):
                 b = draw("base", args.side, *before_split)
                 a = draw("base", args.side, *after_split, exclude=b)
-                n, status, _ = judge(prof, b, a)
-                named += bool(n)
+                n, status, d = judge(prof, b, a)
+                # The iteration named counts too: the code is the same on both sides.
+                named += bool(n) or d["iteration"]["verdict"] in ("regressed", "improved")
                 exit1 += status == 1
                 exit3 += status == 3
-            return named, exit1, exit3
+                load += load_differs(d)
+            return named, exit1, exit3, load
 
         def slowed(kind, draws, before_split, after_split):
-            """Draws against slowed runs: how many named the target alone, another event."""
-            hit = other = 0
+            """Draws against slowed runs: how many named the target alone, another event, found
+            the load differing, exited 0."""
+            hit = other = load = exit0 = 0
             for _ in range(draws):
                 b = draw("base", args.side, *before_split)
                 a = draw(kind, args.side, *after_split)
-                n, _, _ = judge(prof, b, a)
+                n, status, d = judge(prof, b, a)
                 hit += n == [target]
                 other += any(x != target for x in n)
-            return hit, other
+                load += load_differs(d)
+                exit0 += status == 0
+            return hit, other, load, exit0
 
         rows = []
-        named, exit1, exit3 = aa(100, (half, half), (half, half))
+        def loaded_text(load):
+            return f"; load differs in {load}" if load else ""
+
+        named, exit1, exit3, load = aa(100, (half, half), (half, half))
         rows.append(("A/A, half of each side loaded", 100,
-                     f"{named} named an event; {exit1} exit 1; {exit3} exit 3"))
-        named, exit1, _ = aa(20, (args.side, 0), (0, args.side))
+                     f"{named} named an event; {exit1} exit 1; {exit3} exit 3"
+                     f"{loaded_text(load)}"))
+        named, exit1, exit3, load = aa(20, (args.side, 0), (0, args.side))
         rows.append(("A/A, quiet before, loaded after", 20,
-                     f"{named} named an event; {exit1} exit 1"))
+                     f"{named} named an event; {exit1} exit 1; {exit3} exit 3"
+                     f"{loaded_text(load)}"))
         for kind, label in [("slow5", "5%"), ("slow3", "3%")]:
-            hit, other = slowed(kind, 40, (half, half), (half, half))
+            hit, other, load, _ = slowed(kind, 40, (half, half), (half, half))
             rows.append((f"`{target}` {label} slower, half of each side loaded", 40,
-                         f"{hit} named it alone; {other} named another event"))
-        hit, other = slowed("slow5", 40, (args.side, 0), (0, args.side))
+                         f"{hit} named it alone; {other} named another event"
+                         f"{loaded_text(load)}"))
+        hit, other, load, exit0 = slowed("slow5", 40, (args.side, 0), (0, args.side))
         rows.append((f"`{target}` 5% slower, quiet before, loaded after", 40,
-                     f"{hit} named it alone; {other} named another event"))
+                     f"{hit} named it alone; {other} named another event{loaded_text(load)}; "
+                     f"{exit0} exit 0"))
+        hit, other, load, exit0 = slowed("slow5", 40, (0, args.side), (args.side, 0))
+        rows.append((f"`{target}` 5% slower, loaded before, quiet after", 40,
+                     f"{hit} named it alone; {other} named another event{loaded_text(load)}; "
+                     f"{exit0} exit 0"))
         for label, draws, verdicts in rows:
             print(f"| {program} | {label} | {draws} | {verdicts} |", flush=True)
-        print(f"{program}: {len(todo)} runs in {per_run * len(todo):.0f} s ({per_run:.2f} s a "
-              f"run): {2 * args.side} runs of a comparison take about "
-              f"{2 * args.side * per_run:.0f} s", file=sys.stderr)
+        if not args.reuse:
+            print(f"{program}: {len(todo)} runs in {per_run * len(todo):.0f} s ({per_run:.2f} s "
+                  f"a run): {2 * args.side} runs of a comparison take about "
+                  f"{2 * args.side * per_run:.0f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":

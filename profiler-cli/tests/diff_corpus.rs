@@ -259,3 +259,75 @@ fn several_runs_a_side_see_what_one_run_cannot() {
     );
     assert_eq!(named(&d), ["forward regressed"]);
 }
+
+/// One side's runs all quiet and the other's all under a CPU hog per core (the recorded runs of
+/// `tests/data/ab-corpus`, six of each kind): the load, not the code, differs, and no statistic over
+/// the events can take it out (dlrm's memory-bound events slow more than the rest under a hog).
+/// The comparison sees the sides' shares of slow iterations differ and judges nothing: no event
+/// named, nothing regressed, every verdict inconclusive (exit 3 with `--fail-on-regression`),
+/// the reason printed. Runs half quiet and half loaded on each side are judged as usual; four
+/// runs a side are too few to tell the load apart, and the comparison says so.
+#[test]
+fn sides_under_different_load_are_inconclusive() {
+    let options = DiffOptions {
+        seed: 0x5eed,
+        ..DiffOptions::default()
+    };
+    let runs = |program: &str, kind: &str, ks: &[u32]| -> Vec<Profile> {
+        ks.iter()
+            .map(|k| {
+                let path =
+                    root().join(format!("tests/data/ab-corpus/{program}-{kind}-{k}.json.gz"));
+                let mut bytes = Vec::new();
+                flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+                    .read_to_end(&mut bytes)
+                    .unwrap();
+                parse_profile(&bytes, &path).unwrap_or_else(|e| panic!("{e}"))
+            })
+            .collect()
+    };
+    let named = |d: &diff::Diff| -> Vec<String> {
+        d.events
+            .iter()
+            .filter(|e| matches!(e.verdict, Verdict::Regressed | Verdict::Improved))
+            .map(|e| format!("{} {}", e.identity.name, e.verdict.as_str()))
+            .collect()
+    };
+    for (program, target) in [("waits", "forward"), ("dlrm", "top_backward")] {
+        let quiet = runs(program, "quiet-base", &[0, 2, 4, 6, 8, 10]);
+        let loaded = runs(program, "loaded-base", &[1, 3, 5, 7, 9, 11]);
+        let slowed = runs(program, "loaded-slow5", &[1, 3, 5, 7, 9, 11]);
+        let quiet_slowed = runs(program, "quiet-slow5", &[0, 2, 4, 6, 8, 10]);
+        for (before, after) in [(&quiet, &loaded), (&loaded, &quiet), (&quiet, &slowed)] {
+            let d = diff::diff_runs(before, after, &options);
+            let load = d.load.as_ref().expect("several runs a side say the load");
+            assert!(load.differs, "{program}: {load:?}");
+            assert!(named(&d).is_empty(), "{program}: {:?}", named(&d));
+            assert!(!d.has_regression() && d.is_inconclusive(), "{program}");
+            assert!(std::iter::once(&d.iteration)
+                .chain(&d.events)
+                .all(|e| e.verdict == Verdict::Inconclusive));
+            let text = diff::render(&d, profiler_analysis::Format::Table);
+            assert!(text.contains("LOAD DIFFERS between the sides"), "{text}");
+        }
+        // Half of each side loaded: the same load on both sides, judged as usual; the slowed
+        // layer is named, alone.
+        let half = |q: &[Profile], l: &[Profile]| [q, l].concat();
+        let d = diff::diff_runs(
+            &half(&quiet[..3], &loaded[..3]),
+            &half(&quiet_slowed[..3], &slowed[..3]),
+            &options,
+        );
+        assert!(!d.load.as_ref().unwrap().differs, "{program}");
+        assert!(d.has_regression(), "{program}");
+        assert!(
+            named(&d).iter().all(|n| n.starts_with(target)),
+            "{program}: {:?}",
+            named(&d)
+        );
+        // Four runs a side cannot reach the test's level: said, not hidden.
+        let d = diff::diff_runs(&quiet[..4], &loaded[..4], &options);
+        let text = diff::render(&d, profiler_analysis::Format::Table);
+        assert!(text.contains("too few runs a side to tell"), "{text}");
+    }
+}

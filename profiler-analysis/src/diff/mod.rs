@@ -239,6 +239,10 @@ pub struct Diff {
     /// side.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs_compared: Option<(usize, usize)>,
+    /// Several runs a side: whether the two sides ran under the same load ([`Load`]); absent
+    /// for one run a side.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<Load>,
 }
 
 /// The shapes of the two runs' measured iterations.
@@ -348,6 +352,7 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
             after: run_after,
         },
         runs_compared: None,
+        load: None,
     }
 }
 
@@ -613,7 +618,7 @@ fn p_beyond(before: &[f64], after: &[f64], factor: f64) -> f64 {
 mod iteration;
 mod machine;
 mod runs;
-pub use runs::diff_runs;
+pub use runs::{diff_runs, Load, LOAD_ALPHA, LOAD_MARGIN, LOAD_MIN_RUNS};
 pub mod memory;
 mod render;
 pub(crate) use render::change;

@@ -194,6 +194,42 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
              measured as the runs' own spread; before and after are medians of the runs' medians)\n"
         ));
     }
+    if let Some(load) = diff.load.as_ref().filter(|l| l.differs) {
+        out.push_str(&format!(
+            "{bullet}LOAD DIFFERS between the sides: the before runs' iterations took over \
+             {SLOW_ITERATION}x their fastest {:.1}% of the time (median of the runs), the after \
+             runs' {:.1}% (Mann-Whitney p {}); the machine was busier on one side, so no change \
+             can be told from the load and every verdict is inconclusive. Run the two sides \
+             interleaved (prof ab does) or on a quieter machine\n",
+            100.0 * load.before_slow_share,
+            100.0 * load.after_slow_share,
+            p_text(load.p_value)
+        ));
+    }
+    if let Some(load) = diff.load.as_ref().filter(|l| {
+        !l.differs && (l.after_slow_share - l.before_slow_share).abs() >= super::LOAD_MARGIN
+    }) {
+        let (b, a) = diff.runs_compared.unwrap_or((0, 0));
+        let few = if b.min(a) < super::LOAD_MIN_RUNS {
+            format!(
+                "; {b} and {a} are too few runs a side to tell (the test cannot reach {} with \
+                 fewer than {} a side)",
+                super::LOAD_ALPHA,
+                super::LOAD_MIN_RUNS
+            )
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "{bullet}load: the before runs' iterations took over {SLOW_ITERATION}x their fastest \
+             {:.1}% of the time, the after runs' {:.1}%, not a significant difference \
+             (Mann-Whitney p {}){few}; if the machine was busier on one side, interleave the \
+             runs (prof ab)\n",
+            100.0 * load.before_slow_share,
+            100.0 * load.after_slow_share,
+            p_text(load.p_value)
+        ));
+    }
     for line in machine_lines(diff) {
         out.push_str(&format!("{bullet}{line}\n"));
     }

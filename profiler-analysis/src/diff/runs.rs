@@ -32,14 +32,77 @@
 //!
 //! The iteration is compared the same way, on each run's median measured iteration, without
 //! the events' shift (a change that slows every event alike shows there and only there).
+//!
+//! - **load**: each run's share of measured iterations that took over [`SLOW_ITERATION`](super::SLOW_ITERATION) times
+//!   its fastest 5% ([`RunShape::slow_share`]: near 0 on a quiet machine, a few percent to a
+//!   quarter under a CPU hog per core) is compared between the sides by the Mann-Whitney test.
+//!   When the sides differ ([`Load::differs`]: p below [`LOAD_ALPHA`] and medians at least
+//!   [`LOAD_MARGIN`] apart), the load fell on one side more than the other and a change cannot
+//!   be told from it: every verdict, the iteration's included, is inconclusive (the ratios
+//!   and intervals are still shown). Measured on recorded runs (docs/overhead.md, "Several runs
+//!   a side"): without this, 20 of 20 A/A comparisons of dlrm with one side all loaded named
+//!   events.
 
 use std::collections::HashMap;
 
+use serde::Serialize;
+
 use super::{
-    event_key, robust_spread, stats, Diff, DiffOptions, EventDiff, Machine, Missing, Runs, Verdict,
-    MIN_EVENTS_FOR_SPREAD,
+    event_key, robust_spread, stats, Diff, DiffOptions, EventDiff, Machine, Missing, RunShape,
+    Runs, Verdict, MIN_EVENTS_FOR_SPREAD,
 };
 use profiler_format::{Event, Identity, Profile};
+
+/// The Mann-Whitney p-value below which the sides' shares of slow iterations differ (see
+/// [`Load`]).
+pub const LOAD_ALPHA: f64 = 0.01;
+
+/// Fewest runs a side with which the Mann-Whitney test of the load can reach [`LOAD_ALPHA`]
+/// (five against five, every run of one side above every run of the other: p 0.008).
+pub const LOAD_MIN_RUNS: usize = 5;
+
+/// How far apart (1 point) the sides' median shares of slow iterations must also be for the
+/// sides to count as differently loaded.
+pub const LOAD_MARGIN: f64 = 0.01;
+
+/// Whether the two sides' runs ran under the same load, judged by their shares of slow
+/// iterations (see the module documentation of [`diff_runs`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct Load {
+    /// The before runs' median share of measured iterations that took over
+    /// [`SLOW_ITERATION`](super::SLOW_ITERATION) times the run's fastest 5%.
+    pub before_slow_share: f64,
+    /// The same for the after runs.
+    pub after_slow_share: f64,
+    /// The two-sided Mann-Whitney p-value of the runs' shares.
+    pub p_value: f64,
+    /// True when the sides were loaded differently (p below [`LOAD_ALPHA`], medians at least
+    /// [`LOAD_MARGIN`] apart): every verdict is then inconclusive.
+    pub differs: bool,
+}
+
+impl Load {
+    /// The load of each side's runs, compared.
+    pub fn of(before: &[Profile], after: &[Profile]) -> Load {
+        let shares = |side: &[Profile]| -> Vec<f64> {
+            side.iter()
+                .map(|p| stats::as_f64(crate::measured_walls(p)))
+                .filter(|w| !w.is_empty())
+                .map(|w| RunShape::of(&w).slow_share)
+                .collect()
+        };
+        let (b, a) = (shares(before), shares(after));
+        let p_value = stats::mann_whitney_p(&b, &a);
+        let (before_slow_share, after_slow_share) = (stats::median(&b), stats::median(&a));
+        Load {
+            differs: p_value < LOAD_ALPHA
+                && (after_slow_share - before_slow_share).abs() >= LOAD_MARGIN,
+            before_slow_share,
+            after_slow_share,
+            p_value,
+        }
+    }
+}
 
 /// Compares several runs of each side, event by event and for the iteration (see the module
 /// documentation); one run a side is [`diff`](super::diff)'s comparison.
@@ -122,6 +185,12 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
         options,
         before.iter().chain(after),
     );
+    let load = Load::of(before, after);
+    if load.differs {
+        for row in std::iter::once(&mut iteration).chain(events.iter_mut()) {
+            row.verdict = Verdict::Inconclusive;
+        }
+    }
     Diff {
         iteration,
         events,
@@ -133,6 +202,7 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
         machine,
         runs: Runs::default(),
         runs_compared: Some((before.len(), after.len())),
+        load: Some(load),
     }
 }
 
