@@ -243,6 +243,12 @@ pub struct Diff {
     /// for one run a side.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<Load>,
+    /// One run a side: how many runs a side would resolve a change of the threshold for an
+    /// event moving between runs as these events moved around their shared shift
+    /// ([`runs_needed`]); absent with several runs a side or fewer than
+    /// [`MIN_EVENTS_FOR_SPREAD`] events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs_needed: Option<usize>,
 }
 
 /// The shapes of the two runs' measured iterations.
@@ -346,13 +352,16 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
         threshold: options.threshold,
         alpha: options.alpha,
         memory: memory::compare(&matched),
-        machine,
         runs: Runs {
             before: run_before,
             after: run_after,
         },
         runs_compared: None,
         load: None,
+        runs_needed: (machine.events >= MIN_EVENTS_FOR_SPREAD)
+            .then(|| runs::runs_needed(machine.spread, options.threshold, options.alpha))
+            .flatten(),
+        machine,
     }
 }
 
@@ -618,7 +627,7 @@ fn p_beyond(before: &[f64], after: &[f64], factor: f64) -> f64 {
 mod iteration;
 mod machine;
 mod runs;
-pub use runs::{diff_runs, Load, LOAD_ALPHA, LOAD_MARGIN, LOAD_MIN_RUNS};
+pub use runs::{diff_runs, runs_needed, Load, LOAD_ALPHA, LOAD_MARGIN, LOAD_MIN_RUNS};
 pub mod memory;
 mod render;
 pub(crate) use render::change;

@@ -194,6 +194,24 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
              measured as the runs' own spread; before and after are medians of the runs' medians)\n"
         ));
     }
+    if diff.runs_compared.is_none() {
+        let how_many = match diff.runs_needed {
+            Some(n) => format!(
+                "; these events moved \u{b1}{:.1}% around their shared shift, so about {n} runs \
+                 a side would resolve {:.1}% for a typical event (prof diff b1.json ... -- a1.json ..., or prof ab -n \
+                 {n})",
+                100.0 * diff.machine.spread,
+                100.0 * diff.threshold
+            ),
+            None => "; several runs a side measure it (prof diff b1.json ... -- a1.json ..., or \
+                     prof ab)"
+                .to_owned(),
+        };
+        out.push_str(&format!(
+            "{bullet}one run a side: a shift of a whole run (where code and data landed in \
+             memory, what the machine did) cannot be told from a change of the code{how_many}\n"
+        ));
+    }
     if let Some(load) = diff.load.as_ref().filter(|l| l.differs) {
         out.push_str(&format!(
             "{bullet}LOAD DIFFERS between the sides: the before runs' iterations took over \

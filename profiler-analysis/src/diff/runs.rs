@@ -203,7 +203,27 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
         runs: Runs::default(),
         runs_compared: Some((before.len(), after.len())),
         load: Some(load),
+        runs_needed: None,
     }
+}
+
+/// How many runs a side would resolve a change of `threshold` for an event that moves between
+/// runs as these events moved around their shared shift (`spread`, on the log scale, from a
+/// one-run comparison: it holds two runs' shifts, layout and the machine, and the samples'
+/// scatter): the fewest `n` from [`LOAD_MIN_RUNS`] on (fewer cannot tell whether the load fell
+/// on one side) with `t(2n - 2, 1 - alpha/2) · spread / √n ≤ ln(1 + threshold)`, the interval
+/// of the several-runs comparison then reaching no further than the threshold for a typical
+/// event (events much shorter or more scattered than the rest need more). `None` past 1,000
+/// runs or without a finite spread.
+pub fn runs_needed(spread: f64, threshold: f64, alpha: f64) -> Option<usize> {
+    if !spread.is_finite() || spread < 0.0 || threshold <= 0.0 {
+        return None;
+    }
+    let target = threshold.ln_1p();
+    (LOAD_MIN_RUNS..=1000usize).find(|&n| {
+        let t = student_t_quantile(1.0 - alpha / 2.0, (2 * n - 2) as f64);
+        t * spread / (n as f64).sqrt() <= target
+    })
 }
 
 /// An event's median in one run (its recorded median when the samples were not kept).
@@ -430,5 +450,18 @@ mod tests {
         }
         assert!((student_t_cdf(0.0, 7.0) - 0.5).abs() < 1e-12);
         assert!((student_t_cdf(-2.571, 5.0) - 0.025).abs() < 1e-4);
+    }
+
+    /// The runs a side that resolve the threshold grow with the square of the spread, start at
+    /// the fewest that can see the load, and give up past 1,000.
+    #[test]
+    fn runs_needed_follow_the_spread() {
+        assert_eq!(runs_needed(0.0, 0.02, 0.05), Some(LOAD_MIN_RUNS));
+        // 2.7% of spread against 2%: t(2n-2) * 0.027 / sqrt(n) <= ln 1.02 first at n = 9.
+        assert_eq!(runs_needed(0.027, 0.02, 0.05), Some(9));
+        let (a, b) = (runs_needed(0.05, 0.02, 0.05), runs_needed(0.10, 0.02, 0.05));
+        assert!(b.unwrap() > 3 * a.unwrap(), "{a:?} {b:?}");
+        assert_eq!(runs_needed(10.0, 0.02, 0.05), None);
+        assert_eq!(runs_needed(f64::NAN, 0.02, 0.05), None);
     }
 }

@@ -471,6 +471,16 @@ fn preemption_stretches_iterations_not_the_runs_of_a_steady_event() {
         d.runs
     );
     assert!(text.contains("after looks disturbed: 6"), "{text}");
+    // One run a side says what it cannot tell, and how many runs would.
+    let n = d.runs_needed.expect("enough events for a spread");
+    assert_eq!(
+        Some(n),
+        super::runs_needed(d.machine.spread, d.threshold, d.alpha)
+    );
+    assert!(
+        text.contains(&format!("about {n} runs a side would resolve 2.0%")),
+        "{text}"
+    );
     assert!(
         text.contains("the iteration's interval was widened by"),
         "{text}"
@@ -799,7 +809,7 @@ fn memory_is_compared_exactly() {
     let plain = simulate(&specs, 20, 0.02, steady, &[], 3);
     let d = diff(&plain, &after, &DiffOptions::default());
     assert!(d.memory.is_empty());
-    assert!(!render(&d, Format::Table).contains("memory"));
+    assert!(!render(&d, Format::Table).contains("memory (exact counts"));
 }
 
 /// `follow_each` gives, to the bit, what `follow` gives with each event left out in turn: on
