@@ -105,69 +105,73 @@ pub use profiler_macros::probe;
 /// first statement.
 pub use profiler_macros::main;
 
-mod info;
-pub use info::ProbeInfo;
+// The stages, each a folder, in the order in which they build on one another: a stage imports
+// only from the stages above it (profiler-core/tests/layout.rs checks it; docs/architecture.md
+// draws the pipeline).
+//
+// select      PROF_FILTER and the other variables, parsed once
+// register    the sites' descriptors, numbered at start-up, and the filter applied to them
+// instrument  what is read: clocks, devices (GPU streams), the counting allocator
+// store       storage reserved when the schedule is built: sample slots, trace buffers
+// schedule    warmup learns the events; the plan; each step() arms the next event
+// output      where results go and how they are written (atomically)
+// session     the run: step(), the cold half of measuring, results, the writer thread
+// start       init, --list-probes, signals
+// probes      what annotations call: the guard (the hot path), runtime probes, tracing spans
+#[cfg(feature = "enable")]
+mod select;
 
-mod alloc;
-pub use alloc::Alloc;
+mod register;
+pub use register::info::ProbeInfo;
+
+mod instrument;
+pub use instrument::alloc::Alloc;
+#[cfg(feature = "enable")]
+pub use instrument::device;
 
 #[cfg(feature = "enable")]
-mod buffer;
+mod store;
+
 #[cfg(feature = "enable")]
-mod clock;
-#[cfg(feature = "enable")]
-mod config;
-#[cfg(feature = "enable")]
-mod descriptor;
-#[cfg(feature = "enable")]
-pub mod device;
-#[cfg(feature = "enable")]
-mod filter;
+mod schedule;
+
 #[cfg(feature = "enable")]
 mod output;
+
+#[cfg(feature = "enable")]
+mod session;
+
+#[cfg(feature = "enable")]
+mod start;
+
+#[cfg(feature = "enable")]
+mod probes;
+
 /// `prof.json`'s types ([`Profile`] and its parts), as [`snapshot`] returns them: the
 /// `profiler-format` crate.
 #[cfg(feature = "enable")]
 pub use profiler_format as format;
 #[cfg(feature = "enable")]
 pub use profiler_format::Profile;
-#[cfg(feature = "tracing")]
-mod bridge;
-#[cfg(feature = "enable")]
-mod record;
-#[cfg(feature = "enable")]
-mod registry;
-#[cfg(feature = "enable")]
-mod runtime;
-#[cfg(feature = "enable")]
-mod schedule;
-#[cfg(feature = "enable")]
-mod session;
-#[cfg(all(feature = "enable", unix))]
-mod signals;
-#[cfg(feature = "enable")]
-mod startup;
 #[cfg(feature = "enable")]
 mod sync;
 #[cfg(feature = "enable")]
 pub mod testing;
-#[cfg(feature = "enable")]
-mod timer;
 
 #[cfg(feature = "enable")]
 pub use enabled_api::*;
 
 #[cfg(feature = "enable")]
 mod enabled_api {
+    pub use crate::instrument::clock::{Clock, CpuClock, Reading};
+    use crate::instrument::device::Device;
     #[cfg(feature = "tracing")]
-    pub use crate::bridge::TracingBridge;
-    pub use crate::clock::{Clock, CpuClock, Reading};
-    pub use crate::config::{Config, ConfigError, Mode};
-    use crate::device::Device;
-    pub use crate::filter::{Filter, FilterError, Key};
-    pub use crate::runtime::RuntimeProbe;
-    pub use crate::startup::InitGuard;
-    pub use crate::timer::ProbeGuard;
+    pub use crate::probes::bridge::TracingBridge;
+    pub use crate::probes::runtime::RuntimeProbe;
+    pub use crate::probes::timer::ProbeGuard;
+    pub use crate::select::config::{Config, ConfigError, Mode};
+    pub use crate::select::filter::{Filter, FilterError, Key};
+    pub use crate::start::startup::InitGuard;
 
     /// Marks the end of one training iteration. Cheap once the schedule is complete (an atomic
     /// load and a branch).
@@ -179,7 +183,7 @@ mod enabled_api {
                     session.step();
                 }
             }
-            None => crate::startup::listing_step(),
+            None => crate::start::startup::listing_step(),
         }
     }
 
@@ -195,7 +199,7 @@ mod enabled_api {
     /// [`#[profiler_core::main]`](crate::main) does first. A bad variable is reported on stderr
     /// and the process exits with status 2.
     pub fn init() -> InitGuard {
-        crate::startup::init()
+        crate::start::startup::init()
     }
 
     /// Starts profiling with a configuration made in code and, optionally, another clock (tests
@@ -205,26 +209,26 @@ mod enabled_api {
         config: Config,
         clock: Option<Box<dyn Clock>>,
     ) -> Result<InitGuard, ConfigError> {
-        crate::startup::start(config, clock, None)
+        crate::start::startup::start(config, clock, None)
     }
 
     /// [`init_with`] and a device whose streams time the runs that name one: the simulated
     /// device of the tests ([`testing::SimDevice`](crate::testing::SimDevice)), or a
-    /// [`device::CudaDevice`](crate::device) (feature `cuda`) opened by the
+    /// [`device::CudaDevice`](crate::instrument::device) (feature `cuda`) opened by the
     /// program itself. ([`init`] opens the CUDA device on its own in a `cuda` build.)
     pub fn init_with_device(
         config: Config,
         clock: Option<Box<dyn Clock>>,
         device: Box<dyn Device>,
     ) -> Result<InitGuard, ConfigError> {
-        crate::startup::start(config, clock, Some(device))
+        crate::start::startup::start(config, clock, Some(device))
     }
 
     /// Every registered probe, in file and line order; `selected` tells what the running
     /// session's filter selects (all false when none runs).
     pub fn probes() -> Vec<crate::ProbeInfo> {
         let filter = crate::session::current().map(|s| &s.config().filter);
-        crate::startup::list(filter)
+        crate::start::startup::list(filter)
     }
 
     /// The results so far, as `prof.json` would hold them, or `None` when no session runs.
@@ -247,9 +251,11 @@ pub use disabled::*;
 #[doc(hidden)]
 pub mod __private {
     #[cfg(feature = "enable")]
-    pub use crate::descriptor::{Descriptor, Kind, Registration, State, StaticInfo};
+    pub use crate::probes::timer::{
+        active, enter, enter_async, enter_async_on, enter_on, AsyncGuard,
+    };
     #[cfg(feature = "enable")]
-    pub use crate::timer::{active, enter, enter_async, enter_async_on, enter_on, AsyncGuard};
+    pub use crate::register::descriptor::{Descriptor, Kind, Registration, State, StaticInfo};
     #[cfg(feature = "enable")]
     pub use inventory;
 
@@ -264,13 +270,13 @@ pub mod __private {
     /// benchmark measures the armed cost with it); returns whether counting started.
     #[cfg(feature = "enable")]
     pub fn alloc_begin() -> bool {
-        crate::alloc::begin()
+        crate::instrument::alloc::begin()
     }
 
     /// Ends what [`alloc_begin`] started; returns the bytes allocated meanwhile.
     #[cfg(feature = "enable")]
     pub fn alloc_end() -> u64 {
-        crate::alloc::end().alloc_bytes
+        crate::instrument::alloc::end().alloc_bytes
     }
 
     /// The async guard of a probe that does not take part.
@@ -301,7 +307,7 @@ pub mod __private {
     #[cfg(feature = "enable")]
     pub fn run_counter(name: &str) -> Option<&'static std::sync::atomic::AtomicU32> {
         let session = crate::session::current()?;
-        let entry = crate::registry::registry()
+        let entry = crate::register::registry::registry()
             .iter()
             .position(|e| e.desc.info().name == name)?;
         session.schedule.routes.get(entry).map(|route| &route.calls)

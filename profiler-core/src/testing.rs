@@ -3,5 +3,5 @@
 //! stream and kernel logic without a GPU. Pass them to [`init_with`](crate::init_with) and
 //! [`init_with_device`](crate::init_with_device).
 
-pub use crate::clock::FakeClock;
-pub use crate::device::sim::SimDevice;
+pub use crate::instrument::clock::FakeClock;
+pub use crate::instrument::device::sim::SimDevice;

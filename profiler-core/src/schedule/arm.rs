@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering::{Relaxed, Release};
 
 use super::Measure;
 use super::{lane_stream, Plan, Schedule};
-use crate::descriptor::State;
-use crate::device::Device;
+use crate::instrument::device::Device;
+use crate::register::descriptor::State;
 
 impl Schedule {
     /// Arms what iteration `iter` measures; on a device, the iteration's start is marked on

@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 
-use crate::descriptor::Descriptor;
-use crate::device::Stream;
+use crate::instrument::device::Stream;
+use crate::register::descriptor::Descriptor;
 use crate::sync::lock;
 
 use super::Schedule;

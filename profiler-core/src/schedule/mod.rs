@@ -23,11 +23,11 @@ use std::sync::atomic::{
 };
 use std::sync::{Mutex, OnceLock};
 
-use crate::config::{Config, Mode};
-use crate::descriptor::{Descriptor, State};
-use crate::device::Stream;
-use crate::record::Store;
-use crate::registry::registry;
+use crate::instrument::device::Stream;
+use crate::register::descriptor::{Descriptor, State};
+use crate::register::registry::registry;
+use crate::select::config::{Config, Mode};
+use crate::store::samples::Store;
 
 pub(crate) use learn::{FirstRun, Key, Learner, Parent, Planned, MERGED};
 pub(crate) use plan::POOL_ITERATIONS;
@@ -65,7 +65,7 @@ impl Route {
 
 /// Where the runs of one probe go: its events without a stream, its per-stream routes, and its
 /// run counter for the current iteration. One per registered probe, owned by the session and
-/// indexed by [`Descriptor::index`](crate::descriptor::Descriptor).
+/// indexed by [`Descriptor::index`](crate::register::descriptor::Descriptor).
 #[derive(Debug)]
 pub(crate) struct ProbeRoute {
     /// Runs of this probe started in the current iteration (counted while not `Off`).
@@ -331,7 +331,7 @@ impl Schedule {
             warmup: config.warmup,
             repeat: config.repeat,
             sample_budget_bytes: config.sample_budget_bytes,
-            memory: crate::alloc::installed(),
+            memory: crate::instrument::alloc::installed(),
             records: mode == Measure::Trace && linear,
             exiting: AtomicU64::new(0),
         }
@@ -346,7 +346,7 @@ impl Schedule {
         self.records
             && lane == 0
             && !self.memory
-            && entry <= crate::buffer::tag::ENTRY as usize
+            && entry <= crate::store::buffer::tag::ENTRY as usize
             && (!self.hooks.any || self.hooks.of(self.desc(entry), true) == 0)
     }
 

@@ -10,8 +10,8 @@ use super::Measure;
 use super::{
     lane_stream, Event, FirstRun, Key, Parent, Plan, Planned, Route, Routes, Schedule, MERGED, NONE,
 };
-use crate::device::{Device, Stream, NO_MARK};
-use crate::record::{
+use crate::instrument::device::{Device, Stream, NO_MARK};
+use crate::store::samples::{
     Store, Tally, DEVICE_SAMPLE_BYTES, MEMORY_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES,
 };
 use crate::sync::lock;

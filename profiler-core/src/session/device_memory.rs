@@ -6,8 +6,8 @@
 //! iterations the file lists (`continuous` mode drops those before the window shown).
 
 use super::{lock, Control, Session};
-use crate::device::Device;
-use crate::record::NO_BYTES;
+use crate::instrument::device::Device;
+use crate::store::samples::NO_BYTES;
 use profiler_format::DeviceUsage;
 
 /// The bytes in use on each device in use, at each step.

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::device::{Correlation, KernelActivity};
+use crate::instrument::device::{Correlation, KernelActivity};
 use profiler_format::{Kernel, Kernels, Stats};
 
 /// The external id of the runs of `event` in iteration `iter`.

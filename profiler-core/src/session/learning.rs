@@ -16,8 +16,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use super::{lock, traced::Traced, Control, Session};
-use crate::buffer::{runs, tag};
 use crate::schedule::{FirstRun, MERGED};
+use crate::store::buffer::{runs, tag};
 
 /// No run (an index that means none).
 const NO_RUN: u32 = u32::MAX;

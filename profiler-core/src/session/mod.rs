@@ -1,6 +1,6 @@
 //! One profiling run: its configuration, clock, events and the state the schedule keeps.
 //!
-//! The hot path (`timer.rs`) reaches a session only for probes the schedule has armed, hooked
+//! The hot path (`probes/timer.rs`) reaches a session only for probes the schedule has armed, hooked
 //! or is learning. The stages of the schedule (`schedule/`) extend [`Session`] with learning,
 //! planning and arming; beside this file: `step.rs` (the end of each iteration, resolution, the
 //! end of the run), `results.rs` (what was stored, as a [`Profile`](crate::Profile)),
@@ -26,14 +26,14 @@ use std::sync::Mutex;
 
 pub(crate) use crate::sync::lock;
 
-use crate::buffer::{Buffers, CHUNK_BYTES};
-pub(crate) use crate::clock::ActiveClock;
-use crate::config::Config;
-use crate::descriptor::State;
-use crate::device::Device;
-use crate::record::Resolved;
-use crate::registry::registry;
+pub(crate) use crate::instrument::clock::ActiveClock;
+use crate::instrument::device::Device;
+use crate::register::descriptor::State;
+use crate::register::registry::registry;
 use crate::schedule::{Hooks, Measure, Plan, Schedule};
+use crate::select::config::Config;
+use crate::store::buffer::{Buffers, CHUNK_BYTES};
+use crate::store::samples::Resolved;
 
 /// Cold-path state, behind one lock.
 #[derive(Debug, Default)]
@@ -207,9 +207,9 @@ impl Session {
     fn hooks(config: &Config, device: Option<&dyn Device>) -> Hooks {
         let nvtx = match device {
             Some(device) if config.nvtx => {
-                let ranges: Vec<crate::device::RangeInfo> = registry()
+                let ranges: Vec<crate::instrument::device::RangeInfo> = registry()
                     .iter()
-                    .map(|e| crate::device::RangeInfo {
+                    .map(|e| crate::instrument::device::RangeInfo {
                         name: e.desc.info.name.to_owned(),
                         layer: e.desc.info.layer.map(str::to_owned),
                         phase: e.desc.info.phase.map(str::to_owned),

@@ -6,12 +6,12 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::writer::{Archive, Shown};
 use super::{lock, Control, Session};
-use crate::clock::Reading;
-use crate::device::Stream;
-use crate::record::{resolve_slot, IterationStarts, Resolved, NO_BYTES, RESERVOIR};
-use crate::registry::registry;
+use crate::instrument::clock::Reading;
+use crate::instrument::device::Stream;
+use crate::register::registry::registry;
 use crate::schedule::Event;
 use crate::schedule::{Key, MERGED};
+use crate::store::samples::{resolve_slot, IterationStarts, Resolved, NO_BYTES, RESERVOIR};
 use profiler_format::{self as json, Profile, Stats};
 
 /// What an event's JSON is made with besides its samples.
@@ -398,7 +398,7 @@ fn signed(bytes: u64) -> i64 {
 }
 
 /// Each sample's memory figures as `prof.json` lists them.
-fn memory_json(figures: &[[u64; crate::record::MEMORY_FIGURES]]) -> json::Memory {
+fn memory_json(figures: &[[u64; crate::store::samples::MEMORY_FIGURES]]) -> json::Memory {
     let list = |k: usize| figures.iter().map(|f| f[k]).collect();
     json::Memory {
         alloc_bytes: list(0),

@@ -5,10 +5,10 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{lock, Control, Session};
-use crate::descriptor::State;
-use crate::record::{resolve_slot, IterationStarts, Outcome, Resolved};
+use crate::register::descriptor::State;
 use crate::schedule::Measure;
 use crate::schedule::POOL_ITERATIONS;
+use crate::store::samples::{resolve_slot, IterationStarts, Outcome, Resolved};
 
 /// Where each iteration began, for one event's offsets.
 struct Starts<'a> {

@@ -18,9 +18,9 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{lock, Control, Session};
-use crate::buffer::{runs, tag};
-use crate::device::NO_MARK;
-use crate::record::{iteration_of, Tally};
+use crate::instrument::device::NO_MARK;
+use crate::store::buffer::{runs, tag};
+use crate::store::samples::{iteration_of, Tally};
 
 /// Full chunks waiting that make the thread handing one over drain them itself (after warmup):
 /// 64 chunks, 65,536 records, 1 MiB.

@@ -22,9 +22,9 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::{lock, Session};
-use crate::clock::Reading;
-use crate::device::Stream;
-use crate::record::Resolved;
+use crate::instrument::clock::Reading;
+use crate::instrument::device::Stream;
+use crate::store::samples::Resolved;
 use profiler_format::{Stats, Window, WindowEvent};
 
 /// The least time between two rewrites of the file.

@@ -8,7 +8,7 @@
 //! panics when it cannot load one; no CUDA failure panics, it loses the measurement instead.
 //!
 //! Marks are events taken from a fixed pool per stream, prepared on the cold path by
-//! [`Device::prepare`](crate::device::Device::prepare) in the primary context of the stream's device
+//! [`Device::prepare`](crate::instrument::device::Device::prepare) in the primary context of the stream's device
 //! (the context `cudarc`'s `CudaContext::new` retains, where its streams live).
 
 mod cupti;
@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{sys, CudaContext};
 
-use crate::clock::{Clock, Reading};
-use crate::device::{
+use crate::instrument::clock::{Clock, Reading};
+use crate::instrument::device::{
     decode_mark, encode_mark, AsStream, Correlation, Device, KernelActivity, Pool, RangeInfo,
     Stream, NO_MARK,
 };
@@ -104,8 +104,8 @@ enum Once {
 /// records.
 ///
 /// Open it with [`CudaDevice::open`]; marks are taken with
-/// [`Device::mark_on`](crate::device::Device::mark_on) on the streams given to
-/// [`Device::prepare`](crate::device::Device::prepare).
+/// [`Device::mark_on`](crate::instrument::device::Device::mark_on) on the streams given to
+/// [`Device::prepare`](crate::instrument::device::Device::prepare).
 pub struct CudaDevice {
     /// Filled in order by `prepare` (under `writer`), read without a lock by `mark_on`.
     streams: [OnceLock<StreamEvents>; MAX_STREAMS],
@@ -148,7 +148,7 @@ fn warn(message: std::fmt::Arguments<'_>) {
 
 /// The CUDA device for `config`, or `None` (with one line on stderr saying why) when there is
 /// none: [`device::open`](super::open) in a `cuda` build.
-pub(crate) fn open(config: &crate::config::Config) -> Option<Box<dyn Device>> {
+pub(crate) fn open(config: &crate::select::config::Config) -> Option<Box<dyn Device>> {
     let options = CudaOptions {
         nvtx: config.nvtx,
         kernels: config.kernels,

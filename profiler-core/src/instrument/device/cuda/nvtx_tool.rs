@@ -14,7 +14,7 @@ use std::process::Command;
 
 use super::headers::{first, one};
 use super::nvtx::{self, Nvtx};
-use crate::device::RangeInfo;
+use crate::instrument::device::RangeInfo;
 
 /// The tool: it takes over the domain functions and writes one line per call.
 const TOOL: &str = r#"

@@ -2,13 +2,13 @@
 
 use std::io::Write;
 
-use crate::clock::{Clock, CpuClock};
-use crate::config::{Config, ConfigError, Mode};
-use crate::device::Device;
-use crate::filter::{Filter, Key};
-use crate::info::ProbeInfo;
-use crate::registry::registry;
+use crate::instrument::clock::{Clock, CpuClock};
+use crate::instrument::device::Device;
+use crate::register::info::ProbeInfo;
+use crate::register::registry::registry;
 use crate::schedule::Measure;
+use crate::select::config::{Config, ConfigError, Mode};
+use crate::select::filter::{Filter, Key};
 use crate::session::{self, ActiveClock, Session};
 
 /// Returned by [`init`](crate::init): writes the results (marked incomplete if the schedule has
@@ -177,7 +177,7 @@ pub fn render_list(probes: &[ProbeInfo], filter: Option<&Filter>) -> String {
             out.push_str(&format!(
                 "{} probes, {n} selected by PROF_FILTER={} (marked *)\n",
                 probes.len(),
-                crate::config::shorten(f.source(), 200)
+                crate::select::config::shorten(f.source(), 200)
             ));
         }
         None => out.push_str(&format!(
@@ -200,7 +200,7 @@ fn fail(message: impl std::fmt::Display) -> ! {
 
 /// `--list-probes`: print and exit 0 (exit 2 on a filter that does not parse).
 fn handle_listing(json: bool) -> ! {
-    let filter = crate::config::vars::listing_filter().unwrap_or_else(|e| fail(e));
+    let filter = crate::select::config::vars::listing_filter().unwrap_or_else(|e| fail(e));
     let probes = list(filter.as_ref());
     let text = if json {
         let mut s = serde_json::to_string_pretty(&probes).unwrap_or_else(|e| fail(e));
@@ -270,7 +270,7 @@ pub fn start(
                  the program with --list-probes (and the same PROF_FILTER) to see every probe \
                  and what the filter selects; to select probes registered at run time \
                  (RuntimeProbe, tracing spans) by name, add kind=runtime or kind=span",
-                crate::config::shorten(&filter, 200)
+                crate::select::config::shorten(&filter, 200)
             ),
         ));
     }
@@ -279,7 +279,7 @@ pub fn start(
     #[cfg(feature = "tracing")]
     tracing_core::callsite::rebuild_interest_cache();
     #[cfg(unix)]
-    crate::signals::install();
+    crate::start::signals::install();
     Ok(InitGuard {
         session: Some(session),
         listing: false,
@@ -303,7 +303,7 @@ pub fn init() -> InitGuard {
         return InitGuard::inert();
     }
     let config = Config::from_env().unwrap_or_else(|e| fail(e));
-    for (var, near) in crate::config::unknown_vars() {
+    for (var, near) in crate::select::config::unknown_vars() {
         match near {
             Some(near) => eprintln!(
                 "profiler-core: warning: {var} is not a variable this build knows; did you mean \
@@ -311,7 +311,7 @@ pub fn init() -> InitGuard {
             ),
             None => eprintln!(
                 "profiler-core: warning: {var} is not a variable this build knows (known: {})",
-                crate::config::vars::VARIABLES
+                crate::select::config::vars::VARIABLES
                     .iter()
                     .map(|v| v.name)
                     .collect::<Vec<_>>()
@@ -330,7 +330,7 @@ pub fn init() -> InitGuard {
     let device = if config.mode == Mode::Off {
         None
     } else {
-        crate::device::open(&config)
+        crate::instrument::device::open(&config)
     };
     start(config, None, device).unwrap_or_else(|e| fail(e))
 }
@@ -348,8 +348,8 @@ fn shared_output(out: &str) -> Option<String> {
         "profiler-core: warning: {var}={} is set (a multi-rank job), but PROF_OUT={} has no %r: \
          every rank writes that same file and the last to finish replaces the others; set \
          PROF_OUT=prof-rank%r.json (or any name with %r)",
-        crate::config::shorten(&value.to_string_lossy(), 20),
-        crate::config::shorten(out, 200)
+        crate::select::config::shorten(&value.to_string_lossy(), 20),
+        crate::select::config::shorten(out, 200)
     ))
 }
 

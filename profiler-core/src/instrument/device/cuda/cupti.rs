@@ -15,7 +15,7 @@ use std::sync::{Mutex, OnceLock};
 use cudarc::driver::sys::{CUcontext, CUstream};
 
 use super::loader::{api, Library};
-use crate::device::{Correlation, KernelActivity};
+use crate::instrument::device::{Correlation, KernelActivity};
 
 /// `CUptiResult` (a C enum).
 pub(crate) type CUptiResult = u32;

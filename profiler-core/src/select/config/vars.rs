@@ -7,7 +7,7 @@ use super::{
     Config, ConfigError, Mode, MAX_BASELINE_WINDOWS, MAX_EVENTS, MAX_PROBES, MAX_REPEAT,
     MAX_WINDOWS,
 };
-use crate::filter::Filter;
+use crate::select::filter::Filter;
 use profiler_format::write::shorten;
 
 /// One `PROF_*` variable.
@@ -340,7 +340,7 @@ pub fn unknown_vars() -> Vec<(String, Option<&'static str>)> {
     unknown
         .into_iter()
         .map(|k| {
-            let near = crate::filter::nearest(&k, &names);
+            let near = crate::select::filter::nearest(&k, &names);
             (k, near)
         })
         .collect()
@@ -356,7 +356,7 @@ fn parse_mode(value: &str) -> Result<Mode, ConfigError> {
         _ => {
             const MODES: [&str; 4] = ["sample", "trace", "continuous", "off"];
             let mut problem = format!("unknown mode `{value}`");
-            if let Some(near) = crate::filter::nearest(value.trim(), &MODES) {
+            if let Some(near) = crate::select::filter::nearest(value.trim(), &MODES) {
                 problem.push_str(&format!("; did you mean `{near}`?"));
             }
             return Err(ConfigError::at(

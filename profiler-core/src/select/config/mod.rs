@@ -5,11 +5,11 @@
 //! themselves (name, default, meaning, parser) are one table, [`vars::VARIABLES`], which drives
 //! the parsing, the list of known names and the reference in `docs/reference.md` (a test holds
 //! the two together); where the results go (`PROF_OUT`'s placeholders, the rank, the checks of
-//! the path) is `output.rs`.
+//! the path) is `output/`.
 
 use std::fmt;
 
-use crate::filter::{render_error, Filter};
+use crate::select::filter::{render_error, Filter};
 pub(crate) use profiler_format::write::shorten;
 
 pub(crate) mod vars;

@@ -9,7 +9,7 @@ use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::OnceLock;
 
 use super::loader::{api, Library};
-use crate::device::RangeInfo;
+use crate::instrument::device::RangeInfo;
 
 /// The NVTX domain every range goes to.
 const DOMAIN: &str = "profiler-core";

@@ -10,10 +10,10 @@ use std::sync::atomic::{
     Ordering::{Acquire, Relaxed, Release},
 };
 
-use crate::alloc::Figures;
-use crate::clock::ActiveClock;
-use crate::clock::Reading;
-use crate::device::{Device, NO_MARK};
+use crate::instrument::alloc::Figures;
+use crate::instrument::clock::ActiveClock;
+use crate::instrument::clock::Reading;
+use crate::instrument::device::{Device, NO_MARK};
 
 /// How many runs of a merged event are kept for its median and p90.
 pub(crate) const RESERVOIR: usize = 1024;

@@ -230,7 +230,7 @@ mod counting {
         })
     }
 
-    /// Whether [`Alloc`](super::Alloc) is this program's global allocator: a run counted around
+    /// Whether [`Alloc`](crate::Alloc) is this program's global allocator: a run counted around
     /// one allocation sees it. (Cold path: called once, when a session starts.)
     pub(crate) fn installed() -> bool {
         if !begin() {

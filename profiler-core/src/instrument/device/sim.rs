@@ -11,8 +11,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::clock::{Clock, Reading};
-use crate::device::{
+use crate::instrument::clock::{Clock, Reading};
+use crate::instrument::device::{
     decode_mark, encode_mark, Correlation, Device, KernelActivity, Pool, RangeInfo, Stream, NO_MARK,
 };
 

@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use crate::descriptor::{Descriptor, Kind, Registration};
-use crate::filter::{Filter, Key};
-use crate::info::ProbeInfo;
+use crate::register::descriptor::{Descriptor, Kind, Registration};
+use crate::register::info::ProbeInfo;
+use crate::select::filter::{Filter, Key};
 use crate::sync::lock;
 
 /// One registered descriptor and its start-up facts.

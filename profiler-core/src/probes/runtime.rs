@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use crate::descriptor::{Descriptor, Kind, StaticInfo};
-use crate::timer::ProbeGuard;
+use crate::probes::timer::ProbeGuard;
+use crate::register::descriptor::{Descriptor, Kind, StaticInfo};
 
 /// A probe whose name is known only at run time: a layer in a list (`layers.0`, `layers.1`,
 /// ...), a module found by walking a model. It is listed by [`probes`](crate::probes) (kind
@@ -62,7 +62,7 @@ impl RuntimeProbe {
     /// otherwise the guard is inert and this cost one load and a branch).
     #[inline]
     pub fn enter(&self) -> ProbeGuard {
-        crate::timer::enter(self.desc)
+        crate::probes::timer::enter(self.desc)
     }
 
     /// Measures one call of `f`.
@@ -120,7 +120,7 @@ pub(crate) fn register(site: Site<'_>) -> &'static Descriptor {
     })));
     interned.insert(key, desc);
     drop(interned);
-    let index = crate::registry::registry().add(desc);
+    let index = crate::register::registry::registry().add(desc);
     if let Some(session) = crate::session::current() {
         session.adopt(index);
     }

@@ -24,10 +24,10 @@ use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::subscriber::{Interest, Subscriber};
 use tracing_core::{Event, Metadata};
 
-use crate::descriptor::{Descriptor, Kind};
-use crate::filter::Key;
-use crate::runtime::{register, Site};
-use crate::timer::ProbeGuard;
+use crate::probes::runtime::{register, Site};
+use crate::probes::timer::ProbeGuard;
+use crate::register::descriptor::{Descriptor, Kind};
+use crate::select::filter::Key;
 
 /// A `tracing` subscriber that turns spans into probes. Install it once, after the profiler has
 /// started (`#[profiler_core::main]` or `init()`), so that it knows `PROF_FILTER`:
@@ -91,7 +91,7 @@ fn site<'a>(meta: &'a Metadata<'a>, layer: Option<&'a str>, phase: Option<&'a st
 /// Whether the running session's filter could select a span of `meta` (with unknown `layer`
 /// and `phase` when it has such fields).
 fn may_select(meta: &Metadata<'_>, desc: Option<&'static Descriptor>) -> bool {
-    if crate::startup::listing_pending() {
+    if crate::start::startup::listing_pending() {
         return true; // `--list-probes=warmup`: every span is registered, to be listed
     }
     let Some(session) = crate::session::current().filter(|s| !s.is_done()) else {
@@ -99,7 +99,7 @@ fn may_select(meta: &Metadata<'_>, desc: Option<&'static Descriptor>) -> bool {
     };
     let filter = &session.config().filter;
     match desc {
-        Some(desc) => crate::registry::registry()
+        Some(desc) => crate::register::registry::registry()
             .entry(desc.index.load(std::sync::atomic::Ordering::Relaxed) as usize)
             .selected_by(filter),
         // `layer`/`phase` come with each span: only the other keys can rule it out now.
@@ -265,7 +265,7 @@ impl Subscriber for TracingBridge {
         // SAFETY: every id this subscriber hands out is the address of a leaked,
         // never freed descriptor (`new_span`), and tracing gives a subscriber only its own ids.
         let desc: &'static Descriptor = unsafe { &*(id as *const Descriptor) };
-        let guard = crate::timer::enter(desc);
+        let guard = crate::probes::timer::enter(desc);
         if guard.is_recording() {
             // In a thread-local's destructor `OPEN` may be gone: the span is then not
             // measured (never a panic, which there would abort the program).

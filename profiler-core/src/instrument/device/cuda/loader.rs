@@ -90,7 +90,7 @@ macro_rules! api {
                 &[$( ($symbol, stringify!($ret), &[$(stringify!($arg)),*]) ),*];
 
             /// Resolves every entry in `lib`; `Err` names the first one missing.
-            pub(crate) fn load(lib: &$crate::device::cuda::loader::Library) -> Result<Self, String> {
+            pub(crate) fn load(lib: &$crate::instrument::device::cuda::loader::Library) -> Result<Self, String> {
                 Ok(Self {
                     // SAFETY: each type is the one the headers declare (checked by the header
                     // test, `headers.rs`).

@@ -17,7 +17,7 @@
 //!   `trace` mode then, which take this path. On a stream it adds two device marks (events
 //!   from a pool reserved at the plan), two reads of the device's memory in use (before the
 //!   start marks and after the stop marks, so that neither time includes them; for CUDA a
-//!   driver call each, see [`Device::memory_used`](crate::device::Device::memory_used)) and,
+//!   driver call each, see [`Device::memory_used`](crate::instrument::device::Device::memory_used)) and,
 //!   with hooks on, the NVTX push/pop and synchronizations asked for.
 //!
 //! A probe in learning state goes to `schedule/learn.rs` (`sample` mode) or records its runs
@@ -26,13 +26,13 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use crate::alloc::Figures;
-use crate::buffer::{self, tag, Record};
-use crate::descriptor::{Descriptor, State};
-use crate::device::{AsStream, Device, Stream, NO_MARK};
-use crate::record::NO_BYTES;
+use crate::instrument::alloc::Figures;
+use crate::instrument::device::{AsStream, Device, Stream, NO_MARK};
+use crate::register::descriptor::{Descriptor, State};
 use crate::schedule::{Measure, Route, HOOK_KERNELS, HOOK_MEMORY, HOOK_NVTX, HOOK_SYNC, NONE};
 use crate::session::{current, Session};
+use crate::store::buffer::{self, tag, Record};
+use crate::store::samples::NO_BYTES;
 
 /// The event of a guard opened during warmup: it measures nothing, but its drop tells the
 /// learner that the run ended (so that nested runs learn their parent).
@@ -397,7 +397,7 @@ impl Session {
         let iter = self.schedule.cur_iter.load(Relaxed);
         let mut hooks = hooks;
         // Counting starts before the start mark, so that its own cost is not measured.
-        if self.schedule.memory && nests && crate::alloc::begin() {
+        if self.schedule.memory && nests && crate::instrument::alloc::begin() {
             hooks |= HOOK_MEMORY;
         }
         let (start, dstart, at) = match self.device.as_deref() {
@@ -469,7 +469,7 @@ impl Session {
             device.synchronize();
         }
         let stop = self.clock.mark();
-        let memory = (armed.hooks & HOOK_MEMORY != 0).then(crate::alloc::end);
+        let memory = (armed.hooks & HOOK_MEMORY != 0).then(crate::instrument::alloc::end);
         self.store_run(armed, stop, NO_MARK, memory.as_ref());
     }
 
@@ -483,7 +483,7 @@ impl Session {
             device.synchronize();
         }
         let stop = self.clock.mark();
-        let memory = (armed.hooks & HOOK_MEMORY != 0).then(crate::alloc::end);
+        let memory = (armed.hooks & HOOK_MEMORY != 0).then(crate::instrument::alloc::end);
         let used = used_on(device, armed.stream);
         if let Some(event) = self.schedule.event(armed.event) {
             event
@@ -514,7 +514,7 @@ impl Session {
     /// A run ends without a sample: warmup's nesting, a discarded guard, or hooks only.
     fn discard_run(&self, armed: &Armed) {
         if armed.hooks & HOOK_MEMORY != 0 {
-            crate::alloc::end();
+            crate::instrument::alloc::end();
         }
         if armed.event == LEARNING {
             let timed = (armed.slot == CAPTURE).then(|| (armed.start, self.clock.mark()));

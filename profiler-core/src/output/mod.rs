@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 #[cfg(unix)]
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering::SeqCst};
 
-use crate::config::{shorten, Config, ConfigError};
+use crate::select::config::{shorten, Config, ConfigError};
 use profiler_format::{summary, write_atomic_with, Profile};
 
 impl Config {
@@ -258,7 +258,7 @@ mod stop_tests {
         let path = dir.join("prof.json");
         std::fs::write(&path, b"before").unwrap();
         let mut profile: Profile = serde_json::from_str(include_str!(
-            "../../profiler-cli/tests/data/cli/batch32.json"
+            "../../../profiler-cli/tests/data/cli/batch32.json"
         ))
         .unwrap();
         // Large enough to take many chunks.

@@ -20,8 +20,8 @@ mod cuda;
 pub use cuda::{CudaDevice, CudaOptions};
 pub use pool::{decode_mark, encode_mark, Pool};
 
-use crate::clock::Clock;
-use crate::config::Config;
+use crate::instrument::clock::Clock;
+use crate::select::config::Config;
 
 /// The device of this build's backend, opened for `config`; `None` (with one line on stderr
 /// saying why) when there is none. The one place the core meets a backend: a new one is a
