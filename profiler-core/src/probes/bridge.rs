@@ -102,11 +102,9 @@ fn may_select(meta: &Metadata<'_>, desc: Option<&'static Descriptor>) -> bool {
         Some(desc) => crate::register::registry::registry()
             .entry(desc.index.load(std::sync::atomic::Ordering::Relaxed) as usize)
             .selected_by(filter),
-        // `layer`/`phase` come with each span: only the other keys can rule it out now.
+        // `layer`/`phase` come with each span and `id` once it is registered: only the other
+        // keys can rule it out now.
         None => {
-            // With `layer`, `phase` and `id` unknown, a span may be selected if the filter holds
-            // when they are absent, or when they are set to a value that no other key has: try
-            // both extremes.
             let known = |key: Key| match key {
                 Key::Name => Some(meta.name()),
                 Key::Module => Some(meta.target()),
@@ -114,10 +112,7 @@ fn may_select(meta: &Metadata<'_>, desc: Option<&'static Descriptor>) -> bool {
                 Key::Kind => Some("span"),
                 Key::Id | Key::Layer | Key::Phase => None,
             };
-            filter.matches(known)
-                || [Key::Layer, Key::Phase, Key::Id]
-                    .into_iter()
-                    .any(|k| filter.mentions(k))
+            filter.could_select(known, &[Key::Layer, Key::Phase, Key::Id])
         }
     }
 }

@@ -5,16 +5,16 @@
 //! planning and arming; beside this file: `step.rs` (the end of each iteration, resolution, the
 //! end of the run), `results.rs` (what was stored, as a [`Profile`](crate::Profile)),
 //! `windows.rs` (`continuous` mode's windows), `writer.rs` (its writer thread), `kernels.rs`
-//! (kernel attribution), `traced.rs` (`trace` mode's records, from the threads' buffers to the
-//! events), `learning.rs` (the records of `trace` mode's learning iterations, to the learner)
+//! (kernel attribution), `trace_records.rs` (`trace` mode's records, from the threads' buffers to the
+//! events), `warmup_records.rs` (the records of `trace` mode's learning iterations, to the learner)
 //! and `device_memory.rs` (the devices' memory at each step).
 
 mod device_memory;
 pub(crate) mod kernels;
-mod learning;
 mod results;
 mod step;
-mod traced;
+mod trace_records;
+mod warmup_records;
 mod windows;
 mod writer;
 
@@ -68,7 +68,9 @@ pub(crate) struct Control {
     /// `cuProfilerStop` was called.
     pub(crate) capture_stopped: bool,
     /// `trace` mode: the records drained so far, on their way to the events.
-    pub(crate) traced: traced::Traced,
+    pub(crate) traced: trace_records::Traced,
+    /// `trace` mode's learning iterations: runs carried to the next, and the first iteration's.
+    pub(crate) warmup: warmup_records::WarmupRecords,
 }
 
 /// One profiling run.

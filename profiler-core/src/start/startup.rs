@@ -201,6 +201,8 @@ fn fail(message: impl std::fmt::Display) -> ! {
 /// `--list-probes`: print and exit 0 (exit 2 on a filter that does not parse).
 fn handle_listing(json: bool) -> ! {
     let filter = crate::select::config::vars::listing_filter().unwrap_or_else(|e| fail(e));
+    // An unset or empty filter marks nothing as left out.
+    let filter = Some(filter).filter(|f| !f.selects_all());
     let probes = list(filter.as_ref());
     let text = if json {
         let mut s = serde_json::to_string_pretty(&probes).unwrap_or_else(|e| fail(e));

@@ -183,13 +183,13 @@ pub(crate) fn reference_table() -> String {
     out
 }
 
-/// `PROF_FILTER` as `--list-probes` reads it, before any session: `None` when unset or empty
-/// (every probe), the same errors as [`Config::from_env`] otherwise.
-pub(crate) fn listing_filter() -> Result<Option<Filter>, ConfigError> {
-    match env_text("PROF_FILTER")? {
-        Some(text) if !text.trim().is_empty() => filter(&text).map(Some),
-        _ => Ok(None),
-    }
+/// `PROF_FILTER` as `--list-probes` reads it, before any session and whatever the other
+/// variables say: through the same row of [`VARIABLES`] as [`Config::from_env`], so that the
+/// filter has one parser and one error; the filter that selects everything when unset or empty.
+pub(crate) fn listing_filter() -> Result<Filter, ConfigError> {
+    let text = env_text("PROF_FILTER")?;
+    Config::from_lookup(|var| (var == "PROF_FILTER").then(|| text.clone()).flatten())
+        .map(|c| c.filter)
 }
 
 /// `PROF_FILTER`'s value, parsed.

@@ -184,6 +184,19 @@ impl Filter {
             Some(root) => root.eval(&field),
         }
     }
+
+    /// Whether the filter could select a probe some of whose keys (`unknown`) are not known yet,
+    /// as a `tracing` span's `layer` and `phase` before its fields are read: it selects the
+    /// probe with those keys absent, or it tests one of them (a value could then satisfy it).
+    /// `known(key)` gives the other keys as [`matches`](Self::matches) takes them.
+    pub fn could_select<'a>(
+        &self,
+        known: impl Fn(Key) -> Option<&'a str>,
+        unknown: &[Key],
+    ) -> bool {
+        self.matches(|k| if unknown.contains(&k) { None } else { known(k) })
+            || unknown.iter().any(|&k| self.mentions(k))
+    }
 }
 
 impl FromStr for Filter {

@@ -486,3 +486,28 @@ fn nearest_finds_likely_typos_only() {
     assert_eq!(nearest("fast", &modes), None);
     assert_eq!(nearest("x", &["id"]), None);
 }
+
+/// A probe whose `layer`, `phase` and `id` are not known yet (a span before its fields are
+/// read) could be selected unless the known keys rule it out.
+#[test]
+fn could_select_rules_out_only_by_what_is_known() {
+    let unknown = [Key::Layer, Key::Phase, Key::Id];
+    let span = |key: Key| match key {
+        Key::Name => Some("matmul"),
+        Key::Kind => Some("span"),
+        _ => None,
+    };
+    for (filter, could) in [
+        ("", true),
+        ("layer=mlp", true),
+        ("phase!=bwd", true),
+        ("kind=span", true),
+        ("kind=fn", false),
+        ("name=conv*", false),
+        ("name=conv* | layer=mlp", true),
+        ("name=matmul & kind=span", true),
+    ] {
+        let f = Filter::parse(filter).unwrap();
+        assert_eq!(f.could_select(span, &unknown), could, "{filter}");
+    }
+}

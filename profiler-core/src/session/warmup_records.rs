@@ -15,7 +15,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use super::{lock, traced::Traced, Control, Session};
+use super::{lock, Control, Session};
 use crate::schedule::{FirstRun, MERGED};
 use crate::store::buffer::{runs, tag};
 
@@ -24,6 +24,15 @@ const NO_RUN: u32 = u32::MAX;
 
 /// The occurrence of a run the learner was not told of (its probe's index is past the table).
 const NOT_LEARNED: u32 = MERGED - 1;
+
+/// What `trace` mode's learning keeps between steps.
+#[derive(Debug, Default)]
+pub(crate) struct WarmupRecords {
+    /// Learning runs that began after the step that drained them.
+    carry: Vec<LearnRun>,
+    /// The first iteration's runs, until the events they become samples of are planned.
+    first: Option<First>,
+}
 
 /// A run of a learning iteration, as recorded: 32 bytes (what an `async fn`'s run adds is kept
 /// aside, in [`Learned::origins`]).
@@ -101,7 +110,7 @@ impl Session {
         if !self.schedule.records {
             return;
         }
-        let mut learned = self.drain_learning(&mut c.traced, now);
+        let mut learned = self.drain_learning(&mut c.warmup, now);
         find_async_parents(&mut learned.runs, &learned.origins);
         // At a step, the stepping thread is this one: runs with no parent on other threads
         // are inside its run open when they started, if any.
@@ -114,7 +123,7 @@ impl Session {
         learned.next = Vec::new();
         let occurrences = self.observe(&learned.runs, &order, (&across, stepping_log));
         if self.schedule.measure_first {
-            c.traced.first = Some(First {
+            c.warmup.first = Some(First {
                 runs: learned.runs,
                 order,
                 occurrences,
@@ -125,7 +134,7 @@ impl Session {
     /// `trace` mode without warmup, once the events are planned: the first iteration's runs
     /// become their first samples. Returns the slots to resolve.
     pub(super) fn absorb_first_iteration(&self, c: &mut Control) -> Vec<(u32, u32, u32)> {
-        let first = c.traced.first.take().unwrap_or_default();
+        let first = c.warmup.first.take().unwrap_or_default();
         let runs = (first.order.iter()).filter_map(|&i| {
             let r = &first.runs[i as usize];
             let occurrence = first.occurrences[i as usize];
@@ -143,19 +152,19 @@ impl Session {
 
     /// Learning is over: runs carried for a next learning iteration will not be learned.
     pub(super) fn end_learning_records(&self, c: &mut Control) {
-        c.traced.learn_carry = Vec::new();
+        c.warmup.carry = Vec::new();
     }
 
     /// The learning runs in the buffers, each thread's linked in start order with their parents.
-    fn drain_learning(&self, traced: &mut Traced, now: Option<u64>) -> Learned {
+    fn drain_learning(&self, records: &mut WarmupRecords, now: Option<u64>) -> Learned {
         let mut l = Learned::default();
         // Carried runs began after the last learning step: their parents are not known.
-        for run in std::mem::take(&mut traced.learn_carry) {
+        for run in std::mem::take(&mut records.carry) {
             l.loose.push(l.runs.len() as u32);
             l.runs.push(run);
             l.next.push(NO_RUN);
         }
-        let carried = &mut traced.learn_carry;
+        let carried = &mut records.carry;
         // Per depth, this thread's subtrees (first and last run in start order) waiting for
         // the run one level up.
         let mut waiting: Vec<Vec<(u32, u32)>> = vec![Vec::new(); tag::MAX_DEPTH as usize + 2];

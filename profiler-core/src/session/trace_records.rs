@@ -12,7 +12,7 @@
 //! [`FOLD_AT`] chunks waiting. A run still going when `step()` settles its iteration (a worker
 //! thread's) counts after the runs of that iteration already settled.
 //!
-//! The records of the learning iterations go to the learner instead (`learning.rs`).
+//! The records of the learning iterations go to the learner instead (`warmup_records.rs`).
 
 use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -70,10 +70,6 @@ pub(crate) struct Traced {
     done_through: u32,
     /// Runs of a later iteration than the one being gathered: (probe, iteration, run).
     carry: Vec<(usize, u32, Run)>,
-    /// Learning runs that began after the step that drained them.
-    pub(super) learn_carry: Vec<super::learning::LearnRun>,
-    /// The first iteration's runs, until the events they become samples of are planned.
-    pub(super) first: Option<super::learning::First>,
 }
 
 impl Traced {
