@@ -354,18 +354,16 @@ fn cannot_write(path: &Path, why: impl std::fmt::Display) -> Failure {
 /// exists.
 fn check_output(path: &Path) -> Result<(), Failure> {
     // Follows links, the kernel's too (`/dev/stdout` leads through `/proc/self/fd/1` to a pipe).
-    let target = profiler_format::check_target(path).map_err(|why| cannot_write(path, why))?;
-    let dir = match target.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(cannot_write(
+    use profiler_format::write::OutputPathError as Why;
+    match profiler_format::write::check_output_path(path) {
+        Ok(_) => Ok(()),
+        Err(Why::Target(why)) => Err(cannot_write(path, why)),
+        Err(Why::NoDirectory(dir)) => Err(cannot_write(
             path,
             format_args!("the directory {} does not exist", dir.display()),
-        ));
+        )),
+        Err(Why::NotWritable(_, e)) => Err(cannot_write(path, e)),
     }
-    profiler_format::write::check_writable(&target).map_err(|e| cannot_write(path, e))
 }
 
 fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Failure> {

@@ -265,6 +265,36 @@ pub fn check_writable(target: &Path) -> std::io::Result<()> {
     probe.close()
 }
 
+/// Why an output path cannot take a result ([`check_output_path`]).
+#[derive(Debug)]
+pub enum OutputPathError {
+    /// The path names something that is not a regular file, or cannot be resolved
+    /// ([`check_target`]'s reason).
+    Target(String),
+    /// Its directory does not exist.
+    NoDirectory(PathBuf),
+    /// No file can be created in its directory ([`check_writable`]'s error).
+    NotWritable(PathBuf, std::io::Error),
+}
+
+/// Checks, before any work whose results would be lost, that `path` can take a result: it
+/// names a regular file or nothing yet ([`check_target`], links followed), its directory exists,
+/// and a file can be created there ([`check_writable`]). Returns the resolved target. The one
+/// check of an output path, for the profiled program's `PROF_OUT` and `prof`'s `-o`; each
+/// caller words the error for its own users.
+pub fn check_output_path(path: &Path) -> Result<PathBuf, OutputPathError> {
+    let target = check_target(path).map_err(OutputPathError::Target)?;
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(OutputPathError::NoDirectory(dir));
+    }
+    check_writable(&target).map_err(|e| OutputPathError::NotWritable(dir, e))?;
+    Ok(target)
+}
+
 /// Writes `bytes` to `path` atomically: a temporary file created exclusively in the same
 /// directory (see [`create_temp`]), flushed, then renamed over the target, so a reader never
 /// sees half a file and nothing but the target is ever written.

@@ -9,7 +9,12 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Lit, LitStr, MetaNameValue, Token};
 
 /// The keys every annotation accepts.
-const KEYS: &str = "`name`, `layer`, `phase`, `stream`";
+const KEYS: [&str; 4] = ["name", "layer", "phase", "stream"];
+
+/// The keys as the error messages list them.
+fn keys_listed() -> String {
+    KEYS.map(|k| format!("`{k}`")).join(", ")
+}
 
 /// Validated arguments of `#[profiled(...)]` or `probe!(...)`.
 #[derive(Default)]
@@ -46,30 +51,17 @@ pub fn valid_value(value: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '/' | '-'))
 }
 
-/// Edit distance, for "did you mean" hints.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
 /// The message for an unknown key, with a suggestion when one is close.
 fn unknown_key(key: &str) -> String {
-    let hint = ["name", "layer", "phase", "stream"]
+    let hint = KEYS
         .into_iter()
-        .find(|known| distance(key, known) <= 2)
+        .find(|known| strsim::levenshtein(key, known) <= 2)
         .map(|known| format!(" (did you mean `{known}`?)"))
         .unwrap_or_default();
-    format!("unknown key `{key}`{hint}: expected one of {KEYS}")
+    format!(
+        "unknown key `{key}`{hint}: expected one of {}",
+        keys_listed()
+    )
 }
 
 fn check_value(lit: &LitStr, key: &str, errors: &mut Errors) {
@@ -102,7 +94,7 @@ impl Args {
             let Some(key) = pair.path.get_ident().map(|ident| ident.to_string()) else {
                 errors.push(syn::Error::new_spanned(
                     &pair.path,
-                    format!("unknown key: expected one of {KEYS}"),
+                    format!("unknown key: expected one of {}", keys_listed()),
                 ));
                 continue;
             };

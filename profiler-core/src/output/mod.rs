@@ -59,25 +59,19 @@ impl Config {
                 ),
             )
         };
-        let target = profiler_format::check_target(&path).map_err(fail)?;
-        let dir = match target.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        if !dir.is_dir() {
-            return Err(fail(format!(
-                "the directory {} does not exist",
-                dir.display()
-            )));
-        }
-        // A new file with a name as long as the target's (created exclusively, so nothing that
-        // is there is opened, let alone emptied), removed at once: checks permission and name
-        // length now rather than after training.
-        profiler_format::write::check_writable(&target).map_err(|e| {
-            fail(format!(
+        // The new file that checks the directory is created exclusively under a name as long
+        // as the target's, so nothing that is there is opened, let alone emptied, and removed
+        // at once: permission and name length fail now rather than after training.
+        use profiler_format::write::OutputPathError as Why;
+        profiler_format::write::check_output_path(&path).map_err(|why| match why {
+            Why::Target(reason) => fail(reason),
+            Why::NoDirectory(dir) => {
+                fail(format!("the directory {} does not exist", dir.display()))
+            }
+            Why::NotWritable(dir, e) => fail(format!(
                 "cannot create a temporary file in {}: {e}",
                 dir.display()
-            ))
+            )),
         })?;
         Ok(())
     }

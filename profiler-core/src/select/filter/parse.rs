@@ -38,22 +38,6 @@ fn show(c: char) -> String {
     }
 }
 
-/// Levenshtein distance in characters (the inputs are short).
-pub(super) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let substitute = diagonal + usize::from(ca != cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitute.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[b.len()]
-}
-
 /// The candidate closest to `word` (ignoring case), if it is close enough to be a likely typo:
 /// at most two edits, and not more than half the candidate (`x` is not a typo of `id`). Used for
 /// the "did you mean" of variables and their values as well as filter keys.
@@ -61,7 +45,7 @@ pub(crate) fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str>
     let lower = word.to_lowercase();
     candidates
         .iter()
-        .map(|&c| (edit_distance(&lower, &c.to_lowercase()), c))
+        .map(|&c| (strsim::levenshtein(&lower, &c.to_lowercase()), c))
         .filter(|&(d, c)| d <= 2 && 2 * d <= c.chars().count())
         .min_by_key(|&(d, _)| d)
         .map(|(_, c)| c)
