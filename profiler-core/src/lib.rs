@@ -114,6 +114,7 @@ pub use profiler_macros::main;
 // instrument  what is read: clocks, devices (GPU streams), the counting allocator
 // store       storage reserved when the schedule is built: sample slots, trace buffers
 // schedule    warmup learns the events; the plan; each step() arms the next event
+// measure     what the hot path is given, and the armed and recorded halves of a run
 // output      where results go and how they are written (atomically)
 // session     the run: step(), the cold half of measuring, results, the writer thread
 // start       init, --list-probes, signals
@@ -134,6 +135,9 @@ mod store;
 
 #[cfg(feature = "enable")]
 mod schedule;
+
+#[cfg(feature = "enable")]
+mod measure;
 
 #[cfg(feature = "enable")]
 mod output;
@@ -291,7 +295,10 @@ pub mod __private {
     #[cfg(feature = "enable")]
     pub fn record_buffers() -> Option<(usize, u64)> {
         let session = crate::session::current()?;
-        Some((session.buffers.chunks(), session.buffers.dropped()))
+        Some((
+            session.measuring.buffers.chunks(),
+            session.measuring.buffers.dropped(),
+        ))
     }
 
     /// How many iterations' device memory readings the running session keeps, so that tests
@@ -310,6 +317,11 @@ pub mod __private {
         let entry = crate::register::registry::registry()
             .iter()
             .position(|e| e.desc.info().name == name)?;
-        session.schedule.routes.get(entry).map(|route| &route.calls)
+        session
+            .measuring
+            .schedule
+            .routes
+            .get(entry)
+            .map(|route| &route.calls)
     }
 }

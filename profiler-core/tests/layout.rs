@@ -104,7 +104,7 @@ fn cycle_from(
 /// pipeline of docs/architecture.md), with the two small modules that sit between them: `sync`
 /// (a lock that survives a poisoned mutex) under everything, and `testing` (the clocks a test
 /// sets, public) on the instruments.
-const STAGES: [&str; 11] = [
+const STAGES: [&str; 12] = [
     "sync",
     "select",
     "register",
@@ -112,6 +112,7 @@ const STAGES: [&str; 11] = [
     "testing",
     "store",
     "schedule",
+    "measure",
     "output",
     "session",
     "start",

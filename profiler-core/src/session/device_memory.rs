@@ -106,17 +106,18 @@ impl Session {
     /// of line: `step()`'s frame (which every call sets up) stays as it was.
     #[inline(never)]
     pub(super) fn record_device_memory(&self, c: &mut Control, iter: u32) {
-        let Some(device) = self.device.as_deref() else {
+        let Some(device) = self.measuring.device.as_deref() else {
             return;
         };
         let mut devices = std::mem::take(&mut c.step_memory.scratch);
         devices.clear();
         if self
+            .measuring
             .schedule
             .learning
             .load(std::sync::atomic::Ordering::Relaxed)
         {
-            let learner = lock(&self.schedule.learner);
+            let learner = lock(&self.measuring.schedule.learner);
             devices.extend(learner.streams().iter().map(|s| s.device()));
         } else {
             devices.extend(c.plan.streams.iter().map(|s| s.device()));

@@ -2,7 +2,7 @@
 //! launch-to-kernel flows.
 //!
 //! While an event is measured, the device tags the launches made on the measuring thread with
-//! an external id naming (event, iteration) ([`tag`]). The device's activity records then give
+//! an external id naming (event, iteration) ([`kernel_tag`](crate::measure::kernel_tag)). The device's activity records then give
 //! each kernel a correlation id, and each tagged launch a (correlation id, external id) pair;
 //! joining the two attributes the kernel to the run whose range contains its launch. This runs
 //! at `step()` and at the end, never on the hot path.
@@ -12,12 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::instrument::device::{Correlation, KernelActivity};
 use profiler_format::{Kernel, Kernels, Stats};
 
-/// The external id of the runs of `event` in iteration `iter`.
-pub(crate) fn tag(event: u32, iter: u32) -> u64 {
-    ((u64::from(event) + 1) << 32) | u64::from(iter)
-}
-
-/// The (event, iteration) of a tag made by [`tag`].
+/// The (event, iteration) of a tag made by [`kernel_tag`](crate::measure::kernel_tag).
 fn untag(tag: u64) -> Option<(u32, u32)> {
     let high = tag >> 32;
     (high != 0).then(|| ((high - 1) as u32, tag as u32))
@@ -174,7 +169,7 @@ mod tests {
         let mut a = Attribution::default();
         let corr = |correlation, event, iter| Correlation {
             correlation,
-            external: tag(event, iter),
+            external: crate::measure::kernel_tag(event, iter),
         };
         // Event 3 in iteration 10 launched kernels 1 and 2 (overlapping, then a gap); event 5 in
         // iteration 11 launched kernel 3; kernel 4 was launched outside any measured run.

@@ -28,6 +28,7 @@ pub(crate) use crate::sync::lock;
 
 pub(crate) use crate::instrument::clock::ActiveClock;
 use crate::instrument::device::Device;
+use crate::measure::Measuring;
 use crate::register::descriptor::State;
 use crate::register::registry::registry;
 use crate::schedule::{Hooks, Measure, Plan, Schedule};
@@ -77,16 +78,8 @@ pub(crate) struct Control {
 #[derive(Debug)]
 pub struct Session {
     pub(crate) config: Config,
-    pub(crate) clock: ActiveClock,
-    /// The device whose streams time the runs that name one (CUDA, or a simulated one).
-    pub(crate) device: Option<Box<dyn Device>>,
-    /// Kernel activity is being gathered (`PROF_KERNELS=1`, while measuring).
-    pub(crate) kernels_on: AtomicBool,
-    pub(crate) linear: bool,
-    /// The events, the probes' routes and what is armed: what the hot path reads.
-    pub(crate) schedule: Schedule,
-    /// `trace` mode: each thread's records of its runs.
-    pub(crate) buffers: Buffers,
+    /// What the hot path is given: the schedule, the clock, the device, the buffers.
+    pub(crate) measuring: Measuring,
     pub(crate) done: AtomicBool,
     /// Median of an empty measurement: what every sample includes besides the code measured.
     pub(crate) floor_ns: u64,
@@ -109,6 +102,15 @@ pub struct Session {
 }
 
 static CURRENT: AtomicPtr<Session> = AtomicPtr::new(std::ptr::null_mut());
+
+/// What a thread that handed a full chunk over does with the `held` chunks waiting: the
+/// running session's cold path ([`Session::handed_over`]); the hot path reaches it through
+/// [`Measuring::hand_over`].
+fn hand_over(held: usize) {
+    if let Some(session) = current() {
+        session.handed_over(held);
+    }
+}
 
 /// The running session, if any.
 #[inline(always)]
@@ -185,14 +187,17 @@ impl Session {
         // The records waiting in the threads' buffers may take a quarter of the sample budget.
         let max_chunks = (config.sample_budget_bytes / 4 / CHUNK_BYTES).max(8);
         Session {
-            schedule,
-            buffers: Buffers::new(max_chunks),
             floor_ns: clock.empty_measurement_ns(),
-            device,
-            kernels_on: AtomicBool::new(false),
-            linear: clock.is_linear(),
+            measuring: Measuring {
+                schedule,
+                buffers: Buffers::new(max_chunks),
+                device,
+                kernels_on: AtomicBool::new(false),
+                linear: clock.is_linear(),
+                clock,
+                hand_over,
+            },
             config,
-            clock,
             done: AtomicBool::new(false),
             control: Mutex::new(control),
             written_generation: Mutex::new(0),
@@ -238,12 +243,6 @@ impl Session {
         lock(&self.control).plan.selected.len()
     }
 
-    /// Whether runs that name a stream are timed on a device.
-    #[inline]
-    pub(crate) fn has_device(&self) -> bool {
-        self.device.is_some()
-    }
-
     /// A probe was registered at run time (`registry` index `entry`): if the filter selects it,
     /// it joins this session, learned with the others during warmup, or scheduled after them
     /// (as a probe first seen late) after warmup.
@@ -261,7 +260,7 @@ impl Session {
             return;
         }
         let max = self.config.max_probes as usize;
-        let no_room = entry >= self.schedule.routes.len();
+        let no_room = entry >= self.measuring.schedule.routes.len();
         if no_room || c.plan.selected.len() >= max {
             drop(c);
             if !self.too_many_runtime.swap(true, Relaxed) {
@@ -288,7 +287,7 @@ impl Session {
             return;
         }
         c.plan.selected.push(entry);
-        if !self.schedule.learning.load(Relaxed) {
+        if !self.measuring.schedule.learning.load(Relaxed) {
             c.plan.late.push(entry);
         }
         e.desc.state.store(State::Learn, Release);
@@ -297,7 +296,11 @@ impl Session {
     /// Puts every selected probe in learning state.
     fn arm_initial(&self) {
         for &entry in &lock(&self.control).plan.selected {
-            self.schedule.desc(entry).state.store(State::Learn, Release);
+            self.measuring
+                .schedule
+                .desc(entry)
+                .state
+                .store(State::Learn, Release);
         }
     }
 

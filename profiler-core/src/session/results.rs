@@ -49,7 +49,7 @@ impl Session {
     /// window has closed, what the writer keeps ([`Archive`]): the last closed window's samples
     /// and the windows kept.
     pub(super) fn profile(&self, c: &mut Control, complete: bool, last_chance: bool) -> Profile {
-        if last_chance && !c.finished && !self.schedule.learning.load(Relaxed) {
+        if last_chance && !c.finished && !self.measuring.schedule.learning.load(Relaxed) {
             // The iteration under way counts: what its runs recorded so far is settled.
             self.fold_records(c, true);
         }
@@ -58,8 +58,8 @@ impl Session {
             self.queue_armed(c, &armed);
         }
         if last_chance {
-            self.clock.settle();
-            if let Some(device) = &self.device {
+            self.measuring.clock.settle();
+            if let Some(device) = &self.measuring.device {
                 device.settle();
             }
         }
@@ -78,7 +78,7 @@ impl Session {
             .order
             .iter()
             .filter_map(|&e| {
-                let ev = self.schedule.events[e as usize].get()?;
+                let ev = self.measuring.schedule.events[e as usize].get()?;
                 let (resolved, stats) = match &ev.store.totals {
                     None => (
                         c.resolved.get(e as usize).cloned().unwrap_or_default(),
@@ -113,7 +113,7 @@ impl Session {
     pub(super) fn order_of(&self, order: &[u32]) -> HashMap<Key, u32> {
         order
             .iter()
-            .filter_map(|&e| self.schedule.events[e as usize].get())
+            .filter_map(|&e| self.measuring.schedule.events[e as usize].get())
             .map(|ev| ((ev.entry, ev.lane, ev.occurrence), ev.order))
             .collect()
     }
@@ -129,7 +129,7 @@ impl Session {
             .order
             .iter()
             .filter_map(|&e| {
-                let ev = self.schedule.events[e as usize].get()?;
+                let ev = self.measuring.schedule.events[e as usize].get()?;
                 ev.store.totals.as_ref()?;
                 let (r, stats) = self.merged_samples(ev, &c.iter_marks, c.iter_base);
                 let context = EventContext {
@@ -173,7 +173,7 @@ impl Session {
                 kernels: None,
             };
             for &e in shown.order() {
-                let Some(ev) = self.schedule.events[e as usize].get() else {
+                let Some(ev) = self.measuring.schedule.events[e as usize].get() else {
                     continue;
                 };
                 if ev.store.totals.is_some() {
@@ -211,7 +211,7 @@ impl Session {
         let count = u64::from(c.iter_base) + (marks.len() as u64).saturating_sub(1);
         let wall_ns: Vec<u64> = marks
             .windows(2)
-            .map(|w| match self.clock.elapsed(w[0], w[1]) {
+            .map(|w| match self.measuring.clock.elapsed(w[0], w[1]) {
                 Reading::Ready(ns) => ns,
                 _ => 0,
             })
@@ -235,7 +235,7 @@ impl Session {
         stats: Option<Stats>,
         context: &EventContext<'_>,
     ) -> json::Event {
-        let ev = self.schedule.events[e as usize]
+        let ev = self.measuring.schedule.events[e as usize]
             .get()
             .expect("an event of the plan is allocated");
         let entry = registry().entry(ev.entry);
@@ -243,7 +243,7 @@ impl Session {
         resolved.sort_by_iteration();
         let stats = stats.unwrap_or_else(|| Stats::of(&resolved.durations));
         let stream = crate::schedule::lane_stream(context.streams, ev.lane)
-            .filter(|_| self.device.is_some());
+            .filter(|_| self.measuring.device.is_some());
         let kernels = context.kernels.and_then(|k| k.of(e, &resolved.iters));
         let gpu = (ev.store.samples.has_device() || kernels.is_some()).then(|| json::Gpu {
             cpu_stats: (!resolved.cpu.is_empty()).then(|| Stats::of(&resolved.cpu)),
@@ -254,7 +254,7 @@ impl Session {
         });
         // A merged event holds the runs from the first one past the per-occurrence events.
         let occurrence = if ev.occurrence == MERGED {
-            self.schedule.route(ev.entry).events.load(Relaxed)
+            self.measuring.schedule.route(ev.entry).events.load(Relaxed)
         } else {
             ev.occurrence
         };
@@ -270,7 +270,8 @@ impl Session {
             occurrence,
             order: ev.order,
             device: stream.map(|s| s.device()),
-            stream: stream.and_then(|&s| Some(self.device.as_ref()?.stream_id(s).to_string())),
+            stream: stream
+                .and_then(|&s| Some(self.measuring.device.as_ref()?.stream_id(s).to_string())),
             merged: ev.occurrence == MERGED,
             parent: ev
                 .parent
@@ -296,18 +297,18 @@ impl Session {
             pid: std::process::id(),
             host: host_name(),
             rank: crate::output::rank(),
-            mode: self.schedule.mode.as_str().to_owned(),
+            mode: self.measuring.schedule.mode.as_str().to_owned(),
             filter: self.config.filter.source().to_owned(),
             warmup: self.config.warmup,
             repeat: self.config.repeat,
-            clock: match &self.device {
+            clock: match &self.measuring.device {
                 Some(device) => device.name().to_owned(),
-                None => self.clock.name().to_owned(),
+                None => self.measuring.clock.name().to_owned(),
             },
             max_events: self.config.max_events,
             timer_floor_ns: self.floor_ns,
             profiler_version: env!("CARGO_PKG_VERSION").to_owned(),
-            windows: (self.schedule.mode == crate::schedule::Measure::Continuous)
+            windows: (self.measuring.schedule.mode == crate::schedule::Measure::Continuous)
                 .then_some(self.config.windows),
         }
     }
@@ -329,7 +330,7 @@ impl Session {
         let mut r = Resolved::default();
         for slot in 0..RESERVOIR {
             let _ = resolve_slot(
-                &self.clock,
+                &self.measuring.clock,
                 None,
                 &ev.store,
                 slot,
@@ -340,12 +341,12 @@ impl Session {
         }
         r.sort_by_iteration();
         let mut stats = Stats::of(&r.durations);
-        if let (Some(t), true) = (&ev.store.totals, self.linear) {
+        if let (Some(t), true) = (&ev.store.totals, self.measuring.linear) {
             let count = t.count.load(Relaxed);
             if count > 0 {
                 // Linear clock: raw units scale to nanoseconds by one factor.
                 let unit = 1u64 << 32;
-                let scale = match self.clock.elapsed(0, unit) {
+                let scale = match self.measuring.clock.elapsed(0, unit) {
                     Reading::Ready(ns) => ns as f64 / unit as f64,
                     _ => 1.0,
                 };
@@ -362,7 +363,7 @@ impl Session {
                 // reservoir was converted: a scaled and rounded figure can be 1 ns off the
                 // sample that is the minimum or maximum (the clock truncates), which `prof`
                 // rightly refuses.
-                let ns = |raw: u64| match self.clock.elapsed(0, raw) {
+                let ns = |raw: u64| match self.measuring.clock.elapsed(0, raw) {
                     Reading::Ready(ns) => ns,
                     _ => (raw as f64 * scale).round() as u64,
                 };

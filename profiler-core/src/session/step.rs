@@ -42,11 +42,11 @@ impl Session {
 
     /// The end of an iteration.
     pub(crate) fn step(&'static self) {
-        if let (Some(device), true) = (&self.device, self.config.sync >= 1) {
+        if let (Some(device), true) = (&self.measuring.device, self.config.sync >= 1) {
             // PROF_SYNC=1: the iteration ends when the device's work for it is done.
             device.synchronize();
         }
-        let now = self.clock.mark();
+        let now = self.measuring.clock.mark();
         let mut c = lock(&self.control);
         if c.finished || c.written {
             return;
@@ -54,21 +54,21 @@ impl Session {
         c.iter_marks.push(now);
         let completed = c.iter_base + (c.iter_marks.len() - 1) as u32;
         self.record_device_memory(&mut c, completed - 1);
-        if self.schedule.learning.load(Relaxed) {
+        if self.measuring.schedule.learning.load(Relaxed) {
             self.fold_learning(&mut c, Some(now));
-            lock(&self.schedule.learner).next_iteration();
-            self.schedule.reset_calls(&c.plan);
+            lock(&self.measuring.schedule.learner).next_iteration();
+            self.measuring.schedule.reset_calls(&c.plan);
             if completed >= self.config.warmup {
-                self.schedule.learning.store(false, Relaxed);
+                self.measuring.schedule.learning.store(false, Relaxed);
                 self.plan(&mut c);
                 self.end_learning_records(&mut c);
                 c.traced.start_after(completed - 1);
                 c.window_first_iter = completed;
                 self.begin_measuring();
-                if self.schedule.measure_first {
+                if self.measuring.schedule.measure_first {
                     let first = self.absorb_first_iteration(&mut c);
                     c.pending.extend(first);
-                    let total = self.schedule.total_armed_iterations(&c.plan);
+                    let total = self.measuring.schedule.total_armed_iterations(&c.plan);
                     if total > 0 && c.plan.armed_iterations >= total {
                         self.resolve(&mut c, false);
                         self.finish(&mut c);
@@ -89,9 +89,9 @@ impl Session {
         self.gather_kernels(&mut c, false);
         self.resolve(&mut c, false);
         self.discover_late(&mut c);
-        let total = self.schedule.total_armed_iterations(&c.plan);
+        let total = self.measuring.schedule.total_armed_iterations(&c.plan);
         if total > 0 && c.plan.armed_iterations >= total {
-            if self.schedule.mode != Measure::Continuous {
+            if self.measuring.schedule.mode != Measure::Continuous {
                 self.finish(&mut c);
                 return;
             }
@@ -103,9 +103,15 @@ impl Session {
     /// The slots the armed iteration's runs stored (or will store: a run may still be going on
     /// another thread), for resolution; recorded events queue theirs as they store them.
     pub(super) fn queue_armed(&self, c: &mut Control, armed: &[u32]) {
-        let slot = self.schedule.cur_slot.load(Relaxed);
-        let iter = self.schedule.cur_iter.load(Relaxed);
-        let stored_directly = |e: &u32| !self.schedule.event(*e).is_some_and(|ev| ev.recorded);
+        let slot = self.measuring.schedule.cur_slot.load(Relaxed);
+        let iter = self.measuring.schedule.cur_iter.load(Relaxed);
+        let stored_directly = |e: &u32| {
+            !self
+                .measuring
+                .schedule
+                .event(*e)
+                .is_some_and(|ev| ev.recorded)
+        };
         c.pending.extend(
             armed
                 .iter()
@@ -117,8 +123,9 @@ impl Session {
     /// Warmup is over (or a program that never called `step()` ends): the events are planned,
     /// and everything the measured iterations need is reserved now.
     fn plan(&self, c: &mut Control) {
-        self.schedule
-            .plan_after_warmup(&mut c.plan, self.device.as_deref());
+        self.measuring
+            .schedule
+            .plan_after_warmup(&mut c.plan, self.measuring.device.as_deref());
         let events = c.plan.order.len().max(1);
         let iterations = self.config.warmup as usize + events * self.config.repeat as usize + 2;
         c.iter_marks.reserve(iterations);
@@ -130,7 +137,7 @@ impl Session {
 
     /// Probes first seen after warmup are planned, after the others.
     fn discover_late(&self, c: &mut Control) {
-        self.schedule.discover_late(&mut c.plan);
+        self.measuring.schedule.discover_late(&mut c.plan);
         c.resolved.resize(c.plan.allocated, Resolved::default());
     }
 
@@ -139,13 +146,14 @@ impl Session {
         let Control {
             plan, stream_marks, ..
         } = c;
-        self.schedule
-            .arm(plan, iter, self.device.as_deref(), stream_marks);
+        self.measuring
+            .schedule
+            .arm(plan, iter, self.measuring.device.as_deref(), stream_marks);
     }
 
     /// Warmup is over: the focused capture and the kernel records start.
     fn begin_measuring(&self) {
-        let Some(device) = &self.device else {
+        let Some(device) = &self.measuring.device else {
             return;
         };
         if self.config.capture {
@@ -153,27 +161,27 @@ impl Session {
         }
         if self.config.kernels {
             let on = device.kernels_enable(true);
-            self.kernels_on.store(on, Relaxed);
+            self.measuring.kernels_on.store(on, Relaxed);
         }
     }
 
     /// The schedule is complete (or the program ends): the capture and the kernel records stop.
     fn end_measuring(&self, c: &mut Control) {
-        let Some(device) = &self.device else {
+        let Some(device) = &self.measuring.device else {
             return;
         };
         if self.config.capture && !c.capture_stopped {
             c.capture_stopped = true;
             device.capture(false);
         }
-        if self.kernels_on.swap(false, Relaxed) {
+        if self.measuring.kernels_on.swap(false, Relaxed) {
             device.kernels_enable(false);
         }
     }
 
     /// Moves the device's activity records into the attribution (`PROF_KERNELS`).
     pub(super) fn gather_kernels(&self, c: &mut Control, last: bool) {
-        let Some(device) = &self.device else {
+        let Some(device) = &self.measuring.device else {
             return;
         };
         if !self.config.kernels {
@@ -191,9 +199,9 @@ impl Session {
         let marks = std::mem::take(&mut c.iter_marks);
         let stream_marks = std::mem::take(&mut c.stream_marks);
         let mut kept = Vec::with_capacity(pending.len());
-        let current = self.schedule.cur_iter.load(Relaxed);
+        let current = self.measuring.schedule.cur_iter.load(Relaxed);
         for (event, slot, iter) in pending {
-            let Some(ev) = self.schedule.events[event as usize].get() else {
+            let Some(ev) = self.measuring.schedule.events[event as usize].get() else {
                 continue;
             };
             if ev.store.totals.is_some() {
@@ -206,8 +214,8 @@ impl Session {
                 lane: ev.lane,
             };
             let outcome = resolve_slot(
-                &self.clock,
-                self.device.as_deref(),
+                &self.measuring.clock,
+                self.measuring.device.as_deref(),
                 &ev.store,
                 slot as usize,
                 &starts,
@@ -235,7 +243,7 @@ impl Session {
             last_chance || (i < current && oldest_pending.is_none_or(|p| i < p))
         });
         c.stream_marks = live;
-        if let Some(device) = &self.device {
+        if let Some(device) = &self.measuring.device {
             for (_, _, mark) in done {
                 device.release(mark);
             }
@@ -247,7 +255,11 @@ impl Session {
         self.done.store(true, Relaxed);
         self.end_measuring(c);
         for &entry in &c.plan.selected {
-            self.schedule.desc(entry).state.store(State::Off, Relaxed);
+            self.measuring
+                .schedule
+                .desc(entry)
+                .state
+                .store(State::Off, Relaxed);
         }
         c.plan.armed.clear();
         // Spans are judged again: none is selected any more, so they cost nothing from now on.
@@ -302,7 +314,7 @@ impl Session {
         let profile = self.profile(c, complete, true);
         // The writer thread, if any, has nothing left to do.
         self.writer.stop();
-        let dropped = self.buffers.dropped();
+        let dropped = self.measuring.buffers.dropped();
         if dropped > 0 {
             eprintln!(
                 "profiler-core: warning: {dropped} runs were not recorded: the records waiting \
@@ -312,7 +324,8 @@ impl Session {
                 self.config.sample_budget_bytes >> 22
             );
         }
-        let exiting = self.buffers.exiting() + self.schedule.exiting.load(Relaxed);
+        let exiting =
+            self.measuring.buffers.exiting() + self.measuring.schedule.exiting.load(Relaxed);
         if exiting > 0 {
             eprintln!(
                 "profiler-core: warning: {exiting} runs were not measured: they ran while their \
@@ -346,12 +359,18 @@ impl Session {
             self.done.store(true, Relaxed);
         }
         for &entry in &c.plan.selected {
-            self.schedule.desc(entry).state.store(State::Off, Relaxed);
+            self.measuring
+                .schedule
+                .desc(entry)
+                .state
+                .store(State::Off, Relaxed);
         }
-        if self.schedule.measure_first && self.schedule.learning.swap(false, Relaxed) {
+        if self.measuring.schedule.measure_first
+            && self.measuring.schedule.learning.swap(false, Relaxed)
+        {
             // A program that never called step(): what its one iteration ran is measured.
             self.fold_learning(&mut c, None);
-            lock(&self.schedule.learner).next_iteration();
+            lock(&self.measuring.schedule.learner).next_iteration();
             self.plan(&mut c);
             self.end_learning_records(&mut c);
             c.traced.start_after(0);
@@ -360,7 +379,7 @@ impl Session {
         }
         // In continuous mode, the run is complete when the program ends by itself after a window
         // closed; a signal cuts it short.
-        let complete = if self.schedule.mode == Measure::Continuous {
+        let complete = if self.measuring.schedule.mode == Measure::Continuous {
             mark_done && c.windows_closed > 0
         } else {
             c.finished

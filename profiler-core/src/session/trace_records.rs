@@ -84,7 +84,7 @@ impl Session {
     /// whose records are kept whole until `step()`), it folds them into the events itself.
     #[cold]
     pub(crate) fn handed_over(&self, held: usize) {
-        if held < FOLD_AT || self.schedule.learning.load(Relaxed) {
+        if held < FOLD_AT || self.measuring.schedule.learning.load(Relaxed) {
             return;
         }
         let mut c = lock(&self.control);
@@ -93,17 +93,11 @@ impl Session {
         }
     }
 
-    /// Whether a learning run records itself (`trace` mode on a linear clock, in warmup).
-    #[inline]
-    pub(crate) fn records_learning(&self) -> bool {
-        self.schedule.records && self.schedule.learning.load(Relaxed)
-    }
-
     /// After warmup: drains the buffers into the events. `settle`: the iteration being gathered
     /// is over (`step()`, or the end of the run): its occurrences are settled, its samples
     /// stored and queued for resolution.
     pub(super) fn fold_records(&self, c: &mut Control, settle: bool) {
-        if !self.schedule.records {
+        if !self.measuring.schedule.records {
             return;
         }
         let Control {
@@ -114,13 +108,13 @@ impl Session {
             ..
         } = c;
         let marks = (&iter_marks[..], *iter_base);
-        let routes = self.schedule.routes.len();
+        let routes = self.measuring.schedule.routes.len();
         if traced.probes.len() < routes {
             traced.probes.resize_with(routes, ProbeRuns::default);
         }
         traced.pass += 1;
-        let recorded = self.schedule.cur_iter.load(Relaxed);
-        self.buffers.drain(|_, records| {
+        let recorded = self.measuring.schedule.cur_iter.load(Relaxed);
+        self.measuring.buffers.drain(|_, records| {
             for p in runs(records) {
                 if p.tag & tag::LEARN != 0 {
                     continue; // began during warmup, ended after it
@@ -149,8 +143,8 @@ impl Traced {
     #[inline]
     fn add(&mut self, s: &Session, entry: usize, it: u32, run: Run, pending: &mut Pending) {
         // Only the measured iterations count (a run may start just past the last one).
-        let measured = it.checked_sub(s.schedule.warmup);
-        if measured.is_none_or(|k| k >= s.schedule.repeat) {
+        let measured = it.checked_sub(s.measuring.schedule.warmup);
+        if measured.is_none_or(|k| k >= s.measuring.schedule.repeat) {
             return;
         }
         let pass = self.pass;
@@ -158,7 +152,7 @@ impl Traced {
             return;
         };
         if probe.pass != pass {
-            let route = s.schedule.route(entry);
+            let route = s.measuring.schedule.route(entry);
             probe.pass = pass;
             probe.keep = route.events.load(Relaxed);
             probe.first_event = route.first_event.load(Relaxed);
@@ -225,7 +219,9 @@ impl Traced {
     fn commit(&mut self, s: &Session) {
         for entry in self.in_pass.drain(..) {
             let probe = &mut self.probes[entry];
-            if let (Some(tally), Some(ev)) = (probe.tally.take(), s.schedule.event(probe.merged)) {
+            if let (Some(tally), Some(ev)) =
+                (probe.tally.take(), s.measuring.schedule.event(probe.merged))
+            {
                 ev.store.commit(tally);
             }
         }
@@ -238,7 +234,7 @@ fn merge(s: &Session, probe: &mut ProbeRuns, it: u32, run: Run) {
     if run.discard {
         return;
     }
-    let Some(ev) = s.schedule.event(probe.merged) else {
+    let Some(ev) = s.measuring.schedule.event(probe.merged) else {
         return; // no merged event (NONE)
     };
     let tally = match &mut probe.tally {
@@ -249,7 +245,7 @@ fn merge(s: &Session, probe: &mut ProbeRuns, it: u32, run: Run) {
         },
     };
     ev.store
-        .tally_run(tally, it, (run.start, run.stop), s.linear);
+        .tally_run(tally, it, (run.start, run.stop), s.measuring.linear);
 }
 
 /// Slots stored and not resolved yet: (event, slot, iteration).
@@ -260,16 +256,16 @@ fn store(s: &Session, event: u32, it: u32, run: Run, pending: &mut Pending) {
     if run.discard {
         return;
     }
-    let Some(ev) = s.schedule.event(event) else {
+    let Some(ev) = s.measuring.schedule.event(event) else {
         return;
     };
-    let slot = it - s.schedule.warmup;
+    let slot = it - s.measuring.schedule.warmup;
     ev.store.record(
         slot,
         it,
         (run.start, run.stop),
         (NO_MARK, NO_MARK),
-        s.linear,
+        s.measuring.linear,
         None,
     );
     pending.push((event, slot, it));

@@ -107,14 +107,14 @@ impl Session {
     /// end of the run): its runs, in start order, are fed to the learner, and with no warmup
     /// kept as the first iteration's samples.
     pub(super) fn fold_learning(&self, c: &mut Control, now: Option<u64>) {
-        if !self.schedule.records {
+        if !self.measuring.schedule.records {
             return;
         }
         let mut learned = self.drain_learning(&mut c.warmup, now);
         find_async_parents(&mut learned.runs, &learned.origins);
         // At a step, the stepping thread is this one: runs with no parent on other threads
         // are inside its run open when they started, if any.
-        let stepping_log = now.and_then(|_| self.buffers.log_index());
+        let stepping_log = now.and_then(|_| self.measuring.buffers.log_index());
         let across = match stepping_log {
             Some(log) => find_cross_thread_parents(&mut learned.runs, log),
             None => Vec::new(),
@@ -122,7 +122,7 @@ impl Session {
         let order = learned.start_order();
         learned.next = Vec::new();
         let occurrences = self.observe(&learned.runs, &order, (&across, stepping_log));
-        if self.schedule.measure_first {
+        if self.measuring.schedule.measure_first {
             c.warmup.first = Some(First {
                 runs: learned.runs,
                 order,
@@ -146,8 +146,9 @@ impl Session {
                 stop: r.stop,
             })
         });
-        self.schedule
-            .absorb_first_runs(&mut c.plan, self.linear, runs)
+        self.measuring
+            .schedule
+            .absorb_first_runs(&mut c.plan, self.measuring.linear, runs)
     }
 
     /// Learning is over: runs carried for a next learning iteration will not be learned.
@@ -169,7 +170,7 @@ impl Session {
         // the run one level up.
         let mut waiting: Vec<Vec<(u32, u32)>> = vec![Vec::new(); tag::MAX_DEPTH as usize + 2];
         let mut current = None;
-        self.buffers.drain(|log, records| {
+        self.measuring.buffers.drain(|log, records| {
             if current != Some(log) {
                 current = Some(log);
                 l.end_thread(&mut waiting);
@@ -318,14 +319,14 @@ impl Session {
     ) -> Vec<u32> {
         let mut keys: Vec<u32> = vec![NOT_LEARNED; runs.len()];
         let mut plain: Vec<Occurrences> = Vec::new();
-        plain.resize_with(self.schedule.routes.len(), Occurrences::default);
+        plain.resize_with(self.measuring.schedule.routes.len(), Occurrences::default);
         let mut on_lanes: HashMap<(u32, u32), Occurrences> = HashMap::new();
         for (at, &i) in order.iter().enumerate() {
             if let Some(o) = occurrences(&mut plain, &mut on_lanes, &runs[i as usize]) {
                 o.last = at as u32;
             }
         }
-        let mut learner = lock(&self.schedule.learner);
+        let mut learner = lock(&self.measuring.schedule.learner);
         for (at, &i) in order.iter().enumerate() {
             let r = &runs[i as usize];
             let Some(o) = occurrences(&mut plain, &mut on_lanes, r) else {

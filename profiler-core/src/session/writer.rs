@@ -228,14 +228,14 @@ impl Session {
         let wall_ns: Vec<u64> = closed
             .marks
             .windows(2)
-            .map(|w| match self.clock.elapsed(w[0], w[1]) {
+            .map(|w| match self.measuring.clock.elapsed(w[0], w[1]) {
                 Reading::Ready(ns) => ns,
                 _ => 0,
             })
             .collect();
         let mut measured = Vec::new();
         for &e in &closed.order {
-            let Some(ev) = self.schedule.events[e as usize].get() else {
+            let Some(ev) = self.measuring.schedule.events[e as usize].get() else {
                 continue;
             };
             if ev.store.totals.is_some() {

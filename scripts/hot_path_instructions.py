@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Instructions per call of the hot path's functions, counted by valgrind's callgrind (which
+code layout does not move, unlike times): for each bench binary given, each (case, function)
+below is run twice under callgrind with collection only inside the function, 20,000 and 40,000
+iterations, and the difference divided by 20,000 is what one call costs.
+
+Usage: scripts/hot_path_instructions.py BENCH [BENCH...]
+where BENCH is a build of profiler-core's hot_path bench (`cargo bench -p profiler-core
+--features enable --bench hot_path --no-run` prints its path; copy it aside to compare builds).
+docs/overhead.md quotes its table for changes that touch the hot path.
+"""
+
+import re
+import subprocess
+import sys
+
+CASES = [
+    ("f_armed_probe", "enter_slow", "armed probe: entry"),
+    ("f_armed_probe", "finish_armed", "armed probe: end"),
+    ("k_armed_probe_of_repeated_site", "enter_slow", "armed repeated site: entry"),
+    ("l_trace_recorded_call", "enter_recorded", "recorded run (trace): entry"),
+    ("l_trace_recorded_call", "end_recorded", "recorded run (trace): end"),
+    ("i_iteration_not_profiled", "one_iteration", "an iteration of 25 unarmed probes"),
+]
+
+
+def count(bench, case, function, size, out):
+    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                    f"--toggle-collect=*{function}*", bench, "--bench", case,
+                    "--sample-count", "1", "--sample-size", str(size)],
+                   capture_output=True, check=True)
+    with open(out) as f:
+        m = re.search(r"^(?:summary|totals): (\d+)", f.read(), re.M)
+    return int(m.group(1))
+
+
+def main():
+    benches = sys.argv[1:]
+    if not benches:
+        sys.exit(__doc__)
+    out = "/tmp/hot-path-instructions.cg"
+    print("| what | " + " | ".join(benches) + " |")
+    print("|---|" + "---:|" * len(benches))
+    for case, function, label in CASES:
+        cells = []
+        for bench in benches:
+            a = count(bench, case, function, 20000, out)
+            b = count(bench, case, function, 40000, out)
+            cells.append(f"{(b - a) / 20000:.1f}")
+        print(f"| {label} (`{function}`) | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
