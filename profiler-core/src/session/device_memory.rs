@@ -98,7 +98,7 @@ impl StepMemory {
 impl Session {
     /// How many iterations' device memory readings are kept.
     pub(crate) fn device_memory_kept(&self) -> usize {
-        lock(&self.control).step_memory.kept()
+        lock(&self.control).device.step_memory.kept()
     }
 
     /// The step that ended iteration `iter`: the memory in use on every device in use, when a
@@ -109,7 +109,7 @@ impl Session {
         let Some(device) = self.measuring.device.as_deref() else {
             return;
         };
-        let mut devices = std::mem::take(&mut c.step_memory.scratch);
+        let mut devices = std::mem::take(&mut c.device.step_memory.scratch);
         devices.clear();
         if self
             .measuring
@@ -125,9 +125,9 @@ impl Session {
         devices.sort_unstable();
         devices.dedup();
         if !devices.is_empty() {
-            c.step_memory.record(iter, &devices, device);
+            c.device.step_memory.record(iter, &devices, device);
         }
-        c.step_memory.scratch = devices;
+        c.device.step_memory.scratch = devices;
     }
 }
 

@@ -36,42 +36,76 @@ use crate::select::config::Config;
 use crate::store::buffer::{Buffers, CHUNK_BYTES};
 use crate::store::samples::Resolved;
 
-/// Cold-path state, behind one lock.
+/// Cold-path state, behind one lock, by the stage that owns it.
 #[derive(Debug, Default)]
 pub(crate) struct Control {
     /// The schedule's cold-path state.
     pub(crate) plan: Plan,
-    /// `iter_marks[i]` is the mark at which iteration `iter_base + i` began; one more than
-    /// completed.
-    pub(crate) iter_marks: Vec<u64>,
-    /// The iteration `iter_marks[0]` began: 0, except in `continuous` mode, where marks older
-    /// than the current window (and than any pending sample) are dropped.
-    pub(crate) iter_base: u32,
+    /// Where each iteration began, and `continuous` mode's windows.
+    pub(crate) iterations: Iterations,
+    /// The samples between their stores and the results.
+    pub(crate) samples: Samples,
+    /// What the device adds: stream marks, kernels, memory, the focused capture.
+    pub(crate) device: DeviceState,
+    /// `trace` mode's records on their way to the events.
+    pub(crate) trace: TraceState,
+    /// How the run ended.
+    pub(crate) end: EndState,
+}
+
+/// Where each iteration began, and `continuous` mode's windows.
+#[derive(Debug, Default)]
+pub(crate) struct Iterations {
+    /// `marks[i]` is the mark at which iteration `base + i` began; one more than completed.
+    pub(crate) marks: Vec<u64>,
+    /// The iteration `marks[0]` began: 0, except in `continuous` mode, where marks older than
+    /// the current window (and than any pending sample) are dropped.
+    pub(crate) base: u32,
     /// `continuous` mode: windows closed so far (handed to the writer).
     pub(crate) windows_closed: u64,
     /// `continuous` mode: the first iteration of the window now running.
-    pub(crate) window_first_iter: u32,
+    pub(crate) window_first: u32,
+}
+
+/// The samples between their stores and the results.
+#[derive(Debug, Default)]
+pub(crate) struct Samples {
     /// Slots written (or about to be) and not yet resolved: (event, slot, iteration).
     pub(crate) pending: Vec<(u32, u32, u32)>,
+    /// Resolved samples, per event.
+    pub(crate) resolved: Vec<Resolved>,
+}
+
+/// What the device adds.
+#[derive(Debug, Default)]
+pub(crate) struct DeviceState {
     /// Per-stream iteration starts on the device: (iteration, lane, mark), not yet released.
     pub(crate) stream_marks: Vec<(u32, u32, u64)>,
     /// Kernel attribution (`PROF_KERNELS`).
     pub(crate) kernels: kernels::Attribution,
     /// The memory in use on each device in use, at each step.
     pub(crate) step_memory: device_memory::StepMemory,
-    /// Resolved samples, per event.
-    pub(crate) resolved: Vec<Resolved>,
+    /// `cuProfilerStop` was called.
+    pub(crate) capture_stopped: bool,
+}
+
+/// `trace` mode's records on their way to the events.
+#[derive(Debug, Default)]
+pub(crate) struct TraceState {
+    /// The records drained so far after warmup.
+    pub(crate) records: trace_records::Traced,
+    /// The learning iterations': runs carried to the next, and the first iteration's.
+    pub(crate) warmup: warmup_records::WarmupRecords,
+}
+
+/// How the run ended.
+#[derive(Debug, Default)]
+pub(crate) struct EndState {
     pub(crate) finished: bool,
     /// The results are on disk.
     pub(crate) written: bool,
     /// Results whose write failed, kept to try once more at the end.
     pub(crate) unwritten: Option<Box<profiler_format::Profile>>,
-    /// `cuProfilerStop` was called.
-    pub(crate) capture_stopped: bool,
-    /// `trace` mode: the records drained so far, on their way to the events.
-    pub(crate) traced: trace_records::Traced,
-    /// `trace` mode's learning iterations: runs carried to the next, and the first iteration's.
-    pub(crate) warmup: warmup_records::WarmupRecords,
 }
 
 /// One profiling run.
@@ -181,7 +215,10 @@ impl Session {
                 },
                 ..Plan::default()
             },
-            iter_marks: vec![clock.mark()],
+            iterations: Iterations {
+                marks: vec![clock.mark()],
+                ..Iterations::default()
+            },
             ..Control::default()
         };
         // The records waiting in the threads' buffers may take a quarter of the sample budget.
@@ -256,7 +293,7 @@ impl Session {
             return;
         }
         let mut c = lock(&self.control);
-        if c.finished || c.written {
+        if c.end.finished || c.end.written {
             return;
         }
         let max = self.config.max_probes as usize;

@@ -40,7 +40,7 @@ impl Session {
     /// The results so far.
     pub(crate) fn snapshot(&self) -> Profile {
         let mut c = lock(&self.control);
-        let complete = c.finished;
+        let complete = c.end.finished;
         self.profile(&mut c, complete, false)
     }
 
@@ -49,7 +49,7 @@ impl Session {
     /// window has closed, what the writer keeps ([`Archive`]): the last closed window's samples
     /// and the windows kept.
     pub(super) fn profile(&self, c: &mut Control, complete: bool, last_chance: bool) -> Profile {
-        if last_chance && !c.finished && !self.measuring.schedule.learning.load(Relaxed) {
+        if last_chance && !c.end.finished && !self.measuring.schedule.learning.load(Relaxed) {
             // The iteration under way counts: what its runs recorded so far is settled.
             self.fold_records(c, true);
         }
@@ -81,18 +81,23 @@ impl Session {
                 let ev = self.measuring.schedule.events[e as usize].get()?;
                 let (resolved, stats) = match &ev.store.totals {
                     None => (
-                        c.resolved.get(e as usize).cloned().unwrap_or_default(),
+                        c.samples
+                            .resolved
+                            .get(e as usize)
+                            .cloned()
+                            .unwrap_or_default(),
                         None,
                     ),
                     Some(_) => {
-                        let (r, stats) = self.merged_samples(ev, &c.iter_marks, c.iter_base);
+                        let (r, stats) =
+                            self.merged_samples(ev, &c.iterations.marks, c.iterations.base);
                         (r, Some(stats))
                     }
                 };
                 let context = EventContext {
                     order_of: &order_of,
                     streams: &c.plan.streams,
-                    kernels: Some(&c.kernels),
+                    kernels: Some(&c.device.kernels),
                 };
                 Some(self.event_json(e, resolved, stats, &context))
             })
@@ -122,7 +127,8 @@ impl Session {
     /// kept short): the iterations completed, the merged events (exact totals over the whole
     /// run), and the kernels attributed to the samples `shown`.
     pub(super) fn live(&self, c: &Control, shown: &Shown) -> Live {
-        let count = u64::from(c.iter_base) + (c.iter_marks.len() as u64).saturating_sub(1);
+        let count =
+            u64::from(c.iterations.base) + (c.iterations.marks.len() as u64).saturating_sub(1);
         let order_of = self.order_of(&c.plan.order);
         let merged = c
             .plan
@@ -131,11 +137,11 @@ impl Session {
             .filter_map(|&e| {
                 let ev = self.measuring.schedule.events[e as usize].get()?;
                 ev.store.totals.as_ref()?;
-                let (r, stats) = self.merged_samples(ev, &c.iter_marks, c.iter_base);
+                let (r, stats) = self.merged_samples(ev, &c.iterations.marks, c.iterations.base);
                 let context = EventContext {
                     order_of: &order_of,
                     streams: &c.plan.streams,
-                    kernels: Some(&c.kernels),
+                    kernels: Some(&c.device.kernels),
                 };
                 Some(self.event_json(e, r, Some(stats), &context))
             })
@@ -144,7 +150,7 @@ impl Session {
             shown
                 .order()
                 .iter()
-                .filter_map(|&e| Some((e, c.kernels.of(e, &shown.resolved(e)?.iters)?)))
+                .filter_map(|&e| Some((e, c.device.kernels.of(e, &shown.resolved(e)?.iters)?)))
                 .collect()
         } else {
             Vec::new()
@@ -154,6 +160,7 @@ impl Session {
             merged,
             kernels,
             device_memory: c
+                .device
                 .step_memory
                 .json(shown.first_iteration(), shown.wall_ns.len()),
         }
@@ -207,8 +214,8 @@ impl Session {
 
     /// The iterations completed and the wall times of all of them (those since `iter_base`).
     fn iterations_json(&self, c: &Control) -> json::Iterations {
-        let marks = &c.iter_marks;
-        let count = u64::from(c.iter_base) + (marks.len() as u64).saturating_sub(1);
+        let marks = &c.iterations.marks;
+        let count = u64::from(c.iterations.base) + (marks.len() as u64).saturating_sub(1);
         let wall_ns: Vec<u64> = marks
             .windows(2)
             .map(|w| match self.measuring.clock.elapsed(w[0], w[1]) {
@@ -216,11 +223,11 @@ impl Session {
                 _ => 0,
             })
             .collect();
-        let (first, wall_len) = (u64::from(c.iter_base), wall_ns.len());
+        let (first, wall_len) = (u64::from(c.iterations.base), wall_ns.len());
         json::Iterations {
             count,
             first,
-            device_memory: c.step_memory.json(first, wall_len),
+            device_memory: c.device.step_memory.json(first, wall_len),
             wall_ns,
         }
     }

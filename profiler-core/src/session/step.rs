@@ -48,11 +48,11 @@ impl Session {
         }
         let now = self.measuring.clock.mark();
         let mut c = lock(&self.control);
-        if c.finished || c.written {
+        if c.end.finished || c.end.written {
             return;
         }
-        c.iter_marks.push(now);
-        let completed = c.iter_base + (c.iter_marks.len() - 1) as u32;
+        c.iterations.marks.push(now);
+        let completed = c.iterations.base + (c.iterations.marks.len() - 1) as u32;
         self.record_device_memory(&mut c, completed - 1);
         if self.measuring.schedule.learning.load(Relaxed) {
             self.fold_learning(&mut c, Some(now));
@@ -62,12 +62,12 @@ impl Session {
                 self.measuring.schedule.learning.store(false, Relaxed);
                 self.plan(&mut c);
                 self.end_learning_records(&mut c);
-                c.traced.start_after(completed - 1);
-                c.window_first_iter = completed;
+                c.trace.records.start_after(completed - 1);
+                c.iterations.window_first = completed;
                 self.begin_measuring();
                 if self.measuring.schedule.measure_first {
                     let first = self.absorb_first_iteration(&mut c);
-                    c.pending.extend(first);
+                    c.samples.pending.extend(first);
                     let total = self.measuring.schedule.total_armed_iterations(&c.plan);
                     if total > 0 && c.plan.armed_iterations >= total {
                         self.resolve(&mut c, false);
@@ -112,7 +112,7 @@ impl Session {
                 .event(*e)
                 .is_some_and(|ev| ev.recorded)
         };
-        c.pending.extend(
+        c.samples.pending.extend(
             armed
                 .iter()
                 .filter(|e| stored_directly(e))
@@ -128,27 +128,33 @@ impl Session {
             .plan_after_warmup(&mut c.plan, self.measuring.device.as_deref());
         let events = c.plan.order.len().max(1);
         let iterations = self.config.warmup as usize + events * self.config.repeat as usize + 2;
-        c.iter_marks.reserve(iterations);
-        c.pending.reserve(events * 2);
-        c.stream_marks
+        c.iterations.marks.reserve(iterations);
+        c.samples.pending.reserve(events * 2);
+        c.device
+            .stream_marks
             .reserve(2 * POOL_ITERATIONS * c.plan.streams.len());
-        c.resolved.resize(c.plan.allocated, Resolved::default());
+        c.samples
+            .resolved
+            .resize(c.plan.allocated, Resolved::default());
     }
 
     /// Probes first seen after warmup are planned, after the others.
     fn discover_late(&self, c: &mut Control) {
         self.measuring.schedule.discover_late(&mut c.plan);
-        c.resolved.resize(c.plan.allocated, Resolved::default());
+        c.samples
+            .resolved
+            .resize(c.plan.allocated, Resolved::default());
     }
 
     /// Arms what iteration `iter` measures.
     fn arm(&self, c: &mut Control, iter: u32) {
-        let Control {
-            plan, stream_marks, ..
-        } = c;
-        self.measuring
-            .schedule
-            .arm(plan, iter, self.measuring.device.as_deref(), stream_marks);
+        let Control { plan, device, .. } = c;
+        self.measuring.schedule.arm(
+            plan,
+            iter,
+            self.measuring.device.as_deref(),
+            &mut device.stream_marks,
+        );
     }
 
     /// Warmup is over: the focused capture and the kernel records start.
@@ -170,8 +176,8 @@ impl Session {
         let Some(device) = &self.measuring.device else {
             return;
         };
-        if self.config.capture && !c.capture_stopped {
-            c.capture_stopped = true;
+        if self.config.capture && !c.device.capture_stopped {
+            c.device.capture_stopped = true;
             device.capture(false);
         }
         if self.measuring.kernels_on.swap(false, Relaxed) {
@@ -190,14 +196,14 @@ impl Session {
         let mut kernels = Vec::new();
         let mut correlations = Vec::new();
         device.drain_kernels(&mut kernels, &mut correlations);
-        c.kernels.absorb(kernels, correlations, last);
+        c.device.kernels.absorb(kernels, correlations, last);
     }
 
     /// Turns stored marks into samples where the clocks can already tell.
     pub(super) fn resolve(&self, c: &mut Control, last_chance: bool) {
-        let pending = std::mem::take(&mut c.pending);
-        let marks = std::mem::take(&mut c.iter_marks);
-        let stream_marks = std::mem::take(&mut c.stream_marks);
+        let pending = std::mem::take(&mut c.samples.pending);
+        let marks = std::mem::take(&mut c.iterations.marks);
+        let stream_marks = std::mem::take(&mut c.device.stream_marks);
         let mut kept = Vec::with_capacity(pending.len());
         let current = self.measuring.schedule.cur_iter.load(Relaxed);
         for (event, slot, iter) in pending {
@@ -209,7 +215,7 @@ impl Session {
             }
             let starts = Starts {
                 cpu: &marks,
-                base: c.iter_base,
+                base: c.iterations.base,
                 stream_marks: &stream_marks,
                 lane: ev.lane,
             };
@@ -220,7 +226,7 @@ impl Session {
                 slot as usize,
                 &starts,
                 true,
-                &mut c.resolved[event as usize],
+                &mut c.samples.resolved[event as usize],
             );
             let keep = match outcome {
                 Outcome::Done => false,
@@ -234,15 +240,15 @@ impl Session {
                 kept.push((event, slot, iter));
             }
         }
-        c.iter_marks = marks;
-        c.pending = kept;
+        c.iterations.marks = marks;
+        c.samples.pending = kept;
         // An iteration's marks on the streams are read by that iteration's samples only: give
         // them back once none is pending (and the iteration is over).
-        let oldest_pending = c.pending.iter().map(|&(_, _, i)| i).min();
+        let oldest_pending = c.samples.pending.iter().map(|&(_, _, i)| i).min();
         let (done, live): (Vec<_>, Vec<_>) = stream_marks.into_iter().partition(|&(i, _, _)| {
             last_chance || (i < current && oldest_pending.is_none_or(|p| i < p))
         });
-        c.stream_marks = live;
+        c.device.stream_marks = live;
         if let Some(device) = &self.measuring.device {
             for (_, _, mark) in done {
                 device.release(mark);
@@ -251,7 +257,7 @@ impl Session {
     }
 
     fn finish(&self, c: &mut Control) {
-        c.finished = true;
+        c.end.finished = true;
         self.done.store(true, Relaxed);
         self.end_measuring(c);
         for &entry in &c.plan.selected {
@@ -282,18 +288,18 @@ impl Session {
     /// Writes the results once; `false` when they are not on disk. A failed write keeps them
     /// for one more try at the end of the program.
     fn write(&self, c: &mut Control, complete: bool) -> bool {
-        if c.written {
+        if c.end.written {
             return true;
         }
         let path = self.config.output_path();
         // The final write: no background write may land after it.
         let mut generation = lock(&self.written_generation);
         *generation = u64::MAX;
-        if let Some(profile) = c.unwritten.take() {
+        if let Some(profile) = c.end.unwritten.take() {
             // The earlier write failed: the same results, once more, without the table.
             return match crate::output::write_profile(&profile, &path) {
                 Ok(()) => {
-                    c.written = true;
+                    c.end.written = true;
                     eprintln!(
                         "profiler-core: results in {} (written at the end, after the earlier \
                          failure)",
@@ -333,11 +339,11 @@ impl Session {
                  profiler's own per-thread state was gone); the rest of the profile is complete"
             );
         }
-        c.written = crate::output::emit(&profile, &path, self.config.summary);
-        if !c.written {
-            c.unwritten = Some(Box::new(profile));
+        c.end.written = crate::output::emit(&profile, &path, self.config.summary);
+        if !c.end.written {
+            c.end.unwritten = Some(Box::new(profile));
         }
-        c.written
+        c.end.written
     }
 
     /// The program is ending: write what there is, marked incomplete if the schedule is not
@@ -373,16 +379,16 @@ impl Session {
             lock(&self.measuring.schedule.learner).next_iteration();
             self.plan(&mut c);
             self.end_learning_records(&mut c);
-            c.traced.start_after(0);
+            c.trace.records.start_after(0);
             let first = self.absorb_first_iteration(&mut c);
-            c.pending.extend(first);
+            c.samples.pending.extend(first);
         }
         // In continuous mode, the run is complete when the program ends by itself after a window
         // closed; a signal cuts it short.
         let complete = if self.measuring.schedule.mode == Measure::Continuous {
-            mark_done && c.windows_closed > 0
+            mark_done && c.iterations.windows_closed > 0
         } else {
-            c.finished
+            c.end.finished
         };
         self.end_measuring(&mut c);
         self.write(&mut c, complete)

@@ -88,7 +88,7 @@ impl Session {
             return;
         }
         let mut c = lock(&self.control);
-        if !(c.finished || c.written) {
+        if !(c.end.finished || c.end.written) {
             self.fold_records(&mut c, false);
         }
     }
@@ -101,13 +101,13 @@ impl Session {
             return;
         }
         let Control {
-            traced,
-            iter_marks,
-            iter_base,
-            pending,
+            trace,
+            iterations,
+            samples,
             ..
         } = c;
-        let marks = (&iter_marks[..], *iter_base);
+        let (traced, pending) = (&mut trace.records, &mut samples.pending);
+        let marks = (&iterations.marks[..], iterations.base);
         let routes = self.measuring.schedule.routes.len();
         if traced.probes.len() < routes {
             traced.probes.resize_with(routes, ProbeRuns::default);

@@ -110,7 +110,7 @@ impl Session {
         if !self.measuring.schedule.records {
             return;
         }
-        let mut learned = self.drain_learning(&mut c.warmup, now);
+        let mut learned = self.drain_learning(&mut c.trace.warmup, now);
         find_async_parents(&mut learned.runs, &learned.origins);
         // At a step, the stepping thread is this one: runs with no parent on other threads
         // are inside its run open when they started, if any.
@@ -123,7 +123,7 @@ impl Session {
         learned.next = Vec::new();
         let occurrences = self.observe(&learned.runs, &order, (&across, stepping_log));
         if self.measuring.schedule.measure_first {
-            c.warmup.first = Some(First {
+            c.trace.warmup.first = Some(First {
                 runs: learned.runs,
                 order,
                 occurrences,
@@ -134,7 +134,7 @@ impl Session {
     /// `trace` mode without warmup, once the events are planned: the first iteration's runs
     /// become their first samples. Returns the slots to resolve.
     pub(super) fn absorb_first_iteration(&self, c: &mut Control) -> Vec<(u32, u32, u32)> {
-        let first = c.warmup.first.take().unwrap_or_default();
+        let first = c.trace.warmup.first.take().unwrap_or_default();
         let runs = (first.order.iter()).filter_map(|&i| {
             let r = &first.runs[i as usize];
             let occurrence = first.occurrences[i as usize];
@@ -153,7 +153,7 @@ impl Session {
 
     /// Learning is over: runs carried for a next learning iteration will not be learned.
     pub(super) fn end_learning_records(&self, c: &mut Control) {
-        c.warmup.carry = Vec::new();
+        c.trace.warmup.carry = Vec::new();
     }
 
     /// The learning runs in the buffers, each thread's linked in start order with their parents.

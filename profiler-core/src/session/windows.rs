@@ -9,33 +9,31 @@
 use super::{Control, Session};
 
 impl Session {
-    /// The pass of the schedule that began at `c.window_first_iter` is complete: iteration
+    /// The pass of the schedule that began at `c.iterations.window_first` is complete: iteration
     /// `completed` begins the next one.
     pub(super) fn close_window(&'static self, c: &mut Control, completed: u32) {
-        let first = c.window_first_iter;
+        let first = c.iterations.window_first;
         let kernels_from = self.kernels_needed_from(c, first);
         let Control {
-            iter_marks,
-            iter_base,
+            iterations,
             plan,
-            resolved,
-            windows_closed,
+            samples,
             ..
         } = c;
         self.hand_over(
-            *windows_closed,
+            iterations.windows_closed,
             (first, completed),
-            (iter_marks, *iter_base),
+            (&iterations.marks, iterations.base),
             (&plan.order, &plan.streams),
-            resolved,
+            &mut samples.resolved,
         );
-        c.windows_closed += 1;
+        c.iterations.windows_closed += 1;
         // The devices' memory is listed for the window shown, as its wall times are.
-        c.step_memory.forget_before(first);
-        c.window_first_iter = completed;
+        c.device.step_memory.forget_before(first);
+        c.iterations.window_first = completed;
         c.plan.armed_iterations = 0;
         self.forget_before(c, completed, kernels_from);
-        if c.windows_closed == 1 {
+        if c.iterations.windows_closed == 1 {
             eprintln!(
                 "profiler-core: continuous mode: first window closed after {} iterations; {} is \
                  rewritten as windows close (at most once a second), keeping the first {} and \
@@ -56,8 +54,12 @@ impl Session {
         if !self.config.kernels {
             return first;
         }
-        let held = c.resolved.iter().flat_map(|r| r.iters.iter().copied());
-        let pending = c.pending.iter().map(|&(_, _, i)| i);
+        let held = c
+            .samples
+            .resolved
+            .iter()
+            .flat_map(|r| r.iters.iter().copied());
+        let pending = c.samples.pending.iter().map(|&(_, _, i)| i);
         held.chain(pending).fold(first, u32::min)
     }
 
@@ -65,16 +67,17 @@ impl Session {
     /// pending sample), and the kernel records of runs before `kernels_from`.
     fn forget_before(&self, c: &mut Control, iter: u32, kernels_from: u32) {
         let oldest = c
+            .samples
             .pending
             .iter()
             .map(|&(_, _, i)| i)
             .min()
             .unwrap_or(iter)
             .min(iter);
-        let drop = oldest.saturating_sub(c.iter_base) as usize;
-        let drop = drop.min(c.iter_marks.len().saturating_sub(1));
-        c.iter_marks.drain(..drop);
-        c.iter_base += drop as u32;
-        c.kernels.forget_before(kernels_from);
+        let drop = oldest.saturating_sub(c.iterations.base) as usize;
+        let drop = drop.min(c.iterations.marks.len().saturating_sub(1));
+        c.iterations.marks.drain(..drop);
+        c.iterations.base += drop as u32;
+        c.device.kernels.forget_before(kernels_from);
     }
 }

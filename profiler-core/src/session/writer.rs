@@ -324,7 +324,7 @@ impl Session {
     fn write_latest(&self) {
         let (profile, generation) = {
             let c = lock(&self.control);
-            if c.written {
+            if c.end.written {
                 return;
             }
             let archive = self.archive_now();
