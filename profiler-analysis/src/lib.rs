@@ -14,7 +14,6 @@
 pub mod diff;
 pub mod drift;
 pub mod html;
-pub mod load;
 pub mod merge;
 pub mod report;
 pub mod scale;
@@ -23,7 +22,10 @@ pub mod trace;
 
 pub(crate) mod text;
 
-pub use load::{load_profile, LoadError};
+/// Reading `prof.json` with its schema checks: profiler-format's [`read`](profiler_format::read)
+/// (this path kept for the callers that name it).
+pub use profiler_format::read as load;
+pub use profiler_format::read::{load_profile, LoadError};
 
 /// How a report, diff, scaling or merge is printed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -17,6 +17,7 @@ pub mod columns;
 pub mod identity;
 pub mod json;
 pub mod measure;
+pub mod read;
 pub mod stats;
 pub mod summary;
 pub mod text;
@@ -24,4 +25,5 @@ pub mod write;
 
 pub use identity::Identity;
 pub use json::*;
+pub use read::{load_profile, parse_profile, LoadError};
 pub use write::{check_target, write_atomic, write_atomic_with};
