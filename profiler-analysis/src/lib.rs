@@ -2,7 +2,7 @@
 //! multi-rank merges, Perfetto traces and an HTML report; what the `prof` command-line tool
 //! prints. It reads the file through `profiler-format`, and needs neither the runtime nor the
 //! macros of profiler-core: a profiled program does not compile it. The rows of `prof report`
-//! and the end-of-run summary come from the same [`profiler_format::measure`].
+//! and the end-of-run summary come from the same [`profiler_tables::measure`].
 //!
 //! The exact definitions of each measure are on the modules here ([`report`], [`diff`],
 //! [`drift`], [`scale`], [`merge`], [`trace`]). How to read the reports is in the repository's
@@ -58,4 +58,4 @@ pub fn event_key(event: &profiler_format::Event) -> (String, u32) {
     (event.id.clone(), event.occurrence)
 }
 
-pub use profiler_format::measure::{measured_walls, warmup_listed};
+pub use profiler_tables::measure::{measured_walls, warmup_listed};

@@ -96,12 +96,12 @@ use serde::Serialize;
 use super::diff::DiffOptions;
 use super::{drift, text};
 use crate::Format;
-use profiler_format::breakdown::{breakdown, Breakdown};
-use profiler_format::measure::{device_usage, measure, ratio_or_zero, Measures};
-pub use profiler_format::measure::{
+use profiler_format::{Event, Profile};
+use profiler_tables::breakdown::{breakdown, Breakdown};
+use profiler_tables::measure::{device_usage, measure, ratio_or_zero, Measures};
+pub use profiler_tables::measure::{
     DeviceMemoryRow, DeviceUsageRow, EventRow, IterationRow, MemoryRow, Perturbation,
 };
-use profiler_format::{Event, Profile};
 
 /// What [`ReportOptions::group_by`] groups events by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -334,7 +334,7 @@ fn sort_by_memory(rows: &mut [EventRow], key: fn(&MemoryRow) -> f64) {
     rows.sort_by(|a, b| value(b).total_cmp(&value(a)));
 }
 
-mod breakdown;
+mod breakdown_section;
 mod render;
 pub use render::{human_ns, render, summary, summary_unwritten};
 

@@ -35,10 +35,10 @@
 
 use serde::Serialize;
 
+use crate::descriptive_stats as stats;
 use crate::measure::{measure, EventRow};
-use crate::stats;
-use crate::text::{human_ns, percent};
-use crate::Profile;
+use crate::table_text::{human_ns, percent};
+use profiler_format::Profile;
 
 /// The phases in the order an iteration usually runs them; others follow in execution order.
 pub const PHASES: [&str; 6] = ["data", "h2d", "fwd", "bwd", "comm", "update"];
@@ -381,7 +381,7 @@ impl Gap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Event, Iterations, Run, Stats, SCHEMA};
+    use profiler_format::{Event, Iterations, Run, Stats, SCHEMA};
 
     fn event(order: u32, name: &str, phase: Option<&str>, offset: u64, dur: u64) -> Event {
         Event {
