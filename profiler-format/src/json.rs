@@ -185,7 +185,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// One event: a (probe, occurrence within the iteration) pair, or a probe's merged occurrences.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// The probe's unique id.
     pub id: String,

@@ -387,25 +387,17 @@ mod tests {
         Event {
             id: format!("t::{name}"),
             name: name.to_owned(),
-            layer: None,
             phase: phase.map(str::to_owned),
             kind: "fn".to_owned(),
             module: "t".to_owned(),
             file: "t.rs".to_owned(),
             line: 10 + order,
-            occurrence: 0,
             order,
-            device: None,
-            stream: None,
-            merged: false,
-            parent: None,
-            concurrent: false,
             samples_ns: vec![dur; 4],
             offsets_ns: vec![offset; 4],
             sample_iters: vec![2, 3, 4, 5],
             stats: Stats::of(&[dur; 4]),
-            gpu: None,
-            memory: None,
+            ..Default::default()
         }
     }
 

@@ -21,19 +21,13 @@ fn ev(
         module: "m".to_owned(),
         file: "m.rs".to_owned(),
         line: 1,
-        occurrence: 0,
         order,
-        device: None,
-        stream: None,
-        merged: false,
         parent,
-        concurrent: false,
         samples_ns: samples.to_vec(),
         offsets_ns: vec![0; samples.len()],
         sample_iters: iters.to_vec(),
-        gpu: None,
-        memory: None,
         stats: Stats::of(samples),
+        ..Default::default()
     }
 }
 
