@@ -1,11 +1,13 @@
 //! Turning `prof.json` into answers: reports, comparisons between runs, drift, scaling,
 //! multi-rank merges, Perfetto traces and an HTML report; what the `prof` command-line tool
-//! prints. It reads the file through `profiler-format`, and needs neither the runtime nor the
-//! macros of profiler-core: a profiled program does not compile it. The rows of `prof report`
-//! and the end-of-run summary come from the same [`profiler_tables::measure`].
+//! prints. It reads the file through `profiler-format` (reading and its checks are that crate's:
+//! [`load_profile`]), and needs neither the runtime nor the macros of profiler-core: a profiled
+//! program does not compile it. The rows of `prof report` and the end-of-run summary come from
+//! the same [`profiler_tables::measure`].
 //!
-//! The exact definitions of each measure are on the modules here ([`report`], [`diff`],
-//! [`drift`], [`scale`], [`merge`], [`trace`]). How to read the reports is in the repository's
+//! The exact definitions of `prof report`'s and `prof diff`'s figures are in the repository's
+//! `docs/reference.md` ("Definitions of `prof report`", "Definitions of `prof diff`"); those of
+//! the others on the modules here ([`drift`], [`scale`], [`merge`], [`trace`]). How to read the reports is in the repository's
 //! `docs/guide.md` ("Reading the reports", "Continuous mode and drift"); every `prof` command,
 //! its flags and outputs in `docs/reference.md`; the measurements of `prof` on large profiles
 //! and of `prof diff`'s verdicts in `docs/overhead.md`.
