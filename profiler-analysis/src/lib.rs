@@ -1,11 +1,13 @@
 //! Turning `prof.json` into answers: reports, comparisons between runs, drift, scaling,
 //! multi-rank merges, Perfetto traces and an HTML report; what the `prof` command-line tool
-//! prints. It reads the file through `profiler-format`, and needs neither the runtime nor the
-//! macros of profiler-core: a profiled program does not compile it. The rows of `prof report`
-//! and the end-of-run summary come from the same [`profiler_format::measure`].
+//! prints. It reads the file through `profiler-format` (reading and its checks are that crate's:
+//! [`load_profile`]), and needs neither the runtime nor the macros of profiler-core: a profiled
+//! program does not compile it. The rows of `prof report` and the end-of-run summary come from
+//! the same [`profiler_tables::measure`].
 //!
-//! The exact definitions of each measure are on the modules here ([`report`], [`diff`],
-//! [`drift`], [`scale`], [`merge`], [`trace`]). How to read the reports is in the repository's
+//! The exact definitions of `prof report`'s and `prof diff`'s figures are in the repository's
+//! `docs/reference.md` ("Definitions of `prof report`", "Definitions of `prof diff`"); those of
+//! the others on the modules here ([`drift`], [`scale`], [`merge`], [`trace`]). How to read the reports is in the repository's
 //! `docs/guide.md` ("Reading the reports", "Continuous mode and drift"); every `prof` command,
 //! its flags and outputs in `docs/reference.md`; the measurements of `prof` on large profiles
 //! and of `prof diff`'s verdicts in `docs/overhead.md`.
@@ -14,7 +16,6 @@
 pub mod diff;
 pub mod drift;
 pub mod html;
-pub mod load;
 pub mod merge;
 pub mod report;
 pub mod scale;
@@ -23,7 +24,10 @@ pub mod trace;
 
 pub(crate) mod text;
 
-pub use load::{load_profile, LoadError};
+/// Reading `prof.json` with its schema checks: profiler-format's [`read`](profiler_format::read)
+/// (this path kept for the callers that name it).
+pub use profiler_format::read as load;
+pub use profiler_format::read::{load_profile, LoadError};
 
 /// How a report, diff, scaling or merge is printed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -56,4 +60,4 @@ pub fn event_key(event: &profiler_format::Event) -> (String, u32) {
     (event.id.clone(), event.occurrence)
 }
 
-pub use profiler_format::measure::{measured_walls, warmup_listed};
+pub use profiler_tables::measure::{measured_walls, warmup_listed};

@@ -37,8 +37,7 @@ use super::text;
 use super::{event_key, event_time, stats, Format};
 use profiler_format::{Event, Identity, Profile};
 
-/// The schema name of a merged file.
-pub const MERGED_SCHEMA: &str = "profiler-core/merged/v1";
+pub use profiler_format::MERGED_SCHEMA;
 
 /// One event across the ranks.
 #[derive(Clone, Debug, Serialize, Deserialize)]

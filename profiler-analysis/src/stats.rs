@@ -3,7 +3,7 @@
 //! p-value of a test, which is then 1 (no evidence). The bootstrap draws from [`SplitMix64`], so a
 //! seed gives the same interval on every platform.
 
-pub use profiler_format::stats::{
+pub use profiler_tables::descriptive_stats::{
     as_f64, cv, mean, median, median_mut, quantile_sorted, sorted, stddev,
 };
 

@@ -33,7 +33,7 @@ pub(crate) fn csv_field(s: &str) -> String {
     }
 }
 
-pub(crate) use profiler_format::text::{aligned, human_ns};
+pub(crate) use profiler_tables::table_text::{aligned, human_ns};
 
 /// A GitHub-flavoured Markdown table.
 pub(crate) fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {

@@ -77,17 +77,10 @@ fn write_profile(path: &Path, events: u32, repeat: u32, seed: u64, layout: Layou
             line: 20,
             occurrence: k,
             order: k,
-            device: None,
-            stream: None,
-            merged: false,
-            parent: None,
-            concurrent: false,
             samples_ns: Vec::with_capacity(repeat as usize),
             offsets_ns: Vec::with_capacity(repeat as usize),
             sample_iters: Vec::with_capacity(repeat as usize),
-            stats: Stats::default(),
-            gpu: None,
-            memory: None,
+            ..Default::default()
         })
         .collect();
     let mut wall_ns = Vec::with_capacity(iterations as usize);

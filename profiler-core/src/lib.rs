@@ -242,7 +242,7 @@ mod enabled_api {
 
     /// Renders a profile's summary table, as printed on stderr at the end.
     pub fn summary(profile: &crate::Profile) -> String {
-        profiler_format::summary::summary(profile, "prof.json")
+        profiler_tables::summary::summary(profile, "prof.json")
     }
 }
 

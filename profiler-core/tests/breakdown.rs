@@ -5,7 +5,7 @@
 
 use profiler_core::testing::FakeClock;
 use profiler_core::{probe, Config, Filter, Mode};
-use profiler_format::breakdown::{breakdown, OTHER};
+use profiler_tables::breakdown::{breakdown, OTHER};
 
 fn run(mode: Mode, clock: &FakeClock, out: &str) -> profiler_core::Profile {
     let config = Config {

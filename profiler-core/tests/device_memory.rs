@@ -5,52 +5,13 @@
 //! device cannot say.
 #![cfg(feature = "cuda")]
 
-use std::sync::{Mutex, MutexGuard, OnceLock};
-
 use profiler_core::device::Stream;
 use profiler_core::format::{DeviceUsage, Event, SCHEMA, SCHEMA_V2};
-use profiler_core::testing::{FakeClock, SimDevice};
-use profiler_core::{profiled, Config, Filter, InitGuard, Mode, Profile};
+use profiler_core::testing::SimDevice;
+use profiler_core::{profiled, Mode, Profile};
 
-const A: Stream = Stream::new(0xa0, 0);
-const B: Stream = Stream::new(0xb0, 1);
-
-fn host() -> &'static FakeClock {
-    static CLOCK: OnceLock<FakeClock> = OnceLock::new();
-    CLOCK.get_or_init(FakeClock::new)
-}
-
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn config(name: &str, filter: &str, mode: Mode, warmup: u32, repeat: u32) -> Config {
-    let dir = std::env::temp_dir().join(format!("prof-devmem-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    Config {
-        filter: Filter::parse(filter).unwrap(),
-        mode,
-        warmup,
-        repeat,
-        out: dir.join(format!("{name}.json")).display().to_string(),
-        summary: false,
-        ..Config::default()
-    }
-}
-
-fn start(config: Config, sim: &SimDevice) -> InitGuard {
-    profiler_core::init_with_device(
-        config,
-        Some(Box::new(host().clone())),
-        Box::new(sim.clone()),
-    )
-    .unwrap()
-}
-
-fn snapshot() -> Profile {
-    profiler_core::snapshot().expect("a session runs")
-}
+mod common;
+use common::{config, host, serial, snapshot, start, A, B};
 
 fn event<'a>(p: &'a Profile, name: &str, stream: Stream) -> &'a Event {
     let stream = stream.handle().to_string();

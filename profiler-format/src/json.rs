@@ -15,6 +15,10 @@ pub const SCHEMA_V2: &str = "profiler-core/prof/v2";
 /// The schemas this version reads.
 pub const SCHEMAS: [&str; 2] = [SCHEMA, SCHEMA_V2];
 
+/// The schema name of the file `prof merge` writes: not a run's profile, which reading says
+/// when it is given one.
+pub const MERGED_SCHEMA: &str = "profiler-core/merged/v1";
+
 /// The schema a profile of these events and iterations is written with: [`SCHEMA_V2`] when
 /// they carry memory figures (host or device), else [`SCHEMA`].
 pub fn schema_for(events: &[Event], iterations: &Iterations) -> &'static str {
@@ -181,7 +185,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// One event: a (probe, occurrence within the iteration) pair, or a probe's merged occurrences.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// The probe's unique id.
     pub id: String,

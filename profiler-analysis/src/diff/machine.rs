@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::super::stats;
 use profiler_format::{Event, Profile};
 
-use profiler_format::stats::MAD_SCALE;
+use profiler_tables::descriptive_stats::MAD_SCALE;
 
 /// Fewest events from which the machine's shift and spread are estimated; with fewer, both are 0.
 pub const MIN_EVENTS_FOR_SPREAD: usize = 5;
@@ -35,7 +35,7 @@ pub const DISTURBED_SHARE: f64 = 0.10;
 /// See [`DISTURBED_SHARE`].
 pub const DISTURBED_MARGIN: f64 = 0.05;
 
-pub use profiler_format::stats::robust_spread;
+pub use profiler_tables::descriptive_stats::robust_spread;
 
 /// One run's side of an event.
 pub(super) struct Side {

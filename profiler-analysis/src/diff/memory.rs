@@ -10,9 +10,9 @@
 
 use serde::Serialize;
 
-use profiler_format::measure::MemoryRow;
-use profiler_format::text::human_bytes;
 use profiler_format::{Event, Identity};
+use profiler_tables::measure::MemoryRow;
+use profiler_tables::table_text::human_bytes;
 
 /// One event's memory, before and after.
 #[derive(Clone, Debug, Serialize)]

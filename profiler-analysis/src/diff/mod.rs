@@ -1,96 +1,14 @@
-//! Comparing two runs: `prof diff before.json after.json`.
+//! Comparing two runs: `prof diff before.json after.json`, by [`diff`] (one run a side) or
+//! [`diff_runs`] (several runs a side), printed by [`render`].
 //!
-//! Events are matched by identity, their probe's id and occurrence ([`event_key`]); those found
-//! in one run only are listed ([`Diff::only_before`], [`Diff::only_after`]). Each matched event's
-//! samples (`samples_ns`) are compared between the runs, and so is the whole iteration, through
-//! the wall times of the measured iterations (iteration `i >= run.warmup`, `wall_ns[i - first]`;
-//! all of them when there is none; in `continuous` mode, every iteration listed: the last
-//! window's).
-//!
-//! Two runs of the same code never take the same time: the machine is busier or quieter, a run
-//! is preempted by other processes, memory and caches are laid out differently. The comparison
-//! estimates how far the machine moved from the evidence that is about the machine, the events
-//! themselves, and calls an event changed only when it moved beyond that.
-//!
-//! # An event
-//!
-//! - **ratio** = median(after samples) / median(before samples): above 1 is slower. 0/0 counts as
-//!   1, x/0 as infinity; NaN (`null` in JSON) when a side has no sample.
-//! - **The machine** ([`Machine`]): the *shift* is the median, over the matched events, of
-//!   `ln(ratio)`, the part of every event's change that the events share; the *spread* is 1.4826
-//!   x the median absolute deviation of those logs, how much events differ from one another in how
-//!   they moved (memory layout, caches, how sensitive each is to a busy machine). Both are 0 with
-//!   fewer than [`MIN_EVENTS_FOR_SPREAD`] events. A few events that really changed move neither.
-//! - **Instability** of an event: 1.4826 x the median absolute deviation of the logarithms of its
-//!   samples, the larger of the two runs', and at least [`MIN_INSTABILITY`] (1%; drift, which
-//!   compares windows of one run, uses 0: [`DiffOptions::min_instability`]). An event whose
-//!   runs scatter within a run (a wait on another thread, a memory-bound step) is the one whose
-//!   typical time moves most between two runs of the same code; a steady event (a fixed
-//!   computation) moves least, though a few percent from where code and data land in memory.
-//! - **Wall-time drift**, weighed only as far as the events agree with it: the *rest* of an
-//!   iteration is its wall time minus the event's sample, and an event's rest drift is
-//!   `ln(median rest after / median rest before)` over the iterations in which its samples were
-//!   taken: how much slower the code around it ran. Preemption stretches iterations, not the runs
-//!   of a steady event, so a drift is used only as far as the *other* events followed theirs
-//!   ([`Machine::follow`], between 0 and 1: the median, weighted by the size of the drift, of
-//!   `ln(ratio) / drift` over the events whose windows drifted clearly, leaving out the event
-//!   judged).
-//! - **Allowance** A (log scale) = `z x hypot(spread, INSTABILITY_FACTOR x instability) + follow x
-//!   |rest drift|`, where z = Phi^-1(1 - alpha / (2m)) for m matched events (each event's
-//!   allowance holds for the whole family at once). [`INSTABILITY_FACTOR`] was measured, not
-//!   assumed: see "How `prof diff` was checked" in docs/overhead.md.
-//! - **Confidence interval** (`ci_low`, `ci_high`) of the event's own change, beyond the
-//!   machine's: the bootstrap percentile interval, at confidence 1 - alpha (95% by default), of
-//!   median(after) / median(before) of the samples, each side resampled independently
-//!   `resamples` times ([`stats::bootstrap_median_ratio`]), divided by `1 + shift`, and widened
-//!   by the allowance: `[low e^-A, high e^A] / (1 + shift)`.
-//! - **p-value**: the two-sided Mann-Whitney U test ([`stats::mann_whitney_p`]) of the before
-//!   samples against the after samples divided by `1 + shift` and brought back by the allowance
-//!   (divided by e^A when slower, multiplied when faster); 1 when the event's own change lies
-//!   within `[e^-A, e^A]`.
-//! - **detectable**: the smallest change beyond the machine's that this comparison could call a
-//!   regression, `(1 + threshold) e^A x ratio / low - 1` (the allowance and the interval's own
-//!   width at these sample counts); `null` when the sample counts are too small for any change to
-//!   pass the family's significance level. "No change" means "no change of at least this much".
-//!
-//! # The iteration
-//!
-//! ratio = median(after walls) / median(before walls). Consecutive iterations are not
-//! independent (the machine drifts), so each run's measured iterations are cut into blocks of
-//! `repeat` iterations (one event's window in sample mode; shorter when needed to make at least 5
-//! blocks). The interval is a block bootstrap (whole blocks resampled) and the p-value compares
-//! the two runs' block medians. The allowance is `A = SPREAD_Z x hypot(wb, wa) + |Da - Db|`,
-//! plus `|Sa - Sb|` when one run looks disturbed, where a run's *wander* w is 1.4826 x the median absolute deviation of ln(block
-//! median), how much the machine's speed wandered within the run; its *excess* D is `ln(median /
-//! fastest 5%)` of its iterations, how far its typical iteration stands above an undisturbed
-//! one; and its *slow share* S is the share of its iterations that took over [`SLOW_ITERATION`]
-//! times its fastest ([`RunShape`]): a run disturbed by other processes is slower in its
-//! undisturbed iterations too (caches refilled after every switch), by a share that grows with
-//! how often it was disturbed. A run looks *disturbed* when at least [`DISTURBED_SHARE`] of its iterations
-//! took over [`SLOW_ITERATION`] times its fastest, [`DISTURBED_MARGIN`] more than the other run's;
-//! the output says so, and how far that widened the intervals. The iteration is not corrected by
-//! the events' shift: a change that slows every event alike shows there and only there.
-//!
-//! # Verdicts
-//!
-//! p-values are adjusted by Holm-Bonferroni ([`stats::holm`]) over the whole family (the
-//! iteration and every matched event), which keeps the chance of even one false positive below
-//! alpha. With the threshold t (2% by default):
-//!
-//! - **regressed**: `p_adjusted < alpha` and `ci_low > 1 + t`;
-//! - **improved**: `p_adjusted < alpha` and `ci_high < 1 - t`;
-//! - **within noise**: `p_adjusted < alpha` but neither: a difference that cannot be shown to
-//!   exceed the threshold, or one smaller than the clock resolves (the medians differ by less
-//!   than twice `run.timer_floor_ns`, the cost of an empty measurement);
-//! - **no change**: `p_adjusted >= alpha`, and the interval lies within `[1 - t, 1 + t]`: a
-//!   change of the threshold's size is ruled out (an equivalence test), "no change of t or
-//!   more";
-//! - **inconclusive**: `p_adjusted >= alpha`, but the interval reaches beyond `1 - t` or `1 + t`
-//!   (or there is none): a change of the threshold's size could have gone unseen, the runs are
-//!   too noisy, too short, or too disturbed to tell. A gate must not read it as "no regression":
-//!   `prof diff --fail-on-regression` exits 3 when nothing regressed but something is
-//!   inconclusive. More samples (`PROF_REPEAT`), a quieter machine, or a larger threshold (the
-//!   change that matters to you) settle it.
+//! Events are matched by identity ([`event_key`]); each matched event's samples, and the
+//! iteration's wall times, are compared beyond how far the machine moved ([`Machine`]: the
+//! events' shared shift and their spread, [`RunShape`]: how disturbed each run was), and each
+//! gets a verdict (regressed, improved, within noise, no change, inconclusive) after
+//! Holm-Bonferroni over the whole family. The exact definitions (ratio, shift and spread,
+//! instability, wall-time drift, allowance, interval, p-value, detectable, the iteration's
+//! blocks, the verdicts) are in the repository's `docs/reference.md`, section "Definitions of
+//! `prof diff`"; how they were measured in `docs/overhead.md` ("How `prof diff` was checked").
 
 use std::collections::HashMap;
 

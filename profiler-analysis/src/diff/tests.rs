@@ -27,17 +27,11 @@ pub(crate) fn event(spec: &Spec, samples: Vec<u64>, iters: Vec<u32>, order: u32)
         line: 1,
         occurrence,
         order,
-        device: None,
-        stream: None,
-        merged: false,
-        parent: None,
-        concurrent: false,
         stats: Stats::of(&samples),
         offsets_ns: vec![0; samples.len()],
         samples_ns: samples,
         sample_iters: iters,
-        gpu: None,
-        memory: None,
+        ..Default::default()
     }
 }
 

@@ -1,93 +1,12 @@
 //! `prof report`: one row per event (and per group) of a `prof.json`, and the end-of-run summary
-//! printed on stderr. Both are built here, by [`build`], so that they never disagree.
+//! printed on stderr. Both are built here, by [`build`] from the rows of
+//! [`profiler_tables::measure`], so that they never disagree; [`render`] prints a [`Report`] as
+//! a table, CSV, JSON or Markdown.
 //!
-//! # Definitions
-//!
-//! - **Measured iterations** are the iterations after warmup (index `>= run.warmup`;
-//!   `iterations.wall_ns[k]` is iteration `iterations.first + k`); if there are none (the program
-//!   stopped during warmup), all iterations. The iteration row (median, mean, p90, CV) describes
-//!   them. In `continuous` mode only the last completed window's iterations are listed, all of
-//!   them measured, and the events are that window's too.
-//! - **Warmup baseline**: the median wall time of the warmup iterations, leaving out iteration 0
-//!   (it includes the program's start-up). It therefore needs `run.warmup >= 2` and at least one
-//!   such iteration in the file; otherwise there is no baseline and no perturbation is reported
-//!   (never in `continuous` mode, whose file no longer lists the warmup).
-//! - **Calls per iteration**: 1 for an ordinary (probe, occurrence) event; for a merged event
-//!   (which holds every run of its probe from `occurrence` on), `stats.count` divided by the
-//!   number of distinct iterations in its `sample_iters` (at least 1).
-//! - **median, mean, min, max, stddev, p90** are the event's `stats` (exact even for merged
-//!   events, except median and p90, which come from a bounded sample), in nanoseconds.
-//!   **CV** (coefficient of variation) is `stddev / mean` (0 when the mean is 0).
-//! - **Total** is the event's time per iteration: `mean × calls per iteration`.
-//! - **Self**: the children of an event are the events whose `parent` is its `order` (the parent
-//!   is learned during warmup: the event that was running on the same thread when this one
-//!   started). `self = max(0, total - Σ children's total)`. A merged event's parent is that of
-//!   its first run, so self times around merged events are approximate.
-//! - **Depth**: the number of ancestors reached by following `parent` (0: top level). A parent
-//!   that is not in the file ends the chain; a cycle is followed only once.
-//! - **Share**: `total / mean measured iteration` (normally between 0 and 1; shares of nested
-//!   events overlap with their parents').
-//! - **Noisy**: `CV > cv_threshold` (default 0.25) with at least two samples. Such an event's
-//!   numbers move too much from one run to the next to be trusted without more repeats.
-//! - **Perturbation of an event**: the median wall time of the iterations in which the event was
-//!   armed (the distinct values of its `sample_iters`) over the warmup baseline, minus 1. In
-//!   `trace` mode every event is armed in every measured iteration, so all events show the same.
-//! - **Overall perturbation**: the median wall time of the measured iterations over the warmup
-//!   baseline (reported as `ratio`), with a 95% interval (`ratio_low`, `ratio_high`) from the
-//!   two medians' order-statistic intervals; `flagged` when `ratio_low - 1 >
-//!   perturbation_threshold` (default 0.05), `reliable` when flagged or when the interval rules
-//!   out a slowdown beyond the threshold. Absent without a baseline or without an iteration
-//!   after warmup.
-//! - **Groups** (`--group-by layer|phase|layer,phase`): events are grouped by their `layer`, their
-//!   `phase`, or both (`"top_mlp/bwd"`). An event without the field takes it from its nearest
-//!   ancestor that has it (a `linear_forward` without a layer, called inside the `top_mlp`
-//!   probe, counts towards `top_mlp`); with no such ancestor it goes in the group `"-"` (`"-/bwd"`
-//!   for a missing layer with both). A group's total is the sum of the totals of its
-//!   members whose ancestors include no other member of the same group, so that nesting is never
-//!   counted twice; its self is the sum of its members' self times; its calls per iteration the
-//!   sum of its members'. Totals of different groups may overlap (an event of one group may run
-//!   inside an event of another); self times do not.
-//! - **Sorting**: `order` (execution order), `median` (descending median), `total` (descending
-//!   total); ties keep execution order. Groups are always sorted by descending total.
-//! - **Windows** (`continuous` mode): each event's median per kept window, and whether its recent
-//!   windows drifted from the earlier ones, by the statistics of `prof diff`; see
-//!   [`drift`] for the split and the verdicts.
-//! - **Device memory** (a profile with device memory figures; nothing is shown without them):
-//!   per event timed on a stream, `dev used` is the median of the bytes in use on its device
-//!   when a run ended and `dev change` the median change over a run (`gpu.memory`); per device,
-//!   the fewest, most and last bytes in use at the steps listed (`iterations.device_memory`,
-//!   warmup included, steps without a reading left out).
-//!
-//! # Formats
-//!
-//! - `table`: a header (program, mode, iterations, perturbation, and a line per device with its
-//!   memory over the steps when the profile has it), the events as aligned columns
-//!   in human units (names indented by depth when the rows are in execution order), then, after
-//!   a blank line, the groups, then a legend. Noisy events are marked `!` in the last column.
-//!   With windows, then a `windows` section: a line with the windows kept, closed and their
-//!   length and which windows were compared, then one row per event (the iteration first) with
-//!   its median per window as a sparkline (`▁▂▃▅▇`, see [`drift::sparkline`]), its first and
-//!   last median, the change between them, and the drift verdict (`SLOWER` or `FASTER` with the
-//!   change of the median and its confidence interval, `stable`, or `-` when unknown), and a
-//!   line naming the drifted events.
-//! - `csv`: one header row, then one row per event and one per group, told apart by the first
-//!   column, `row_type` (`event` or `group`). Group rows fill `calls_per_iter`, `total_ns`,
-//!   `self_ns`, `share`, `group` and `events`, and leave the event columns empty. Times are in
-//!   nanoseconds, ratios (`cv`, `share`, `perturbation`) as fractions, absent values empty.
-//!   With windows, seven more columns: `window`, `first_iteration`, `drift`, `drift_ratio`,
-//!   `drift_ci_low`, `drift_ci_high`, `drift_p_adjusted`; event rows fill the drift columns, and
-//!   rows of type `window` (one per event, the iteration first with id `iteration`, and kept
-//!   window where it was measured) give the window's `index`, its first iteration and the
-//!   event's `median_ns` in it. With host memory figures, four more columns (`alloc_bytes`,
-//!   `freed_bytes`, `allocs`, `peak_bytes`); with device memory, seven more, after every other:
-//!   `device_used_bytes` and `device_change_bytes` on event rows, and on rows of type `device`
-//!   (one per device) `device`, `device_steps`, `device_min_bytes`, `device_max_bytes` and
-//!   `device_last_bytes`.
-//! - `json`: the whole [`Report`], pretty-printed; times in nanoseconds. With windows, its
-//!   `windows` member is [`drift::Windows`]: per event the series (`medians_ns`), the
-//!   `comparison` (as in `prof diff --format json`) and the `drift` verdict.
-//! - `markdown`: the header as a paragraph, the events and the groups as pipe tables, the legend;
-//!   with windows, the windows section as a paragraph and a pipe table.
+//! Each figure (measured iterations, warmup baseline, calls per iteration, self, depth, share,
+//! noisy, perturbation, groups, sorting, windows, device memory) and each format is defined in
+//! the repository's `docs/reference.md`, section "Definitions of `prof report`"; the columns in
+//! its table of `prof report`.
 
 use std::collections::HashMap;
 
@@ -96,12 +15,12 @@ use serde::Serialize;
 use super::diff::DiffOptions;
 use super::{drift, text};
 use crate::Format;
-use profiler_format::breakdown::{breakdown, Breakdown};
-use profiler_format::measure::{device_usage, measure, ratio_or_zero, Measures};
-pub use profiler_format::measure::{
+use profiler_format::{Event, Profile};
+use profiler_tables::breakdown::{breakdown, Breakdown};
+use profiler_tables::measure::{device_usage, measure, ratio_or_zero, Measures};
+pub use profiler_tables::measure::{
     DeviceMemoryRow, DeviceUsageRow, EventRow, IterationRow, MemoryRow, Perturbation,
 };
-use profiler_format::{Event, Profile};
 
 /// What [`ReportOptions::group_by`] groups events by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -334,7 +253,7 @@ fn sort_by_memory(rows: &mut [EventRow], key: fn(&MemoryRow) -> f64) {
     rows.sort_by(|a, b| value(b).total_cmp(&value(a)));
 }
 
-mod breakdown;
+mod breakdown_section;
 mod render;
 pub use render::{human_ns, render, summary, summary_unwritten};
 

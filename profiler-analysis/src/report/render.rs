@@ -1,11 +1,11 @@
 //! Rendering a [`Report`] as a table, CSV, JSON or Markdown, and the end-of-run summary.
 
 use super::*;
-use profiler_format::columns::{self, calls, num, Families, Place};
-use profiler_format::summary::{perturbation_line, status, status_in};
-pub use profiler_format::summary::{summary, summary_unwritten};
-pub use profiler_format::text::human_ns;
-use profiler_format::text::{percent, signed_percent};
+use profiler_tables::columns::{self, calls, num, Families, Place};
+use profiler_tables::summary::{perturbation_line, status, status_in};
+pub use profiler_tables::summary::{summary, summary_unwritten};
+pub use profiler_tables::table_text::human_ns;
+use profiler_tables::table_text::{percent, signed_percent};
 
 /// Aligned lines: the first `left` columns left-aligned, the others right-aligned; each line
 /// starts with two spaces.
@@ -69,7 +69,7 @@ const GROUP_HEADERS: [&str; 6] = ["group", "events", "calls", "total", "self", "
 
 /// Bytes in human units, `-` for none.
 fn bytes(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), profiler_format::text::human_bytes)
+    v.map_or_else(|| "-".to_owned(), profiler_tables::table_text::human_bytes)
 }
 
 /// `device 0 memory at the steps: min 1.20GiB, max 3.40GiB, last 3.40GiB (110 steps)`, one
@@ -130,7 +130,7 @@ fn render_table(report: &Report) -> String {
     }
     if let Some(b) = &report.breakdown {
         lines.push(String::new());
-        lines.extend(super::breakdown::lines(b, false));
+        lines.extend(super::breakdown_section::lines(b, false));
     }
     lines.push(String::new());
     lines.push(legend(report));
@@ -523,13 +523,17 @@ fn render_markdown(report: &Report) -> String {
     }
     if let Some(b) = &report.breakdown {
         lines.push(String::new());
-        lines.extend(super::breakdown::lines(b, true).into_iter().map(|l| {
-            if l.starts_with('|') {
-                l
-            } else {
-                text::md_cell(&l)
-            }
-        }));
+        lines.extend(
+            super::breakdown_section::lines(b, true)
+                .into_iter()
+                .map(|l| {
+                    if l.starts_with('|') {
+                        l
+                    } else {
+                        text::md_cell(&l)
+                    }
+                }),
+        );
     }
     lines.push(String::new());
     lines.push(text::md_cell(&legend(report)));

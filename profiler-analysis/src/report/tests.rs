@@ -21,19 +21,13 @@ fn ev(
         module: "m".to_owned(),
         file: "m.rs".to_owned(),
         line: 1,
-        occurrence: 0,
         order,
-        device: None,
-        stream: None,
-        merged: false,
         parent,
-        concurrent: false,
         samples_ns: samples.to_vec(),
         offsets_ns: vec![0; samples.len()],
         sample_iters: iters.to_vec(),
-        gpu: None,
-        memory: None,
         stats: Stats::of(samples),
+        ..Default::default()
     }
 }
 
@@ -422,7 +416,7 @@ fn csv_has_a_header_and_one_row_per_event_and_group() {
     let header = csv_split(lines[0]);
     assert_eq!(
         header,
-        profiler_format::columns::headers(profiler_format::columns::Place::Csv, Default::default())
+        profiler_tables::columns::headers(profiler_tables::columns::Place::Csv, Default::default())
     );
     for line in &lines[1..] {
         assert_eq!(csv_split(line).len(), header.len(), "{line}");
@@ -726,7 +720,7 @@ fn continuous_mode_has_a_windows_section_in_every_format() {
     let header = csv_split(csv.lines().next().unwrap());
     assert_eq!(
         header.len(),
-        profiler_format::columns::headers(profiler_format::columns::Place::Csv, Default::default())
+        profiler_tables::columns::headers(profiler_tables::columns::Place::Csv, Default::default())
             .len()
             + 19
     );
@@ -862,7 +856,7 @@ fn a_steady_continuous_run_drifts_nowhere_and_the_summary_leaves_windows_out() {
     assert!(!render(&off, Format::Table).contains("\nwindows: "));
     assert_eq!(
         render(&off, Format::Csv).lines().next().unwrap(),
-        profiler_format::columns::headers(profiler_format::columns::Place::Csv, Default::default())
+        profiler_tables::columns::headers(profiler_tables::columns::Place::Csv, Default::default())
             .join(",")
     );
     // The summary computes no drift (a bootstrap per event): one line points to `prof report`.

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::layout::{Drawing, What};
 use super::Counter;
-use profiler_format::measure::MemoryRow;
 use profiler_format::Event;
+use profiler_tables::measure::MemoryRow;
 
 /// The counter track's name.
 pub const COUNTER: &str = "memory";

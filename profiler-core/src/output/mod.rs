@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering::SeqCst};
 
 use crate::select::config::{shorten, Config, ConfigError};
-use profiler_format::{summary, write_atomic_with, Profile};
+use profiler_format::{write_atomic_with, Profile};
+use profiler_tables::summary;
 
 impl Config {
     /// The output path: `%p` is the process id, `%r` the rank, `%%` a `%`.

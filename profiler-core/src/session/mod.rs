@@ -301,7 +301,7 @@ impl Session {
         if no_room || c.plan.selected.len() >= max {
             drop(c);
             if !self.too_many_runtime.swap(true, Relaxed) {
-                let name = profiler_format::text::clip(e.desc.info.name, 80);
+                let name = profiler_tables::table_text::clip(e.desc.info.name, 80);
                 if no_room {
                     // The routes were sized at start-up for `max` registrations after it,
                     // selected or not: those the filter leaves out used the room up.

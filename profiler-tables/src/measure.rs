@@ -7,8 +7,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::stats;
-use crate::{Event, Identity, Profile};
+use crate::descriptive_stats as stats;
+use profiler_format::{Event, Identity, Profile};
 
 /// What [`measure`] finds in a profile.
 #[derive(Clone, Debug)]
@@ -115,7 +115,7 @@ pub struct DeviceMemoryRow {
 
 impl DeviceMemoryRow {
     /// The medians of an event's device memory figures, or `None` when no sample has both.
-    pub fn of(m: &crate::DeviceMemory) -> Option<DeviceMemoryRow> {
+    pub fn of(m: &profiler_format::DeviceMemory) -> Option<DeviceMemoryRow> {
         let used: Vec<f64> = m.used_bytes.iter().flatten().map(|&b| b as f64).collect();
         let change: Vec<f64> = m.change_bytes.iter().flatten().map(|&b| b as f64).collect();
         (!used.is_empty() && !change.is_empty()).then(|| DeviceMemoryRow {
@@ -143,7 +143,7 @@ pub struct DeviceUsageRow {
 
 impl DeviceUsageRow {
     /// The summary of a device's series, or `None` when it has no reading.
-    pub fn of(u: &crate::DeviceUsage) -> Option<DeviceUsageRow> {
+    pub fn of(u: &profiler_format::DeviceUsage) -> Option<DeviceUsageRow> {
         let last = u.readings().last()?;
         Some(DeviceUsageRow {
             device: u.device,
@@ -183,7 +183,7 @@ pub struct MemoryRow {
 
 impl MemoryRow {
     /// The medians of an event's memory figures.
-    pub fn of(m: &crate::Memory) -> MemoryRow {
+    pub fn of(m: &profiler_format::Memory) -> MemoryRow {
         let median = |v: &[u64]| stats::median(&stats::as_f64(v));
         MemoryRow {
             alloc_bytes: median(&m.alloc_bytes),

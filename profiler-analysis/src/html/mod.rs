@@ -49,8 +49,8 @@ const SAMPLES_PER_EVENT: (usize, usize) = (50, 1000);
 /// Rows of the `<noscript>` table.
 const NOSCRIPT_ROWS: usize = 200;
 
-const CSS: &str = include_str!("html/report.css");
-const JS: &str = include_str!("html/report.js");
+const CSS: &str = include_str!("report.css");
+const JS: &str = include_str!("report.js");
 /// Installed before anything else: records script errors on `<body>` and on the page.
 const ERROR_JS: &str = r#"(function () {
   var errors = [];

@@ -1,9 +1,9 @@
 //! The column table names real fields: every column's JSON key is a key of the event rows that
 //! `prof report --format json` writes (the serialized `EventRow`), so a renamed field shows here.
 
-use profiler_format::columns::EVENT_COLUMNS;
-use profiler_format::measure::{measure, DeviceMemoryRow};
 use profiler_format::Profile;
+use profiler_tables::columns::EVENT_COLUMNS;
+use profiler_tables::measure::{measure, DeviceMemoryRow};
 
 #[test]
 fn every_json_key_of_the_column_table_is_a_field_of_an_event_row() {

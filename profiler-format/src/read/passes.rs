@@ -12,7 +12,7 @@ use serde::de::{
 use serde::Deserialize;
 use serde_json::Deserializer;
 
-use profiler_format::Profile;
+use crate::Profile;
 
 /// `visit_*` of the scalars other than strings, for a visitor whose value is an `Option`: they
 /// are skipped, as `None`.

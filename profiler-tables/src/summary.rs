@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use crate::columns::{self, Place};
 use crate::measure::{measure, EventRow, Measures, Perturbation};
-use crate::text::{aligned, human_ns, percent, signed_percent};
-use crate::Profile;
+use crate::table_text::{aligned, human_ns, percent, signed_percent};
+use profiler_format::Profile;
 
 /// Events whose coefficient of variation is above this are noisy (the default of `prof report`).
 pub const CV_THRESHOLD: f64 = 0.25;

@@ -35,10 +35,10 @@
 
 use serde::Serialize;
 
+use crate::descriptive_stats as stats;
 use crate::measure::{measure, EventRow};
-use crate::stats;
-use crate::text::{human_ns, percent};
-use crate::Profile;
+use crate::table_text::{human_ns, percent};
+use profiler_format::Profile;
 
 /// The phases in the order an iteration usually runs them; others follow in execution order.
 pub const PHASES: [&str; 6] = ["data", "h2d", "fwd", "bwd", "comm", "update"];
@@ -381,31 +381,23 @@ impl Gap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Event, Iterations, Run, Stats, SCHEMA};
+    use profiler_format::{Event, Iterations, Run, Stats, SCHEMA};
 
     fn event(order: u32, name: &str, phase: Option<&str>, offset: u64, dur: u64) -> Event {
         Event {
             id: format!("t::{name}"),
             name: name.to_owned(),
-            layer: None,
             phase: phase.map(str::to_owned),
             kind: "fn".to_owned(),
             module: "t".to_owned(),
             file: "t.rs".to_owned(),
             line: 10 + order,
-            occurrence: 0,
             order,
-            device: None,
-            stream: None,
-            merged: false,
-            parent: None,
-            concurrent: false,
             samples_ns: vec![dur; 4],
             offsets_ns: vec![offset; 4],
             sample_iters: vec![2, 3, 4, 5],
             stats: Stats::of(&[dur; 4]),
-            gpu: None,
-            memory: None,
+            ..Default::default()
         }
     }
 

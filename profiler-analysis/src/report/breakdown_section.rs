@@ -1,8 +1,8 @@
 //! The report's breakdown section: where the mean iteration goes, by category, and the largest
-//! stretches no probe covers (see [`profiler_format::breakdown`] for the definitions).
+//! stretches no probe covers (see [`profiler_tables::breakdown`] for the definitions).
 
-use profiler_format::breakdown::Breakdown;
-use profiler_format::text::{self, human_ns, percent};
+use profiler_tables::breakdown::Breakdown;
+use profiler_tables::table_text::{self, human_ns, percent};
 
 const CATEGORY_HEADERS: [&str; 4] = ["category", "events", "time", "share"];
 const GAP_HEADERS: [&str; 7] = [
@@ -15,7 +15,7 @@ pub(super) fn lines(b: &Breakdown, markdown: bool) -> Vec<String> {
         if markdown {
             crate::text::md_table(headers, rows, left)
         } else {
-            text::aligned(headers, rows, left)
+            table_text::aligned(headers, rows, left)
                 .lines()
                 .map(str::to_owned)
                 .collect()
@@ -66,7 +66,7 @@ pub(super) fn lines(b: &Breakdown, markdown: bool) -> Vec<String> {
         .gaps
         .iter()
         .map(|g| {
-            let side = |s: &Option<profiler_format::breakdown::Site>, edge: &str| {
+            let side = |s: &Option<profiler_tables::breakdown::Site>, edge: &str| {
                 s.as_ref()
                     .map_or_else(|| edge.to_owned(), |s| s.label.clone())
             };

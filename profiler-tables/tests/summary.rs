@@ -1,10 +1,11 @@
 //! The end-of-run summary of known profiles, exactly: each one's text is kept beside it
 //! (`tests/data/summary/*.txt`), so that a change of the summary's columns or wording shows.
-//! `PROF_BLESS=1 cargo test -p profiler-format --test summary` writes the texts anew.
+//! `PROF_BLESS=1 cargo test -p profiler-tables --test summary` writes the texts anew.
 
 use std::path::{Path, PathBuf};
 
-use profiler_format::{summary, Profile};
+use profiler_format::Profile;
+use profiler_tables::summary;
 
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)

@@ -4,7 +4,7 @@
 //! [`EVENT_COLUMNS`], so a new column is one entry here.
 
 use crate::measure::EventRow;
-use crate::text::{human_bytes, human_ns, opt, percent, signed_percent};
+use crate::table_text::{human_bytes, human_ns, opt, percent, signed_percent};
 
 /// Where a cell is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

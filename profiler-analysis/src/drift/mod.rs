@@ -525,25 +525,9 @@ fn placeholder(order: u32) -> Event {
     Event {
         id: format!("order {order}"),
         name: format!("order {order}"),
-        layer: None,
-        phase: None,
         kind: "fn".to_owned(),
-        module: String::new(),
-        file: String::new(),
-        line: 0,
-        occurrence: 0,
         order,
-        device: None,
-        stream: None,
-        merged: false,
-        parent: None,
-        concurrent: false,
-        samples_ns: Vec::new(),
-        offsets_ns: Vec::new(),
-        sample_iters: Vec::new(),
-        stats: Stats::default(),
-        gpu: None,
-        memory: None,
+        ..Default::default()
     }
 }
 
