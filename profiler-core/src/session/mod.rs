@@ -7,12 +7,12 @@
 //! `windows.rs` (`continuous` mode's windows), `writer.rs` (its writer thread), `kernels.rs`
 //! (kernel attribution), `trace_records.rs` (`trace` mode's records, from the threads' buffers to the
 //! events), `warmup_records.rs` (the records of `trace` mode's learning iterations, to the learner)
-//! and `device_memory.rs` (the devices' memory at each step).
+//! and `step_memory.rs` (the devices' memory at each step).
 
-mod device_memory;
 pub(crate) mod kernels;
 mod results;
 mod step;
+mod step_memory;
 mod trace_records;
 mod warmup_records;
 mod windows;
@@ -84,7 +84,7 @@ pub(crate) struct DeviceState {
     /// Kernel attribution (`PROF_KERNELS`).
     pub(crate) kernels: kernels::Attribution,
     /// The memory in use on each device in use, at each step.
-    pub(crate) step_memory: device_memory::StepMemory,
+    pub(crate) step_memory: step_memory::StepMemory,
     /// `cuProfilerStop` was called.
     pub(crate) capture_stopped: bool,
 }
