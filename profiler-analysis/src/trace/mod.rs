@@ -184,6 +184,19 @@ pub fn write_chrome_trace(
     stream::write(&doc, out).map_err(TraceError::Io)
 }
 
+/// Writes the profile as a Perfetto protobuf trace (what Perfetto records natively, a
+/// `.pftrace`) to `out`: the slices, tracks and counters of [`write_chrome_trace`]'s document,
+/// with the same names, times and `args`, packet by packet (see the `perfetto` module's
+/// documentation in the source, `trace/perfetto/mod.rs`). Far smaller than the JSON (ten million
+/// samples: about a fifth), for profiles whose JSON trace is too large to open; HTA reads only
+/// the JSON. `out` is not flushed.
+pub fn write_perfetto_trace(profile: &Profile, out: impl std::io::Write) -> Result<(), TraceError> {
+    let streams = Streams::of(&profile.events);
+    let drawing = Drawing::of(profile, &streams)?;
+    let doc = emit::Document::new(profile, &streams, &drawing);
+    perfetto::write(&doc, out).map_err(TraceError::Io)
+}
+
 /// Where a slice is drawn: the CPU process, or a GPU device's stream (`stream` is its `tid`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Track {
@@ -300,7 +313,9 @@ struct Counter<A> {
     ph: &'static str,
     pid: u32,
     tid: u32,
-    ts: f64,
+    /// When, in nanoseconds from time 0 (written as `ts`, in microseconds).
+    #[serde(rename = "ts", serialize_with = "micros_of")]
+    at_ns: u64,
 }
 
 impl<A> Counter<A> {
@@ -312,9 +327,14 @@ impl<A> Counter<A> {
             ph: "C",
             pid,
             tid: 0,
-            ts: micros(at_ns),
+            at_ns,
         }
     }
+}
+
+/// Serializes nanoseconds as `micros` makes them.
+fn micros_of<S: serde::Serializer>(ns: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(micros(*ns))
 }
 
 /// `ts` and `dur` in microseconds of the span `[start, end]` (ns). `ts` is the float nearest
@@ -367,6 +387,7 @@ mod layout;
 mod memory;
 mod meta;
 mod other;
+mod perfetto;
 mod stream;
 
 #[cfg(test)]

@@ -9,6 +9,9 @@
 
 use super::layout::{Drawing, Slice, NONE};
 
+/// The name of an `other` slice.
+pub(super) const NAME: &str = "other";
+
 /// What `args.what` says of an `other` slice.
 pub const WHAT: &str = "time of the step no top-level event covers";
 
