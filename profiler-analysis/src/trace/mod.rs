@@ -190,7 +190,10 @@ pub fn write_chrome_trace(
 /// documentation in the source, `trace/perfetto/mod.rs`). Far smaller than the JSON (ten million
 /// samples: about a fifth), for profiles whose JSON trace is too large to open; HTA reads only
 /// the JSON. `out` is not flushed.
-pub fn write_perfetto_trace(profile: &Profile, out: impl std::io::Write) -> Result<(), TraceError> {
+pub fn write_perfetto_trace(
+    profile: &Profile,
+    out: impl std::io::Write + Send,
+) -> Result<(), TraceError> {
     let streams = Streams::of(&profile.events);
     let drawing = Drawing::of(profile, &streams)?;
     let doc = emit::Document::new(profile, &streams, &drawing);

@@ -58,6 +58,7 @@ use serde_json::Value;
 use super::emit::{Document, OtherArgs};
 use super::layout::{Slice, What};
 use super::other::{self, Gap};
+use super::stream::{self, Sink};
 use super::{device_memory, memory};
 
 // Generated: some messages (the whole `Trace`) only the tests decode.
@@ -65,13 +66,14 @@ use super::{device_memory, memory};
 pub(super) mod protos;
 
 use protos::{
-    trace_packet, track_event, CounterDescriptor, DebugAnnotation, DebugAnnotationName,
-    EventCategory, EventName, InternedData, InternedString, ProcessDescriptor, ThreadDescriptor,
-    TracePacket, TrackDescriptor, TrackEvent,
+    clock_snapshot, trace_packet, track_event, BuiltinClock, ClockSnapshot, CounterDescriptor,
+    DebugAnnotation, DebugAnnotationName, EventCategory, EventName, InternedData, InternedString,
+    ProcessDescriptor, ThreadDescriptor, TracePacket, TracePacketDefaults, TrackDescriptor,
+    TrackEvent, TrackEventDefaults,
 };
 
-/// Output gathered before it is handed to the writer.
-const CHUNK: usize = 1 << 20;
+/// The clock of each timed sequence: sequence-scoped (ids 64 to 127 are), incremental.
+const INCREMENTAL_CLOCK: u32 = 64;
 
 /// The key of `Trace.packet` (field 1, length-delimited).
 const PACKET_KEY: u8 = 1 << 3 | 2;
@@ -87,32 +89,39 @@ fn counter_track_name(counter: &str, series: &str) -> String {
 
 /// Writes `doc` to `out` as a Perfetto trace (see the module documentation). `out` is not
 /// flushed.
-pub(super) fn write(doc: &Document, out: impl Write) -> io::Result<()> {
+pub(super) fn write(doc: &Document, out: impl Write + Send) -> io::Result<()> {
     let counters = Counters::of(doc);
-    let mut w = Writer::new(out);
-    let lanes = w.tracks(doc, &counters)?;
-    Slices::new(doc, &lanes).write(&mut w)?;
-    counters.write(&mut w)?;
-    w.finish()
+    // Packets are made on this thread and written on another, a megabyte at a time.
+    stream::in_chunks(out, |sink| {
+        let mut w = Writer::new(sink);
+        let lanes = w.tracks(doc, &counters)?;
+        Slices::new(doc, &lanes).write(&mut w)?;
+        counters.write(&mut w)
+    })
 }
 
 /// The packets being written: the current sequence, its interned data, the output.
-struct Writer<W: Write> {
-    out: W,
-    buf: Vec<u8>,
+struct Writer<'s> {
+    out: &'s mut Sink,
     /// The current sequence's id, and whether its first packet is still to come.
     sequence: u32,
     fresh: bool,
+    /// The current sequence's time (ns) on its incremental clock: a timed packet's
+    /// `timestamp` is the time since this.
+    clock: u64,
+    /// The track an event of the current sequence is on when it names none.
+    default_track: Option<u64>,
     intern: Interner,
 }
 
-impl<W: Write> Writer<W> {
-    fn new(out: W) -> Self {
+impl<'s> Writer<'s> {
+    fn new(out: &'s mut Sink) -> Self {
         Writer {
             out,
-            buf: Vec::with_capacity(CHUNK + 4096),
             sequence: 0,
             fresh: false,
+            clock: 0,
+            default_track: None,
             intern: Interner::default(),
         }
     }
@@ -122,67 +131,120 @@ impl<W: Write> Writer<W> {
         self.sequence += 1;
         self.fresh = true;
         self.intern = Interner::default();
+        self.default_track = None;
     }
 
-    /// The sequence fields of a packet: its sequence, the flags, the interned data it brings.
-    fn head(&mut self, uses_state: bool) -> TracePacket {
-        let mut p = TracePacket {
-            trusted_packet_sequence_id: Some(self.sequence),
-            ..TracePacket::default()
+    /// Starts a new packet sequence for events in time order, on `default_track` when they name
+    /// none: its first packet sets the defaults and a clock of its own, incremental, at 0 when
+    /// the trace's clock is (so each event's `timestamp` is the time since the previous one).
+    fn start_timed_sequence(&mut self, default_track: Option<u64>) -> io::Result<()> {
+        self.start_sequence();
+        let mut p = self.head(false, None);
+        p.trace_packet_defaults = Some(TracePacketDefaults {
+            timestamp_clock_id: Some(INCREMENTAL_CLOCK),
+            track_event_defaults: default_track.map(|uuid| TrackEventDefaults {
+                track_uuid: Some(uuid),
+            }),
+        });
+        let clock = |id: u32, incremental: bool| clock_snapshot::Clock {
+            clock_id: Some(id),
+            timestamp: Some(0),
+            is_incremental: incremental.then_some(true),
+            unit_multiplier_ns: None,
         };
+        p.clock_snapshot = Some(ClockSnapshot {
+            clocks: vec![
+                clock(BuiltinClock::Boottime as u32, false),
+                clock(INCREMENTAL_CLOCK, true),
+            ],
+            primary_trace_clock: None,
+        });
+        self.packet(&p)?;
+        self.clock = 0;
+        self.default_track = default_track;
+        Ok(())
+    }
+
+    /// `uuid`, unless it is the sequence's default track.
+    fn track(&self, uuid: u64) -> Option<u64> {
+        (self.default_track != Some(uuid)).then_some(uuid)
+    }
+
+    /// The sequence fields of a packet: its sequence, the flags, the interned data it brings,
+    /// and its time (`at`, ns) as the sequence's clock says it.
+    fn head(&mut self, uses_state: bool, at: Option<u64>) -> TracePacket {
+        let first = self.fresh;
+        let h = self.head_fields(uses_state, at);
+        TracePacket {
+            timestamp: h.timestamp,
+            trusted_packet_sequence_id: h.trusted_packet_sequence_id,
+            interned_data: h.interned_data,
+            sequence_flags: h.sequence_flags,
+            first_packet_on_sequence: first.then_some(true),
+            ..TracePacket::default()
+        }
+    }
+
+    /// [`head`](Self::head)'s fields, as a [`Head`].
+    fn head_fields(&mut self, uses_state: bool, at: Option<u64>) -> Head {
+        let mut h = Head {
+            trusted_packet_sequence_id: Some(self.sequence),
+            ..Head::default()
+        };
+        if let Some(at) = at {
+            // Each sequence is written in time order (the tests check it).
+            debug_assert!(at >= self.clock);
+            h.timestamp = Some(at - self.clock);
+            self.clock = at;
+        }
         let mut flags = 0;
         if std::mem::take(&mut self.fresh) {
             flags |= trace_packet::SequenceFlags::SeqIncrementalStateCleared as u32;
-            p.first_packet_on_sequence = Some(true);
         }
         if uses_state {
             flags |= trace_packet::SequenceFlags::SeqNeedsIncrementalState as u32;
         }
         if flags != 0 {
-            p.sequence_flags = Some(flags);
+            h.sequence_flags = Some(flags);
         }
-        p.interned_data = self.intern.take_new();
-        p
+        h.interned_data = self.intern.take_new();
+        h
     }
 
     /// Writes one packet.
     fn packet(&mut self, p: &TracePacket) -> io::Result<()> {
-        self.buf.push(PACKET_KEY);
-        put_length(p.encoded_len(), &mut self.buf);
-        put(p, &mut self.buf);
+        self.out.buf.push(PACKET_KEY);
+        put_length(p.encoded_len(), &mut self.out.buf);
+        put(p, &mut self.out.buf);
         self.hand_over_if_full()
     }
 
-    /// Writes the packet `head` whose `TrackEvent` is `own` followed by the encoded fields
-    /// `shared` (see "How a sample's begin is made").
+    /// Writes the packet `head` whose `TrackEvent` is `own` (if any) followed by the encoded
+    /// fields `shared` (see "How a sample's begin is made").
     fn packet_with_shared(
         &mut self,
-        head: &TracePacket,
-        own: &TrackEvent,
+        head: &Head,
+        own: Option<&TrackEvent>,
         shared: &[u8],
     ) -> io::Result<()> {
-        let event_len = own.encoded_len() + shared.len();
+        let own_len = own.map_or(0, Message::encoded_len);
+        let event_len = own_len + shared.len();
         let len = head.encoded_len() + 1 + prost::length_delimiter_len(event_len) + event_len;
-        self.buf.push(PACKET_KEY);
-        put_length(len, &mut self.buf);
-        put(head, &mut self.buf);
-        self.buf.push(TRACK_EVENT_KEY);
-        put_length(event_len, &mut self.buf);
-        put(own, &mut self.buf);
-        self.buf.extend_from_slice(shared);
+        let buf = &mut self.out.buf;
+        buf.push(PACKET_KEY);
+        put_length(len, buf);
+        put(head, buf);
+        buf.push(TRACK_EVENT_KEY);
+        put_length(event_len, buf);
+        if let Some(own) = own {
+            put(own, buf);
+        }
+        buf.extend_from_slice(shared);
         self.hand_over_if_full()
     }
 
     fn hand_over_if_full(&mut self) -> io::Result<()> {
-        if self.buf.len() >= CHUNK {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
-        }
-        Ok(())
-    }
-
-    fn finish(mut self) -> io::Result<()> {
-        self.out.write_all(&self.buf)
+        self.out.hand_over_if_full()
     }
 
     /// Writes the track descriptors (on the first sequence); the uuid of each lane's track
@@ -250,10 +312,26 @@ impl<W: Write> Writer<W> {
     }
 
     fn descriptor(&mut self, descriptor: TrackDescriptor) -> io::Result<()> {
-        let mut p = self.head(false);
+        let mut p = self.head(false, None);
         p.track_descriptor = Some(descriptor);
         self.packet(&p)
     }
+}
+
+/// The fields of a `TracePacket` that the packets of slices set besides their `TrackEvent`,
+/// with `perfetto_trace.proto`'s numbers: a message of its own, so that the twenty million
+/// packets of a large trace are encoded without the whole `TracePacket`'s fields (the tests
+/// decode them as `TracePacket`s).
+#[derive(Clone, PartialEq, Message)]
+struct Head {
+    #[prost(uint64, optional, tag = "8")]
+    timestamp: Option<u64>,
+    #[prost(uint32, optional, tag = "10")]
+    trusted_packet_sequence_id: Option<u32>,
+    #[prost(message, optional, tag = "12")]
+    interned_data: Option<InternedData>,
+    #[prost(uint32, optional, tag = "13")]
+    sequence_flags: Option<u32>,
 }
 
 /// Appends `len` as a varint.
@@ -388,11 +466,20 @@ struct Slices<'a, 'd> {
     /// Per lane of the current track: the ends of the slices open on it, innermost last, and
     /// whether each is an `other` slice.
     open: Vec<Vec<(u64, bool)>>,
+    /// Per lane of the current track: the encoded `TrackEvent` of a slice's end.
+    ends: Vec<Vec<u8>>,
     /// Per event: the encoded fields its samples share, made on the sequence's first use.
     shared: Vec<Option<Vec<u8>>>,
     /// A sample's own fields, reused.
     own: TrackEvent,
+    /// The values of [`SAMPLE_ARGS`] of the slices from the last multiple of [`AHEAD`] on.
+    ahead: [[u64; 3]; AHEAD],
 }
+
+/// How many slices' sample values are read at a time. In time order, consecutive slices are
+/// mostly different events' samples, each in arrays of its own, so each value read is a cache
+/// miss: read in a loop of their own, independent of one another, the processor overlaps them.
+const AHEAD: usize = 64;
 
 impl<'a, 'd> Slices<'a, 'd> {
     fn new(doc: &'a Document<'d>, lanes: &'a [Vec<u64>]) -> Self {
@@ -402,7 +489,9 @@ impl<'a, 'd> Slices<'a, 'd> {
             lanes,
             current_track: 0,
             open: Vec::new(),
+            ends: Vec::new(),
             shared: vec![None; doc.profile.events.len()],
+            ahead: [[0; 3]; AHEAD],
             own: TrackEvent {
                 r#type: Some(track_event::Type::SliceBegin as i32),
                 debug_annotations: vec![annotation; SAMPLE_ARGS.len()],
@@ -411,7 +500,7 @@ impl<'a, 'd> Slices<'a, 'd> {
         }
     }
 
-    fn write<W: Write>(mut self, w: &mut Writer<W>) -> io::Result<()> {
+    fn write(mut self, w: &mut Writer) -> io::Result<()> {
         let drawing = self.doc.drawing;
         let mut gaps = Gaps {
             rest: Box::new(other::gaps(drawing)),
@@ -419,13 +508,16 @@ impl<'a, 'd> Slices<'a, 'd> {
         };
         let mut current: Option<u32> = None;
         for pos in 0..drawing.slices.len() {
+            if pos % AHEAD == 0 {
+                self.gather(pos);
+            }
             let s = drawing.slices[pos];
             if current != Some(s.track) {
                 if current == Some(0) {
                     self.rest_of_gaps(&mut gaps, w)?;
                 }
                 self.close_all(w)?;
-                self.start_track(s.track, w);
+                self.start_track(s.track, w)?;
                 current = Some(s.track);
             }
             if s.track == 0 {
@@ -439,7 +531,7 @@ impl<'a, 'd> Slices<'a, 'd> {
             self.begin(pos, &s, w)?;
         }
         if current.is_none() {
-            self.start_track(0, w);
+            self.start_track(0, w)?;
         }
         if current.is_none_or(|t| t == 0) {
             self.rest_of_gaps(&mut gaps, w)?;
@@ -447,16 +539,44 @@ impl<'a, 'd> Slices<'a, 'd> {
         self.close_all(w)
     }
 
+    /// Reads the sample values of the slices from `from` on (see [`AHEAD`]).
+    fn gather(&mut self, from: usize) {
+        let drawing = self.doc.drawing;
+        let events = &self.doc.profile.events;
+        let to = drawing.slices.len().min(from + AHEAD);
+        for (slot, s) in self.ahead.iter_mut().zip(&drawing.slices[from..to]) {
+            if let What::Sample { event, sample } = drawing.what(s) {
+                let e = &events[event];
+                *slot = [
+                    u64::from(e.sample_iters[sample]),
+                    e.samples_ns[sample],
+                    e.offsets_ns[sample],
+                ];
+            }
+        }
+    }
+
     /// A new sequence for `track`'s slices.
-    fn start_track<W: Write>(&mut self, track: u32, w: &mut Writer<W>) {
-        w.start_sequence();
+    fn start_track(&mut self, track: u32, w: &mut Writer) -> io::Result<()> {
         self.shared.iter_mut().for_each(|s| *s = None);
         let lanes = self.lanes.get(track as usize).map_or(1, |l| l.len().max(1));
         self.open = vec![Vec::new(); lanes];
         self.current_track = track;
+        w.start_timed_sequence(Some(self.lane_uuid(0)))?;
+        self.ends = (0..lanes)
+            .map(|lane| {
+                let end = TrackEvent {
+                    r#type: Some(track_event::Type::SliceEnd as i32),
+                    track_uuid: w.track(self.lane_uuid(lane)),
+                    ..TrackEvent::default()
+                };
+                end.encode_to_vec()
+            })
+            .collect();
+        Ok(())
     }
 
-    fn rest_of_gaps<W: Write>(&mut self, gaps: &mut Gaps, w: &mut Writer<W>) -> io::Result<()> {
+    fn rest_of_gaps(&mut self, gaps: &mut Gaps, w: &mut Writer) -> io::Result<()> {
         while let Some(gap) = gaps.next_if(|_| true) {
             if let Some(later) = self.gap(gap, w)? {
                 gaps.next = Some(later);
@@ -466,7 +586,7 @@ impl<'a, 'd> Slices<'a, 'd> {
     }
 
     /// Ends every open slice that ends by `t`, earliest first (innermost first at a tie).
-    fn close_until<W: Write>(&mut self, t: u64, w: &mut Writer<W>) -> io::Result<()> {
+    fn close_until(&mut self, t: u64, w: &mut Writer) -> io::Result<()> {
         loop {
             let next = (self.open.iter().enumerate())
                 .filter_map(|(lane, stack)| stack.last().map(|&(end, _)| (end, lane)))
@@ -480,19 +600,13 @@ impl<'a, 'd> Slices<'a, 'd> {
         }
     }
 
-    fn close_all<W: Write>(&mut self, w: &mut Writer<W>) -> io::Result<()> {
+    fn close_all(&mut self, w: &mut Writer) -> io::Result<()> {
         self.close_until(u64::MAX, w)
     }
 
-    fn end<W: Write>(&mut self, at: u64, lane: usize, w: &mut Writer<W>) -> io::Result<()> {
-        let mut p = w.head(false);
-        p.timestamp = Some(at);
-        p.track_event = Some(TrackEvent {
-            r#type: Some(track_event::Type::SliceEnd as i32),
-            track_uuid: Some(self.lane_uuid(lane)),
-            ..TrackEvent::default()
-        });
-        w.packet(&p)
+    fn end(&mut self, at: u64, lane: usize, w: &mut Writer) -> io::Result<()> {
+        let head = w.head_fields(false, Some(at));
+        w.packet_with_shared(&head, None, &self.ends[lane])
     }
 
     fn lane_uuid(&self, lane: usize) -> u64 {
@@ -504,7 +618,7 @@ impl<'a, 'd> Slices<'a, 'd> {
     }
 
     /// Begins the slice at `pos` (`s`).
-    fn begin<W: Write>(&mut self, pos: usize, s: &Slice, w: &mut Writer<W>) -> io::Result<()> {
+    fn begin(&mut self, pos: usize, s: &Slice, w: &mut Writer) -> io::Result<()> {
         let lane = s.lane as usize;
         let uuid = self.lane_uuid(lane);
         // The layout nests every slice on its lane, but `other` slices were not part of it: one
@@ -518,34 +632,33 @@ impl<'a, 'd> Slices<'a, 'd> {
             self.end(s.start, lane, w)?;
         }
         self.open[lane].push((s.end, false));
-        if let What::Sample { event, sample } = self.doc.drawing.what(s) {
-            return self.sample(event, sample, s.start, uuid, w);
+        if let What::Sample { event, .. } = self.doc.drawing.what(s) {
+            return self.sample(pos, event, s.start, uuid, w);
         }
         let (name, category, args) = self.doc.span_parts(pos);
         let is_step = matches!(self.doc.drawing.what(s), What::Step(_));
         let event = TrackEvent {
             r#type: Some(track_event::Type::SliceBegin as i32),
-            track_uuid: Some(uuid),
+            track_uuid: w.track(uuid),
             category_iids: vec![w.intern.category(category)],
             name_iid: (!is_step).then(|| w.intern.name(&name)),
             name: is_step.then(|| name.into_owned()),
             debug_annotations: w.intern.annotations(&args),
             ..TrackEvent::default()
         };
-        let mut p = w.head(true);
-        p.timestamp = Some(s.start);
+        let mut p = w.head(true, Some(s.start));
         p.track_event = Some(event);
         w.packet(&p)
     }
 
     /// Begins a sample's slice, from its event's shared fields.
-    fn sample<W: Write>(
+    fn sample(
         &mut self,
+        pos: usize,
         event: usize,
-        sample: usize,
         at: u64,
         uuid: u64,
-        w: &mut Writer<W>,
+        w: &mut Writer,
     ) -> io::Result<()> {
         if self.shared[event].is_none() {
             let doc = self.doc;
@@ -561,26 +674,20 @@ impl<'a, 'd> Slices<'a, 'd> {
                 a.name_iid = Some(w.intern.arg_name(name));
             }
         }
-        let e = &self.doc.profile.events[event];
-        let values = [
-            u64::from(e.sample_iters[sample]),
-            e.samples_ns[sample],
-            e.offsets_ns[sample],
-        ];
+        let values = self.ahead[pos % AHEAD];
         for (a, v) in self.own.debug_annotations.iter_mut().zip(values) {
             a.uint_value = Some(v);
         }
-        self.own.track_uuid = Some(uuid);
-        let mut head = w.head(true);
-        head.timestamp = Some(at);
+        self.own.track_uuid = w.track(uuid);
+        let head = w.head_fields(true, Some(at));
         let shared = self.shared[event].as_deref().unwrap_or_default();
-        w.packet_with_shared(&head, &self.own, shared)
+        w.packet_with_shared(&head, Some(&self.own), shared)
     }
 
     /// Begins the `other` slice of `gap`, on the `main` track; or, when a slice open there
     /// ends inside it (a sample drawn past its own step's end), returns what is left of it
     /// after that slice, to begin in its turn (nothing when nothing is left).
-    fn gap<W: Write>(&mut self, gap: Gap, w: &mut Writer<W>) -> io::Result<Option<Gap>> {
+    fn gap(&mut self, gap: Gap, w: &mut Writer) -> io::Result<Option<Gap>> {
         self.close_until(gap.from, w)?;
         if let Some(&(end, false)) = self.open[0].last() {
             if end < gap.to {
@@ -592,14 +699,13 @@ impl<'a, 'd> Slices<'a, 'd> {
         let args = serde_json::to_value(OtherArgs::of(&gap)).unwrap_or(Value::Null);
         let event = TrackEvent {
             r#type: Some(track_event::Type::SliceBegin as i32),
-            track_uuid: Some(self.lane_uuid(0)),
+            track_uuid: w.track(self.lane_uuid(0)),
             category_iids: vec![w.intern.category(super::CPU_CATEGORY)],
             name_iid: Some(w.intern.name(other::NAME)),
             debug_annotations: w.intern.annotations(&args),
             ..TrackEvent::default()
         };
-        let mut p = w.head(true);
-        p.timestamp = Some(gap.from);
+        let mut p = w.head(true, Some(gap.from));
         p.track_event = Some(event);
         w.packet(&p)?;
         Ok(None)
@@ -692,11 +798,11 @@ impl Counters {
         Counters { tracks, readings }
     }
 
-    fn write<W: Write>(&self, w: &mut Writer<W>) -> io::Result<()> {
+    fn write(&self, w: &mut Writer) -> io::Result<()> {
         if self.readings.is_empty() {
             return Ok(());
         }
-        w.start_sequence();
+        w.start_timed_sequence(None)?;
         for r in &self.readings {
             let mut event = TrackEvent {
                 r#type: Some(track_event::Type::Counter as i32),
@@ -707,8 +813,7 @@ impl Counters {
                 CounterValue::Bytes(b) => event.counter_value = Some(b as i64),
                 CounterValue::Float(f) => event.double_counter_value = Some(f),
             }
-            let mut p = w.head(false);
-            p.timestamp = Some(r.at);
+            let mut p = w.head(false, Some(r.at));
             p.track_event = Some(event);
             w.packet(&p)?;
         }

@@ -33,9 +33,13 @@ struct Decoded {
     max_depth: usize,
 }
 
-/// A sequence's interned strings.
+/// A sequence's incremental state: interned strings, defaults, its clocks.
 #[derive(Default)]
 struct Interned {
+    default_clock: Option<u32>,
+    default_track: Option<u64>,
+    /// Sequence-scoped incremental clocks: id to the last time read on it.
+    incremental: HashMap<u32, u64>,
     names: HashMap<u64, String>,
     categories: HashMap<u64, String>,
     arg_names: HashMap<u64, String>,
@@ -81,6 +85,21 @@ fn decode(bytes: &[u8]) -> Decoded {
                 interned.strings.insert(n.iid(), s);
             }
         }
+        if let Some(d) = &p.trace_packet_defaults {
+            interned.default_clock = d.timestamp_clock_id;
+            interned.default_track = d.track_event_defaults.as_ref().and_then(|t| t.track_uuid);
+        }
+        if let Some(c) = &p.clock_snapshot {
+            for clock in c.clocks.iter().filter(|c| c.is_incremental()) {
+                assert!(
+                    (64..128).contains(&clock.clock_id()),
+                    "a sequence-scoped clock"
+                );
+                interned
+                    .incremental
+                    .insert(clock.clock_id(), clock.timestamp());
+            }
+        }
         if let Some(t) = &p.track_descriptor {
             if let Some(pr) = &t.process {
                 process_pid.insert(t.uuid(), pr.pid() as u32);
@@ -105,7 +124,12 @@ fn decode(bytes: &[u8]) -> Decoded {
         let Some(e) = &p.track_event else {
             continue;
         };
-        let at = p.timestamp.expect("a timestamp");
+        let mut at = p.timestamp.expect("a timestamp");
+        let clock = p.timestamp_clock_id.or(interned.default_clock);
+        if let Some(last) = clock.and_then(|c| interned.incremental.get_mut(&c)) {
+            at += *last;
+            *last = at;
+        }
         let last = last_time.entry(seq).or_insert(0);
         assert!(at >= *last, "sequence {seq} goes back in time: {p:?}");
         *last = at;
@@ -115,7 +139,7 @@ fn decode(bytes: &[u8]) -> Decoded {
             !uses_state || flags & needs != 0,
             "{p:?} does not say it needs the state"
         );
-        let track = e.track_uuid.expect("a track");
+        let track = e.track_uuid.or(interned.default_track).expect("a track");
         match e.r#type() {
             Type::SliceBegin => {
                 let (pid, tid) = threads[&track];
