@@ -67,8 +67,9 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
         /// The trace's format: json (Chrome JSON, what HolisticTraceAnalysis reads) or perfetto
-        /// (protobuf, what Perfetto's UI opens at any size); by default perfetto for an output
-        /// ending in `.pftrace` or `.perfetto-trace` (then `.gz` or not), json otherwise.
+        /// (Perfetto's protobuf, about a fifth of the size, which its UI opens where the JSON is
+        /// too large); by default perfetto for an output ending in `.pftrace` or
+        /// `.perfetto-trace` (then `.gz` or not), json otherwise.
         #[arg(long, value_enum)]
         format: Option<TraceFormatArg>,
     },

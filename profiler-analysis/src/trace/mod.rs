@@ -1,7 +1,12 @@
 //! `prof trace`: a profile as a Chrome Trace Event Format document that opens in
 //! [Perfetto](https://ui.perfetto.dev) (or `chrome://tracing`) and that
 //! [HolisticTraceAnalysis](https://github.com/facebookresearch/HolisticTraceAnalysis) (HTA) loads
-//! like a PyTorch profiler (Kineto) trace.
+//! like a PyTorch profiler (Kineto) trace ([`write_chrome_trace`]); or the same drawing as a
+//! Perfetto protobuf trace ([`write_perfetto_trace`]), about a fifth of the size, for profiles
+//! whose JSON trace is too large for Perfetto's UI (HTA reads only the JSON). Both formats are
+//! made from one layout (`layout.rs`: the slices, their times, parents and lanes) and one list
+//! of processes and tracks (`meta.rs`), and carry the same names and `args` (`emit.rs`), so
+//! they show the same slices; `perfetto/mod.rs` says how the protobuf is written.
 //!
 //! # What is drawn
 //!
@@ -103,7 +108,8 @@
 //! the 40 bytes of its place in the drawing (`layout.rs`), so a `trace`-mode profile of ten
 //! million samples is drawn in about 650 MB, the profile included.
 //! [`chrome_trace`] builds the same document as a `serde_json::Value`, which takes about a
-//! kilobyte per slice: for tests and small profiles.
+//! kilobyte per slice: for tests and small profiles. [`write_perfetto_trace`] streams the same
+//! drawing packet by packet: ten million samples make 0.97 GB instead of the JSON's 4.7 GB.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
