@@ -72,6 +72,10 @@ enum Command {
         /// `.perfetto-trace` (then `.gz` or not), json otherwise.
         #[arg(long, value_enum)]
         format: Option<TraceFormatArg>,
+        /// Only these iterations of a trace-mode profile: A..B (A to B-1), A..=B or A.., as
+        /// numbered in the trace (`ProfilerStep#A`); to split a long run's trace.
+        #[arg(long, value_parser = iteration_range)]
+        iterations: Option<trace::Iterations>,
     },
     /// Compare two runs: per event and for the whole iteration, the median ratio with a
     /// bootstrap 95% confidence interval, a Mann-Whitney p-value and a verdict. With several
@@ -207,6 +211,11 @@ enum FormatArg {
     Csv,
     Json,
     Markdown,
+}
+
+/// `--iterations`: `A..B`, `A..=B` or `A..`.
+fn iteration_range(s: &str) -> Result<trace::Iterations, String> {
+    s.parse()
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -442,9 +451,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             file,
             output,
             format,
+            iterations,
         } => {
             let format = format.unwrap_or_else(|| TraceFormatArg::of_output(&output));
-            write_trace(&file, &output, format)?
+            write_trace(&file, &output, format, iterations)?
         }
         Command::Diff {
             before,
@@ -522,9 +532,18 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
 /// profile of ten million samples makes gigabytes of JSON. A JSON trace larger than
 /// [`JSON_TRACE_WARN_BYTES`] is written all the same, with a warning suggesting the Perfetto
 /// format.
-fn write_trace(file: &Path, output: &Path, format: TraceFormatArg) -> Result<(), Failure> {
+fn write_trace(
+    file: &Path,
+    output: &Path,
+    format: TraceFormatArg,
+    iterations: Option<trace::Iterations>,
+) -> Result<(), Failure> {
     check_output(output)?;
-    let profile = load(file)?;
+    let mut profile = load(file)?;
+    if let Some(iterations) = iterations {
+        trace::keep_iterations(&mut profile, iterations)
+            .map_err(|e| Failure::new(format!("error: {}: {e}", file.display())))?;
+    }
     let gz = output.extension().is_some_and(|e| e == "gz");
     // The bytes of the trace (before compression) written to `sink`, and how many.
     let draw = |sink: &mut (dyn Write + Send)| -> std::io::Result<u64> {

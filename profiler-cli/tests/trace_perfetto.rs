@@ -1,7 +1,8 @@
 //! `prof trace --format perfetto` end to end: the format chosen by flag or by the output's name,
 //! the bytes of known profiles' traces kept beside them (`tests/data/trace/*.pftrace`: a change
 //! of the encoding shows; `PROF_BLESS=1 cargo test -p profiler-cli --test trace_perfetto`
-//! writes them anew, deliberately), bad outputs, and an independent decoding: the kept files and
+//! writes them anew, deliberately), bad outputs, `--iterations` (both formats, and what is
+//! refused), and an independent decoding: the kept files and
 //! fresh ones are read with Perfetto's own protos (`tests/perfetto_check.py`, the `perfetto`
 //! package of PyPI) and every slice, track and counter compared with the JSON trace of the same
 //! profile. (`profiler-analysis`'s unit tests decode with the prost messages the writer uses, on
@@ -292,4 +293,60 @@ fn perfetto_python() -> Option<String> {
     }
     eprintln!("Perfetto check skipped: {msg}");
     None
+}
+
+/// `--iterations` cuts either format to the steps asked for; a sample-mode profile or a range
+/// the profile does not draw is refused (status 2, a help line, nothing written).
+#[test]
+fn iterations_cut_a_long_trace() {
+    let dir = scratch("iterations");
+    let file = data("tests/data/trace/dlrm-trace.json");
+    let steps = |bytes: &[u8]| -> Vec<String> {
+        let text = String::from_utf8_lossy(bytes);
+        let mut found: Vec<String> = text
+            .match_indices("ProfilerStep#")
+            .map(|(at, _)| {
+                let digits: String = text[at + 13..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                format!("ProfilerStep#{digits}")
+            })
+            .collect();
+        found.sort();
+        found.dedup();
+        found
+    };
+    for (name, range, want) in [
+        ("a.json", "4..6", &["ProfilerStep#4", "ProfilerStep#5"][..]),
+        ("a.pftrace", "4..=5", &["ProfilerStep#4", "ProfilerStep#5"]),
+        ("b.pftrace", "7..", &["ProfilerStep#7"]),
+    ] {
+        let out = dir.join(name);
+        trace(&file, &out, &["--iterations", range]);
+        assert_eq!(steps(&std::fs::read(&out).unwrap()), want, "{name}");
+    }
+    let refused = [
+        (
+            data("tests/data/trace/dlrm-sample.json"),
+            "1..3",
+            "sample mode",
+        ),
+        (file.clone(), "9..20", "draws iterations 3 to 7"),
+    ];
+    for (file, range, says) in refused {
+        let out = dir.join("refused.pftrace");
+        let o = prof(&[
+            "trace".as_ref(),
+            file.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--iterations".as_ref(),
+            range.as_ref(),
+        ]);
+        assert_eq!(o.status.code(), Some(2));
+        let said = String::from_utf8_lossy(&o.stderr);
+        assert!(said.contains(says) && said.contains("= help"), "{said}");
+        assert!(!out.exists());
+    }
 }

@@ -120,6 +120,8 @@ use profiler_format::{quantiles, Event, Profile};
 
 use layout::Drawing;
 
+pub use cut::{keep_iterations, CutError, Iterations};
+
 /// Prefix of the iteration spans, as PyTorch's profiler names them and HTA looks for them.
 pub const STEP_PREFIX: &str = "ProfilerStep#";
 
@@ -390,6 +392,7 @@ fn duration_stats(e: &Event) -> profiler_format::Stats {
     }
 }
 
+mod cut;
 mod device_memory;
 mod emit;
 mod layout;

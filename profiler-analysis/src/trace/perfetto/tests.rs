@@ -423,3 +423,72 @@ fn an_empty_profile_still_has_its_tracks() {
     );
     assert_eq!(d.threads, vec![(42, 1, "main".into())]);
 }
+
+/// `--iterations`: a cut profile draws, in both formats, the steps of the kept iterations and
+/// the samples that ran in them, as the whole profile draws them (shifted to the first kept
+/// step's start; a track may take another lane number where a sample cut away made one).
+#[test]
+fn a_cut_profile_draws_the_whole_ones_slices_of_its_iterations() {
+    use crate::trace::{keep_iterations, Iterations};
+    let mut checked = 0;
+    for seed in 0..300 {
+        let whole = random_profile(seed, "trace");
+        let (start, end) = (seed % 3, seed % 3 + 1 + seed % 4);
+        let mut cut = whole.clone();
+        if keep_iterations(&mut cut, Iterations { start, end }).is_err() {
+            continue;
+        }
+        checked += 1;
+        assert_same(&cut, &format!("seed {seed}, cut {start}..{end}"));
+        let iteration = |s: &Slice| -> u64 {
+            match s.2.strip_prefix("ProfilerStep#") {
+                Some(k) => k.parse().unwrap(),
+                None => s.6["iteration"].as_u64().unwrap(),
+            }
+        };
+        // Slices but `other` (the stretches depend on the steps' neighbours only through
+        // samples drawn past their step), without their lane.
+        let kept = |d: Decoded, range: bool| -> Vec<(String, u32, u64, u64, String)> {
+            let mut v: Vec<_> = (d.slices.into_iter())
+                .filter(|s| s.2 != "other" && (!range || (start..end).contains(&iteration(s))))
+                .map(|s| (s.2.clone(), s.0, s.4, s.5, s.6.to_string()))
+                .collect();
+            v.sort();
+            v
+        };
+        let got = kept(perfetto(&cut), false);
+        let want = kept(perfetto(&whole), true);
+        assert_eq!(got.len(), want.len(), "seed {seed}");
+        let shift = want.iter().map(|w| w.2).min().unwrap_or(0)
+            - got.iter().map(|g| g.2).min().unwrap_or(0);
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(
+                (&g.0, g.1, g.2 + shift, g.3 + shift, &g.4),
+                (&w.0, w.1, w.2, w.3, &w.4),
+                "seed {seed}"
+            );
+        }
+    }
+    assert!(checked > 100, "{checked}");
+}
+
+/// What cannot be cut is said: a sample-mode profile, a range outside the drawn iterations.
+#[test]
+fn what_cannot_be_cut_is_said() {
+    use crate::trace::{keep_iterations, CutError, Iterations};
+    let mut p = random_profile(1, "sample");
+    let r: Iterations = "2..".parse().unwrap();
+    assert_eq!(
+        keep_iterations(&mut p, r),
+        Err(CutError::NotTraceMode("sample".into()))
+    );
+    let mut p = profile("trace", 1, 2, vec![1_000, 1_000, 1_000], vec![]);
+    let r: Iterations = "5..=6".parse().unwrap();
+    assert_eq!(r, Iterations { start: 5, end: 7 });
+    let e = keep_iterations(&mut p, r).unwrap_err();
+    assert_eq!(e, CutError::Empty(r, Some((1, 2))));
+    assert!(e.to_string().contains("draws iterations 1 to 2"), "{e}");
+    for bad in ["", "3", "a..b", "4..2", "2..2", "..3", "-1..2"] {
+        assert!(bad.parse::<Iterations>().is_err(), "{bad}");
+    }
+}
