@@ -293,6 +293,14 @@ fn assert_same(p: &Profile, context: &str) {
     );
     for (g, w) in got_slices.iter().zip(&want_slices) {
         let (mut g, w) = (g.clone(), w.clone());
+        // The JSON's float end may be a nanosecond off; the Perfetto trace's is exact: a
+        // sample lasts its `dur_ns`, a measured step at least its `wall_ns` (an incomplete one
+        // ends with its last sample).
+        if let Some(d) = g.6.get("dur_ns").and_then(Value::as_u64) {
+            assert_eq!(g.5 - g.4, d, "{context}: {g:?}");
+        } else if let Some(d) = g.6.get("wall_ns").and_then(Value::as_u64) {
+            assert!(g.5 - g.4 >= d, "{context}: {g:?}");
+        }
         assert!(
             g.5.abs_diff(w.5) <= 1,
             "{context}: end of {g:?} against {w:?}"
