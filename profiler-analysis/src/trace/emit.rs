@@ -183,6 +183,19 @@ impl<'a> Document<'a> {
         }
     }
 
+    /// The name and `args` of the step of `iteration` (measured `wall_ns`), drawn `drawn_ns`
+    /// long, as the JSON trace writes them.
+    pub(super) fn step_parts(
+        &self,
+        iteration: u64,
+        wall_ns: Option<u64>,
+        drawn_ns: u64,
+    ) -> (String, Value) {
+        let args = self.step_args(iteration, wall_ns, drawn_ns);
+        let args = serde_json::to_value(args).unwrap_or(Value::Null);
+        (format!("{STEP_PREFIX}{iteration}"), args)
+    }
+
     /// The `args` of a step span: the iteration and its wall time (`trace` mode), or what the
     /// average iteration is made of.
     fn step_args(&self, iteration: u64, wall_ns: Option<u64>, drawn_ns: u64) -> StepArgs {

@@ -203,6 +203,13 @@ pub fn write_perfetto_trace(
     out: impl std::io::Write + Send,
 ) -> Result<(), TraceError> {
     let streams = Streams::of(&profile.events);
+    if stepwise::applies(profile) {
+        // Drawn one iteration at a time: only the tracks are laid out first.
+        let skeleton = Drawing::skeleton(profile, &streams);
+        let drawing = stepwise::Stepwise::new(profile)?;
+        let doc = emit::Document::new(profile, &streams, &skeleton);
+        return perfetto::write_stepwise(&doc, drawing, out).map_err(TraceError::Io);
+    }
     let drawing = Drawing::of(profile, &streams)?;
     let doc = emit::Document::new(profile, &streams, &drawing);
     perfetto::write(&doc, out).map_err(TraceError::Io)
@@ -400,6 +407,7 @@ mod memory;
 mod meta;
 mod other;
 mod perfetto;
+mod stepwise;
 mod stream;
 
 #[cfg(test)]

@@ -49,15 +49,16 @@
 //! (the messages generated from Perfetto's protos, `protos.rs`); only the two keys of the
 //! length-delimited fields written around those pieces are spelled out here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
 
 use prost::Message;
 use serde_json::Value;
 
 use super::emit::{Document, OtherArgs};
-use super::layout::{Slice, What};
+use super::layout::What;
 use super::other::{self, Gap};
+use super::stepwise::{self, Stepwise};
 use super::stream::{self, Sink};
 use super::{device_memory, memory};
 
@@ -95,9 +96,49 @@ pub(super) fn write(doc: &Document, out: impl Write + Send) -> io::Result<()> {
     // Packets are made on this thread and written on another, a megabyte at a time.
     stream::in_chunks(out, |sink| {
         let mut w = Writer::new(sink);
-        let lanes = w.tracks(doc, &counters)?;
-        Slices::new(doc, &lanes).write(&mut w)?;
+        let (lanes, next_uuid) = w.tracks(doc, &counters)?;
+        Slices::new(doc, lanes, next_uuid).write(&mut w)?;
         counters.write(&mut w)
+    })
+}
+
+/// Writes the drawing of `drawing` (`doc`'s drawing is its skeleton: tracks, no slice), made
+/// one iteration at a time, as [`write`] writes a whole one (see `stepwise.rs` for which
+/// profiles). The `concurrent N` tracks are described as they are first used.
+pub(super) fn write_stepwise(
+    doc: &Document,
+    mut drawing: Stepwise,
+    out: impl Write + Send,
+) -> io::Result<()> {
+    stream::in_chunks(out, |sink| {
+        let mut w = Writer::new(sink);
+        let (lanes, next_uuid) = w.tracks(doc, &Counters::of(doc))?;
+        let mut slices = Slices::new(doc, lanes, next_uuid);
+        slices.start_track(0, &mut w)?;
+        let mut gaps = Gaps::default();
+        let (mut items, mut new) = (Vec::new(), Vec::new());
+        while drawing.next_window(&mut items, &mut new) {
+            gaps.queue.extend(new.drain(..));
+            for item in items.drain(..) {
+                let shows = match item.shows {
+                    stepwise::Shows::Sample { event, values } => Shows::Sample { event, values },
+                    stepwise::Shows::Step { iteration, wall_ns } => {
+                        let (name, args) =
+                            doc.step_parts(iteration, wall_ns, item.end - item.start);
+                        Shows::Step { name, args }
+                    }
+                };
+                let begin = Begin {
+                    start: item.start,
+                    end: item.end,
+                    lane: item.lane,
+                    shows,
+                };
+                slices.slice(begin, &mut gaps, &mut w)?;
+            }
+        }
+        slices.rest_of_gaps(&mut gaps, &mut w)?;
+        slices.close_all(&mut w)
     })
 }
 
@@ -249,8 +290,8 @@ impl<'s> Writer<'s> {
     }
 
     /// Writes the track descriptors (on the first sequence); the uuid of each lane's track
-    /// (`[track][lane]`).
-    fn tracks(&mut self, doc: &Document, counters: &Counters) -> io::Result<Vec<Vec<u64>>> {
+    /// (`[track][lane]`), and the first uuid left.
+    fn tracks(&mut self, doc: &Document, counters: &Counters) -> io::Result<(Vec<Vec<u64>>, u64)> {
         self.start_sequence();
         let mut next = 1u64;
         let mut uuid = || {
@@ -280,11 +321,12 @@ impl<'s> Writer<'s> {
             .collect();
         for t in &doc.names.threads {
             let id = uuid();
-            if let Some(slot) = lanes
-                .get_mut(t.track as usize)
-                .and_then(|l| l.get_mut(t.lane as usize))
-            {
-                *slot = id;
+            // Every named lane (`main` too when no slice uses it yet).
+            if let Some(track) = lanes.get_mut(t.track as usize) {
+                if track.len() <= t.lane as usize {
+                    track.resize(t.lane as usize + 1, 0);
+                }
+                track[t.lane as usize] = id;
             }
             let descriptor = TrackDescriptor {
                 uuid: Some(id),
@@ -309,7 +351,8 @@ impl<'s> Writer<'s> {
             };
             self.descriptor(descriptor)?;
         }
-        Ok(lanes)
+        let next = counters.tracks.last().map_or(next, |t| t.uuid + 1);
+        Ok((lanes, next))
     }
 
     fn descriptor(&mut self, descriptor: TrackDescriptor) -> io::Result<()> {
@@ -461,7 +504,9 @@ const SAMPLE_ARGS: [&str; 3] = ["iteration", "dur_ns", "offset_ns"];
 struct Slices<'a, 'd> {
     doc: &'a Document<'d>,
     /// `[track][lane]`: the uuid of each lane's track.
-    lanes: &'a [Vec<u64>],
+    lanes: Vec<Vec<u64>>,
+    /// The uuid a track described now would take.
+    next_uuid: u64,
     /// The drawing's track being written.
     current_track: u32,
     /// Per lane of the current track: the ends of the slices open on it, innermost last, and
@@ -482,12 +527,35 @@ struct Slices<'a, 'd> {
 /// miss: read in a loop of their own, independent of one another, the processor overlaps them.
 const AHEAD: usize = 64;
 
+/// A slice to begin: its span (ns from time 0), its lane on the current track, what it shows.
+struct Begin<'x> {
+    start: u64,
+    end: u64,
+    lane: u32,
+    shows: Shows<'x>,
+}
+
+/// What a slice shows, with what its packet needs.
+enum Shows<'x> {
+    /// A sample of `event`, with the values of [`SAMPLE_ARGS`].
+    Sample { event: usize, values: [u64; 3] },
+    /// A step, with its name (written as is, not interned) and `args`.
+    Step { name: String, args: Value },
+    /// Another slice (an average, `sample` mode): its name, category and `args`.
+    Span {
+        name: std::borrow::Cow<'x, str>,
+        category: &'static str,
+        args: Value,
+    },
+}
+
 impl<'a, 'd> Slices<'a, 'd> {
-    fn new(doc: &'a Document<'d>, lanes: &'a [Vec<u64>]) -> Self {
+    fn new(doc: &'a Document<'d>, lanes: Vec<Vec<u64>>, next_uuid: u64) -> Self {
         let annotation = DebugAnnotation::default();
         Slices {
             doc,
             lanes,
+            next_uuid,
             current_track: 0,
             open: Vec::new(),
             ends: Vec::new(),
@@ -504,8 +572,8 @@ impl<'a, 'd> Slices<'a, 'd> {
     fn write(mut self, w: &mut Writer) -> io::Result<()> {
         let drawing = self.doc.drawing;
         let mut gaps = Gaps {
-            rest: Box::new(other::gaps(drawing)),
-            next: None,
+            rest: Some(Box::new(other::gaps(drawing))),
+            ..Gaps::default()
         };
         let mut current: Option<u32> = None;
         for pos in 0..drawing.slices.len() {
@@ -521,15 +589,34 @@ impl<'a, 'd> Slices<'a, 'd> {
                 self.start_track(s.track, w)?;
                 current = Some(s.track);
             }
-            if s.track == 0 {
-                while let Some(gap) = gaps.next_if(|g| (g.from, !g.to) < (s.start, !s.end)) {
-                    if let Some(later) = self.gap(gap, w)? {
-                        gaps.next = Some(later);
+            let doc = self.doc;
+            let shows = match drawing.what(&s) {
+                What::Sample { event, .. } => Shows::Sample {
+                    event,
+                    values: self.ahead[pos % AHEAD],
+                },
+                what => {
+                    let (name, category, args) = doc.span_parts(pos);
+                    match what {
+                        What::Step(_) => Shows::Step {
+                            name: name.into_owned(),
+                            args,
+                        },
+                        _ => Shows::Span {
+                            name,
+                            category,
+                            args,
+                        },
                     }
                 }
-            }
-            self.close_until(s.start, w)?;
-            self.begin(pos, &s, w)?;
+            };
+            let begin = Begin {
+                start: s.start,
+                end: s.end,
+                lane: s.lane,
+                shows,
+            };
+            self.slice(begin, &mut gaps, w)?;
         }
         if current.is_none() {
             self.start_track(0, w)?;
@@ -538,6 +625,20 @@ impl<'a, 'd> Slices<'a, 'd> {
             self.rest_of_gaps(&mut gaps, w)?;
         }
         self.close_all(w)
+    }
+
+    /// Begins `b` on the current track, after the `other` stretches (on the `main` track) and
+    /// the ends that come before it.
+    fn slice(&mut self, b: Begin, gaps: &mut Gaps, w: &mut Writer) -> io::Result<()> {
+        if self.current_track == 0 {
+            while let Some(gap) = gaps.next_if(|g| (g.from, !g.to) < (b.start, !b.end)) {
+                if let Some(later) = self.gap(gap, w)? {
+                    gaps.next = Some(later);
+                }
+            }
+        }
+        self.close_until(b.start, w)?;
+        self.begin(b, w)
     }
 
     /// Reads the sample values of the slices from `from` on (see [`AHEAD`]).
@@ -564,16 +665,7 @@ impl<'a, 'd> Slices<'a, 'd> {
         self.open = vec![Vec::new(); lanes];
         self.current_track = track;
         w.start_timed_sequence(Some(self.lane_uuid(0)))?;
-        self.ends = (0..lanes)
-            .map(|lane| {
-                let end = TrackEvent {
-                    r#type: Some(track_event::Type::SliceEnd as i32),
-                    track_uuid: w.track(self.lane_uuid(lane)),
-                    ..TrackEvent::default()
-                };
-                end.encode_to_vec()
-            })
-            .collect();
+        self.ends = (0..lanes).map(|lane| self.end_event(lane, w)).collect();
         Ok(())
     }
 
@@ -618,9 +710,48 @@ impl<'a, 'd> Slices<'a, 'd> {
             .unwrap_or(0)
     }
 
-    /// Begins the slice at `pos` (`s`).
-    fn begin(&mut self, pos: usize, s: &Slice, w: &mut Writer) -> io::Result<()> {
+    /// Describes the CPU track's lanes up to `lane` that are not yet (a drawing made one
+    /// iteration at a time finds its `concurrent N` lanes as it goes): `concurrent N`, `tid`
+    /// N + 1, as `meta.rs` names them.
+    fn describe_lanes(&mut self, lane: usize, w: &mut Writer) -> io::Result<()> {
+        let track = self.current_track as usize;
+        while self.lanes[track].len() <= lane {
+            let n = self.lanes[track].len() as u32;
+            let uuid = self.next_uuid;
+            self.next_uuid += 1;
+            self.lanes[track].push(uuid);
+            w.descriptor(TrackDescriptor {
+                uuid: Some(uuid),
+                thread: Some(ThreadDescriptor {
+                    pid: Some(self.doc.cpu_pid as i32),
+                    tid: Some(i64::from(n + 1)),
+                    thread_name: Some(format!("concurrent {n}")),
+                }),
+                ..TrackDescriptor::default()
+            })?;
+            self.open.push(Vec::new());
+            self.ends
+                .push(self.end_event(self.lanes[track].len() - 1, w));
+        }
+        Ok(())
+    }
+
+    /// The encoded `TrackEvent` of a slice's end on `lane` of the current track.
+    fn end_event(&self, lane: usize, w: &Writer) -> Vec<u8> {
+        let end = TrackEvent {
+            r#type: Some(track_event::Type::SliceEnd as i32),
+            track_uuid: w.track(self.lane_uuid(lane)),
+            ..TrackEvent::default()
+        };
+        end.encode_to_vec()
+    }
+
+    /// Begins `s`.
+    fn begin(&mut self, s: Begin, w: &mut Writer) -> io::Result<()> {
         let lane = s.lane as usize;
+        if lane >= self.open.len() {
+            self.describe_lanes(lane, w)?;
+        }
         let uuid = self.lane_uuid(lane);
         // The layout nests every slice on its lane, but `other` slices were not part of it: one
         // that this slice would partly overlap (a sample drawn past its own step's end, in the
@@ -633,20 +764,30 @@ impl<'a, 'd> Slices<'a, 'd> {
             self.end(s.start, lane, w)?;
         }
         self.open[lane].push((s.end, false));
-        if let What::Sample { event, .. } = self.doc.drawing.what(s) {
-            return self.sample(pos, event, s.start, uuid, w);
-        }
-        let (name, category, args) = self.doc.span_parts(pos);
-        let is_step = matches!(self.doc.drawing.what(s), What::Step(_));
-        let event = TrackEvent {
+        let mut event = TrackEvent {
             r#type: Some(track_event::Type::SliceBegin as i32),
             track_uuid: w.track(uuid),
-            category_iids: vec![w.intern.category(category)],
-            name_iid: (!is_step).then(|| w.intern.name(&name)),
-            name: is_step.then(|| name.into_owned()),
-            debug_annotations: w.intern.annotations(&args),
             ..TrackEvent::default()
         };
+        match s.shows {
+            Shows::Sample { event, values } => {
+                return self.sample(event, values, s.start, uuid, w);
+            }
+            Shows::Step { name, args } => {
+                event.category_iids = vec![w.intern.category(super::CPU_CATEGORY)];
+                event.name = Some(name);
+                event.debug_annotations = w.intern.annotations(&args);
+            }
+            Shows::Span {
+                name,
+                category,
+                args,
+            } => {
+                event.category_iids = vec![w.intern.category(category)];
+                event.name_iid = Some(w.intern.name(&name));
+                event.debug_annotations = w.intern.annotations(&args);
+            }
+        }
         let mut p = w.head(true, Some(s.start));
         p.track_event = Some(event);
         w.packet(&p)
@@ -655,8 +796,8 @@ impl<'a, 'd> Slices<'a, 'd> {
     /// Begins a sample's slice, from its event's shared fields.
     fn sample(
         &mut self,
-        pos: usize,
         event: usize,
+        values: [u64; 3],
         at: u64,
         uuid: u64,
         w: &mut Writer,
@@ -675,7 +816,6 @@ impl<'a, 'd> Slices<'a, 'd> {
                 a.name_iid = Some(w.intern.arg_name(name));
             }
         }
-        let values = self.ahead[pos % AHEAD];
         for (a, v) in self.own.debug_annotations.iter_mut().zip(values) {
             a.uint_value = Some(v);
         }
@@ -713,17 +853,23 @@ impl<'a, 'd> Slices<'a, 'd> {
     }
 }
 
-/// The `other` stretches, in time order, and one put back to begin later.
+/// The `other` stretches, in time order: one put back to begin later, then those queued, then
+/// the rest.
+#[derive(Default)]
 struct Gaps<'a> {
-    rest: Box<dyn Iterator<Item = Gap> + 'a>,
     next: Option<Gap>,
+    queue: VecDeque<Gap>,
+    rest: Option<Box<dyn Iterator<Item = Gap> + 'a>>,
 }
 
 impl Gaps<'_> {
     /// The next stretch, if `due`.
     fn next_if(&mut self, due: impl Fn(&Gap) -> bool) -> Option<Gap> {
         if self.next.is_none() {
-            self.next = self.rest.next();
+            self.next = self
+                .queue
+                .pop_front()
+                .or_else(|| self.rest.as_mut().and_then(|r| r.next()));
         }
         self.next.take_if(|g| due(g))
     }

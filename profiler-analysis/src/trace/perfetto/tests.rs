@@ -500,3 +500,22 @@ fn what_cannot_be_cut_is_said() {
         assert!(bad.parse::<Iterations>().is_err(), "{bad}");
     }
 }
+
+/// Trace-mode profiles on the CPU without memory figures are drawn one iteration at a time
+/// (`stepwise.rs`): the same slices, lanes and tracks as the JSON trace's whole drawing, on
+/// random profiles (nested, concurrent, samples past their step, in the iteration still running,
+/// out of order in their event).
+#[test]
+fn profiles_drawn_one_iteration_at_a_time_have_the_json_traces_slices() {
+    for seed in 0..400 {
+        let mut p = random_profile(seed, "trace");
+        for e in &mut p.events {
+            e.device = None;
+            e.stream = None;
+            e.memory = None;
+            e.concurrent = seed % 3 == 0 && e.order % 2 == 1;
+        }
+        assert!(crate::trace::stepwise::applies(&p));
+        assert_same(&p, &format!("seed {seed}, one iteration at a time"));
+    }
+}
