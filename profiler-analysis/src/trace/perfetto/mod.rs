@@ -6,8 +6,11 @@
 //! # What is written
 //!
 //! A `Trace` is a sequence of `TracePacket`s (`Trace.packet`, field 1), each written as soon as
-//! it is made: the file is the concatenation of length-delimited packets, so nothing but the
-//! drawing (40 bytes a slice, shared with the JSON trace) and one chunk of output is held.
+//! it is made: the file is the concatenation of length-delimited packets, and no more than a
+//! megabyte of output is held. A `trace`-mode profile on the CPU (without memory figures) is
+//! drawn one iteration at a time (`stepwise.rs`, `write_stepwise`): then what is held is the
+//! profile and one iteration's slices; other profiles are drawn whole first (`layout.rs`, 40
+//! bytes a slice, as for the JSON trace), the same slices in the same order.
 //!
 //! - **Tracks** (`TrackDescriptor`s, first): one process track per process of the JSON trace
 //!   (the program's, `pid` as there, named `<program> rank <rank>`, labelled with the host, mode
