@@ -44,6 +44,9 @@ for f in $FILES; do
     cp "$TMP/$n.trace.json" "$OUT/trace-$n.json" 2>/dev/null
     run "trace-$n-gz" trace "$f" -o "$TMP/$n.trace.json.gz"
     gzip -dc "$TMP/$n.trace.json.gz" >"$OUT/trace-$n-gz.json" 2>/dev/null
+    # Perfetto's protobuf (a build before `--format perfetto` writes JSON there).
+    run "trace-$n-perfetto" trace "$f" -o "$TMP/$n.pftrace"
+    cp "$TMP/$n.pftrace" "$OUT/trace-$n.pftrace" 2>/dev/null
     run "html-$n" html "$f" -o "$TMP/$n.html"
     cp "$TMP/$n.html" "$OUT/html-$n.html" 2>/dev/null
 done
@@ -70,6 +73,8 @@ if command -v python3 >/dev/null; then
         n=$(basename "$f" .json)
         run "trace-$n" trace "$f" -o "$TMP/$n.trace.json"
         cp "$TMP/$n.trace.json" "$OUT/trace-$n.json" 2>/dev/null
+        run "trace-$n-perfetto" trace "$f" -o "$TMP/$n.pftrace"
+        cp "$TMP/$n.pftrace" "$OUT/trace-$n.pftrace" 2>/dev/null
         run "report-$n" report "$f" --format json --group-by layer,phase
         run "report-$n-table" report "$f" --sort total
         run "report-$n-csv" report "$f" --format csv --group-by layer

@@ -220,8 +220,17 @@ fn count_spans(path: &Path) -> (u64, u64) {
     (samples, steps)
 }
 
-/// `prof trace`, `report` and `html` on `events` x `repeat` samples, each within `max_mib`.
-fn trace_report_html(name: &str, events: u32, repeat: u32, layout: Layout, max_mib: f64) {
+/// `prof trace`, `report` and `html` on `events` x `repeat` samples, each within `max_mib`;
+/// with `perfetto`, then `prof trace --format perfetto` too, within `max_mib`, under a fifth of
+/// the JSON trace's size, and the JSON trace's warning (that trace is over a gigabyte).
+fn trace_report_html(
+    name: &str,
+    events: u32,
+    repeat: u32,
+    layout: Layout,
+    max_mib: f64,
+    perfetto: bool,
+) {
     let dir = scratch(name);
     let profile = dir.join("prof.json");
     let written = Instant::now();
@@ -248,10 +257,26 @@ fn trace_report_html(name: &str, events: u32, repeat: u32, layout: Layout, max_m
     }
     let samples = u64::from(events) * u64::from(repeat);
     assert_eq!(count_spans(&trace), (samples, u64::from(repeat)));
+    let json_size = std::fs::metadata(&trace).unwrap().len();
     println!(
         "  trace: {:.0} MB, every sample and step drawn",
-        std::fs::metadata(&trace).unwrap().len() as f64 / 1e6
+        json_size as f64 / 1e6
     );
+    let warned = std::fs::read_to_string(dir.join("trace.stderr")).unwrap();
+    assert_eq!(
+        warned.contains("warning: the JSON trace is") && warned.contains("--format perfetto"),
+        json_size > 1_000_000_000,
+        "{warned}"
+    );
+    if perfetto {
+        std::fs::remove_file(&trace).unwrap();
+        let pf = dir.join("trace.pftrace");
+        let args = ["trace", p, "-o", pf.to_str().unwrap()];
+        start("trace --format perfetto", &args, &dir.join("pftrace.out")).finish(max_mib);
+        let size = std::fs::metadata(&pf).unwrap().len();
+        println!("  perfetto trace: {:.0} MB", size as f64 / 1e6);
+        assert!(size * 4 < json_size, "{size} bytes against {json_size}");
+    }
     let rows = std::fs::read_to_string(&csv).unwrap();
     let event_rows = rows.lines().filter(|l| l.starts_with("event,")).count();
     assert_eq!(event_rows, events as usize);
@@ -266,15 +291,15 @@ fn trace_report_html(name: &str, events: u32, repeat: u32, layout: Layout, max_m
 /// compact JSON, for the test's time in a debug build (the ignored tests read pretty ones).
 #[test]
 fn one_million_samples() {
-    trace_report_html("1m", 1_000, 1_000, Layout::Compact, 200.0);
+    trace_report_html("1m", 1_000, 1_000, Layout::Compact, 200.0, false);
 }
 
-/// Ten million samples (10,000 events x 1,000 iterations: a 420 MB profile, a 4.7 GB trace),
-/// each command under 1 GiB.
+/// Ten million samples (10,000 events x 1,000 iterations: a 420 MB profile, a 4.7 GB trace
+/// that warns it is too large, a 0.97 GB Perfetto trace), each command under 1 GiB.
 #[test]
 #[ignore = "minutes in a debug build: run with --release (see the module documentation)"]
 fn ten_million_samples() {
-    trace_report_html("10m", 10_000, 1_000, Layout::Pretty, 1024.0);
+    trace_report_html("10m", 10_000, 1_000, Layout::Pretty, 1024.0, true);
 }
 
 /// `prof diff` of two 100 MB profiles (2,500 events x 1,000 samples each), under 1 GiB; every

@@ -29,6 +29,16 @@ pub(super) struct Used {
     used_bytes: u64,
 }
 
+impl Used {
+    /// The one series' name.
+    pub(super) const SERIES: &'static str = "used_bytes";
+
+    /// The bytes in use.
+    pub(super) fn bytes(&self) -> u64 {
+        self.used_bytes
+    }
+}
+
 /// The counter events of the devices' memory over the `drawing`'s steps; only devices drawn as
 /// a GPU process (`gpus`) get one.
 pub(super) fn counters(

@@ -29,10 +29,12 @@ pub(super) struct Document<'a> {
     pub(super) cpu_pid: u32,
     /// The `tid` of each lane of each track (`[track][lane]`).
     pub(super) tids: Vec<Vec<u32>>,
+    /// The processes and tracks, named.
+    pub(super) names: meta::Names,
     /// The metadata events, first in `traceEvents`.
     meta: Vec<Value>,
     /// The devices drawn as a GPU process (they get a device memory track).
-    gpus: std::collections::BTreeSet<u32>,
+    pub(super) gpus: std::collections::BTreeSet<u32>,
     /// Per event: `file:line`, and the stream's name when it is not its number.
     sources: Vec<String>,
     stream_names: Vec<Option<&'a str>>,
@@ -42,7 +44,8 @@ impl<'a> Document<'a> {
     pub(super) fn new(profile: &'a Profile, streams: &Streams, drawing: &'a Drawing) -> Self {
         let cpu_pid = cpu_pid(profile.run.pid, streams);
         let tids = lane_tids(&drawing.tracks, streams);
-        let meta = meta::metadata_events(profile, cpu_pid, streams, &drawing.tracks, &tids);
+        let names = meta::Names::of(profile, cpu_pid, streams, &drawing.tracks, &tids);
+        let meta = meta::metadata_events(&names);
         let sources = profile
             .events
             .iter()
@@ -66,6 +69,7 @@ impl<'a> Document<'a> {
             cpu_pid,
             gpus: streams.devices(),
             tids,
+            names,
             meta,
             sources,
             stream_names,
@@ -151,12 +155,45 @@ impl<'a> Document<'a> {
         }
     }
 
+    /// The name, category and `args` of the span of the slice at `pos`, as the JSON trace
+    /// writes them (its `args` as a JSON object).
+    pub(super) fn span_parts(&self, pos: usize) -> (Cow<'_, str>, &'static str, Value) {
+        let span = self.span(pos);
+        let args = serde_json::to_value(&span.args).unwrap_or(Value::Null);
+        (span.name, span.cat, args)
+    }
+
+    /// The `args` every slice of `event`'s samples shares (`trace` mode): those of
+    /// [`sample_span`](Self::sample_span) but `iteration`, `dur_ns` and `offset_ns`.
+    pub(super) fn shared_sample_args(&self, event: usize) -> Value {
+        let track = self.drawing.tracks[self.drawing.event_track[event] as usize].0;
+        serde_json::to_value(self.event_args(event, track)).unwrap_or(Value::Null)
+    }
+
+    /// The category of `event`'s slices.
+    pub(super) fn category_of(&self, event: usize) -> &'static str {
+        category(self.drawing.tracks[self.drawing.event_track[event] as usize].0)
+    }
+
     /// The process a track is in.
     fn pid_of(&self, track: Track) -> u32 {
         match track {
             Track::Cpu => self.cpu_pid,
             Track::Gpu { device, .. } => device,
         }
+    }
+
+    /// The name and `args` of the step of `iteration` (measured `wall_ns`), drawn `drawn_ns`
+    /// long, as the JSON trace writes them.
+    pub(super) fn step_parts(
+        &self,
+        iteration: u64,
+        wall_ns: Option<u64>,
+        drawn_ns: u64,
+    ) -> (String, Value) {
+        let args = self.step_args(iteration, wall_ns, drawn_ns);
+        let args = serde_json::to_value(args).unwrap_or(Value::Null);
+        (format!("{STEP_PREFIX}{iteration}"), args)
     }
 
     /// The `args` of a step span: the iteration and its wall time (`trace` mode), or what the
@@ -300,15 +337,10 @@ impl<'a> Document<'a> {
             Element::Other(gap) => {
                 let (ts, dur) = ts_dur(gap.from, gap.to);
                 Complete {
-                    args: OtherArgs {
-                        dur_ns: gap.to - gap.from,
-                        iteration: gap.iteration,
-                        offset_ns: gap.from - gap.step_start,
-                        what: other::WHAT,
-                    },
+                    args: OtherArgs::of(gap),
                     cat: CPU_CATEGORY,
                     dur,
-                    name: Cow::Borrowed("other"),
+                    name: Cow::Borrowed(other::NAME),
                     ph: "X",
                     pid: self.cpu_pid,
                     tid: self.main_tid(),
@@ -439,9 +471,21 @@ pub(super) struct EventArgs<'a> {
 
 /// The `args` of an `other` span, fields in sorted order.
 #[derive(DeriveSerialize)]
-struct OtherArgs {
+pub(super) struct OtherArgs {
     dur_ns: u64,
     iteration: u64,
     offset_ns: u64,
     what: &'static str,
+}
+
+impl OtherArgs {
+    /// The `args` of the span of `gap`.
+    pub(super) fn of(gap: &Gap) -> Self {
+        OtherArgs {
+            dur_ns: gap.to - gap.from,
+            iteration: gap.iteration,
+            offset_ns: gap.from - gap.step_start,
+            what: other::WHAT,
+        }
+    }
 }

@@ -82,8 +82,9 @@ pub(super) struct Drawing {
 }
 
 impl Drawing {
-    /// Lays out `profile` (see the module documentation).
-    pub(super) fn of(profile: &Profile, streams: &Streams) -> Result<Drawing, TraceError> {
+    /// A drawing of `profile` with its tracks (each with no lane yet) and no slice: what the
+    /// Perfetto trace drawn one iteration at a time (`stepwise.rs`) needs of one.
+    pub(super) fn skeleton(profile: &Profile, streams: &Streams) -> Drawing {
         let tracks = track_table(streams);
         let event_track = profile
             .events
@@ -93,7 +94,7 @@ impl Drawing {
                 tracks.binary_search(&t).map_or(0, |i| i as u32)
             })
             .collect();
-        let mut d = Drawing {
+        Drawing {
             slices: Vec::new(),
             steps: Vec::new(),
             step_at: Vec::new(),
@@ -103,7 +104,12 @@ impl Drawing {
             event_track,
             event_concurrent: profile.events.iter().map(|e| e.concurrent).collect(),
             time_zero: 0,
-        };
+        }
+    }
+
+    /// Lays out `profile` (see the module documentation).
+    pub(super) fn of(profile: &Profile, streams: &Streams) -> Result<Drawing, TraceError> {
+        let mut d = Drawing::skeleton(profile, streams);
         if profile.run.mode == "trace" {
             d.trace_slices(profile)?;
         } else {
@@ -339,8 +345,7 @@ impl Drawing {
     /// Puts every slice on a lane of its track where it nests properly, preferring its
     /// parent's lane; counts the lanes of each track.
     fn assign_lanes(&mut self) {
-        // Per lane of the current track: the stack of open slices.
-        let mut lanes: Vec<Vec<u32>> = Vec::new();
+        let mut lanes = Lanes::default();
         let mut current: Option<u32> = None;
         for i in 0..self.slices.len() {
             let Slice {
@@ -358,45 +363,66 @@ impl Drawing {
                 .unwrap_or(false);
             if current != Some(track) {
                 current = Some(track);
-                lanes.clear();
+                lanes = Lanes::default();
             }
             let preferred = (parent != NONE && self.slices[parent as usize].track == track)
                 .then(|| self.slices[parent as usize].lane as usize);
-            let mut chosen = None;
-            let first = usize::from(beside);
-            for lane in preferred
-                .into_iter()
-                .chain(0..lanes.len())
-                .filter(|&l| l >= first)
-            {
-                let stack = &mut lanes[lane];
-                while let Some(&top) = stack.last() {
-                    if self.slices[top as usize].end <= start {
-                        stack.pop();
-                    } else {
-                        break;
-                    }
-                }
-                if stack
-                    .last()
-                    .is_none_or(|&top| self.slices[top as usize].end >= end)
-                {
-                    chosen = Some(lane);
-                    break;
-                }
-            }
-            let lane = chosen.unwrap_or_else(|| {
-                lanes.push(Vec::new());
-                lanes.len().max(first + 1) - 1
-            });
-            if lanes.len() <= lane {
-                lanes.resize_with(lane + 1, Vec::new);
-            }
-            lanes[lane].push(i as u32);
+            let lane = lanes.place(start, end, preferred, beside);
             self.slices[i].lane = lane as u32;
             let used = &mut self.tracks[track as usize].1;
             *used = (*used).max(lane as u32 + 1);
         }
+    }
+}
+
+/// The lanes of one track while its slices are placed in drawing order: per lane, the ends of
+/// the slices still open on it, innermost last.
+#[derive(Default)]
+pub(super) struct Lanes {
+    open: Vec<Vec<u64>>,
+}
+
+impl Lanes {
+    /// The lane of the slice `[start, end]`, the next in drawing order: the `preferred` one
+    /// (its parent's) if it nests there, else the first where it does (never the first lane for
+    /// a slice `beside` the stepping thread's work), else a new one.
+    pub(super) fn place(
+        &mut self,
+        start: u64,
+        end: u64,
+        preferred: Option<usize>,
+        beside: bool,
+    ) -> usize {
+        let lanes = &mut self.open;
+        let mut chosen = None;
+        let first = usize::from(beside);
+        for lane in preferred
+            .into_iter()
+            .chain(0..lanes.len())
+            .filter(|&l| l >= first)
+        {
+            let stack = &mut lanes[lane];
+            while let Some(&top) = stack.last() {
+                if top <= start {
+                    stack.pop();
+                } else {
+                    break;
+                }
+            }
+            if stack.last().is_none_or(|&top| top >= end) {
+                chosen = Some(lane);
+                break;
+            }
+        }
+        let lane = chosen.unwrap_or_else(|| {
+            lanes.push(Vec::new());
+            lanes.len().max(first + 1) - 1
+        });
+        if lanes.len() <= lane {
+            lanes.resize_with(lane + 1, Vec::new);
+        }
+        lanes[lane].push(end);
+        lane
     }
 }
 
@@ -411,7 +437,7 @@ fn track_table(streams: &Streams) -> Vec<Track> {
 }
 
 /// How many samples of `e` are drawn: those with a duration, an offset and an iteration.
-fn drawn_samples(e: &Event) -> usize {
+pub(super) fn drawn_samples(e: &Event) -> usize {
     e.samples_ns
         .len()
         .min(e.offsets_ns.len())
@@ -419,7 +445,7 @@ fn drawn_samples(e: &Event) -> usize {
 }
 
 /// Event indices in execution order, and `order` to event index.
-fn by_order(events: &[Event]) -> (Vec<usize>, HashMap<u32, usize>) {
+pub(super) fn by_order(events: &[Event]) -> (Vec<usize>, HashMap<u32, usize>) {
     let mut idx: Vec<usize> = (0..events.len()).collect();
     idx.sort_by_key(|&i| (events[i].order, i));
     let mut of_order = HashMap::new();
@@ -430,14 +456,18 @@ fn by_order(events: &[Event]) -> (Vec<usize>, HashMap<u32, usize>) {
 }
 
 /// The event's parent event, when it comes earlier in execution order (so no cycle).
-fn parent_event(events: &[Event], of_order: &HashMap<u32, usize>, i: usize) -> Option<usize> {
+pub(super) fn parent_event(
+    events: &[Event],
+    of_order: &HashMap<u32, usize>,
+    i: usize,
+) -> Option<usize> {
     let p = *of_order.get(&events[i].parent?)?;
     (events[p].order < events[i].order).then_some(p)
 }
 
 /// Where the iterations lie on the trace's time line (`trace` mode): each listed one starts
 /// where the previous ended.
-struct Timeline {
+pub(super) struct Timeline {
     /// Start of each listed iteration, the first at 0.
     starts: Vec<u64>,
     /// The first listed iteration (`iterations.first`).
@@ -447,7 +477,7 @@ struct Timeline {
 }
 
 impl Timeline {
-    fn of(iterations: &Iterations) -> Timeline {
+    pub(super) fn of(iterations: &Iterations) -> Timeline {
         let mut starts = Vec::with_capacity(iterations.wall_ns.len() + 1);
         let mut t = 0u64;
         for w in &iterations.wall_ns {
@@ -463,7 +493,7 @@ impl Timeline {
 
     /// Start of iteration `k`: `wall_ns[k - first]`'s for a listed one; 0 for one before them,
     /// the end of the last for one after them (the iteration still running).
-    fn start(&self, k: u64) -> u64 {
+    pub(super) fn start(&self, k: u64) -> u64 {
         k.checked_sub(self.first)
             .and_then(|i| self.starts.get(usize::try_from(i).ok()?).copied())
             .unwrap_or(if k < self.first { 0 } else { self.end })
@@ -472,7 +502,7 @@ impl Timeline {
 
 /// The iterations drawn as steps, in increasing order: the active window (from the warmup on,
 /// `repeat` of them, as far as they are listed), and any iteration holding a sample.
-fn measured_iterations(profile: &Profile) -> Vec<u64> {
+pub(super) fn measured_iterations(profile: &Profile) -> Vec<u64> {
     // `wall_ns[k]` is iteration `first + k` (`first` is 0 but for a `continuous`-mode file).
     let first = profile.iterations.first;
     let listed_end = first.saturating_add(profile.iterations.wall_ns.len() as u64);

@@ -25,6 +25,17 @@ pub(super) struct Figures {
     peak_bytes: f64,
 }
 
+impl Figures {
+    /// The series with their names, as the JSON trace's `args` sorts them.
+    pub(super) fn series(&self) -> [(&'static str, f64); 3] {
+        [
+            ("alloc_bytes", self.alloc_bytes),
+            ("net_bytes", self.net_bytes),
+            ("peak_bytes", self.peak_bytes),
+        ]
+    }
+}
+
 /// The counter events of the top-level CPU slices, in the order the slices were made, in
 /// process `pid`; none when no event has memory figures.
 pub(super) fn counters<'a>(

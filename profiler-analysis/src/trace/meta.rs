@@ -1,5 +1,7 @@
-//! The metadata events (`"ph": "M"`): the names and sort indices of the processes (the
-//! program's, one per GPU device) and of their tracks.
+//! The processes and tracks of the drawing, named and ordered: the program's process with its
+//! `main` and `concurrent N` tracks, one process per GPU device with a track per stream. Both
+//! formats draw these: the JSON trace as metadata events (`"ph": "M"`, [`metadata_events`]),
+//! the Perfetto trace as track descriptors.
 
 use std::collections::HashMap;
 
@@ -9,18 +11,79 @@ use profiler_format::Profile;
 
 use super::{Streams, Track};
 
-/// Process and thread names and sort indices.
-pub(super) fn metadata_events(
-    profile: &Profile,
-    cpu_pid: u32,
-    streams: &Streams,
-    tracks: &[(Track, u32)],
-    tids: &[Vec<u32>],
-) -> Vec<Value> {
+/// A process of the drawing.
+pub(super) struct Process {
+    pub(super) pid: u32,
+    pub(super) name: String,
+    /// The CPU process's host, mode and clock.
+    pub(super) labels: Option<String>,
+    pub(super) sort_index: u64,
+}
+
+/// A track ("thread") of a process: one lane of a track of the drawing.
+pub(super) struct Thread {
+    pub(super) pid: u32,
+    pub(super) tid: u32,
+    pub(super) name: String,
+    pub(super) sort_index: u64,
+    /// The drawing's track and lane it shows.
+    pub(super) track: u32,
+    pub(super) lane: u32,
+}
+
+/// The processes and their tracks, in the order the JSON trace names them.
+pub(super) struct Names {
+    pub(super) processes: Vec<Process>,
+    pub(super) threads: Vec<Thread>,
+}
+
+impl Names {
+    /// The names of `profile`'s drawing, whose tracks use `tracks` lanes with `tids`.
+    pub(super) fn of(
+        profile: &Profile,
+        cpu_pid: u32,
+        streams: &Streams,
+        tracks: &[(Track, u32)],
+        tids: &[Vec<u32>],
+    ) -> Names {
+        let mut threads = cpu_threads(cpu_pid, tracks);
+        threads.extend(gpu_threads(streams, tracks, tids));
+        Names {
+            processes: processes(profile, cpu_pid, streams),
+            threads,
+        }
+    }
+}
+
+/// Process and thread names and sort indices, as metadata events.
+pub(super) fn metadata_events(names: &Names) -> Vec<Value> {
     let mut out = Vec::new();
-    process_metadata(profile, cpu_pid, streams, &mut out);
-    cpu_thread_metadata(cpu_pid, tracks, &mut out);
-    gpu_thread_metadata(streams, tracks, tids, &mut out);
+    for p in &names.processes {
+        out.push(meta("process_name", p.pid, 0, json!({ "name": p.name })));
+        if let Some(labels) = &p.labels {
+            out.push(meta(
+                "process_labels",
+                p.pid,
+                0,
+                json!({ "labels": labels }),
+            ));
+        }
+        out.push(meta(
+            "process_sort_index",
+            p.pid,
+            0,
+            json!({ "sort_index": p.sort_index }),
+        ));
+    }
+    for t in &names.threads {
+        out.push(meta("thread_name", t.pid, t.tid, json!({ "name": t.name })));
+        out.push(meta(
+            "thread_sort_index",
+            t.pid,
+            t.tid,
+            json!({ "sort_index": t.sort_index }),
+        ));
+    }
     out
 }
 
@@ -31,99 +94,80 @@ fn meta(name: &str, pid: u32, tid: u32, args: Value) -> Value {
 
 /// The CPU process (named after the program and rank, labelled with the host, mode and clock,
 /// first) and one process per GPU device, after it.
-fn process_metadata(profile: &Profile, cpu_pid: u32, streams: &Streams, out: &mut Vec<Value>) {
+fn processes(profile: &Profile, cpu_pid: u32, streams: &Streams) -> Vec<Process> {
     let run = &profile.run;
-    out.push(meta(
-        "process_name",
-        cpu_pid,
-        0,
-        json!({ "name": format!("{} rank {}", run.program, run.rank) }),
-    ));
-    out.push(meta(
-        "process_labels",
-        cpu_pid,
-        0,
-        json!({ "labels": format!("host {}, {} mode, {} clock", run.host, run.mode, run.clock) }),
-    ));
-    out.push(meta(
-        "process_sort_index",
-        cpu_pid,
-        0,
-        json!({ "sort_index": 0 }),
-    ));
+    let mut out = vec![Process {
+        pid: cpu_pid,
+        name: format!("{} rank {}", run.program, run.rank),
+        labels: Some(format!(
+            "host {}, {} mode, {} clock",
+            run.host, run.mode, run.clock
+        )),
+        sort_index: 0,
+    }];
     for device in streams.devices() {
-        out.push(meta(
-            "process_name",
-            device,
-            0,
-            json!({ "name": format!("GPU {device}") }),
-        ));
-        out.push(meta(
-            "process_sort_index",
-            device,
-            0,
-            json!({ "sort_index": device as u64 + 1 }),
-        ));
+        out.push(Process {
+            pid: device,
+            name: format!("GPU {device}"),
+            labels: None,
+            sort_index: device as u64 + 1,
+        });
     }
+    out
 }
 
 /// The CPU tracks: `main`, then `concurrent 1`, `concurrent 2`, ...
-fn cpu_thread_metadata(cpu_pid: u32, tracks: &[(Track, u32)], out: &mut Vec<Value>) {
+fn cpu_threads(cpu_pid: u32, tracks: &[(Track, u32)]) -> Vec<Thread> {
     // Every CPU lane up to the last used, so that `main` is named even with no event.
-    let cpu_lanes = tracks
+    let (track, lanes) = tracks
         .iter()
-        .find(|(t, _)| *t == Track::Cpu)
-        .map_or(0, |&(_, lanes)| lanes)
-        .max(1);
-    for lane in 0..cpu_lanes {
-        let name = if lane == 0 {
-            "main".to_string()
-        } else {
-            format!("concurrent {lane}")
-        };
-        let tid = lane + 1;
-        out.push(meta("thread_name", cpu_pid, tid, json!({ "name": name })));
-        out.push(meta(
-            "thread_sort_index",
-            cpu_pid,
-            tid,
-            json!({ "sort_index": lane }),
-        ));
-    }
+        .enumerate()
+        .find(|(_, (t, _))| *t == Track::Cpu)
+        .map_or((0, 0), |(i, &(_, lanes))| (i as u32, lanes));
+    (0..lanes.max(1))
+        .map(|lane| Thread {
+            pid: cpu_pid,
+            tid: lane + 1,
+            name: if lane == 0 {
+                "main".to_string()
+            } else {
+                format!("concurrent {lane}")
+            },
+            sort_index: lane as u64,
+            track,
+            lane,
+        })
+        .collect()
 }
 
 /// The GPU tracks in use: `stream <stream>`, and `stream <stream> (concurrent 1)`, ... sorted
 /// after their stream.
-fn gpu_thread_metadata(
-    streams: &Streams,
-    tracks: &[(Track, u32)],
-    tids: &[Vec<u32>],
-    out: &mut Vec<Value>,
-) {
+fn gpu_threads(streams: &Streams, tracks: &[(Track, u32)], tids: &[Vec<u32>]) -> Vec<Thread> {
     let stream_names: HashMap<(u32, u32), &str> = streams
         .tids
         .iter()
         .map(|((d, name), &tid)| ((*d, tid), name.as_str()))
         .collect();
-    let lanes = tracks
-        .iter()
-        .zip(tids)
-        .flat_map(|(&(track, _), tids)| tids.iter().enumerate().map(move |(l, &t)| (track, l, t)));
-    for (track, lane, tid) in lanes {
-        if let Track::Gpu { device, stream } = track {
+    let mut out = Vec::new();
+    for (i, (&(track, _), tids)) in tracks.iter().zip(tids).enumerate() {
+        let Track::Gpu { device, stream } = track else {
+            continue;
+        };
+        for (lane, &tid) in tids.iter().enumerate() {
             let base = format!("stream {}", stream_names[&(device, stream)]);
-            let name = if lane == 0 {
-                base
-            } else {
-                format!("{base} (concurrent {lane})")
-            };
-            out.push(meta("thread_name", device, tid, json!({ "name": name })));
-            out.push(meta(
-                "thread_sort_index",
-                device,
+            out.push(Thread {
+                pid: device,
                 tid,
-                json!({ "sort_index": (stream as u64) * 1000 + lane as u64 }),
-            ));
+                name: if lane == 0 {
+                    base
+                } else {
+                    format!("{base} (concurrent {lane})")
+                },
+                sort_index: (stream as u64) * 1000 + lane as u64,
+                track: i as u32,
+                lane: lane as u32,
+            });
         }
     }
+    out
 }

@@ -1,7 +1,12 @@
 //! `prof trace`: a profile as a Chrome Trace Event Format document that opens in
 //! [Perfetto](https://ui.perfetto.dev) (or `chrome://tracing`) and that
 //! [HolisticTraceAnalysis](https://github.com/facebookresearch/HolisticTraceAnalysis) (HTA) loads
-//! like a PyTorch profiler (Kineto) trace.
+//! like a PyTorch profiler (Kineto) trace ([`write_chrome_trace`]); or the same drawing as a
+//! Perfetto protobuf trace ([`write_perfetto_trace`]), about a fifth of the size, for profiles
+//! whose JSON trace is too large for Perfetto's UI (HTA reads only the JSON). Both formats are
+//! made from one layout (`layout.rs`: the slices, their times, parents and lanes) and one list
+//! of processes and tracks (`meta.rs`), and carry the same names and `args` (`emit.rs`), so
+//! they show the same slices; `perfetto/mod.rs` says how the protobuf is written.
 //!
 //! # What is drawn
 //!
@@ -103,7 +108,8 @@
 //! the 40 bytes of its place in the drawing (`layout.rs`), so a `trace`-mode profile of ten
 //! million samples is drawn in about 650 MB, the profile included.
 //! [`chrome_trace`] builds the same document as a `serde_json::Value`, which takes about a
-//! kilobyte per slice: for tests and small profiles.
+//! kilobyte per slice: for tests and small profiles. [`write_perfetto_trace`] streams the same
+//! drawing packet by packet: ten million samples make 0.97 GB instead of the JSON's 4.7 GB.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -113,6 +119,8 @@ use serde_json::Value;
 use profiler_format::{quantiles, Event, Profile};
 
 use layout::Drawing;
+
+pub use cut::{keep_iterations, CutError, Iterations};
 
 /// Prefix of the iteration spans, as PyTorch's profiler names them and HTA looks for them.
 pub const STEP_PREFIX: &str = "ProfilerStep#";
@@ -182,6 +190,29 @@ pub fn write_chrome_trace(
     let drawing = Drawing::of(profile, &streams)?;
     let doc = emit::Document::new(profile, &streams, &drawing);
     stream::write(&doc, out).map_err(TraceError::Io)
+}
+
+/// Writes the profile as a Perfetto protobuf trace (what Perfetto records natively, a
+/// `.pftrace`) to `out`: the slices, tracks and counters of [`write_chrome_trace`]'s document,
+/// with the same names, times and `args`, packet by packet (see the `perfetto` module's
+/// documentation in the source, `trace/perfetto/mod.rs`). Far smaller than the JSON (ten million
+/// samples: about a fifth), for profiles whose JSON trace is too large to open; HTA reads only
+/// the JSON. `out` is not flushed.
+pub fn write_perfetto_trace(
+    profile: &Profile,
+    out: impl std::io::Write + Send,
+) -> Result<(), TraceError> {
+    let streams = Streams::of(&profile.events);
+    if stepwise::applies(profile) {
+        // Drawn one iteration at a time: only the tracks are laid out first.
+        let skeleton = Drawing::skeleton(profile, &streams);
+        let drawing = stepwise::Stepwise::new(profile)?;
+        let doc = emit::Document::new(profile, &streams, &skeleton);
+        return perfetto::write_stepwise(&doc, drawing, out).map_err(TraceError::Io);
+    }
+    let drawing = Drawing::of(profile, &streams)?;
+    let doc = emit::Document::new(profile, &streams, &drawing);
+    perfetto::write(&doc, out).map_err(TraceError::Io)
 }
 
 /// Where a slice is drawn: the CPU process, or a GPU device's stream (`stream` is its `tid`).
@@ -300,7 +331,9 @@ struct Counter<A> {
     ph: &'static str,
     pid: u32,
     tid: u32,
-    ts: f64,
+    /// When, in nanoseconds from time 0 (written as `ts`, in microseconds).
+    #[serde(rename = "ts", serialize_with = "micros_of")]
+    at_ns: u64,
 }
 
 impl<A> Counter<A> {
@@ -312,9 +345,14 @@ impl<A> Counter<A> {
             ph: "C",
             pid,
             tid: 0,
-            ts: micros(at_ns),
+            at_ns,
         }
     }
+}
+
+/// Serializes nanoseconds as `micros` makes them.
+fn micros_of<S: serde::Serializer>(ns: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(micros(*ns))
 }
 
 /// `ts` and `dur` in microseconds of the span `[start, end]` (ns). `ts` is the float nearest
@@ -361,12 +399,15 @@ fn duration_stats(e: &Event) -> profiler_format::Stats {
     }
 }
 
+mod cut;
 mod device_memory;
 mod emit;
 mod layout;
 mod memory;
 mod meta;
 mod other;
+mod perfetto;
+mod stepwise;
 mod stream;
 
 #[cfg(test)]

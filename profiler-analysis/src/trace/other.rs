@@ -9,6 +9,9 @@
 
 use super::layout::{Drawing, Slice, NONE};
 
+/// The name of an `other` slice.
+pub(super) const NAME: &str = "other";
+
 /// What `args.what` says of an `other` slice.
 pub const WHAT: &str = "time of the step no top-level event covers";
 
@@ -74,23 +77,32 @@ fn step_gaps<'a>(
 ) -> Vec<Gap> {
     let step = &drawing.slices[drawing.step_at[t] as usize];
     let iteration = drawing.steps[t].iteration;
+    let spans = children.map(|c| (c.start, c.end));
+    gaps_between(iteration, (step.start, step.end), spans)
+}
+
+/// The gaps of the step of `iteration` spanning `step` between its top-level `children`'s
+/// spans.
+pub(super) fn gaps_between(
+    iteration: u64,
+    step: (u64, u64),
+    children: impl Iterator<Item = (u64, u64)>,
+) -> Vec<Gap> {
+    let (start, end) = step;
     let mut covered: Vec<(u64, u64)> = children
-        .map(|c| (c.start.max(step.start), c.end.min(step.end)))
+        .map(|(a, b)| (a.max(start), b.min(end)))
         .filter(|(a, b)| a < b)
         .collect();
     covered.sort_unstable();
-    let len = step.end.saturating_sub(step.start);
+    let len = end.saturating_sub(start);
     let floor = (len / 200).max(1_000);
-    let mut cursor = step.start;
+    let mut cursor = start;
     let mut out = Vec::new();
-    for (a, b) in covered
-        .into_iter()
-        .chain(std::iter::once((step.end, step.end)))
-    {
+    for (a, b) in covered.into_iter().chain(std::iter::once((end, end))) {
         if a > cursor && a - cursor >= floor {
             out.push(Gap {
                 iteration,
-                step_start: step.start,
+                step_start: start,
                 from: cursor,
                 to: a,
             });

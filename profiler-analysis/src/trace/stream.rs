@@ -28,19 +28,28 @@ const CHUNK: usize = 1 << 20;
 /// thread and written on another, in chunks: writing gigabytes costs the kernel (or a gzip
 /// encoder in `out`) about as much time as making them, and the two overlap.
 pub(super) fn write(doc: &Document, out: impl Write + Send) -> io::Result<()> {
+    in_chunks(out, |sink| make(doc, sink))
+}
+
+/// Runs `make`, which fills the [`Sink`] it is given, on this thread, while another writes the
+/// chunks it hands over to `out` (the Perfetto trace is written so too).
+pub(super) fn in_chunks(
+    out: impl Write + Send,
+    make: impl FnOnce(&mut Sink) -> io::Result<()>,
+) -> io::Result<()> {
     // Chunks made and not yet written: a few megabytes at most.
     let (full, to_write) = mpsc::sync_channel::<Vec<u8>>(2);
     let (written, to_reuse) = mpsc::channel::<Vec<u8>>();
     std::thread::scope(|scope| {
         let writer = scope.spawn(move || drain(out, to_write, written));
-        let made = make(
-            doc,
-            Sink {
-                buf: Vec::with_capacity(CHUNK + 4096),
-                full,
-                reuse: to_reuse,
-            },
-        );
+        let mut sink = Sink {
+            buf: Vec::with_capacity(CHUNK + 4096),
+            full,
+            reuse: to_reuse,
+        };
+        let made = make(&mut sink).and_then(|()| sink.hand_over());
+        // Closes the channel, so that the writer stops.
+        drop(sink);
         let wrote = writer
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the trace's writer thread panicked")));
@@ -67,7 +76,7 @@ fn drain(
 }
 
 /// Makes the text of `doc`, chunk by chunk, into `sink`.
-fn make(doc: &Document, mut sink: Sink) -> io::Result<()> {
+fn make(doc: &Document, sink: &mut Sink) -> io::Result<()> {
     let buf = &mut sink.buf;
     buf.extend_from_slice(b"{\n  \"deviceProperties\": [],\n  \"displayTimeUnit\": \"ms\",\n");
     buf.extend_from_slice(b"  \"distributedInfo\": ");
@@ -97,7 +106,7 @@ fn make(doc: &Document, mut sink: Sink) -> io::Result<()> {
     buf.extend_from_slice(b",\n  \"traceName\": ");
     at_depth(buf, 1, &doc.trace_name())?;
     buf.extend_from_slice(b"\n}");
-    sink.hand_over()
+    Ok(())
 }
 
 /// Writes the span of the slice at `pos` from its event's template, when it shows a sample and
@@ -229,15 +238,16 @@ fn at_depth(buf: &mut Vec<u8>, depth: usize, value: &impl Serialize) -> io::Resu
 
 /// The chunk being made, and the way to the writer's thread: full chunks go there, written
 /// ones come back to be filled again.
-struct Sink {
-    buf: Vec<u8>,
+pub(super) struct Sink {
+    /// The chunk being made.
+    pub(super) buf: Vec<u8>,
     full: mpsc::SyncSender<Vec<u8>>,
     reuse: mpsc::Receiver<Vec<u8>>,
 }
 
 impl Sink {
     /// Hands the chunk over once it holds [`CHUNK`] bytes.
-    fn hand_over_if_full(&mut self) -> io::Result<()> {
+    pub(super) fn hand_over_if_full(&mut self) -> io::Result<()> {
         if self.buf.len() < CHUNK {
             return Ok(());
         }
@@ -250,8 +260,9 @@ impl Sink {
     }
 
     /// Hands the last chunk over.
-    fn hand_over(self) -> io::Result<()> {
-        self.full.send(self.buf).map_err(|_| stopped())
+    fn hand_over(&mut self) -> io::Result<()> {
+        let last = std::mem::take(&mut self.buf);
+        self.full.send(last).map_err(|_| stopped())
     }
 }
 

@@ -3,7 +3,7 @@
 use super::*;
 use profiler_format::{Iterations, Run, Stats, SCHEMA};
 
-fn event(order: u32, name: &str, parent: Option<u32>) -> Event {
+pub(super) fn event(order: u32, name: &str, parent: Option<u32>) -> Event {
     Event {
         id: format!("t::{name}"),
         name: name.into(),
@@ -29,7 +29,7 @@ fn event(order: u32, name: &str, parent: Option<u32>) -> Event {
     }
 }
 
-fn with_samples(mut e: Event, samples: &[(u32, u64, u64)]) -> Event {
+pub(super) fn with_samples(mut e: Event, samples: &[(u32, u64, u64)]) -> Event {
     e.sample_iters = samples.iter().map(|s| s.0).collect();
     e.offsets_ns = samples.iter().map(|s| s.1).collect();
     e.samples_ns = samples.iter().map(|s| s.2).collect();
@@ -37,7 +37,13 @@ fn with_samples(mut e: Event, samples: &[(u32, u64, u64)]) -> Event {
     e
 }
 
-fn profile(mode: &str, warmup: u32, repeat: u32, walls: Vec<u64>, events: Vec<Event>) -> Profile {
+pub(super) fn profile(
+    mode: &str,
+    warmup: u32,
+    repeat: u32,
+    walls: Vec<u64>,
+    events: Vec<Event>,
+) -> Profile {
     Profile {
         schema: SCHEMA.into(),
         complete: true,
@@ -410,7 +416,7 @@ fn memory_figures_become_a_counter_track() {
 /// A random profile of `mode` from `seed`: nested events (a parent earlier in the order), GPU
 /// events on named and numbered streams, memory figures, merged events, samples in the
 /// iteration still running and past their step's end, ids that look like numbers.
-fn random_profile(seed: u64, mode: &str) -> Profile {
+pub(super) fn random_profile(seed: u64, mode: &str) -> Profile {
     use crate::stats::SplitMix64;
     let mut rng = SplitMix64::new(seed);
     let iterations = 1 + rng.below(6);
