@@ -156,10 +156,12 @@ fn run_with_tool(root: &Path, work: &Path) -> Result<String, String> {
         return Err(String::from_utf8_lossy(&built.stderr).into_owned());
     }
     let seen = work.join("seen.txt");
+    // The child test's path, from this module's (so that it follows the module if it moves).
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
     let child = Command::new(std::env::current_exe().expect("the test binary"))
         .args([
             "--exact",
-            "device::cuda::nvtx_tool::nvtx_child_pushes_the_ranges",
+            &format!("{module}::nvtx_child_pushes_the_ranges"),
         ])
         .env("LD_LIBRARY_PATH", lib.parent().expect("a parent"))
         .env("NVTX_INJECTION64_PATH", &tool)
