@@ -8,6 +8,8 @@
 //! cannot be imported it is skipped with a note on stderr, unless `PROF_REQUIRE_HTA=1`, which
 //! makes that a failure (CI sets it).
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -454,13 +456,6 @@ fn expectations(profile: &Profile, trace: &Value, ranks: &[u32]) -> Value {
     })
 }
 
-fn python() -> String {
-    std::env::var("PROF_HTA_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| "python3".into())
-}
-
 fn checker() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hta_check.py")
 }
@@ -468,26 +463,13 @@ fn checker() -> PathBuf {
 /// The interpreter to run HTA with, or `None` (after a note on stderr) when HTA is not there
 /// and not required.
 fn hta() -> Option<String> {
-    let python = python();
-    let why = match Command::new(&python).arg(checker()).arg("--probe").output() {
-        Ok(out) if out.status.success() => return Some(python),
-        Ok(out) => String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .last()
-            .unwrap_or("")
-            .to_string(),
-        Err(e) => format!("cannot run {python}: {e}"),
-    };
-    let msg = format!(
-        "HolisticTraceAnalysis cannot be imported by `{python}` ({why}); install it with \
-         `{python} -m pip install HolisticTraceAnalysis` or set PROF_HTA_PYTHON to an \
-         interpreter that has it"
-    );
-    if std::env::var("PROF_REQUIRE_HTA").as_deref() == Ok("1") {
-        panic!("PROF_REQUIRE_HTA=1: {msg}");
-    }
-    eprintln!("HTA check skipped: {msg}");
-    None
+    common::python_tool(
+        "PROF_HTA_PYTHON",
+        &checker(),
+        "HolisticTraceAnalysis",
+        "HolisticTraceAnalysis",
+        "PROF_REQUIRE_HTA",
+    )
 }
 
 /// Runs the HTA check on `dir`; Ok(its output) when it passes, Err(its output) when not.

@@ -12,6 +12,8 @@
 //! Where the `perfetto` package cannot be imported it is skipped with a note on stderr, unless
 //! `PROF_REQUIRE_PERFETTO=1`, which makes that a failure (CI sets it).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -269,30 +271,13 @@ fn bad_outputs_and_inputs_fail_cleanly() {
 
 /// The interpreter with the `perfetto` package, or None (skipped, unless required).
 fn perfetto_python() -> Option<String> {
-    let python = std::env::var("PROF_PERFETTO_PYTHON").unwrap_or_else(|_| "python3".into());
-    let probe = Command::new(&python)
-        .arg(data("tests/perfetto_check.py"))
-        .arg("--probe")
-        .output();
-    let why = match probe {
-        Ok(out) if out.status.success() => return Some(python),
-        Ok(out) => String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .last()
-            .unwrap_or("")
-            .to_string(),
-        Err(e) => format!("cannot run {python}: {e}"),
-    };
-    let msg = format!(
-        "Perfetto's protos cannot be imported by `{python}` ({why}); install them with \
-         `{python} -m pip install perfetto protobuf` or set PROF_PERFETTO_PYTHON to an \
-         interpreter that has them"
-    );
-    if std::env::var("PROF_REQUIRE_PERFETTO").as_deref() == Ok("1") {
-        panic!("PROF_REQUIRE_PERFETTO=1: {msg}");
-    }
-    eprintln!("Perfetto check skipped: {msg}");
-    None
+    common::python_tool(
+        "PROF_PERFETTO_PYTHON",
+        &data("tests/perfetto_check.py"),
+        "Perfetto's protos",
+        "perfetto protobuf",
+        "PROF_REQUIRE_PERFETTO",
+    )
 }
 
 /// `--iterations` cuts either format to the steps asked for; a sample-mode profile or a range

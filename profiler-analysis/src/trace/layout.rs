@@ -200,13 +200,7 @@ impl Drawing {
     fn push_samples(&mut self, profile: &Profile, timeline: &Timeline) {
         let events = &profile.events;
         let (idx, of_order) = by_order(events);
-        let parents: Vec<Option<usize>> = (0..events.len())
-            .map(|i| parent_event(events, &of_order, i))
-            .collect();
-        let mut is_parent = vec![false; events.len()];
-        for p in parents.iter().flatten() {
-            is_parent[*p] = true;
-        }
+        let (parents, is_parent) = parents(events, &of_order);
         // For each event that is a parent: its first slice, and its samples by iteration.
         let mut drawn: HashMap<usize, (u32, Vec<(u32, u32)>)> = HashMap::new();
         let mut first_sample = vec![0; events.len()];
@@ -463,6 +457,21 @@ pub(super) fn parent_event(
 ) -> Option<usize> {
     let p = *of_order.get(&events[i].parent?)?;
     (events[p].order < events[i].order).then_some(p)
+}
+
+/// Each event's parent event ([`parent_event`]), and whether it is some event's parent.
+pub(super) fn parents(
+    events: &[Event],
+    of_order: &HashMap<u32, usize>,
+) -> (Vec<Option<usize>>, Vec<bool>) {
+    let parents: Vec<Option<usize>> = (0..events.len())
+        .map(|i| parent_event(events, of_order, i))
+        .collect();
+    let mut is_parent = vec![false; events.len()];
+    for p in parents.iter().flatten() {
+        is_parent[*p] = true;
+    }
+    (parents, is_parent)
 }
 
 /// Where the iterations lie on the trace's time line (`trace` mode): each listed one starts

@@ -23,9 +23,7 @@ use std::collections::HashMap;
 
 use profiler_format::{Event, Profile};
 
-use super::layout::{
-    by_order, drawn_samples, measured_iterations, parent_event, Lanes, Timeline, NONE,
-};
+use super::layout::{by_order, drawn_samples, measured_iterations, parents, Lanes, Timeline, NONE};
 use super::other::{gaps_between, Gap};
 use super::{gpu_key, TraceError};
 
@@ -111,13 +109,7 @@ impl<'a> Stepwise<'a> {
             return Err(TraceError::TooLarge(total));
         }
         let (idx, of_order) = by_order(events);
-        let parents: Vec<Option<usize>> = (0..events.len())
-            .map(|i| parent_event(events, &of_order, i))
-            .collect();
-        let mut is_parent = vec![false; events.len()];
-        for p in parents.iter().flatten() {
-            is_parent[*p] = true;
-        }
+        let (parents, is_parent) = parents(events, &of_order);
         let mut first_made = vec![0; events.len()];
         let mut made = iterations.len() as u32;
         for &i in &idx {

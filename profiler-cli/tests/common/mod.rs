@@ -47,3 +47,38 @@ pub fn slowed_copy(source: &Path, name: &str, factor: f64, dest: &Path) {
     }
     std::fs::write(dest, serde_json::to_vec(&v).unwrap()).unwrap();
 }
+
+/// The interpreter for a Python check that a test drives (HolisticTraceAnalysis, Perfetto's
+/// protos): `$var` if set and not empty, else `python3`, when `checker --probe` succeeds with
+/// it. Otherwise `None`, after a note on stderr of what is missing (`what`) and how to install it
+/// (`packages`), or a panic when `$require` is `1` (as in CI).
+pub fn python_tool(
+    var: &str,
+    checker: &Path,
+    what: &str,
+    packages: &str,
+    require: &str,
+) -> Option<String> {
+    let python = std::env::var(var)
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    let why = match Command::new(&python).arg(checker).arg("--probe").output() {
+        Ok(out) if out.status.success() => return Some(python),
+        Ok(out) => String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string(),
+        Err(e) => format!("cannot run {python}: {e}"),
+    };
+    let msg = format!(
+        "{what} cannot be imported by `{python}` ({why}); install with `{python} -m pip install \
+         {packages}` or set {var} to an interpreter that has it"
+    );
+    if std::env::var(require).as_deref() == Ok("1") {
+        panic!("{require}=1: {msg}");
+    }
+    eprintln!("{what} check skipped: {msg}");
+    None
+}
