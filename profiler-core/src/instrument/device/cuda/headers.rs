@@ -493,8 +493,9 @@ fn load(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn ffi_matches_the_nvidia_headers_and_libraries() {
+/// The package directories of `PROF_NVIDIA_PACKAGES`, or `None` (after a `SKIPPED` line naming
+/// `test`) when there are none and `PROF_REQUIRE_NVIDIA_HEADERS=1` does not require them.
+pub(super) fn package_roots(test: &str) -> Option<Vec<PathBuf>> {
     let packages = std::env::var("PROF_NVIDIA_PACKAGES").unwrap_or_default();
     let required = std::env::var("PROF_REQUIRE_NVIDIA_HEADERS").is_ok_and(|v| v == "1");
     let roots: Vec<PathBuf> = std::env::split_paths(&packages)
@@ -508,10 +509,18 @@ fn ffi_matches_the_nvidia_headers_and_libraries() {
         use std::io::Write;
         let _ = writeln!(
             std::io::stderr(),
-            "SKIPPED (set PROF_NVIDIA_PACKAGES): ffi_matches_the_nvidia_headers_and_libraries"
+            "SKIPPED (set PROF_NVIDIA_PACKAGES): {test}"
         );
-        return;
+        return None;
     }
+    Some(roots)
+}
+
+#[test]
+fn ffi_matches_the_nvidia_headers_and_libraries() {
+    let Some(roots) = package_roots("ffi_matches_the_nvidia_headers_and_libraries") else {
+        return;
+    };
     let mut failures = Vec::new();
     for (i, root) in roots.iter().enumerate() {
         assert!(root.is_dir(), "{}: not a directory", root.display());

@@ -9,10 +9,10 @@
 //! Like the header test, it runs for each directory of `PROF_NVIDIA_PACKAGES` and is required
 //! with `PROF_REQUIRE_NVIDIA_HEADERS=1`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use super::headers::{first, one};
+use super::headers::{first, one, package_roots};
 use super::nvtx::{self, Nvtx};
 use crate::instrument::device::RangeInfo;
 
@@ -179,23 +179,9 @@ fn run_with_tool(root: &Path, work: &Path) -> Result<String, String> {
 
 #[test]
 fn nvtx_ranges_reach_an_injected_tool() {
-    let packages = std::env::var("PROF_NVIDIA_PACKAGES").unwrap_or_default();
-    let required = std::env::var("PROF_REQUIRE_NVIDIA_HEADERS").is_ok_and(|v| v == "1");
-    let roots: Vec<PathBuf> = std::env::split_paths(&packages)
-        .filter(|p| !p.as_os_str().is_empty())
-        .collect();
-    if roots.is_empty() {
-        assert!(
-            !required,
-            "PROF_REQUIRE_NVIDIA_HEADERS=1 but PROF_NVIDIA_PACKAGES is empty"
-        );
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED (set PROF_NVIDIA_PACKAGES): nvtx_ranges_reach_an_injected_tool"
-        );
+    let Some(roots) = package_roots("nvtx_ranges_reach_an_injected_tool") else {
         return;
-    }
+    };
     for (i, root) in roots.iter().enumerate() {
         let work = std::env::temp_dir().join(format!("prof-nvtx-{}-{i}", std::process::id()));
         std::fs::create_dir_all(&work).expect("a temporary directory");
