@@ -34,12 +34,16 @@ const BEGIN: &str = "<!-- diff-corpus table: profiler-cli/tests/diff_corpus.rs c
 const END: &str = "<!-- end of the diff-corpus table -->";
 
 fn load(file: &str) -> Profile {
-    let path = corpus().join(file);
+    load_gz(&corpus().join(file))
+}
+
+/// A gzipped profile.
+fn load_gz(path: &Path) -> Profile {
     let mut bytes = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
         .read_to_end(&mut bytes)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    parse_profile(&bytes, &path).unwrap_or_else(|e| panic!("{e}"))
+    parse_profile(&bytes, path).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The (before, after) files of a comparison, as scripts/diff_acceptance.py pairs them: each
@@ -213,6 +217,15 @@ fn verdicts_on_the_recorded_corpus_are_those_the_docs_state() {
     }
 }
 
+/// The events a comparison names regressed or improved, as "name verdict".
+fn named(d: &diff::Diff) -> Vec<String> {
+    d.events
+        .iter()
+        .filter(|e| matches!(e.verdict, Verdict::Regressed | Verdict::Improved))
+        .map(|e| format!("{} {}", e.identity.name, e.verdict.as_str()))
+        .collect()
+}
+
 /// Several runs a side (`prof diff b1 b2 ... -- a1 a2 ...`), on the same recorded runs: the run
 /// as the unit sees what one run against one cannot. Quiet runs of each program: two against
 /// two of the same code name nothing; the 20% and 75% slower layers are named, alone, against
@@ -227,13 +240,6 @@ fn several_runs_a_side_see_what_one_run_cannot() {
     let runs = |program: &str, kind: &str, ks: &[u32]| -> Vec<Profile> {
         ks.iter()
             .map(|k| load(&format!("{program}-quiet-{kind}-{k}.json.gz")))
-            .collect()
-    };
-    let named = |d: &diff::Diff| -> Vec<String> {
-        d.events
-            .iter()
-            .filter(|e| matches!(e.verdict, Verdict::Regressed | Verdict::Improved))
-            .map(|e| format!("{} {}", e.identity.name, e.verdict.as_str()))
             .collect()
     };
     for (program, target) in [("waits", "forward"), ("dlrm", "top_backward")] {
@@ -276,21 +282,8 @@ fn sides_under_different_load_are_inconclusive() {
     let runs = |program: &str, kind: &str, ks: &[u32]| -> Vec<Profile> {
         ks.iter()
             .map(|k| {
-                let path =
-                    root().join(format!("tests/data/ab-corpus/{program}-{kind}-{k}.json.gz"));
-                let mut bytes = Vec::new();
-                flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
-                    .read_to_end(&mut bytes)
-                    .unwrap();
-                parse_profile(&bytes, &path).unwrap_or_else(|e| panic!("{e}"))
+                load_gz(&root().join(format!("tests/data/ab-corpus/{program}-{kind}-{k}.json.gz")))
             })
-            .collect()
-    };
-    let named = |d: &diff::Diff| -> Vec<String> {
-        d.events
-            .iter()
-            .filter(|e| matches!(e.verdict, Verdict::Regressed | Verdict::Improved))
-            .map(|e| format!("{} {}", e.identity.name, e.verdict.as_str()))
             .collect()
     };
     for (program, target) in [("waits", "forward"), ("dlrm", "top_backward")] {
