@@ -150,14 +150,10 @@ fn the_format_follows_the_flag_or_the_name() {
     );
 }
 
-/// The traces of known profiles are the bytes kept beside them: the encoding does not drift
-/// between versions unnoticed. `PROF_BLESS=1` writes them anew.
-#[test]
-fn known_profiles_make_the_kept_perfetto_traces() {
-    let dir = scratch("golden");
-    let bless = std::env::var_os("PROF_BLESS").is_some();
-    let shapes = shapes(&dir);
-    for (file, kept) in [
+/// The profiles whose Perfetto traces are kept (`tests/data/trace/`), with the kept file's name:
+/// the dlrm example in `trace` and `sample` mode, and `shapes` (written into `dir`).
+fn known(dir: &Path) -> [(PathBuf, &'static str); 3] {
+    [
         (
             data("tests/data/trace/dlrm-trace.json"),
             "dlrm-trace.pftrace",
@@ -166,8 +162,17 @@ fn known_profiles_make_the_kept_perfetto_traces() {
             data("tests/data/trace/dlrm-sample.json"),
             "dlrm-sample.pftrace",
         ),
-        (shapes, "shapes.pftrace"),
-    ] {
+        (shapes(dir), "shapes.pftrace"),
+    ]
+}
+
+/// The traces of known profiles are the bytes kept beside them: the encoding does not drift
+/// between versions unnoticed. `PROF_BLESS=1` writes them anew.
+#[test]
+fn known_profiles_make_the_kept_perfetto_traces() {
+    let dir = scratch("golden");
+    let bless = std::env::var_os("PROF_BLESS").is_some();
+    for (file, kept) in known(&dir) {
         let out = dir.join(kept);
         trace(&file, &out, &[]);
         let got = std::fs::read(&out).unwrap();
@@ -196,18 +201,7 @@ fn perfettos_protos_read_the_same_slices_as_the_json_trace() {
         return;
     };
     let dir = scratch("official");
-    let shapes = shapes(&dir);
-    for (file, kept) in [
-        (
-            data("tests/data/trace/dlrm-trace.json"),
-            "dlrm-trace.pftrace",
-        ),
-        (
-            data("tests/data/trace/dlrm-sample.json"),
-            "dlrm-sample.pftrace",
-        ),
-        (shapes, "shapes.pftrace"),
-    ] {
+    for (file, kept) in known(&dir) {
         let json = dir.join(kept).with_extension("json");
         trace(&file, &json, &[]);
         let fresh = dir.join(kept);
