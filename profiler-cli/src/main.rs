@@ -11,6 +11,7 @@
 //! the reports, with examples, in `docs/guide.md`.
 
 mod ab;
+mod trigger;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -183,6 +184,26 @@ enum Command {
         /// Where to write the report.
         #[arg(short, long)]
         output: PathBuf,
+    },
+    /// Ask a running continuous-mode job for a trace of its next iterations: one process by
+    /// SIGUSR2, or every rank through the control file PROF_CONTROL names.
+    #[command(group = clap::ArgGroup::new("target").required(true))]
+    Trigger {
+        /// The process to ask (it must be a profiler-core program in continuous mode, on this
+        /// host).
+        #[arg(group = "target")]
+        pid: Option<u32>,
+        /// The control file the job's ranks read (PROF_CONTROL): all of them trace the same
+        /// iterations.
+        #[arg(long, group = "target")]
+        control: Option<PathBuf>,
+        /// How many iterations (at most the job's PROF_REPEAT, the default).
+        #[arg(long)]
+        iterations: Option<u32>,
+        /// With --control: the iteration to start at (by default rank 0 picks one half a
+        /// second ahead).
+        #[arg(long, requires = "control")]
+        at: Option<u32>,
     },
 }
 
@@ -521,6 +542,20 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
         Command::Html { file, diff, output } => write_html(&file, diff.as_deref(), &output)?,
+        Command::Trigger {
+            pid,
+            control,
+            iterations,
+            at,
+        } => {
+            let target = match (pid, control) {
+                (_, Some(path)) => trigger::Target::Control(path),
+                (Some(pid), None) => trigger::Target::Pid(pid),
+                (None, None) => return Err(Failure::new("error: name a PID or --control FILE")),
+            };
+            let said = trigger::trigger(&target, iterations, at).map_err(Failure::new)?;
+            eprintln!("{said}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

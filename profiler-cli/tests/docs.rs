@@ -285,7 +285,8 @@ fn substituted(args: &[String], out: &Path) -> Vec<String> {
         } else {
             arg.clone()
         };
-        writes = arg == "-o" || arg == "--output";
+        // `prof trigger --control FILE` writes its request there.
+        writes = arg == "-o" || arg == "--output" || arg == "--control";
         previous = arg;
         result.push(replaced);
     }

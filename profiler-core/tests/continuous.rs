@@ -322,3 +322,127 @@ fn windows_closing_faster_than_the_writer_keep_their_own_samples() {
     assert_eq!(shown.samples_ns, [1000 + 798, 1000 + 799]);
     assert_eq!(shown.sample_iters, [798, 799]);
 }
+
+/// A trace asked through the control file, on the fake clock: every event in each traced
+/// iteration with its exact duration, the sampling schedule paused for exactly the traced
+/// iterations (the window it fell in is that much longer, and the samples around it are the
+/// sampling schedule's), and the trace written by the writer thread while the loop goes on.
+#[test]
+fn a_trace_on_demand_takes_every_event_then_sampling_goes_on() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let out = out_path("on-demand");
+    let dir = std::env::temp_dir().join(format!("prof-on-demand-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let control = dir.join("ctl");
+    let config = Config {
+        filter: Filter::parse("layer=c1").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat: 4,
+        out: out.display().to_string(),
+        control: Some(control.display().to_string()),
+        trace_out: Some(dir.join("t-%i.json").display().to_string()),
+        summary: false,
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    let traces = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("t-"))
+            .map(|e| e.path())
+            .collect::<Vec<_>>()
+    };
+    // Windows of 2 events x 4 iterations after 2 of warmup. The request names iteration 20;
+    // the loop slows down until the trace is written (the writer looks every 100 ms).
+    let mut asked = false;
+    let mut i = 0u64;
+    let started = std::time::Instant::now();
+    while i < 60 || traces().is_empty() {
+        assert!(started.elapsed().as_secs() < 60, "no trace was written");
+        first(&clock, 100 + i);
+        second(&clock);
+        profiler_core::step();
+        i += 1;
+        if i == 5 && !asked {
+            // Asked once warmup is over, when the writer watches the file.
+            std::fs::write(&control, "trace iterations=3 at=20 id=t\n").unwrap();
+            asked = true;
+        }
+        if i >= 15 && traces().is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    let p = profiler_core::snapshot().unwrap();
+    drop(guard);
+    let _ = std::fs::remove_file(&out);
+    let found = traces();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let t = read(&found[0]);
+    let t0 = t["iterations"]["first"].as_u64().unwrap();
+    assert!(
+        t0 >= 20,
+        "the trace began at {t0}, before the iteration asked"
+    );
+    assert_eq!(found[0], dir.join(format!("t-{t0}.json")));
+    assert_eq!(t["run"]["mode"], "trace");
+    assert_eq!(t["run"]["repeat"], 3);
+    assert_eq!(t["run"]["on_demand"]["source"], "control file");
+    assert_eq!(t["run"]["on_demand"]["asked_at"], 20);
+    assert_eq!(t["run"]["on_demand"]["id"], "t");
+    assert_eq!(t["complete"], true);
+    // Iteration i: first() takes 100 + i ns, second() 10 ns.
+    let iters: Vec<u64> = (t0..t0 + 3).collect();
+    let events = t["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2);
+    for e in events {
+        let got: Vec<u64> = e["sample_iters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(got, iters, "{}", e["name"]);
+        let samples: Vec<u64> = e["samples_ns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        let want: Vec<u64> = match e["name"].as_str().unwrap() {
+            "first" => iters.iter().map(|i| 100 + i).collect(),
+            _ => vec![10; 3],
+        };
+        assert_eq!(samples, want, "{}", e["name"]);
+    }
+    let wall: Vec<u64> = t["iterations"]["wall_ns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(wall, iters.iter().map(|i| 110 + i).collect::<Vec<_>>());
+    // The sampling schedule: windows of 8 iterations, but the one the trace fell in has 11.
+    let lens: Vec<(u64, usize)> = p
+        .windows
+        .iter()
+        .map(|w| (w.first_iteration, w.wall_ns.len()))
+        .collect();
+    for &(start, len) in &lens {
+        let holds_trace = (start..start + len as u64).contains(&t0);
+        assert_eq!(len, if holds_trace { 11 } else { 8 }, "{lens:?}");
+    }
+    assert!(lens.iter().any(|&(s, l)| (s..s + l as u64).contains(&t0)));
+    // Every sample the sampling schedule kept in those windows is its own: none in the
+    // trace's iterations (the window shown is the last one closed).
+    for e in &p.events {
+        assert!(e
+            .sample_iters
+            .iter()
+            .all(|i| !iters.contains(&u64::from(*i))));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -131,6 +131,26 @@ pub struct Run {
     /// `continuous` mode: the most windows kept besides the baseline windows (`PROF_WINDOWS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub windows: Option<u32>,
+    /// A trace taken on demand from a `continuous`-mode run (`prof trigger`): what asked for
+    /// it. Absent in every other file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_demand: Option<OnDemand>,
+}
+
+/// What asked a `continuous`-mode run for the trace a file holds (`run.on_demand`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OnDemand {
+    /// `signal` (SIGUSR2, `prof trigger PID`) or `control file` (`PROF_CONTROL`).
+    pub source: String,
+    /// The iterations asked for (the trace holds at most `PROF_REPEAT`).
+    pub asked_iterations: u32,
+    /// The iteration the request named (`at=`), when it named one; the trace begins there,
+    /// or as soon after as the run saw the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_at: Option<u64>,
+    /// The request's `id=`, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 /// Every completed iteration, warmup included (in `continuous` mode: those of the last

@@ -13,6 +13,7 @@
 //! `docs/architecture.md` shows where this crate sits in the pipeline.
 #![warn(missing_docs)]
 
+pub mod control;
 pub mod identity;
 pub mod json;
 pub mod read;

@@ -419,6 +419,7 @@ mod tests {
                 timer_floor_ns: 0,
                 profiler_version: String::new(),
                 windows: None,
+                on_demand: None,
             },
             iterations: Iterations {
                 count: 6,

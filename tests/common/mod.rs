@@ -29,6 +29,23 @@ pub fn example(name: &str, features: &[&str]) -> PathBuf {
     path
 }
 
+/// The `prof` tool that `cargo test --workspace` built beside the tests (built now if missing).
+pub fn prof() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let path = profile_dir.join(format!("prof{}", std::env::consts::EXE_SUFFIX));
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-p", "profiler-cli", "--bin", "prof"]);
+        if profile_dir.ends_with("release") {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().unwrap().success(), "building prof failed");
+    }
+    path
+}
+
 /// The `dlrm` example.
 pub fn dlrm() -> PathBuf {
     example("dlrm", &[])

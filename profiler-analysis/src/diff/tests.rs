@@ -59,6 +59,7 @@ pub(crate) fn profile(
             timer_floor_ns: 20,
             profiler_version: "0".to_owned(),
             windows: None,
+            on_demand: None,
         },
         iterations: Iterations {
             first: 0,

@@ -54,6 +54,7 @@ fn profile(warmup: u32, walls: &[u64], events: Vec<Event>) -> Profile {
             timer_floor_ns: 20,
             profiler_version: "0".to_owned(),
             windows: None,
+            on_demand: None,
         },
         iterations: Iterations {
             first: 0,

@@ -61,6 +61,7 @@ pub(super) fn profile(
             timer_floor_ns: 0,
             profiler_version: "0".into(),
             windows: None,
+            on_demand: None,
         },
         iterations: Iterations {
             first: 0,

@@ -7,7 +7,7 @@ use super::{Armed, Measuring, Run, CAPTURE, HOOKS_ONLY, LEARNING};
 use crate::instrument::alloc::Figures;
 use crate::instrument::device::{Device, Stream, NO_MARK};
 use crate::register::descriptor::{Descriptor, State};
-use crate::schedule::{Measure, Route, HOOK_KERNELS, HOOK_MEMORY, HOOK_NVTX, HOOK_SYNC, NONE};
+use crate::schedule::{Route, HOOK_KERNELS, HOOK_MEMORY, HOOK_NVTX, HOOK_SYNC, NONE};
 use crate::store::samples::NO_BYTES;
 
 impl Measuring {
@@ -82,8 +82,8 @@ impl Measuring {
             None => probe.event_for(probe.calls.fetch_add(1, Relaxed)),
         };
         if event == NONE
-            || (self.schedule.mode != Measure::Trace
-                && event != self.schedule.armed_event.load(Relaxed))
+            || (event != self.schedule.armed_event.load(Relaxed)
+                && !self.schedule.every_event.load(Relaxed))
         {
             return None;
         }

@@ -78,6 +78,103 @@ impl Config {
     }
 }
 
+impl Config {
+    /// Where a trace taken on demand that begins at iteration `first` goes (`PROF_TRACE_OUT`,
+    /// by default beside `PROF_OUT`).
+    pub(crate) fn trace_output_path(&self, first: u32) -> PathBuf {
+        let template = match &self.trace_out {
+            Some(t) => t.clone(),
+            None => default_trace_out(&self.out),
+        };
+        trace_path(&template, first)
+    }
+
+    /// Checks, before training starts, that traces taken on demand can be written (their
+    /// directory exists and takes a new file) and that the control file's directory exists.
+    pub fn check_on_demand(&self) -> Result<(), ConfigError> {
+        if self.mode != crate::select::config::Mode::Continuous {
+            return Ok(());
+        }
+        let var = if self.trace_out.is_some() {
+            "PROF_TRACE_OUT"
+        } else {
+            "PROF_OUT"
+        };
+        let path = self.trace_output_path(0);
+        use profiler_format::write::OutputPathError as Why;
+        profiler_format::write::check_output_path(&path).map_err(|why| {
+            let reason = match why {
+                Why::Target(reason) => reason,
+                Why::NoDirectory(dir) => format!("the directory {} does not exist", dir.display()),
+                Why::NotWritable(dir, e) => {
+                    format!("cannot create a temporary file in {}: {e}", dir.display())
+                }
+            };
+            ConfigError::new(
+                var,
+                format!(
+                    "error: traces taken on demand would go to {}, which cannot be written: \
+                     {reason}\n  = help: point PROF_TRACE_OUT at a file in an existing, writable \
+                     directory",
+                    shorten(&path.display().to_string(), 200)
+                ),
+            )
+        })?;
+        if let Some(control) = &self.control {
+            let path = std::path::Path::new(control);
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => std::path::Path::new("."),
+            };
+            if !dir.is_dir() || path.is_dir() {
+                return Err(ConfigError::new(
+                    "PROF_CONTROL",
+                    format!(
+                        "error: PROF_CONTROL={}: {}\n  = help: name a file (it need not exist \
+                         yet) in an existing directory",
+                        shorten(control, 200),
+                        if path.is_dir() {
+                            "names a directory, not a file".to_owned()
+                        } else {
+                            format!("the directory {} does not exist", dir.display())
+                        }
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `PROF_TRACE_OUT`'s default: `PROF_OUT` with `.trace-%i` before its `.json` (or at its end).
+pub(crate) fn default_trace_out(out: &str) -> String {
+    match out.strip_suffix(".json") {
+        Some(stem) => format!("{stem}.trace-%i.json"),
+        None => format!("{out}.trace-%i"),
+    }
+}
+
+/// The path of a trace that begins at iteration `first`, from `template` (`%p`, `%r`, `%i`,
+/// `%%`).
+pub(crate) fn trace_path(template: &str, first: u32) -> PathBuf {
+    let mut out = String::new();
+    let mut chars = template.chars();
+    while let Some(ch) = chars.next() {
+        if ch != '%' {
+            out.push(ch);
+            continue;
+        }
+        match chars.next() {
+            Some('p') => out.push_str(&std::process::id().to_string()),
+            Some('r') => out.push_str(&rank().to_string()),
+            Some('i') => out.push_str(&first.to_string()),
+            Some(other) => out.push(other),
+            None => out.push('%'),
+        }
+    }
+    PathBuf::from(out)
+}
+
 /// The variables a rank is read from, in order.
 pub const RANK_VARS: [&str; 3] = ["RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"];
 
@@ -277,5 +374,16 @@ mod stop_tests {
         write_profile_until(&profile, &path, &|| false).unwrap();
         assert!(std::fs::read(&path).unwrap().len() > 1000);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn trace_paths() {
+        assert_eq!(default_trace_out("prof.json"), "prof.trace-%i.json");
+        assert_eq!(default_trace_out("out/p-%r.json"), "out/p-%r.trace-%i.json");
+        assert_eq!(default_trace_out("prof"), "prof.trace-%i");
+        assert_eq!(
+            trace_path("t-%i-%%.json", 5120),
+            PathBuf::from("t-5120-%.json")
+        );
     }
 }

@@ -62,6 +62,46 @@ impl Schedule {
         }
     }
 
+    /// A trace on demand (`continuous` mode): every event is armed for iteration `iter`, its
+    /// runs writing slot `slot` (the trace's `slot`th iteration). The sampling schedule's
+    /// place (`armed_iterations`) is left as it is.
+    pub(crate) fn arm_every(
+        &self,
+        c: &mut Plan,
+        iter: u32,
+        slot: u32,
+        device: Option<&dyn Device>,
+        stream_marks: &mut Vec<(u32, u32, u64)>,
+    ) {
+        self.reset_calls(c);
+        c.armed.clear();
+        self.cur_iter.store(iter, Relaxed);
+        self.cur_slot.store(slot, Relaxed);
+        self.every_event.store(true, Relaxed);
+        for &event in &c.order {
+            if let Some(e) = self.events[event as usize].get() {
+                self.desc(e.entry).state.store(State::Armed, Release);
+            }
+        }
+        c.armed.extend_from_slice(&c.order);
+        if let Some(device) = device {
+            self.mark_iteration_on_streams(c, iter, device, stream_marks);
+        }
+    }
+
+    /// The trace on demand is over: every probe rests until the sampling schedule arms its
+    /// next event.
+    pub(crate) fn rest_every(&self, c: &mut Plan) {
+        self.every_event.store(false, Relaxed);
+        for &entry in &c.selected {
+            self.desc(entry)
+                .state
+                .store(self.idle_state(entry), Relaxed);
+        }
+        c.armed.clear();
+        c.armed_entry = None;
+    }
+
     /// Like HugeCTR, records the start of iteration `iter` on each stream an armed event is
     /// timed on, so that samples get their offset on the device's time line.
     fn mark_iteration_on_streams(

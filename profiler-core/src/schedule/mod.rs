@@ -205,6 +205,9 @@ pub(crate) struct Schedule {
     pub routes: Box<[ProbeRoute]>,
     /// The event armed in `sample` and `continuous` mode.
     pub armed_event: AtomicU32,
+    /// Every event is armed, not only `armed_event`: always in `trace` mode, and in
+    /// `continuous` mode while a trace taken on demand runs (`session/on_demand.rs`).
+    pub every_event: AtomicBool,
     /// The sample slot armed runs write.
     pub cur_slot: AtomicU32,
     /// The iteration armed runs belong to.
@@ -321,6 +324,7 @@ impl Schedule {
                 .map(|_| ProbeRoute::default())
                 .collect(),
             armed_event: AtomicU32::new(NONE),
+            every_event: AtomicBool::new(mode == Measure::Trace),
             cur_slot: AtomicU32::new(0),
             cur_iter: AtomicU32::new(0),
             learning: AtomicBool::new(config.warmup > 0 || measure_first),

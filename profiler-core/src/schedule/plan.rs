@@ -299,8 +299,9 @@ impl Schedule {
             .into_iter()
             .filter_map(|(lane, events)| {
                 let stream = *lane_stream(&c.streams, lane)?;
+                // `continuous` mode may arm every event too, in a trace taken on demand.
                 let armed = match self.mode {
-                    Measure::Trace => events,
+                    Measure::Trace | Measure::Continuous => events,
                     _ => 1,
                 };
                 Some((stream, (2 * armed + 1) * POOL_ITERATIONS))

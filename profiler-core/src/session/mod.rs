@@ -7,9 +7,11 @@
 //! `windows.rs` (`continuous` mode's windows), `writer.rs` (its writer thread), `kernels.rs`
 //! (kernel attribution), `trace_records.rs` (`trace` mode's records, from the threads' buffers to the
 //! events), `warmup_records.rs` (the records of `trace` mode's learning iterations, to the learner)
-//! and `step_memory.rs` (the devices' memory at each step).
+//! `step_memory.rs` (the devices' memory at each step) and `on_demand.rs` (`continuous` mode's
+//! traces taken on demand).
 
 pub(crate) mod kernels;
+pub(crate) mod on_demand;
 mod results;
 mod step;
 mod step_memory;
@@ -49,6 +51,8 @@ pub(crate) struct Control {
     pub(crate) device: DeviceState,
     /// `trace` mode's records on their way to the events.
     pub(crate) trace: TraceState,
+    /// `continuous` mode's traces taken on demand.
+    pub(crate) on_demand: on_demand::OnDemand,
     /// How the run ended.
     pub(crate) end: EndState,
 }
@@ -125,6 +129,8 @@ pub struct Session {
     pub(crate) archive: Mutex<writer::Archive>,
     /// `continuous` mode: the queue to the writer thread.
     pub(crate) writer: writer::Handoff,
+    /// `continuous` mode: what the writer last saw of the control file (`PROF_CONTROL`).
+    pub(crate) control_watch: Mutex<on_demand::ControlWatch>,
     /// A background write failed (said once).
     pub(crate) background_failed: AtomicBool,
     /// More probes were registered at run time than `PROF_MAX_PROBES` leaves room for (said
@@ -223,6 +229,7 @@ impl Session {
         };
         // The records waiting in the threads' buffers may take a quarter of the sample budget.
         let max_chunks = (config.sample_budget_bytes / 4 / CHUNK_BYTES).max(8);
+        let control_watch = on_demand::ControlWatch::at_start(config.control.as_deref());
         Session {
             floor_ns: clock.empty_measurement_ns(),
             measuring: Measuring {
@@ -240,6 +247,7 @@ impl Session {
             written_generation: Mutex::new(0),
             archive: Mutex::default(),
             writer: writer::Handoff::default(),
+            control_watch: Mutex::new(control_watch),
             background_failed: AtomicBool::new(false),
             too_many_runtime: AtomicBool::new(false),
             registered_at_start,

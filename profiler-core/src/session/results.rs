@@ -298,7 +298,7 @@ impl Session {
     }
 
     /// How the run was made.
-    fn run_json(&self) -> json::Run {
+    pub(super) fn run_json(&self) -> json::Run {
         json::Run {
             program: program_name(),
             pid: std::process::id(),
@@ -317,6 +317,7 @@ impl Session {
             profiler_version: env!("CARGO_PKG_VERSION").to_owned(),
             windows: (self.measuring.schedule.mode == crate::schedule::Measure::Continuous)
                 .then_some(self.config.windows),
+            on_demand: None,
         }
     }
 

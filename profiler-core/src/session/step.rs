@@ -65,6 +65,9 @@ impl Session {
                 c.trace.records.start_after(completed - 1);
                 c.iterations.window_first = completed;
                 self.begin_measuring();
+                if self.measuring.schedule.mode == Measure::Continuous {
+                    self.start_watching();
+                }
                 if self.measuring.schedule.measure_first {
                     let first = self.absorb_first_iteration(&mut c);
                     c.samples.pending.extend(first);
@@ -84,11 +87,20 @@ impl Session {
             self.fold_records(&mut c, true);
             let armed = std::mem::take(&mut c.plan.armed);
             self.queue_armed(&mut c, &armed);
-            c.plan.armed_iterations += 1;
+            if c.on_demand.tracing() {
+                self.on_demand_iteration(&mut c);
+            } else {
+                c.plan.armed_iterations += 1;
+            }
         }
         self.gather_kernels(&mut c, false);
         self.resolve(&mut c, false);
         self.discover_late(&mut c);
+        if self.measuring.schedule.mode == Measure::Continuous
+            && self.on_demand_step(&mut c, completed)
+        {
+            return; // a trace on demand armed this iteration; the sampling schedule waits
+        }
         let total = self.measuring.schedule.total_armed_iterations(&c.plan);
         if total > 0 && c.plan.armed_iterations >= total {
             if self.measuring.schedule.mode != Measure::Continuous {
@@ -219,6 +231,14 @@ impl Session {
                 stream_marks: &stream_marks,
                 lane: ev.lane,
             };
+            // A trace on demand keeps its iterations' samples apart from the window's.
+            let into = match &mut c.on_demand.window {
+                Some(w) if w.covers(iter) => w.resolved_mut(event as usize),
+                _ => c.samples.resolved.get_mut(event as usize),
+            };
+            let Some(into) = into else {
+                continue;
+            };
             let outcome = resolve_slot(
                 &self.measuring.clock,
                 self.measuring.device.as_deref(),
@@ -226,7 +246,7 @@ impl Session {
                 slot as usize,
                 &starts,
                 true,
-                &mut c.samples.resolved[event as usize],
+                into,
             );
             let keep = match outcome {
                 Outcome::Done => false,
@@ -318,8 +338,15 @@ impl Session {
             };
         }
         let profile = self.profile(c, complete, true);
-        // The writer thread, if any, has nothing left to do.
+        // The writer thread, if any, has nothing left to do; traces on demand it has not
+        // written yet, and one under way, are written here.
         self.writer.stop();
+        for taken in self.writer.take_traces() {
+            self.write_trace(taken);
+        }
+        if let Some(taken) = self.take_trace(c) {
+            self.write_trace(taken);
+        }
         let dropped = self.measuring.buffers.dropped();
         if dropped > 0 {
             eprintln!(

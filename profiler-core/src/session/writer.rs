@@ -106,6 +106,8 @@ impl Archive {
 struct Queue {
     /// Windows handed over, oldest first.
     closed: VecDeque<Closed>,
+    /// Traces taken on demand, to write.
+    traces: VecDeque<super::on_demand::Taken>,
     /// Emptied [`Closed`] buffers, for the next closes.
     spare: Vec<Closed>,
     /// The writer thread was started (or could not be).
@@ -129,6 +131,11 @@ impl Handoff {
     pub(crate) fn stop(&self) {
         lock(&self.queue).stopped = true;
         self.wake.notify_one();
+    }
+
+    /// The traces on demand handed over and not written yet (the end writes them itself).
+    pub(crate) fn take_traces(&self) -> Vec<super::on_demand::Taken> {
+        lock(&self.queue).traces.drain(..).collect()
     }
 }
 
@@ -166,25 +173,56 @@ impl Session {
         std::mem::swap(&mut closed.resolved, resolved);
         q.closed.push_back(closed);
         self.bound_queue(&mut q);
-        if !q.started {
-            q.started = true;
-            q.inline = std::thread::Builder::new()
-                .name("profiler-writer".into())
-                .spawn(move || self.writer_loop())
-                .is_err();
-            if q.inline {
-                eprintln!(
-                    "profiler-core: warning: cannot start the thread that writes continuous \
-                     mode's results; they are written when the program ends"
-                );
-            }
-        }
+        self.start_writer(&mut q);
         if q.inline {
             // No writer: absorb here, so that memory stays bounded (no lock order issue: the
             // archive is taken after the queue is released).
             drop(q);
             drop(self.archive_now());
         }
+    }
+
+    /// Starts the writer thread, once: at the first window closed, or at the end of warmup when
+    /// a control file is to be watched (`PROF_CONTROL`).
+    fn start_writer(&'static self, q: &mut MutexGuard<'_, Queue>) {
+        if q.started {
+            return;
+        }
+        q.started = true;
+        q.inline = std::thread::Builder::new()
+            .name("profiler-writer".into())
+            .spawn(move || self.writer_loop())
+            .is_err();
+        if q.inline {
+            eprintln!(
+                "profiler-core: warning: cannot start the thread that writes continuous mode's \
+                 results; they are written when the program ends{}",
+                if self.config.control.is_some() {
+                    ", and PROF_CONTROL is not read"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+
+    /// Warmup is over in `continuous` mode: with a control file to watch, the writer starts now.
+    pub(super) fn start_watching(&'static self) {
+        if self.config.control.is_some() {
+            self.start_writer(&mut lock(&self.writer.queue));
+        }
+    }
+
+    /// Hands a trace taken on demand to the writer thread (written here if there is none).
+    pub(super) fn hand_to_writer(&'static self, taken: super::on_demand::Taken) {
+        let mut q = lock(&self.writer.queue);
+        self.start_writer(&mut q);
+        if q.inline || q.stopped {
+            drop(q);
+            self.write_trace(taken);
+            return;
+        }
+        q.traces.push_back(taken);
     }
 
     /// Keeps the queue bounded when the writer falls behind: a window that `PROF_WINDOWS`
@@ -282,10 +320,17 @@ impl Session {
         let mut news = false;
         let mut batch: VecDeque<Closed> = VecDeque::new();
         loop {
+            self.poll_control();
             let mut q = lock(&self.writer.queue);
             loop {
                 if q.stopped {
                     return;
+                }
+                if let Some(taken) = q.traces.pop_front() {
+                    drop(q);
+                    self.write_trace(taken);
+                    q = lock(&self.writer.queue);
+                    continue;
                 }
                 if !q.closed.is_empty() {
                     break;
@@ -298,7 +343,10 @@ impl Session {
                 }
                 let nap = if news { due_in.min(POLL) } else { POLL };
                 let waited = self.writer.wake.wait_timeout(q, nap);
-                q = waited.unwrap_or_else(PoisonError::into_inner).0;
+                drop(waited.unwrap_or_else(PoisonError::into_inner).0);
+                // Not under the queue's lock: the control file's request takes `control`.
+                self.poll_control();
+                q = lock(&self.writer.queue);
             }
             drop(q);
             {

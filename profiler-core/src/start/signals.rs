@@ -92,3 +92,59 @@ fn try_install(taken: &[libc::c_int]) -> std::io::Result<()> {
         })?;
     Ok(())
 }
+
+/// `continuous` mode: SIGUSR2 asks for a trace on demand (`prof trigger PID`), when its
+/// disposition is still the default (a program with its own SIGUSR2 handler keeps it, and is
+/// asked through `PROF_CONTROL` instead). The count of iterations rides on the signal's value
+/// (`sigqueue`); a plain `kill -USR2` asks for `PROF_REPEAT`. The handler only stores the count.
+#[cfg(target_os = "linux")]
+pub(crate) fn install_trigger() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if !has_default_disposition(libc::SIGUSR2) {
+            eprintln!(
+                "profiler-core: note: the program handles SIGUSR2 itself, so `prof trigger PID` \
+                 cannot ask it for a trace; set PROF_CONTROL and use `prof trigger --control`"
+            );
+            return;
+        }
+        // SAFETY: `asked` is async-signal-safe (it reads the siginfo it is given and stores
+        // into an atomic); the action struct is zeroed, then filled as sigaction(2) says.
+        let ok = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = asked as *const () as libc::sighandler_t;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()) == 0
+        };
+        if !ok {
+            eprintln!(
+                "profiler-core: warning: cannot handle SIGUSR2 ({}); ask for traces through \
+                 PROF_CONTROL",
+                std::io::Error::last_os_error()
+            );
+        }
+    });
+}
+
+/// The SIGUSR2 handler: the iterations asked for, from the value `sigqueue` sent (`prof
+/// trigger`), or the default for a plain `kill`.
+#[cfg(target_os = "linux")]
+extern "C" fn asked(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    use crate::session::on_demand::{DEFAULT_COUNT, SIGNALLED};
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler; `si_value` is the
+    // union member `sigqueue` fills when `si_code` is SI_QUEUE.
+    let count = unsafe {
+        match info.as_ref() {
+            Some(info) if info.si_code == libc::SI_QUEUE => {
+                let value = info.si_value().sival_ptr as usize;
+                u32::try_from(value)
+                    .ok()
+                    .filter(|&v| v != 0)
+                    .unwrap_or(DEFAULT_COUNT)
+            }
+            _ => DEFAULT_COUNT,
+        }
+    };
+    SIGNALLED.store(count, SeqCst);
+}

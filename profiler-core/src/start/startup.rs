@@ -245,6 +245,7 @@ pub fn start(
         return Ok(InitGuard::inert());
     };
     config.check_output()?;
+    config.check_on_demand()?;
     let clock = match clock {
         Some(clock) => ActiveClock::Custom(clock),
         None => ActiveClock::Cpu(CpuClock::new()),
@@ -282,6 +283,10 @@ pub fn start(
     tracing_core::callsite::rebuild_interest_cache();
     #[cfg(unix)]
     crate::start::signals::install();
+    #[cfg(target_os = "linux")]
+    if mode == Measure::Continuous {
+        crate::start::signals::install_trigger();
+    }
     Ok(InitGuard {
         session: Some(session),
         listing: false,

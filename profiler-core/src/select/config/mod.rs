@@ -81,6 +81,11 @@ pub struct Config {
     pub sync: u8,
     /// Attribute kernels to the measured events through CUPTI (`PROF_KERNELS=1`).
     pub kernels: bool,
+    /// `continuous` mode: the control file asking for traces on demand (`PROF_CONTROL`).
+    pub control: Option<String>,
+    /// `continuous` mode: where traces taken on demand go (`PROF_TRACE_OUT`; `None`: beside
+    /// `PROF_OUT`).
+    pub trace_out: Option<String>,
 }
 
 impl Default for Config {
@@ -102,6 +107,8 @@ impl Default for Config {
             capture: false,
             sync: 0,
             kernels: false,
+            control: None,
+            trace_out: None,
         }
     }
 }
@@ -195,6 +202,21 @@ impl Config {
                     self.mode.as_str()
                 ),
             ));
+        }
+        for (var, set) in [
+            ("PROF_CONTROL", self.control.is_some()),
+            ("PROF_TRACE_OUT", self.trace_out.is_some()),
+        ] {
+            if set && self.mode != Mode::Continuous {
+                return Err(ConfigError::new(
+                    var,
+                    format!(
+                        "error: {var} is for traces taken on demand, which only continuous mode \
+                         takes (PROF_MODE={}).\n  = help: set PROF_MODE=continuous, or unset {var}",
+                        self.mode.as_str()
+                    ),
+                ));
+            }
         }
         if self.windows == 0 || self.windows > MAX_WINDOWS {
             return Err(ConfigError::new(

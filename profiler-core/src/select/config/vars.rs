@@ -73,7 +73,7 @@ pub(crate) const VARIABLES: &[Variable] = &[
         meaning: "output path; `%p` is the process id, `%r` the rank (`RANK`, \
                   `OMPI_COMM_WORLD_RANK`, `SLURM_PROCID`, else 0), `%%` a `%`",
         set: |c, v| {
-            check_out_template(v)?;
+            check_template("PROF_OUT", v, false)?;
             c.out = v.to_owned();
             Ok(())
         },
@@ -125,6 +125,28 @@ pub(crate) const VARIABLES: &[Variable] = &[
                   1,000; 0: none)",
         set: |c, v| {
             c.baseline_windows = parse_count("PROF_BASELINE_WINDOWS", v, 0, MAX_BASELINE_WINDOWS)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_CONTROL",
+        default: "unset",
+        meaning: "`continuous` mode: a control file asking for a trace on demand (`trace \
+                  iterations=N at=ITERATION`; `prof trigger --control` writes it), shared by \
+                  the job's ranks",
+        set: |c, v| {
+            c.control = non_empty_path("PROF_CONTROL", v, "a file path such as prof.control")?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_TRACE_OUT",
+        default: "`PROF_OUT` with `.trace-%i` before `.json`",
+        meaning: "`continuous` mode: where a trace taken on demand goes; `%i` is its first \
+                  iteration, `%p` and `%r` as in `PROF_OUT`",
+        set: |c, v| {
+            check_template("PROF_TRACE_OUT", v, true)?;
+            c.trace_out = Some(v.to_owned());
             Ok(())
         },
     },
@@ -250,10 +272,23 @@ fn parse_count(var: &'static str, value: &str, min: u32, max: u32) -> Result<u32
     }
 }
 
-fn check_out_template(value: &str) -> Result<(), ConfigError> {
+/// A path that must not be empty.
+fn non_empty_path(
+    var: &'static str,
+    value: &str,
+    example: &str,
+) -> Result<Option<String>, ConfigError> {
+    if value.trim().is_empty() {
+        return Err(ConfigError::at(var, value, 1, 1, "empty path", example));
+    }
+    Ok(Some(value.to_owned()))
+}
+
+/// An output path's placeholders: `%p`, `%r`, `%%`, and `%i` where `iteration` allows it.
+fn check_template(var: &'static str, value: &str, iteration: bool) -> Result<(), ConfigError> {
     if value.trim().is_empty() {
         return Err(ConfigError::at(
-            "PROF_OUT",
+            var,
             value,
             1,
             1,
@@ -267,14 +302,20 @@ fn check_out_template(value: &str) -> Result<(), ConfigError> {
         if chars[i] == '%' {
             match chars.get(i + 1) {
                 Some('p' | 'r' | '%') => i += 1,
+                Some('i') if iteration => i += 1,
                 _ => {
                     return Err(ConfigError::at(
-                        "PROF_OUT",
+                        var,
                         value,
                         i + 1,
                         2.min(chars.len() - i),
                         "unknown `%` placeholder",
-                        "%p (process id), %r (rank) or %% (a literal %)",
+                        if iteration {
+                            "%i (the trace's first iteration), %p (process id), %r (rank) or \
+                             %% (a literal %)"
+                        } else {
+                            "%p (process id), %r (rank) or %% (a literal %)"
+                        },
                     ))
                 }
             }

@@ -1,0 +1,432 @@
+//! A trace taken on demand in `continuous` mode: a running job is asked (SIGUSR2 from
+//! `prof trigger PID`, or a line in the control file `PROF_CONTROL` names) for a `trace`-mode
+//! window of its next N iterations, takes it, and goes back to sampling.
+//!
+//! - **Asking.** The signal handler only stores the count into [`SIGNALLED`]; `step()` takes it
+//!   (one atomic swap per step). The control file is read by the writer thread (`writer.rs`),
+//!   which looks at it every time it wakes (every 100 ms): a request names its iterations, and
+//!   the iteration it starts at (`at=`), so that every rank of a job traces the same
+//!   iterations. A request without `at=` is completed by rank 0 alone, which rewrites the file
+//!   with `at=` a little ahead of its own iteration (half a second of iterations, at least two);
+//!   the other ranks wait for that line.
+//! - **Taking.** At the `step()` that begins the asked iteration (and once no sample of the
+//!   window under way is still pending), the sampling schedule pauses where it is and every
+//!   event is armed, each iteration writing slot `k` of every event (the storage reserved for
+//!   `PROF_REPEAT` samples per event, which bounds N). The samples are resolved as in any
+//!   iteration, into the trace's own buffers. The sampling window then goes on where it paused;
+//!   its wall times include the traced iterations.
+//! - **Writing.** The training thread hands the trace (its samples and marks, moved, not
+//!   copied) to the writer thread, which makes it a `trace`-mode [`Profile`] and writes it to
+//!   `PROF_TRACE_OUT` (atomically, as every output): the training thread never serializes it.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::time::SystemTime;
+
+use super::results::EventContext;
+use super::{lock, Control, Session};
+use crate::instrument::clock::Reading;
+use crate::store::samples::Resolved;
+use profiler_format::{self as json, Profile};
+
+/// Iterations asked for by SIGUSR2 (the value `sigqueue` carried; [`DEFAULT_COUNT`] for a plain
+/// `kill`), 0 when none is waiting. Written by the signal handler, taken by `step()`.
+pub(crate) static SIGNALLED: AtomicU32 = AtomicU32::new(0);
+
+/// A request's count that means "`PROF_REPEAT` iterations".
+pub(crate) const DEFAULT_COUNT: u32 = u32::MAX;
+
+/// How many steps a finished trace waits for samples still pending (a run on another thread
+/// not yet ended) before it is written without them.
+const DRAIN_STEPS: u32 = 4;
+
+/// What asked for a trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Request {
+    /// Iterations asked for ([`DEFAULT_COUNT`]: `PROF_REPEAT`).
+    pub iterations: u32,
+    /// The iteration to start at (`None`: the next).
+    pub at: Option<u32>,
+    /// `signal` or `control file`.
+    pub source: &'static str,
+    /// The request's `id=`.
+    pub id: Option<String>,
+}
+
+/// A trace under way.
+#[derive(Debug)]
+pub(crate) struct TraceWindow {
+    request: Request,
+    /// Its first iteration.
+    first: u32,
+    /// Its iterations.
+    len: u32,
+    /// Iterations armed so far.
+    armed: u32,
+    /// Steps waited, once all its iterations ran, for pending samples.
+    drained: u32,
+    /// Its samples, per event (schedule index).
+    resolved: Vec<Resolved>,
+}
+
+impl TraceWindow {
+    /// Whether a sample of iteration `iter` belongs to this trace.
+    pub(crate) fn covers(&self, iter: u32) -> bool {
+        iter >= self.first && iter - self.first < self.len
+    }
+
+    /// The samples of event `e`.
+    pub(crate) fn resolved_mut(&mut self, e: usize) -> Option<&mut Resolved> {
+        self.resolved.get_mut(e)
+    }
+}
+
+/// The cold-path state of traces on demand.
+#[derive(Debug, Default)]
+pub(crate) struct OnDemand {
+    /// A request not yet started.
+    pub request: Option<Request>,
+    /// The trace under way.
+    pub window: Option<TraceWindow>,
+}
+
+impl OnDemand {
+    /// A trace's iterations are armed now (its samples are not counted as the sampling
+    /// schedule's).
+    pub(crate) fn tracing(&self) -> bool {
+        self.window.as_ref().is_some_and(|w| w.armed < w.len)
+    }
+}
+
+/// A trace handed to the writer thread.
+#[derive(Debug)]
+pub(crate) struct Taken {
+    window: TraceWindow,
+    /// The marks at which its iterations began, and the one at which the last ended.
+    marks: Vec<u64>,
+    /// The plan's events in execution order, and its streams.
+    order: Vec<u32>,
+    streams: Vec<crate::instrument::device::Stream>,
+    /// The run was ending: the trace may be cut short.
+    complete: bool,
+}
+
+/// What the writer thread last saw of the control file, so that a request is acted on once.
+#[derive(Debug, Default)]
+pub(crate) struct ControlWatch {
+    /// Modification time and text of the file when last read (`None`: not read yet).
+    seen: Option<(Option<SystemTime>, String)>,
+    /// A bad request was reported (its text), so that it is said once.
+    reported: Option<String>,
+}
+
+impl ControlWatch {
+    /// The control file as the session starts: a request it holds then was asked of an
+    /// earlier run, and is not acted on.
+    pub(crate) fn at_start(path: Option<&str>) -> ControlWatch {
+        let seen = path.map(|p| {
+            let p = Path::new(p);
+            let modified = std::fs::metadata(p).and_then(|m| m.modified()).ok();
+            (modified, std::fs::read_to_string(p).unwrap_or_default())
+        });
+        ControlWatch {
+            seen,
+            reported: None,
+        }
+    }
+}
+
+impl Session {
+    /// `step()` in `continuous` mode, once the iteration's samples are queued: starts, arms or
+    /// ends a trace on demand. True when it armed the iteration `completed` begins (the
+    /// sampling schedule then arms nothing).
+    pub(super) fn on_demand_step(&'static self, c: &mut Control, completed: u32) -> bool {
+        let signalled = SIGNALLED.swap(0, Relaxed);
+        if signalled != 0 {
+            c.on_demand.request = Some(Request {
+                iterations: signalled,
+                at: None,
+                source: "signal",
+                id: None,
+            });
+        }
+        if let Some(window) = &mut c.on_demand.window {
+            if window.armed < window.len {
+                let slot = window.armed;
+                let Control { plan, device, .. } = c;
+                self.measuring.schedule.arm_every(
+                    plan,
+                    completed,
+                    slot,
+                    self.measuring.device.as_deref(),
+                    &mut device.stream_marks,
+                );
+                return true;
+            }
+            let last = window.first + window.len;
+            let waiting = c.samples.pending.iter().any(|&(_, _, i)| i < last);
+            if waiting && window.drained < DRAIN_STEPS {
+                window.drained += 1;
+                return false;
+            }
+            if let Some(taken) = self.take_trace(c) {
+                self.hand_to_writer(taken);
+            }
+        }
+        let due = match &c.on_demand.request {
+            Some(r) => r.at.is_none_or(|at| at <= completed),
+            None => false,
+        };
+        // The slots a trace writes may still hold a pending sample of the window under way.
+        if !due || !c.samples.pending.is_empty() {
+            return false;
+        }
+        let Some(request) = c.on_demand.request.take() else {
+            return false;
+        };
+        let repeat = self.config.repeat;
+        let len = if request.iterations == DEFAULT_COUNT {
+            repeat
+        } else {
+            request.iterations.min(repeat)
+        };
+        if request.iterations != DEFAULT_COUNT && request.iterations > repeat {
+            eprintln!(
+                "profiler-core: trace on demand: {} iterations asked, {repeat} taken (a trace \
+                 holds at most PROF_REPEAT iterations: the room each event has; raise \
+                 PROF_REPEAT for longer ones)",
+                request.iterations
+            );
+        }
+        if let Some(at) = request.at.filter(|&at| at < completed) {
+            eprintln!(
+                "profiler-core: trace on demand: asked for iteration {at}, seen at iteration \
+                 {completed}: the trace begins there"
+            );
+        }
+        c.on_demand.window = Some(TraceWindow {
+            request,
+            first: completed,
+            len,
+            armed: 0,
+            drained: 0,
+            resolved: vec![Resolved::default(); c.plan.allocated],
+        });
+        // The sampling schedule pauses: its armed probe rests with the others after the trace.
+        let Control { plan, device, .. } = c;
+        self.measuring.schedule.arm_every(
+            plan,
+            completed,
+            0,
+            self.measuring.device.as_deref(),
+            &mut device.stream_marks,
+        );
+        true
+    }
+
+    /// A trace's iteration completed.
+    pub(super) fn on_demand_iteration(&self, c: &mut Control) {
+        if let Some(window) = &mut c.on_demand.window {
+            window.armed += 1;
+            if window.armed == window.len {
+                self.measuring.schedule.rest_every(&mut c.plan);
+            }
+        }
+    }
+
+    /// Takes the trace out of the cold-path state, to be written (by the writer thread, or by
+    /// the end of the run, which marks it incomplete if it was cut short).
+    pub(super) fn take_trace(&self, c: &mut Control) -> Option<Taken> {
+        let window = c.on_demand.window.take()?;
+        if window.armed < window.len {
+            self.measuring.schedule.rest_every(&mut c.plan);
+        }
+        let from = window.first.saturating_sub(c.iterations.base) as usize;
+        let to = (from + window.armed as usize + 1).min(c.iterations.marks.len());
+        let taken = Taken {
+            marks: c
+                .iterations
+                .marks
+                .get(from..to)
+                .unwrap_or_default()
+                .to_vec(),
+            order: c.plan.order.clone(),
+            streams: c.plan.streams.clone(),
+            complete: window.armed == window.len,
+            window,
+        };
+        Some(taken)
+    }
+
+    /// The writer thread: makes a taken trace a `trace`-mode profile and writes it.
+    pub(super) fn write_trace(&self, taken: Taken) {
+        let Taken {
+            mut window,
+            marks,
+            order,
+            streams,
+            complete,
+        } = taken;
+        let wall_ns: Vec<u64> = marks
+            .windows(2)
+            .map(|w| match self.measuring.clock.elapsed(w[0], w[1]) {
+                Reading::Ready(ns) => ns,
+                _ => 0,
+            })
+            .collect();
+        let order_of = self.order_of(&order);
+        let context = EventContext {
+            order_of: &order_of,
+            streams: &streams,
+            kernels: None,
+        };
+        let mut events: Vec<json::Event> = order
+            .iter()
+            .filter_map(|&e| {
+                let ev = self.measuring.schedule.event(e)?;
+                if ev.store.totals.is_some() {
+                    return None; // merged: its runs went to the run's exact totals
+                }
+                let resolved = std::mem::take(window.resolved.get_mut(e as usize)?);
+                Some(self.event_json(e, resolved, None, &context))
+            })
+            .collect();
+        events.sort_by_key(|e| e.order);
+        let first = u64::from(window.first);
+        let iterations = json::Iterations {
+            count: first + wall_ns.len() as u64,
+            first,
+            device_memory: Vec::new(),
+            wall_ns,
+        };
+        let mut run = self.run_json();
+        run.mode = "trace".into();
+        run.repeat = window.len;
+        run.windows = None;
+        run.on_demand = Some(json::OnDemand {
+            source: window.request.source.to_owned(),
+            asked_iterations: if window.request.iterations == DEFAULT_COUNT {
+                self.config.repeat
+            } else {
+                window.request.iterations
+            },
+            asked_at: window.request.at.map(u64::from),
+            id: window.request.id.clone(),
+        });
+        let profile = Profile {
+            schema: json::schema_for(&events, &iterations).to_owned(),
+            complete,
+            run,
+            iterations,
+            events,
+            windows: Vec::new(),
+        };
+        let path = self.config.trace_output_path(window.first);
+        let last = window.first + window.armed;
+        match crate::output::write_profile(&profile, &path) {
+            Ok(()) => eprintln!(
+                "profiler-core: trace on demand ({}): iterations {}..{last}{} in {}",
+                window.request.source,
+                window.first,
+                if complete {
+                    ""
+                } else {
+                    " (cut short: the run ended)"
+                },
+                path.display()
+            ),
+            Err(why) => eprintln!(
+                "profiler-core: error: the trace on demand of iterations {}..{last} could not be \
+                 written to {} ({why})",
+                window.first,
+                path.display()
+            ),
+        }
+    }
+
+    /// The writer thread: looks at the control file, and takes a new request from it.
+    pub(super) fn poll_control(&self) {
+        let Some(path) = self.config.control.as_deref().map(Path::new) else {
+            return;
+        };
+        let mut watch = lock(&self.control_watch);
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        if let Some((seen_modified, _)) = &watch.seen {
+            if *seen_modified == modified && modified.is_some() {
+                return;
+            }
+        }
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let changed = watch.seen.as_ref().is_none_or(|(_, t)| *t != text);
+        watch.seen = Some((modified, text.clone()));
+        if !changed {
+            return;
+        }
+        let request = match profiler_format::control::parse(&text) {
+            Ok(Some(asked)) => Request {
+                iterations: asked.iterations.unwrap_or(DEFAULT_COUNT),
+                at: asked.at,
+                source: "control file",
+                id: asked.id,
+            },
+            Ok(None) => return,
+            Err(why) => {
+                if watch.reported.as_deref() != Some(&text) {
+                    watch.reported = Some(text);
+                    eprintln!(
+                        "profiler-core: warning: PROF_CONTROL={}: {why}; the request is ignored \
+                         (write `trace iterations=N`, or use `prof trigger --control`)",
+                        path.display()
+                    );
+                }
+                return;
+            }
+        };
+        let mut c = lock(&self.control);
+        if c.end.finished || c.end.written {
+            return;
+        }
+        if request.at.is_some() {
+            c.on_demand.request = Some(request);
+            return;
+        }
+        if crate::output::rank() != 0 {
+            return; // rank 0 names the iteration: its line with `at=` comes next
+        }
+        let now = c.iterations.base + (c.iterations.marks.len() as u32).saturating_sub(1);
+        let at = now.saturating_add(self.lead_iterations(&c));
+        drop(c);
+        let line = profiler_format::control::Request {
+            iterations: (request.iterations != DEFAULT_COUNT).then_some(request.iterations),
+            at: Some(at),
+            id: request.id,
+        }
+        .line();
+        if let Err(why) = profiler_format::write_atomic(path, line.as_bytes()) {
+            eprintln!(
+                "profiler-core: warning: PROF_CONTROL={}: cannot name the iteration the trace \
+                 starts at ({why}); the request is ignored",
+                path.display()
+            );
+        }
+        // The rewritten line is read at the next look, by every rank alike.
+    }
+
+    /// Iterations in half a second at the recent pace (at least two): how far ahead rank 0
+    /// sets a request's start, so that every rank sees the request before it.
+    fn lead_iterations(&self, c: &Control) -> u32 {
+        let marks = &c.iterations.marks;
+        let recent = &marks[marks.len().saturating_sub(9)..];
+        let mut ns: Vec<u64> = recent
+            .windows(2)
+            .filter_map(|w| match self.measuring.clock.elapsed(w[0], w[1]) {
+                Reading::Ready(ns) => Some(ns),
+                _ => None,
+            })
+            .collect();
+        ns.sort_unstable();
+        let median = ns.get(ns.len() / 2).copied().unwrap_or(0).max(1);
+        let lead = 500_000_000u64.div_ceil(median) + 2;
+        lead.min(1_000_000) as u32
+    }
+}

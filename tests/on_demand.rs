@@ -1,0 +1,255 @@
+//! Traces taken on demand from a running `continuous`-mode job: the dlrm example, asked through
+//! its control file (`PROF_CONTROL`) and by signal (`prof trigger PID`), run for real.
+//!
+//! What is checked does not depend on how busy the machine is: the trace holds exactly the
+//! iterations asked for, every event once in each, from the iteration the control file names
+//! (or later, when the job saw the request late, which the job then says); the sampling window
+//! the trace fell in is longer by exactly those iterations; and sampling goes on after it.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{dlrm, read_json, scratch};
+use serde_json::Value;
+
+/// dlrm in continuous mode in `dir`, running until it is stopped: 25 events, windows of
+/// 25 x 6 iterations after 2 of warmup, every window kept.
+fn start(dir: &Path, vars: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(dlrm());
+    cmd.current_dir(dir)
+        .args(["--batch", "8", "--iters", "100000000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("PROF_") || k == "RANK" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("PROF_MODE", "continuous")
+        .env("PROF_WARMUP", "2")
+        .env("PROF_REPEAT", "6")
+        .env("PROF_WINDOWS", "100000");
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Waits (at most a minute: a loaded machine is slow, never wrong) until `done` holds.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Stops the job with SIGINT (it writes its results, then ends of the signal) and returns its
+/// stderr.
+fn stop(child: Child) -> String {
+    // SAFETY: kill with a valid pid and signal number.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The trace files in `dir`.
+fn traces(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("prof.trace-") && n.ends_with(".json"))
+        })
+        .collect();
+    found.sort_by_key(|p| first_of(p));
+    found
+}
+
+/// The first iteration a trace's file name gives.
+fn first_of(path: &Path) -> u64 {
+    let name = path.file_name().unwrap().to_str().unwrap();
+    name["prof.trace-".len()..name.len() - ".json".len()]
+        .parse()
+        .unwrap()
+}
+
+/// Checks a trace of `n` iterations: what it says of itself, and every event once in each of
+/// its iterations. Returns its first iteration.
+fn check_trace(trace: &Value, n: u64, source: &str) -> u64 {
+    assert_eq!(trace["run"]["mode"], "trace");
+    assert_eq!(trace["complete"], true);
+    assert_eq!(trace["run"]["on_demand"]["source"], source);
+    assert_eq!(trace["run"]["on_demand"]["asked_iterations"], n);
+    let first = trace["iterations"]["first"].as_u64().unwrap();
+    let wall = trace["iterations"]["wall_ns"].as_array().unwrap();
+    assert_eq!(wall.len() as u64, n);
+    assert!(wall.iter().all(|w| w.as_u64().unwrap() > 0));
+    assert_eq!(trace["iterations"]["count"].as_u64().unwrap(), first + n);
+    let events = trace["events"].as_array().unwrap();
+    assert_eq!(events.len(), 25, "every event of dlrm is traced");
+    let expected: Vec<u64> = (first..first + n).collect();
+    for e in events {
+        let iters: Vec<u64> = e["sample_iters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_u64().unwrap())
+            .collect();
+        assert_eq!(iters, expected, "event {}", e["id"]);
+        let offsets = e["offsets_ns"].as_array().unwrap();
+        let wall_of = |k: usize| wall[k].as_u64().unwrap();
+        for (k, (s, o)) in e["samples_ns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(offsets)
+            .enumerate()
+        {
+            let (s, o) = (s.as_u64().unwrap(), o.as_u64().unwrap());
+            assert!(s > 0 && o + s <= wall_of(k), "{} in iteration {k}", e["id"]);
+        }
+    }
+    first
+}
+
+/// The window of the continuous profile that holds iteration `first`: its length in
+/// iterations, less those of the traces (first iteration, length) that began in it.
+fn sampled_in_window_around(profile: &Value, first: u64, traces: &[(u64, u64)]) -> u64 {
+    let window = profile["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| {
+            let start = w["first_iteration"].as_u64().unwrap();
+            let len = w["wall_ns"].as_array().unwrap().len() as u64;
+            (start..start + len).contains(&first)
+        })
+        .unwrap_or_else(|| panic!("no window holds iteration {first}"));
+    let start = window["first_iteration"].as_u64().unwrap();
+    let len = window["wall_ns"].as_array().unwrap().len() as u64;
+    let traced: u64 = traces
+        .iter()
+        .filter(|(f, _)| (start..start + len).contains(f))
+        .map(|&(_, n)| n)
+        .sum();
+    len - traced
+}
+
+#[test]
+fn a_trace_asked_through_the_control_file_starts_where_rank_0_says() {
+    let dir = scratch("on-demand-control");
+    let control = dir.join("ctl");
+    // A request left from an earlier job is not this job's.
+    std::fs::write(&control, "trace iterations=2 id=old\n").unwrap();
+    let child = start(&dir, &[("PROF_CONTROL", control.to_str().unwrap())]);
+    wait_for("the first window", || dir.join("prof.json").exists());
+    std::fs::write(&control, "trace iterations=5 id=t1\n").unwrap();
+    // Rank 0 names the iteration, a little ahead of its own.
+    let mut at = None;
+    wait_for("rank 0 to name the iteration", || {
+        let text = std::fs::read_to_string(&control).unwrap_or_default();
+        at = profiler_format::control::parse(&text)
+            .ok()
+            .flatten()
+            .and_then(|r| r.at);
+        at.is_some()
+    });
+    let text = std::fs::read_to_string(&control).unwrap();
+    assert!(
+        text.contains("iterations=5") && text.contains("id=t1"),
+        "{text}"
+    );
+    wait_for("the trace", || !traces(&dir).is_empty());
+    let err = stop(child);
+    let found = traces(&dir);
+    assert_eq!(found.len(), 1, "one request, one trace: {found:?}\n{err}");
+    let trace = read_json(&found[0]);
+    let first = check_trace(&trace, 5, "control file");
+    let at = u64::from(at.unwrap());
+    assert_eq!(trace["run"]["on_demand"]["asked_at"], at);
+    assert_eq!(trace["run"]["on_demand"]["id"], "t1");
+    if first != at {
+        // Seen late (a busy machine): said, and never earlier than asked.
+        assert!(first > at, "{first} < {at}");
+        assert!(err.contains(&format!("asked for iteration {at}")), "{err}");
+    }
+    assert_eq!(found[0], dir.join(format!("prof.trace-{first}.json")));
+    assert!(
+        err.contains(&format!(
+            "trace on demand (control file): iterations {first}.."
+        )),
+        "{err}"
+    );
+    // The sampling paused for exactly the trace, and went on after it.
+    let profile = read_json(&dir.join("prof.json"));
+    assert_eq!(
+        sampled_in_window_around(&profile, first, &[(first, 5)]),
+        25 * 6
+    );
+    let last = profile["windows"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(last["first_iteration"].as_u64().unwrap() > first + 5);
+    assert!(profile["events"].as_array().unwrap().len() == 25);
+    // Nothing but the outputs and the control file.
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["ctl", "prof.json", &format!("prof.trace-{first}.json")]
+    );
+}
+
+#[test]
+fn prof_trigger_asks_one_process_by_signal() {
+    let dir = scratch("on-demand-signal");
+    let child = start(&dir, &[]);
+    wait_for("the first window", || dir.join("prof.json").exists());
+    let prof = common::prof();
+    let out = Command::new(&prof)
+        .args(["trigger", &child.id().to_string(), "--iterations", "4"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("next 4 iterations"), "{said}");
+    wait_for("the trace", || !traces(&dir).is_empty());
+    // More than PROF_REPEAT: the trace holds PROF_REPEAT, and says so.
+    let out = Command::new(&prof)
+        .args(["trigger", &child.id().to_string(), "--iterations", "50"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    wait_for("the second trace", || traces(&dir).len() == 2);
+    let err = stop(child);
+    let found = traces(&dir);
+    let first = check_trace(&read_json(&found[0]), 4, "signal");
+    let second = read_json(&found[1]);
+    let second_first = second["iterations"]["first"].as_u64().unwrap();
+    assert_eq!(second["iterations"]["wall_ns"].as_array().unwrap().len(), 6);
+    assert_eq!(second["run"]["on_demand"]["asked_iterations"], 50);
+    assert!(err.contains("50 iterations asked, 6 taken"), "{err}");
+    let profile = read_json(&dir.join("prof.json"));
+    let both = [(first, 4), (second_first, 6)];
+    assert_eq!(sampled_in_window_around(&profile, first, &both), 25 * 6);
+    assert_eq!(
+        sampled_in_window_around(&profile, second_first, &both),
+        25 * 6
+    );
+}
