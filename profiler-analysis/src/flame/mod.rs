@@ -245,16 +245,14 @@ pub fn flame(profiles: &[Profile], options: &FlameOptions) -> Result<Flame, Flam
         }
         let count = |v: Verdict| compared.events.iter().filter(|d| d.verdict == v).count();
         flame.subtitle = Some(format!(
-            "colours: prof diff's verdicts against {} (threshold {}%): red regressed ({}), blue \
-             improved ({}), grey no change or within noise, pale inconclusive ({}), lilac not in \
-             the baseline; iteration {} ({}×)",
+            "prof diff vs {}: red regressed {}, blue improved {}, pale inconclusive {}, grey \
+             no change; iteration {} {}",
             describe_runs(baseline),
-            crate::text::num(options.diff.threshold * 100.0),
             count(Verdict::Regressed),
             count(Verdict::Improved),
             count(Verdict::Inconclusive),
             compared.iteration.verdict.as_str(),
-            crate::text::num((compared.iteration.ratio * 1000.0).round() / 1000.0),
+            svg::times(compared.iteration.ratio),
         ));
     }
     Ok(flame)

@@ -47,7 +47,7 @@ fn share(x: f64, iteration: f64) -> String {
 }
 
 /// A ratio as `×1.083`.
-fn times(r: f64) -> String {
+pub(super) fn times(r: f64) -> String {
     if r.is_finite() {
         format!("×{r:.3}")
     } else {
@@ -55,81 +55,76 @@ fn times(r: f64) -> String {
     }
 }
 
-/// What the title (tooltip) of `frame` says.
+/// What the title (tooltip) of `frame` says: `NAME (details)`. inferno's script labels a frame
+/// with its title less a last parenthesized group, so the details are that group and hold no
+/// parenthesis of their own.
 pub(super) fn frame_title(flame: &Flame, frame: &Frame) -> String {
     let it = flame.iteration_ns;
-    let mut t = String::new();
+    let mut d: Vec<String> = Vec::new();
     match &frame.key {
         FrameKey::Other => {
-            let _ = write!(
-                t,
-                "other: {} per iteration ({}), the time no top-level event covers",
+            d.push(format!(
+                "{} per iteration, {} of it: the time no top-level event covers",
                 human_ns(frame.width_ns),
                 share(frame.width_ns, it)
-            );
+            ));
         }
         FrameKey::Group(_) => {
-            let _ = write!(
-                t,
-                "{}: {} per iteration ({})",
-                frame.name,
+            d.push(format!(
+                "{} per iteration, {} of it",
                 human_ns(frame.width_ns),
                 share(frame.width_ns, it)
-            );
+            ));
         }
         FrameKey::Event(id, _) => {
-            let _ = write!(
-                t,
-                "{}: self {}, total {} per iteration ({})",
-                frame.name,
+            d.push(format!(
+                "self {}, total {} per iteration, {} of it",
                 human_ns(frame.self_ns),
                 human_ns(frame.total_ns),
                 share(frame.total_ns, it)
-            );
+            ));
             if (frame.calls_per_iter - 1.0).abs() > 1e-9 {
-                let _ = write!(t, ", {:.2} calls per iteration", frame.calls_per_iter);
+                d.push(format!("{:.2} calls per iteration", frame.calls_per_iter));
             }
             if frame.merged {
-                t.push_str(", merged (every later run of its probe)");
+                d.push("merged: every later run of its probe".to_owned());
             }
             if frame.concurrent {
-                t.push_str(", on another thread");
+                d.push("on another thread".to_owned());
             }
             if !frame.matched {
-                let _ = write!(
-                    t,
-                    "; context: the filter does not match it, drawn {} (the matching events in it)",
+                d.push(format!(
+                    "context: the filter does not match it, drawn {}: the matching events in it",
                     human_ns(frame.width_ns)
-                );
+                ));
             } else if frame.total_ns - frame.width_ns > 1.0 {
-                let _ = write!(
-                    t,
-                    "; drawn {}: what the iteration holds of it (it ran beside other events)",
+                d.push(format!(
+                    "drawn {}: what its parent holds of it, whose children add up to more than \
+                     the parent: runs side by side on other threads, or measured in other \
+                     iterations",
                     human_ns(frame.width_ns)
-                );
+                ));
             }
             if flame.subtitle.is_some() {
-                match &frame.diff {
-                    Some(d) => {
-                        let _ = write!(
-                            t,
-                            "; {}: median {} → {} ({}, 95% CI {} – {})",
-                            d.verdict.as_str(),
-                            human_ns(d.before_median_ns),
-                            human_ns(d.after_median_ns),
-                            times(d.ratio),
-                            times(d.ci_low),
-                            times(d.ci_high)
-                        );
-                    }
-                    None => t.push_str("; not in the baseline"),
-                }
+                d.push(match &frame.diff {
+                    Some(c) => format!(
+                        "{}: median {} → {}, {}, 95% CI {} – {}",
+                        c.verdict.as_str(),
+                        human_ns(c.before_median_ns),
+                        human_ns(c.after_median_ns),
+                        times(c.ratio),
+                        times(c.ci_low),
+                        times(c.ci_high)
+                    ),
+                    None => "not in the baseline".to_owned(),
+                });
             }
-            let _ = write!(t, " [{id}]");
+            d.push(format!("id {id}"));
         }
     }
+    let details = d.join("; ").replace('(', "[").replace(')', "]");
     // The attribute file inferno reads is one line per frame, fields split at tabs.
-    t.replace(['\t', '\n', '\r'], " ")
+    format!("{} ({details})", frame.name).replace(['\t', '\n', '\r'], " ")
 }
 
 /// The SVG of `flame`.

@@ -100,9 +100,9 @@ fn folded_stacks_are_self_times_per_iteration() {
     assert_eq!(f.iteration_ns, 2000.0);
     let step = f.frames.iter().find(|f| f.name == "-/-/step").unwrap();
     assert_eq!((step.calls_per_iter, step.total_ns), (2.0, 100.0));
-    assert!(frame_title_of(&f, "-/-/step").contains("2.00 calls per iteration, merged"));
+    assert!(frame_title_of(&f, "-/-/step").contains("2.00 calls per iteration; merged"));
     assert!(frame_title_of(&f, "attn/fwd/forward")
-        .starts_with("attn/fwd/forward: self 700ns, total 1.0µs per iteration (50.0%)"));
+        .starts_with("attn/fwd/forward (self 700ns, total 1.0µs per iteration, 50.0% of it;"));
 }
 
 fn frame_title_of(f: &Flame, name: &str) -> String {
