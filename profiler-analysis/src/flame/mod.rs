@@ -35,7 +35,7 @@
 //!
 //! **Several runs and comparisons.** Given several profiles, the widths are the mean over them
 //! of each stack's weight. With a baseline ([`FlameOptions::baseline`]), each event's frame is
-//! coloured by `prof diff`'s verdict on it ([`diff::diff_runs`](crate::diff::diff_runs), with the
+//! coloured by `prof diff`'s verdict on it ([`diff::diff_runs`], with the
 //! profiles drawn as the `after` side): red regressed, blue improved, grey no change or within
 //! noise, pale inconclusive, lilac for an event the baseline does not have; the widths stay
 //! those of the profiles drawn. Titles give the verdict, the change of the median and its
