@@ -1,5 +1,5 @@
 //! Turning `prof.json` into answers: reports, comparisons between runs, drift, scaling,
-//! multi-rank merges, Perfetto traces and an HTML report; what the `prof` command-line tool
+//! multi-rank merges, Perfetto traces, flame graphs and an HTML report; what the `prof` command-line tool
 //! prints. It reads the file through `profiler-format` (reading and its checks are that crate's:
 //! [`load_profile`]), and needs neither the runtime nor the macros of profiler-core: a profiled
 //! program does not compile it. The rows of `prof report` and the end-of-run summary come from
@@ -15,6 +15,7 @@
 
 pub mod diff;
 pub mod drift;
+pub mod flame;
 pub mod html;
 pub mod merge;
 pub mod report;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use profiler_analysis::{self as analysis, diff, html, merge, report, scale, trace, Format};
+use profiler_analysis::{self as analysis, diff, flame, html, merge, report, scale, trace, Format};
 use profiler_format::Profile;
 
 #[derive(Parser)]
@@ -174,6 +174,37 @@ enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: FormatArg,
     },
+    /// A flame graph of the mean iteration: an interactive SVG (or folded stacks), one frame per
+    /// event, as wide as its time per iteration, nested by parent; with --diff, frames coloured
+    /// by prof diff's verdicts.
+    Flame {
+        /// The prof.json to draw; several: the mean of their stacks (several runs of one side).
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
+        /// Where to write the SVG (or, with --folded, the folded stacks).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Write folded stacks (`frame;frame;frame ns` per line) instead of the SVG.
+        #[arg(long, conflicts_with_all = ["icicle", "diff"])]
+        folded: bool,
+        /// Draw the stacks hanging from the top (an icicle graph).
+        #[arg(long)]
+        icicle: bool,
+        /// A root frame per layer or phase of the top-level events.
+        #[arg(long, value_enum)]
+        group: Option<FlameGroupArg>,
+        /// Only the events this PROF_FILTER expression matches, with the events they ran inside
+        /// as context (`layer=mlp&phase=bwd`).
+        #[arg(long, value_name = "EXPR")]
+        filter: Option<String>,
+        /// A baseline run: frames coloured by prof diff's verdict on their event (red regressed,
+        /// blue improved, grey no change, pale inconclusive); repeat it for several baseline runs.
+        #[arg(long, value_name = "BASE")]
+        diff: Vec<PathBuf>,
+        /// With --diff: changes smaller than this are noise (0.02 or 2%), as in prof diff.
+        #[arg(long, default_value = "2%", value_parser = fraction)]
+        threshold: f64,
+    },
     /// One self-contained HTML report (no network needed to view it).
     Html {
         /// The prof.json to read.
@@ -213,6 +244,21 @@ enum GroupByArg {
     Phase,
     #[value(name = "layer,phase")]
     LayerPhase,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FlameGroupArg {
+    Layer,
+    Phase,
+}
+
+impl From<FlameGroupArg> for flame::Grouping {
+    fn from(g: FlameGroupArg) -> Self {
+        match g {
+            FlameGroupArg::Layer => flame::Grouping::Layer,
+            FlameGroupArg::Phase => flame::Grouping::Phase,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -556,6 +602,25 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let said = trigger::trigger(&target, iterations, at).map_err(Failure::new)?;
             eprintln!("{said}");
         }
+        Command::Flame {
+            files,
+            output,
+            folded,
+            icicle,
+            group,
+            filter,
+            diff,
+            threshold,
+        } => {
+            let request = FlameRequest {
+                folded,
+                icicle,
+                group: group.map(Into::into),
+                filter: filter.as_deref(),
+                threshold,
+            };
+            write_flame(&files, &diff, &output, &request)?
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -735,6 +800,74 @@ fn merge_ranks(files: &[PathBuf], output: Option<&Path>, format: FormatArg) -> R
         eprintln!("prof: wrote {}", output.display());
     }
     print(&merge::render(&merged, format.into()));
+    Ok(())
+}
+
+/// What `prof flame` was asked for, besides its files.
+struct FlameRequest<'a> {
+    folded: bool,
+    icicle: bool,
+    group: Option<flame::Grouping>,
+    filter: Option<&'a str>,
+    threshold: f64,
+}
+
+/// `prof flame`: the output and the filter are checked before any input is read.
+fn write_flame(
+    files: &[PathBuf],
+    baseline: &[PathBuf],
+    output: &Path,
+    request: &FlameRequest,
+) -> Result<(), Failure> {
+    check_output(output)?;
+    let filter = request
+        .filter
+        .map(|text| {
+            profiler_format::filter::Filter::parse(text).map_err(|e| {
+                Failure::new(profiler_format::filter::render_error(
+                    "--filter",
+                    &e.input,
+                    e.column,
+                    e.width,
+                    &e.problem,
+                    &e.expected,
+                ))
+            })
+        })
+        .transpose()?;
+    let profiles = load_all(files)?;
+    let baseline = load_all(baseline)?;
+    let options = flame::FlameOptions {
+        group: request.group,
+        filter,
+        icicle: request.icicle,
+        baseline: (!baseline.is_empty()).then_some(baseline.as_slice()),
+        diff: diff::DiffOptions {
+            threshold: request.threshold,
+            ..diff::DiffOptions::default()
+        },
+    };
+    let graph = flame::flame(&profiles, &options).map_err(|e| match &e {
+        flame::FlameError::NoIteration { index } => {
+            Failure::new(format!("{}: {e}", files[*index].display()))
+        }
+        _ => Failure::new(e),
+    })?;
+    let bytes = if request.folded {
+        graph.folded()
+    } else {
+        graph
+            .svg()
+            .map_err(|e| Failure::new(format!("cannot draw the flame graph: {e}")))?
+    };
+    write_output(output, bytes.as_bytes())?;
+    eprintln!(
+        "prof: wrote {} ({} frames, {} ns: {})",
+        output.display(),
+        graph.frames.len(),
+        graph.width_ns(),
+        graph.title
+    );
     Ok(())
 }
 

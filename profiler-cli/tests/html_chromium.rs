@@ -3,7 +3,8 @@
 //! `data-rendered="ok"` on `<body>` and recorded no error (`data-errors`). Profiles: two real
 //! dlrm runs (`tests/data/html/`, made with PROF_WARMUP=3 PROF_REPEAT=5, the second with
 //! `--batch 256`), alone and compared, an edge case (one event without samples, no layer, no
-//! iteration), and one whose names try to break out of the page's markup.
+//! iteration), and one whose names try to break out of the page's markup. The flame graph's
+//! frame must load and draw every frame with a width on screen.
 //!
 //! The browser is `$PROF_CHROMIUM`, else `/usr/bin/chromium`, else `chromium` on `PATH` (Debian's
 //! `chromium` package). Without one the browser checks are skipped with a message, unless
@@ -57,8 +58,9 @@ fn data_block(html: &str) -> &str {
 fn check_static(html: &str) {
     assert!(html.starts_with("<!DOCTYPE html>"));
     let lower = html.to_ascii_lowercase();
-    // The SVG namespace is a name, not a resource; any other URL would be.
-    let rest = lower.replace("'http://www.w3.org/2000/svg'", "");
+    // The SVG namespace is a name, not a resource; any other URL would be. The flame graph is
+    // checked on its own, below: its script (inferno's) names URLs in comments and messages.
+    let rest = without_flame(&lower).replace("'http://www.w3.org/2000/svg'", "");
     for bad in [
         "http://",
         "https://",
@@ -78,12 +80,48 @@ fn check_static(html: &str) {
     let data: serde_json::Value =
         serde_json::from_str(data_block(html)).expect("the data block is not JSON");
     assert!(data["report"]["events"].is_array());
+    if let Some(svg) = data["flame"].as_str() {
+        // inferno's SVG with its script, referencing nothing: no link, no image, no style
+        // import; `url(#id)` only (its background gradient, within the document).
+        assert!(svg.starts_with("<svg") && svg.contains("<script"));
+        let svg = svg.to_ascii_lowercase();
+        for bad in [
+            "href=",
+            "src=",
+            "<image",
+            "<use",
+            "@import",
+            "<iframe",
+            "<foreignobject",
+        ] {
+            assert!(!svg.contains(bad), "the flame graph references `{bad}`");
+        }
+        assert_eq!(svg.matches("url(").count(), svg.matches("url(#").count());
+    }
     // Three scripts: the error recorder, the data, the page's code.
     assert_eq!(
         lower.matches("<script").count(),
         3,
         "unexpected <script> elements"
     );
+}
+
+/// The page without the flame graph's SVG (the JSON string after `"flame":`).
+fn without_flame(html: &str) -> String {
+    let key = "\"flame\":\"";
+    let Some(at) = html.find(key) else {
+        return html.to_owned();
+    };
+    let start = at + key.len();
+    let mut escaped = false;
+    for (k, c) in html[start..].char_indices() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '"' if !escaped => return format!("{}{}", &html[..start], &html[start + k..]),
+            _ => escaped = false,
+        }
+    }
+    html.to_owned()
 }
 
 /// The browser to use, or why there is none.
@@ -229,6 +267,28 @@ fn real_profile() {
     assert!(dom.contains("class=\"gap\""), "no uncovered stretch listed");
     // One bar per event in the timeline, one sparkline per row.
     assert_eq!(dom.matches("class=\"ev").count(), profile.events.len());
+    // The flame graph: one frame per event with time, `other` and the root, all drawn with a
+    // width on screen inside its frame, its own script having run.
+    let (frames, drawn) = flame_frames(&dom);
+    assert_eq!(frames, drawn);
+    assert!(frames >= 10, "{frames} frames");
+}
+
+/// The flame graph's `data-frames` and `data-drawn`, set once its frame has loaded.
+fn flame_frames(dom: &str) -> (usize, usize) {
+    let at = dom.find("id=\"flame\"").expect("no flame graph");
+    let tag = &dom[dom[..at].rfind('<').unwrap()..at + dom[at..].find('>').unwrap()];
+    let attr = |name: &str| -> usize {
+        let start = tag
+            .find(&format!("{name}=\""))
+            .unwrap_or_else(|| panic!("no {name} on the flame card: {tag}"))
+            + name.len()
+            + 2;
+        tag[start..start + tag[start..].find('"').unwrap()]
+            .parse()
+            .unwrap()
+    };
+    (attr("data-frames"), attr("data-drawn"))
 }
 
 #[test]
@@ -241,6 +301,11 @@ fn compared_with_a_baseline() {
     assert!(dom.contains("id=\"diff\""));
     assert!(dom.contains("class=\"verdict"));
     assert_eq!(event_rows(&dom), after.events.len());
+    let (frames, drawn) = flame_frames(&dom);
+    assert!(
+        frames >= 10 && frames == drawn,
+        "{frames} frames, {drawn} drawn"
+    );
 }
 
 /// One event that was never measured, no layer or phase, no completed iteration.

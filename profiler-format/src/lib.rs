@@ -2,7 +2,9 @@
 //! ([`json`]); the [`Identity`] every report row names its event by ([`identity`]); reading it
 //! back with its schema checks, a clear message for every way a file can be wrong ([`read`]:
 //! [`load_profile`], [`LoadError`]); and the atomic write used for every result file
-//! ([`write`](mod@write)).
+//! ([`write`](mod@write)); and the `PROF_FILTER` language ([`filter`]), which the profiled program
+//! applies to its probes and `prof flame` to a profile's events; and the control file of
+//! `continuous` mode's traces on demand ([`control`]).
 //!
 //! A profiled program reaches this crate through profiler-core; `profiler-tables` computes the
 //! measures and the end-of-run summary from these types, and `profiler-analysis` and the `prof`
@@ -14,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod control;
+pub mod filter;
 pub mod identity;
 pub mod json;
 pub mod read;

@@ -32,6 +32,17 @@
 //!
 //! Events timed on a device stream are left out: their time runs on the device, beside the
 //! CPU's.
+//!
+//! Per event ([`Breakdown::held_ns`], what `prof flame` draws), the mean iteration holds: a
+//! top-level event's time as its category counts it (above); a nested event's time per iteration
+//! (`total_ns`) as far as its parent's holds it. A parent holds its children of its own thread
+//! first (the parent's `concurrent` flag and device are theirs: they ran inside it, one after
+//! the other), then, in what is left, the children that ran beside it (on another thread, or on
+//! a device stream): a layer that hands work to several workers and waits for them holds their
+//! runs side by side, so together they fill at most its time less its own-thread children's.
+//! Children that do not fit are scaled down together, each keeping its share; an event's self
+//! time (`total_ns` less its children's, [`measure`]) is scaled as the event is. So the events
+//! and `other` add up to the mean iteration, as the categories do.
 
 use serde::Serialize;
 
@@ -65,6 +76,12 @@ pub struct Breakdown {
     /// The largest stretches of the average iteration that no top-level event covers, largest
     /// first (at most [`GAPS`]).
     pub gaps: Vec<Gap>,
+    /// Per event of `profile.events` (same index), the time per iteration the mean iteration
+    /// holds of it (see the module documentation): at most its `total_ns`; 0 for an event left
+    /// out (timed on a device stream at top level, without samples, or inside one left out).
+    /// Not part of the JSON.
+    #[serde(skip)]
+    pub held_ns: Vec<f64>,
 }
 
 /// One category of the breakdown.
@@ -146,6 +163,7 @@ pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
             * row.total_ns;
         covered_spans.push((start, end));
     }
+    let held_ns = held(profile, &measures.events, &top, &time);
     let mut categories = categories(profile, &time, &top, iteration_ns);
     let covered: f64 = categories.iter().map(|c| c.total_ns).sum();
     let other_ns = (iteration_ns - covered).max(0.0);
@@ -160,7 +178,60 @@ pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
         categories,
         overlap_ns: (covered - iteration_ns).max(0.0),
         gaps: gaps(profile, &placed, median_iteration),
+        held_ns,
     })
+}
+
+/// What the mean iteration holds of each event: `counted[i]` for the top-level events `top`, and
+/// down the nesting, each parent's held time shared among its children (module documentation).
+fn held(profile: &Profile, rows: &[EventRow], top: &[usize], counted: &[f64]) -> Vec<f64> {
+    let events = &profile.events;
+    let parents = crate::measure::parent_indices(events);
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); events.len()];
+    for (i, p) in parents.iter().enumerate() {
+        if let Some(j) = *p {
+            children[j].push(i);
+        }
+    }
+    let mut held = vec![0.0; events.len()];
+    let mut seen = vec![false; events.len()];
+    let mut queue: std::collections::VecDeque<usize> = top.iter().copied().collect();
+    for &i in top {
+        held[i] = counted[i].min(rows[i].total_ns).max(0.0);
+        seen[i] = true;
+    }
+    while let Some(i) = queue.pop_front() {
+        let total = rows[i].total_ns;
+        // The share of its own time the mean iteration holds: the children get the same.
+        let scale = if total > 0.0 { held[i] / total } else { 0.0 };
+        let own_thread = |c: usize| {
+            events[c].concurrent == events[i].concurrent && events[c].device == events[i].device
+        };
+        let sum = |own: bool| -> f64 {
+            children[i]
+                .iter()
+                .filter(|&&c| own_thread(c) == own)
+                .map(|&c| rows[c].total_ns)
+                .sum()
+        };
+        let (inside, beside) = (sum(true), sum(false));
+        let fit = |need: f64, room: f64| if need > room { room / need } else { 1.0 };
+        let inside_fit = fit(inside, total);
+        let beside_fit = fit(beside, (total - inside * inside_fit).max(0.0));
+        for &c in &children[i] {
+            if std::mem::replace(&mut seen[c], true) {
+                continue;
+            }
+            let f = if own_thread(c) {
+                inside_fit
+            } else {
+                beside_fit
+            };
+            held[c] = rows[c].total_ns * f * scale;
+            queue.push_back(c);
+        }
+    }
+    held
 }
 
 /// Whether event `i` (row `rows[i]`) is a top-level event with samples, timed on the CPU.
@@ -464,6 +535,55 @@ mod tests {
         assert_eq!((b.gaps[1].start_ns, b.gaps[1].len_ns), (960.0, 40.0));
         assert!(b.gaps[1].before.is_none());
         assert!(b.gaps[1].describe().ends_with("until step()"));
+    }
+
+    /// What the mean iteration holds of each event: a nested event of its parent's thread in
+    /// full; workers that ran side by side on other threads (children marked `concurrent`) share
+    /// what the parent's own-thread children leave, scaled down together when they need more.
+    #[test]
+    fn held_time_fits_children_run_side_by_side_into_their_parent() {
+        let mut inner = event(1, "inner", Some("fwd"), 10, 200);
+        inner.parent = Some(0);
+        let workers: Vec<Event> = (2..5)
+            .map(|k| {
+                let mut w = event(k, &format!("worker{k}"), Some("fwd"), 220, 600);
+                w.parent = Some(0);
+                w.concurrent = true;
+                w
+            })
+            .collect();
+        let mut events = vec![event(0, "forward", Some("fwd"), 0, 1000), inner];
+        events.extend(workers);
+        let p = profile(events, 1500);
+        let b = breakdown(&p).unwrap();
+        // forward: 1000 ns, inner (own thread) 200 ns in full, three workers of 600 ns share
+        // the 800 ns left: 800/1800 of each.
+        assert_eq!(b.held_ns[0], 1000.0);
+        assert_eq!(b.held_ns[1], 200.0);
+        for w in &b.held_ns[2..] {
+            assert!((w - 600.0 * 800.0 / 1800.0).abs() < 1e-9, "{w}");
+        }
+        let children: f64 = b.held_ns[1..].iter().sum();
+        assert!((children - 1000.0).abs() < 1e-9);
+        // One worker fits beside inner: held in full.
+        let mut one = p.clone();
+        one.events.truncate(3);
+        let b = breakdown(&one).unwrap();
+        assert_eq!(b.held_ns, vec![1000.0, 200.0, 600.0]);
+        // A loader beside the loop at top level: held as its category counts it (the part of
+        // its run that no event of the stepping thread covers), its child scaled alike.
+        let mut loader = event(5, "loader", Some("data"), 900, 400);
+        loader.concurrent = true;
+        let mut batch = event(6, "batch", Some("data"), 950, 100);
+        batch.parent = Some(5);
+        batch.concurrent = true;
+        let mut two = one.clone();
+        two.events.extend([loader, batch]);
+        let b = breakdown(&two).unwrap();
+        assert_eq!(b.held_ns[3], 300.0);
+        assert_eq!(b.held_ns[4], 75.0);
+        let data = b.categories.iter().find(|c| c.name == "data").unwrap();
+        assert_eq!(data.total_ns, 300.0);
     }
 
     /// On a noisy machine the offsets of back-to-back events scatter (each measured in

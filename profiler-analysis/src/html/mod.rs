@@ -25,6 +25,13 @@
 //! events (at least 50 and at most 1000 per event, every n-th one beyond that); the statistics
 //! shown are always those of all samples.
 //!
+//! The flame graph (`prof flame`'s SVG, differential with a baseline) is embedded in the data
+//! and shown in an `<iframe>` whose `srcdoc` the script sets: the SVG keeps its own script (zoom,
+//! search), which expects a document of its own (its element ids, its window's events), and the
+//! frame inherits the page's Content-Security-Policy. Once the frame has loaded, the script
+//! checks that its frames were drawn (`data-frames` and `data-drawn` on the card: how many
+//! frames, and how many have a width on screen), and records an error otherwise.
+//!
 //! When the page has drawn itself, its script sets `data-rendered="ok"` on `<body>` (`"error"`
 //! if a section failed); a script error is listed at the top of the page and recorded in the
 //! `data-errors` attribute of `<body>`, so that a headless browser can check the page.
@@ -36,6 +43,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::diff::{self, DiffOptions};
+use super::flame;
 use super::report::{self, EventRow, GroupBy, GroupRow, ReportOptions};
 use super::{event_key, stats};
 use profiler_format::{Event, Profile, Run};
@@ -168,6 +176,9 @@ struct PageData<'a> {
     iterations: IterationData,
     baseline: Option<RunInfo<'a>>,
     diff: Option<Value>,
+    /// `prof flame`'s SVG of the profile (coloured by the comparison's verdicts when a baseline
+    /// is given); `None` when there is no mean iteration to draw.
+    flame: Option<String>,
 }
 
 /// Every `stride`-th value, `stride` chosen so that at most `cap` remain.
@@ -230,7 +241,31 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
         },
         baseline: baseline.map(RunInfo::of),
         diff,
+        flame: flame_svg(profile, baseline),
     }
+}
+
+/// The flame graph the page embeds: `prof flame FILE` (`--diff BASELINE` when given).
+fn flame_svg(profile: &Profile, baseline: Option<&Profile>) -> Option<String> {
+    let options = flame::FlameOptions {
+        baseline: baseline.map(std::slice::from_ref),
+        ..flame::FlameOptions::default()
+    };
+    let svg = flame::flame(std::slice::from_ref(profile), &options)
+        .ok()?
+        .svg()
+        .ok()?;
+    // The frame's document is HTML: the XML declaration and the DTD's doctype are not needed,
+    // nor inferno's comments (links to where flame graphs come from: the page names no URL).
+    let mut rest = &svg[svg.find("<svg")?..];
+    let mut out = String::with_capacity(rest.len());
+    while let Some(open) = rest.find("<!--") {
+        out.push_str(&rest[..open]);
+        let close = rest[open..].find("-->")? + open + 3;
+        rest = &rest[close..];
+    }
+    out.push_str(rest);
+    Some(out)
 }
 
 /// Each report row with what the page draws beyond it, from the profile's event of the same

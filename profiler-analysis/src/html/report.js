@@ -524,6 +524,33 @@
     if (rep.breakdown) { guarded('step-time breakdown', function () { card.appendChild(stepBreakdown(rep.breakdown)); }); }
     root.appendChild(card);
   }
+  // `prof flame`'s SVG in a frame of its own (its script expects its own document); once
+  // loaded, the frame is sized to the graph and its drawn frames counted on the card.
+  function renderFlame() {
+    if (typeof D.flame !== 'string') { return; }
+    var card = el('section', { 'class': 'card', id: 'flame' }, el('h2', { text: 'Flame graph' }));
+    card.appendChild(el('p', { 'class': 'note', text: 'Each frame is an event, as wide as its time per mean iteration, on the event it ran inside; `other` is the time no top-level event covers. Click a frame to zoom, Search to highlight. ' + (D.diff ? 'Colours: prof diff\'s verdicts (red regressed, blue improved, grey no change, pale inconclusive, lilac not in the baseline).' : '') + ' The same graph: prof flame prof.json -o flame.svg.' }));
+    var frame = el('iframe', { 'class': 'flame', title: 'flame graph' });
+    frame.addEventListener('load', function () {
+      guarded('flame graph', function () {
+        var doc = frame.contentDocument;
+        var svg = doc && doc.querySelector('svg');
+        if (!svg) { throw new Error('the flame graph did not load'); }
+        frame.style.height = Math.ceil(svg.getBoundingClientRect().height + 4) + 'px';
+        var rects = doc.querySelectorAll('#frames rect');
+        var drawn = 0;
+        for (var i = 0; i < rects.length; i += 1) {
+          if (rects[i].getBoundingClientRect().width > 0) { drawn += 1; }
+        }
+        card.dataset.frames = String(rects.length);
+        card.dataset.drawn = String(drawn);
+        if (!drawn) { throw new Error('the flame graph has no frame drawn'); }
+      });
+    });
+    frame.srcdoc = D.flame;
+    card.appendChild(frame);
+    root.appendChild(card);
+  }
   // The mean iteration by category (the top-level events' phases) plus `other`, the time no
   // top-level event covers, and the largest stretches no probe covers: where to annotate next.
   function stepBreakdown(b) {
@@ -986,6 +1013,7 @@
   guarded('overview', renderOverview);
   guarded('windows', renderWindows);
   guarded('breakdown', renderBreakdown);
+  guarded('flame', renderFlame);
   guarded('memory', renderMemory);
   guarded('timeline', renderTimeline);
   guarded('events', renderEvents);

@@ -18,10 +18,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-use profiler_format::write::shorten;
+use crate::write::shorten;
 
 mod parse;
-pub(crate) use parse::nearest;
+pub use parse::nearest;
 
 use parse::Parser;
 

@@ -41,7 +41,7 @@ fn show(c: char) -> String {
 /// The candidate closest to `word` (ignoring case), if it is close enough to be a likely typo:
 /// at most two edits, and not more than half the candidate (`x` is not a typo of `id`). Used for
 /// the "did you mean" of variables and their values as well as filter keys.
-pub(crate) fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+pub fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let lower = word.to_lowercase();
     candidates
         .iter()
