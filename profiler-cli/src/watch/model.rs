@@ -800,7 +800,7 @@ pub const HELP: [(&str, &str); 14] = [
     ("p", "filter by phase: cycle through the phases, then none"),
     (
         "/",
-        "filter by text (name, layer/phase, id); Enter applies, Esc cancels",
+        "filter by text in names, layer/phase, ids (Enter applies, Esc not)",
     ),
     ("c", "clear the filters"),
     ("space", "pause: freeze the view (the files are still read)"),
@@ -811,6 +811,6 @@ pub const HELP: [(&str, &str); 14] = [
     ("Up, Down, j, k", "scroll (PageUp, PageDown, Home, End)"),
     (
         "",
-        "drift: prof report's headline verdict, since start or recent past",
+        "drift: prof report's headline verdict (since start or recent past)",
     ),
 ];

@@ -61,7 +61,8 @@ pub fn draw(frame: &mut Frame, watch: &Watch, now: SystemTime) {
         keys,
     );
     if watch.help {
-        draw_help(frame, area);
+        let windows = rank.shown.as_ref().and_then(|s| s.windows());
+        draw_help(frame, area, windows.map(report::drift_line));
     }
 }
 
@@ -409,9 +410,15 @@ fn key_line(watch: &Watch) -> String {
     )
 }
 
-fn draw_help(frame: &mut Frame, area: Rect) {
-    let width = area.width.saturating_sub(4).min(84);
-    let height = (HELP.len() as u16 + 4).min(area.height);
+/// The keys, and which windows the drift compares in the file shown (`drift`).
+fn draw_help(frame: &mut Frame, area: Rect, drift: Option<String>) {
+    let width = area.width.saturating_sub(4).min(90);
+    // The drift line wraps on the width inside the border.
+    let inner = usize::from(width.saturating_sub(4)).max(1);
+    let drift_lines = drift
+        .as_ref()
+        .map_or(0, |d| d.chars().count().div_ceil(inner) + 1);
+    let height = (HELP.len() as u16 + 4 + drift_lines as u16).min(area.height);
     let popup = Rect {
         x: area.x + (area.width - width) / 2,
         y: area.y + (area.height - height) / 2,
@@ -427,11 +434,17 @@ fn draw_help(frame: &mut Frame, area: Rect) {
             ])
         })
         .collect();
+    if let Some(d) = drift {
+        lines.push(Line::from(""));
+        lines.push(Line::from(format!(" {d}")));
+    }
     lines.push(Line::from(""));
     lines.push(Line::from(" any other key closes this help"));
     frame.render_widget(Clear, popup);
     frame.render_widget(
-        Paragraph::new(lines).block(Block::bordered().title(" prof watch: keys ")),
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(Block::bordered().title(" prof watch: keys ")),
         popup,
     );
 }
