@@ -593,21 +593,21 @@ impl Watch {
                 rows.extend(events);
             }
             ViewMode::Layers => {
+                let mut by_layer: HashMap<&str, Vec<Row>> = HashMap::new();
+                for e in &shown {
+                    let layer = s.layer_of(e.order);
+                    by_layer.entry(layer).or_default().push(event_row(e, true));
+                }
+                let events: HashMap<u32, &EventRow> =
+                    s.report.events.iter().map(|e| (e.order, e)).collect();
                 let mut layers: Vec<(Row, Vec<Row>)> = s
                     .report
                     .groups
                     .iter()
                     .filter_map(|g| {
-                        let mut members: Vec<Row> = shown
-                            .iter()
-                            .filter(|e| g.members.contains(&e.order))
-                            .map(|e| event_row(e, true))
-                            .collect();
-                        if members.is_empty() {
-                            return None;
-                        }
+                        let mut members = by_layer.remove(g.key.as_str())?;
                         self.sort_rows(&mut members);
-                        Some((layer_row(s, g, &series, windows), members))
+                        Some((layer_row(g, &events, &series, windows), members))
                     })
                     .collect();
                 layers.sort_by(|a, b| self.compare(&a.0, &b.0));
@@ -712,12 +712,11 @@ fn iteration_row(s: &Snapshot) -> Row {
 /// report --group-by layer` does), its sparkline the sum of their medians per window (`·` in a
 /// window where one of them was not measured), its drift its events' verdicts counted.
 fn layer_row(
-    s: &Snapshot,
     g: &GroupRow,
+    events: &HashMap<u32, &EventRow>,
     series: &HashMap<u32, &Series>,
     windows: Option<&Windows>,
 ) -> Row {
-    let events: HashMap<u32, &EventRow> = s.report.events.iter().map(|e| (e.order, e)).collect();
     let median: f64 = g
         .outer
         .iter()
@@ -734,10 +733,9 @@ fn layer_row(
             .collect();
         let sums: Vec<Option<u64>> = (0..w.kept)
             .map(|i| {
-                outer
-                    .iter()
-                    .map(|x| x.medians_ns.get(i).copied().flatten())
-                    .sum::<Option<u64>>()
+                outer.iter().try_fold(0u64, |sum, x| {
+                    Some(sum.saturating_add(x.medians_ns.get(i).copied().flatten()?))
+                })
             })
             .collect();
         if !outer.is_empty() {

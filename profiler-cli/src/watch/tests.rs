@@ -432,3 +432,16 @@ fn polling_reads_a_file_again_only_when_it_changed() {
     assert!(matches!(source.poll(0.02), Some(Update::Loaded { .. })));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Any size of terminal, down to nothing, is drawn without a panic, the help too.
+#[test]
+fn tiny_terminals_are_drawn() {
+    let mut watch = watch_of(&[SLOW, LIVE]);
+    for help in [false, true] {
+        watch.help = help;
+        for (w, h) in [(0, 0), (1, 1), (5, 3), (20, 8), (40, 12), (80, 24)] {
+            let text = render_text(&watch, w, h, written());
+            assert_eq!(text.lines().count(), usize::from(h), "{w}x{h}");
+        }
+    }
+}

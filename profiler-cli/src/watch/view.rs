@@ -184,7 +184,7 @@ fn state_line<'a>(watch: &Watch, rank: &Rank, s: &Snapshot, age: Option<Duration
             Style::new().fg(Color::Cyan),
         )),
         Some(window) => {
-            let limit = STALE_AFTER.max(window * 3);
+            let limit = STALE_AFTER.max(window.saturating_mul(3));
             match age {
                 Some(age) if age > limit => spans.push(Span::styled(
                     format!(
