@@ -648,9 +648,16 @@ impl Windows {
     /// `s` as a sparkline: with a `┊` between the baseline windows and the recent ones when
     /// windows were dropped between them.
     pub fn sparkline(&self, s: &Series) -> String {
+        self.sparkline_of(&s.medians_ns)
+    }
+
+    /// Any per-window series of these windows (one value per kept window, oldest first) as a
+    /// sparkline, split as [`Windows::sparkline`] splits an event's: `prof watch` draws a
+    /// layer's (the sum of its events' medians) with it.
+    pub fn sparkline_of(&self, medians_ns: &[Option<u64>]) -> String {
         let b = self.baseline_windows;
         let gap = b > 0 && b < self.indices.len() && self.indices[b] > self.indices[b - 1] + 1;
-        sparkline_split(&s.medians_ns, if gap { b } else { 0 })
+        sparkline_split(medians_ns, if gap { b } else { 0 })
     }
 }
 

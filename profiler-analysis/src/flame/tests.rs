@@ -41,6 +41,7 @@ fn profile(events: Vec<Event>, wall: u64) -> Profile {
             timer_floor_ns: 0,
             profiler_version: String::new(),
             windows: None,
+            on_demand: None,
         },
         iterations: Iterations {
             count: 6,

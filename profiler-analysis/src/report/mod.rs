@@ -97,6 +97,14 @@ pub struct GroupRow {
     pub self_ns: f64,
     /// `total_ns` over the mean measured iteration.
     pub share: f64,
+    /// The `order` of each member event, in execution order (not serialized: the outputs show
+    /// the count, `events`).
+    #[serde(skip)]
+    pub members: Vec<u32>,
+    /// The members whose total counts towards the group's (those without an ancestor in the
+    /// same group), in execution order (not serialized).
+    #[serde(skip)]
+    pub outer: Vec<u32>,
 }
 
 /// A report on one profile: what [`render`] prints.
@@ -177,6 +185,8 @@ fn group_rows(
                 total_ns: 0.0,
                 self_ns: 0.0,
                 share: 0.0,
+                members: Vec::new(),
+                outer: Vec::new(),
             });
             groups.len() - 1
         });
@@ -185,9 +195,11 @@ fn group_rows(
         group.events += 1;
         group.calls_per_iter += row.calls_per_iter;
         group.self_ns += row.self_ns;
+        group.members.push(row.order);
         // Nesting within the group is counted once: a member inside another adds no total.
         if !chains[i].iter().any(|&a| keys[a] == *key) {
             group.total_ns += row.total_ns;
+            group.outer.push(row.order);
         }
     }
     for group in &mut groups {
@@ -255,7 +267,9 @@ fn sort_by_memory(rows: &mut [EventRow], key: fn(&MemoryRow) -> f64) {
 
 mod breakdown_section;
 mod render;
-pub use render::{human_ns, render, summary, summary_unwritten};
+pub use render::{
+    drift_cell, drift_line, drifted_line, human_ns, render, summary, summary_unwritten,
+};
 
 #[cfg(test)]
 mod tests;

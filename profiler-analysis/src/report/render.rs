@@ -180,7 +180,7 @@ fn windows_line(w: &drift::Windows) -> String {
 /// `drift of the recent windows 38-39 (2): since the start, against the baseline windows 0-2
 /// (3); in the recent past, against windows 3-7 (5); by prof diff's statistics (...)`, and why a
 /// comparison is missing.
-fn drift_line(w: &drift::Windows) -> String {
+pub fn drift_line(w: &drift::Windows) -> String {
     let Some(recent) = &w.recent else {
         return format!("drift: {}", w.notes.join("; "));
     };
@@ -214,7 +214,7 @@ fn span(s: &drift::Span) -> String {
 
 /// A drift cell: `SLOWER +20.1% (95% CI +15.0% .. +25.3%)`, `stable`, `inconclusive (95% CI
 /// -4.0% .. +5.1%)` (a drift of the threshold's size not ruled out), or `-`.
-fn drift_cell(j: &drift::Judgement, alpha: f64) -> String {
+pub fn drift_cell(j: &drift::Judgement, alpha: f64) -> String {
     // From 10 times on as a factor, past 100 times `>x100`, where a percentage is only noise.
     let change = crate::diff::change;
     match (j.drift, &j.comparison) {
@@ -273,7 +273,7 @@ fn drifted_how(s: &drift::Series) -> String {
 /// `! drifted: top_mlp/bwd top_backward (slower since the start), ... (2 of 25 events)` or
 /// `no event drifted`, saying which events are inconclusive (a drift of the threshold's size
 /// could have gone unseen in them).
-fn drifted_line(w: &drift::Windows) -> String {
+pub fn drifted_line(w: &drift::Windows) -> String {
     let drifted: Vec<String> = w
         .drifted()
         .map(|s| format!("{} ({})", s.identity.label(), drifted_how(s)))

@@ -1,0 +1,95 @@
+//! `prof watch`: a terminal view of running `continuous`-mode jobs, from the files they
+//! rewrite as their windows close, with no change to the programs (over ssh too).
+//!
+//! - `model.rs`: the pure part: files' profiles made into snapshots (the report and the drift
+//!   of `prof report`), the state the keys change, the keys, the rows of the table.
+//! - `source.rs`: polling a file (modification time, size, inode) and reading it again when it
+//!   changed; a missing, half-written or malformed file is an error shown beside the last good
+//!   view, never a crash.
+//! - `view.rs`: drawing the state into a ratatui frame, or into text (`--once`).
+//! - `term.rs`: the terminal loop (raw mode, alternate screen, a reader thread, keys).
+//!
+//! Keys, flags and what each part of the screen says: `docs/reference.md`, "`prof watch`".
+
+mod model;
+mod source;
+mod term;
+mod view;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+pub use model::Trigger;
+use model::{Update, Watch};
+use source::Source;
+
+/// The size `--once` draws at when the standard output is not a terminal.
+pub const ONCE_SIZE: (u16, u16) = (140, 40);
+
+/// What `prof watch` was asked for.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The files to follow, one per rank.
+    pub files: Vec<PathBuf>,
+    /// How often the files are polled.
+    pub interval: Duration,
+    /// The smallest drift that matters (`prof report --drift-threshold`).
+    pub drift_threshold: f64,
+}
+
+impl Options {
+    fn watch(&self, trigger: Trigger) -> Watch {
+        let paths: Vec<String> = self.files.iter().map(|p| p.display().to_string()).collect();
+        Watch::new(&paths, self.interval, trigger)
+    }
+}
+
+/// Runs the interactive view until the user quits; `t` calls `trigger`. An error when the
+/// standard output is not a terminal (`--once` is for that) or the terminal fails.
+pub fn run(options: &Options, trigger: Trigger) -> Result<(), String> {
+    if !std::io::stdout().is_terminal() {
+        return Err(
+            "error: prof watch needs a terminal on its standard output\n  = help: \
+                    prof watch --once prints one frame as text"
+                .to_owned(),
+        );
+    }
+    let mut watch = options.watch(trigger);
+    term::run(&mut watch, options.files.clone(), options.drift_threshold)
+        .map_err(|e| format!("error: prof watch: the terminal failed: {e}"))
+}
+
+/// One frame per file, as text, from one read of each (`--once`): at the terminal's size,
+/// else [`ONCE_SIZE`]. The second value is the first file's error, if any could not be read.
+pub fn once(options: &Options) -> (String, Option<String>) {
+    let no_trigger: Trigger = Box::new(|_| Err("not in --once".to_owned()));
+    let mut watch = options.watch(no_trigger);
+    let mut first_error = None;
+    for (i, path) in options.files.iter().enumerate() {
+        if let Some(update) = Source::new(path).poll(options.drift_threshold) {
+            if let (Update::Failed { message, .. }, None) = (&update, &first_error) {
+                first_error = Some(message.clone());
+            }
+            watch.apply(i, update);
+        }
+    }
+    let (width, height) = if std::io::stdout().is_terminal() {
+        ratatui::crossterm::terminal::size().unwrap_or(ONCE_SIZE)
+    } else {
+        ONCE_SIZE
+    };
+    let now = SystemTime::now();
+    let mut out = String::new();
+    for i in 0..watch.ranks.len() {
+        watch.selected = i;
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&view::render_text(&watch, width, height, now));
+    }
+    (out, first_error)
+}
+
+#[cfg(test)]
+mod tests;
