@@ -135,6 +135,10 @@ pub struct Run {
     /// it. Absent in every other file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_demand: Option<OnDemand>,
+    /// The machine's peak the run's rates and MFU are reported against (`PROF_PEAK`, or
+    /// `PROF_PEAK_FLOPS` and `PROF_PEAK_BYTES`); absent when none was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<crate::peak::Peak>,
 }
 
 /// What asked a `continuous`-mode run for the trace a file holds (`run.on_demand`).

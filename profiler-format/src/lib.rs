@@ -19,6 +19,7 @@ pub mod control;
 pub mod filter;
 pub mod identity;
 pub mod json;
+pub mod peak;
 pub mod read;
 pub mod write;
 

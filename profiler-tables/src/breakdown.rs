@@ -491,6 +491,7 @@ mod tests {
                 profiler_version: String::new(),
                 windows: None,
                 on_demand: None,
+                peak: None,
             },
             iterations: Iterations {
                 count: 6,

@@ -60,6 +60,7 @@ pub(crate) fn profile(
             profiler_version: "0".to_owned(),
             windows: None,
             on_demand: None,
+            peak: None,
         },
         iterations: Iterations {
             first: 0,

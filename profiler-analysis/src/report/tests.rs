@@ -55,6 +55,7 @@ fn profile(warmup: u32, walls: &[u64], events: Vec<Event>) -> Profile {
             profiler_version: "0".to_owned(),
             windows: None,
             on_demand: None,
+            peak: None,
         },
         iterations: Iterations {
             first: 0,

@@ -62,6 +62,7 @@ pub(super) fn profile(
             profiler_version: "0".into(),
             windows: None,
             on_demand: None,
+            peak: None,
         },
         iterations: Iterations {
             first: 0,

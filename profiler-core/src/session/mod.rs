@@ -129,6 +129,8 @@ pub struct Session {
     pub(crate) archive: Mutex<writer::Archive>,
     /// `continuous` mode: the queue to the writer thread.
     pub(crate) writer: writer::Handoff,
+    /// `continuous` mode: traces taken on demand, waiting for the writer thread.
+    pub(crate) traces: Mutex<std::collections::VecDeque<on_demand::Taken>>,
     /// `continuous` mode: what the writer last saw of the control file (`PROF_CONTROL`).
     pub(crate) control_watch: Mutex<on_demand::ControlWatch>,
     /// A background write failed (said once).
@@ -247,6 +249,7 @@ impl Session {
             written_generation: Mutex::new(0),
             archive: Mutex::default(),
             writer: writer::Handoff::default(),
+            traces: Mutex::default(),
             control_watch: Mutex::new(control_watch),
             background_failed: AtomicBool::new(false),
             too_many_runtime: AtomicBool::new(false),

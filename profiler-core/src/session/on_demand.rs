@@ -258,6 +258,25 @@ impl Session {
         Some(taken)
     }
 
+    /// Hands a trace to the writer thread (written here if there is none).
+    pub(super) fn hand_to_writer(&'static self, taken: Taken) {
+        if self.writer_running() {
+            lock(&self.traces).push_back(taken);
+        } else {
+            self.write_trace(taken);
+        }
+    }
+
+    /// The writer thread (or the end of the run): writes the traces handed over.
+    pub(super) fn write_queued_traces(&self) {
+        loop {
+            let Some(taken) = lock(&self.traces).pop_front() else {
+                return;
+            };
+            self.write_trace(taken);
+        }
+    }
+
     /// The writer thread: makes a taken trace a `trace`-mode profile and writes it.
     pub(super) fn write_trace(&self, taken: Taken) {
         let Taken {

@@ -318,6 +318,7 @@ impl Session {
             windows: (self.measuring.schedule.mode == crate::schedule::Measure::Continuous)
                 .then_some(self.config.windows),
             on_demand: None,
+            peak: None,
         }
     }
 

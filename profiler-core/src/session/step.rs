@@ -341,9 +341,7 @@ impl Session {
         // The writer thread, if any, has nothing left to do; traces on demand it has not
         // written yet, and one under way, are written here.
         self.writer.stop();
-        for taken in self.writer.take_traces() {
-            self.write_trace(taken);
-        }
+        self.write_queued_traces();
         if let Some(taken) = self.take_trace(c) {
             self.write_trace(taken);
         }

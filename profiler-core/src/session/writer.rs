@@ -106,8 +106,6 @@ impl Archive {
 struct Queue {
     /// Windows handed over, oldest first.
     closed: VecDeque<Closed>,
-    /// Traces taken on demand, to write.
-    traces: VecDeque<super::on_demand::Taken>,
     /// Emptied [`Closed`] buffers, for the next closes.
     spare: Vec<Closed>,
     /// The writer thread was started (or could not be).
@@ -131,11 +129,6 @@ impl Handoff {
     pub(crate) fn stop(&self) {
         lock(&self.queue).stopped = true;
         self.wake.notify_one();
-    }
-
-    /// The traces on demand handed over and not written yet (the end writes them itself).
-    pub(crate) fn take_traces(&self) -> Vec<super::on_demand::Taken> {
-        lock(&self.queue).traces.drain(..).collect()
     }
 }
 
@@ -213,16 +206,12 @@ impl Session {
         }
     }
 
-    /// Hands a trace taken on demand to the writer thread (written here if there is none).
-    pub(super) fn hand_to_writer(&'static self, taken: super::on_demand::Taken) {
+    /// Makes sure the writer thread runs; false when there is none to hand work to (it could
+    /// not be started, or the run's last write was made).
+    pub(super) fn writer_running(&'static self) -> bool {
         let mut q = lock(&self.writer.queue);
         self.start_writer(&mut q);
-        if q.inline || q.stopped {
-            drop(q);
-            self.write_trace(taken);
-            return;
-        }
-        q.traces.push_back(taken);
+        !(q.inline || q.stopped)
     }
 
     /// Keeps the queue bounded when the writer falls behind: a window that `PROF_WINDOWS`
@@ -321,16 +310,11 @@ impl Session {
         let mut batch: VecDeque<Closed> = VecDeque::new();
         loop {
             self.poll_control();
+            self.write_queued_traces();
             let mut q = lock(&self.writer.queue);
             loop {
                 if q.stopped {
                     return;
-                }
-                if let Some(taken) = q.traces.pop_front() {
-                    drop(q);
-                    self.write_trace(taken);
-                    q = lock(&self.writer.queue);
-                    continue;
                 }
                 if !q.closed.is_empty() {
                     break;
@@ -346,6 +330,7 @@ impl Session {
                 drop(waited.unwrap_or_else(PoisonError::into_inner).0);
                 // Not under the queue's lock: the control file's request takes `control`.
                 self.poll_control();
+                self.write_queued_traces();
                 q = lock(&self.writer.queue);
             }
             drop(q);
