@@ -72,8 +72,12 @@ pub fn repeat<S>(
             for rep in 0..=MAX_REPS {
                 let mut this = Vec::with_capacity(phases);
                 for _ in 0..phases {
-                    go.wait();
+                    // The clock is read before the threads are released, never after: were this
+                    // thread descheduled between the barrier and the clock, a repetition would
+                    // look shorter than it was, and the best of them too good. Read before,
+                    // a delay can only lengthen it.
                     let t0 = Instant::now();
+                    go.wait();
                     done.wait();
                     this.push(t0.elapsed());
                 }
