@@ -1,12 +1,12 @@
 //! `prof peak`: its flags, its output checked before anything is measured, the peak.json it
 //! writes (read back with `profiler_format::peak::load_peak`). Small problems only (64x64
 //! matrices, 1 MiB of STREAM arrays, no time budget): what is tested is the command, not the
-//! machine, so no figure is compared with any expectation beyond being positive.
+//! machine, so no figure is compared with any expectation beyond being positive. A module of
+//! `tests/cli.rs` rather than a test target of its own: one test binary less to link.
 
 use std::path::Path;
 
-mod common;
-use common::{prof, scratch};
+use crate::common::{prof, scratch};
 
 /// `prof peak` on the smallest problems, writing `output`, with `extra` flags.
 fn quick_peak(output: &Path, extra: &[&str]) -> std::process::Output {
