@@ -106,18 +106,16 @@ impl Element for f64 {
     }
 }
 
-/// `len` values in [-1, 1) from a fixed sequence (an LCG seeded by `seed`): no zeros to make a
-/// product trivially cheap, nothing that overflows.
-pub fn values<T: Element>(len: usize, seed: u64) -> Vec<T> {
+/// Fills `out` with values in [-1, 1) from a fixed sequence (an LCG seeded by `seed`): no zeros
+/// to make a product trivially cheap, nothing that overflows.
+pub fn fill<T: Element>(out: &mut [T], seed: u64) {
     let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            T::from_f64((state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0)
-        })
-        .collect()
+    for x in out {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        *x = T::from_f64((state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0);
+    }
 }
 
 /// Entry (i, j) of A B computed the naive way (in f64), for checking the kernel's.
@@ -142,8 +140,10 @@ mod tests {
     /// kernels' tiles), so that a wrong stride or a dropped edge would show.
     fn check<T: Element>() {
         let (m, k, n) = (37, 53, 29);
-        let a = values::<T>(m * k, 1);
-        let b = values::<T>(k * n, 2);
+        let mut a = vec![T::default(); m * k];
+        let mut b = vec![T::default(); k * n];
+        fill(&mut a, 1);
+        fill(&mut b, 2);
         let mut c = vec![T::default(); m * n];
         T::multiply(m, k, n, &a, &b, &mut c);
         for i in 0..m {

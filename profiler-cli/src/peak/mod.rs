@@ -152,9 +152,9 @@ impl Measured {
             "CPU, {threads}. FLOP/s: matrixmultiply {kernel} ({dtype}), C = A B on \
              {n}x{n} square matrices, one GEMM per thread on its own matrices, 2 n^3 FLOP each; \
              best of timed repetitions after 1 warmup, GFLOP/s {gemm}. Bytes/s: STREAM copy \
-             and triad (f64, 3 arrays of {array_mib:.1} MiB in all threads, {llc}), bytes \
-             counted as STREAM does (copy 16, triad 24 per element), the better of the two; \
-             copy GB/s {copy}; triad GB/s {triad}.{gpu}",
+             and triad (f64, 3 arrays of {array_mib:.1} MiB each, all threads together, \
+             {llc}), bytes counted as STREAM does (copy 16, triad 24 per element), the better \
+             of the two; copy GB/s {copy}; triad GB/s {triad}.{gpu}",
             threads = plural(o.threads, "thread"),
             n = o.size,
             gemm = self.gemm.describe(1e9),
@@ -302,9 +302,9 @@ fn time_gemm<T: Element>(threads: usize, n: usize, budget: Duration) -> Result<F
         |thread| {
             let seed = 2 * thread as u64;
             let mut a = timing::try_filled(n * n, T::default(), "a matrix")?;
-            a.copy_from_slice(&gemm::values::<T>(n * n, seed));
+            gemm::fill(&mut a, seed);
             let mut b = timing::try_filled(n * n, T::default(), "a matrix")?;
-            b.copy_from_slice(&gemm::values::<T>(n * n, seed + 1));
+            gemm::fill(&mut b, seed + 1);
             let c = timing::try_filled(n * n, T::default(), "a matrix")?;
             Ok(Matrices { a, b, c })
         },

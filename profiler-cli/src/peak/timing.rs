@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 /// Timed repetitions at least (after one warmup), whatever the time budget.
 pub const MIN_REPS: usize = 3;
 /// Timed repetitions at most.
-pub const MAX_REPS: usize = 50;
+pub const MAX_REPS: usize = 1000;
 
 /// The durations of each phase's timed repetitions (`phases` of them per repetition, timed one
 /// after the other), after one untimed warmup repetition.
