@@ -286,8 +286,8 @@ fn stream_total(
 }
 
 /// The GEMM on every thread: each its own A, B and C, filled on the thread, C = A B per
-/// repetition. A few entries of each thread's C are checked against the naive product at the
-/// end, so that the FLOPs counted are those of a real product.
+/// repetition. Three entries of each thread's C are checked against the naive product after
+/// every repetition, so that the FLOPs counted are those of a real product.
 fn time_gemm<T: Element>(threads: usize, n: usize, budget: Duration) -> Result<Figure, String> {
     struct Matrices<T> {
         a: Vec<T>,
