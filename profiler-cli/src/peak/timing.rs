@@ -32,10 +32,18 @@ pub fn repeat<S>(
     let stop = AtomicBool::new(false);
     let failure: Mutex<Option<String>> = Mutex::new(None);
     std::thread::scope(|scope| {
+        // Each thread waits for word that all of them started before it joins the barriers:
+        // when one cannot be started (a limit on processes, say), the others are told to leave
+        // (their channel closes) instead of waiting at a barrier for it forever.
+        let mut launched = Vec::with_capacity(threads);
         for thread in 0..threads {
             let (ready, go, done, stop, failure) = (&ready, &go, &done, &stop, &failure);
             let (init, work) = (&init, &work);
-            scope.spawn(move || {
+            let (tell, told) = std::sync::mpsc::channel::<()>();
+            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
+                if told.recv().is_err() {
+                    return;
+                }
                 let mut data = match init(thread) {
                     Ok(data) => Some(data),
                     Err(e) => {
@@ -63,6 +71,17 @@ pub fn repeat<S>(
                     }
                 }
             });
+            if let Err(e) = spawned {
+                return Err(format!(
+                    "cannot start thread {} of {threads}: {e}",
+                    thread + 1
+                ));
+            }
+            launched.push(tell);
+        }
+        for tell in launched {
+            // The thread is alive and waiting on the other end, so the send succeeds.
+            let _ = tell.send(());
         }
         ready.wait();
         let failed = failure.lock().unwrap_or_else(|p| p.into_inner()).take();
