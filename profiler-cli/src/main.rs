@@ -11,6 +11,7 @@
 //! the reports, with examples, in `docs/guide.md`.
 
 mod ab;
+mod peak;
 mod trigger;
 mod watch;
 
@@ -260,6 +261,46 @@ enum Command {
         #[arg(long, requires = "control")]
         at: Option<u32>,
     },
+    /// Measure this machine's achievable peak: FLOP/s by a GEMM (matrixmultiply) on every
+    /// thread, memory bandwidth by STREAM's copy and triad, each the best of timed repetitions;
+    /// written as peak.json, the peak MFU is computed against. The CPU's: a GPU is not measured.
+    Peak {
+        /// Where to write the peak (schema profiler-core/peak/v1).
+        #[arg(short, long, default_value = "peak.json")]
+        output: PathBuf,
+        /// Threads, one GEMM each on its own matrices (default: every core available).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        threads: Option<u32>,
+        /// Time budget in seconds, half for the GEMM and half for STREAM (at least 3 timed
+        /// repetitions of each after a warmup, however long they take).
+        #[arg(long, default_value = "4", value_parser = peak_seconds)]
+        seconds: f64,
+        /// The GEMM's element type: f32 (sgemm) or f64 (dgemm).
+        #[arg(long, value_enum, default_value = "f32")]
+        dtype: DtypeArg,
+        /// The side of the GEMM's square matrices.
+        #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(16..=16384))]
+        size: u32,
+        /// The STREAM arrays' total size in MiB (default: 4x the last-level cache per array,
+        /// 256 MiB to 1 GiB in all, at most a quarter of the available memory).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+        stream_mib: Option<u64>,
+        /// Format of what is printed (the file is JSON either way).
+        #[arg(long, value_enum, default_value = "table")]
+        format: PeakFormatArg,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DtypeArg {
+    F32,
+    F64,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PeakFormatArg {
+    Table,
+    Json,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -414,6 +455,14 @@ fn seconds(s: &str) -> Result<f64, String> {
         _ => Err(format!(
             "`{s}` is not a number of seconds from 0.05 to 86400"
         )),
+    }
+}
+
+/// `prof peak --seconds`: from 0 (the fewest repetitions) to an hour.
+fn peak_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}` is not a number of seconds from 0 to 3600")),
     }
 }
 
@@ -686,8 +735,52 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 watch::run(&options, trigger).map_err(Failure::new)?;
             }
         }
+        Command::Peak {
+            output,
+            threads,
+            seconds,
+            dtype,
+            size,
+            stream_mib,
+            format,
+        } => {
+            let threads = match threads {
+                Some(n) => n as usize,
+                None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            };
+            let options = peak::Options {
+                threads,
+                seconds,
+                dtype: match dtype {
+                    DtypeArg::F32 => peak::Dtype::F32,
+                    DtypeArg::F64 => peak::Dtype::F64,
+                },
+                size: size as usize,
+                stream_mib,
+            };
+            measure_peak(&output, &options, format)?
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `prof peak`: the output is checked before anything is measured.
+fn measure_peak(
+    output: &Path,
+    options: &peak::Options,
+    format: PeakFormatArg,
+) -> Result<(), Failure> {
+    check_output(output)?;
+    let measured = peak::measure(options).map_err(Failure::new)?;
+    let peak = measured.peak();
+    let json = serde_json::to_string_pretty(&peak)?;
+    write_output(output, format!("{json}\n").as_bytes())?;
+    eprintln!("prof: wrote {}", output.display());
+    match format {
+        PeakFormatArg::Table => print(&measured.table()),
+        PeakFormatArg::Json => print(&json),
+    }
+    Ok(())
 }
 
 /// `prof trace`: the output is checked before the input is read, so that a bad `-o` fails fast.

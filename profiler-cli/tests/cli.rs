@@ -9,6 +9,9 @@ use serde_json::Value;
 mod common;
 use common::{prof, scratch};
 
+#[path = "cli/peak.rs"]
+mod peak;
+
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/cli")

@@ -131,7 +131,7 @@ pub fn load_profile(path: impl AsRef<Path>) -> Result<Profile, LoadError> {
 /// The regular file at `path`, open for reading. Opened without blocking (a FIFO would
 /// otherwise wait for a writer), then checked on the open descriptor, so what is read is what
 /// was checked.
-fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
