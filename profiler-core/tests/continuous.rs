@@ -326,7 +326,8 @@ fn windows_closing_faster_than_the_writer_keep_their_own_samples() {
 /// A trace asked through the control file, on the fake clock: every event in each traced
 /// iteration with its exact duration, the sampling schedule paused for exactly the traced
 /// iterations (the window it fell in is that much longer, and the samples around it are the
-/// sampling schedule's), and the trace written by the writer thread while the loop goes on.
+/// sampling schedule's), the trace written by the writer thread while the loop goes on, and a
+/// probe first seen after the trace still learned and sampled.
 #[test]
 fn a_trace_on_demand_takes_every_event_then_sampling_goes_on() {
     let _s = serial();
@@ -337,7 +338,7 @@ fn a_trace_on_demand_takes_every_event_then_sampling_goes_on() {
     std::fs::create_dir_all(&dir).unwrap();
     let control = dir.join("ctl");
     let config = Config {
-        filter: Filter::parse("layer=c1").unwrap(),
+        filter: Filter::parse("layer=c1|layer=c3").unwrap(),
         mode: Mode::Continuous,
         warmup: 2,
         repeat: 4,
@@ -360,12 +361,19 @@ fn a_trace_on_demand_takes_every_event_then_sampling_goes_on() {
     // the loop slows down until the trace is written (the writer looks every 100 ms).
     let mut asked = false;
     let mut i = 0u64;
+    let mut late_from = None;
     let started = std::time::Instant::now();
-    while i < 60 || traces().is_empty() {
+    while late_from.is_none_or(|from| i < from + 40) {
         assert!(started.elapsed().as_secs() < 60, "no trace was written");
         first(&clock, 100 + i);
         second(&clock);
+        if late_from.is_some() {
+            late(); // first seen after the trace
+        }
         profiler_core::step();
+        if i >= 60 && late_from.is_none() && !traces().is_empty() {
+            late_from = Some(i + 1);
+        }
         i += 1;
         if i == 5 && !asked {
             // Asked once warmup is over, when the writer watches the file.
@@ -425,17 +433,26 @@ fn a_trace_on_demand_takes_every_event_then_sampling_goes_on() {
         .map(|v| v.as_u64().unwrap())
         .collect();
     assert_eq!(wall, iters.iter().map(|i| 110 + i).collect::<Vec<_>>());
-    // The sampling schedule: windows of 8 iterations, but the one the trace fell in has 11.
-    let lens: Vec<(u64, usize)> = p
+    // The sampling schedule: windows of 4 iterations per event (8, then 12 once `late` is
+    // learned), and the one the trace fell in 3 more.
+    let lens: Vec<(u64, usize, usize)> = p
         .windows
         .iter()
-        .map(|w| (w.first_iteration, w.wall_ns.len()))
+        .map(|w| (w.first_iteration, w.wall_ns.len(), w.events.len()))
         .collect();
-    for &(start, len) in &lens {
+    for &(start, len, events) in &lens {
         let holds_trace = (start..start + len as u64).contains(&t0);
-        assert_eq!(len, if holds_trace { 11 } else { 8 }, "{lens:?}");
+        let want = 4 * events + if holds_trace { 3 } else { 0 };
+        assert_eq!(len, want, "{lens:?}");
     }
-    assert!(lens.iter().any(|&(s, l)| (s..s + l as u64).contains(&t0)));
+    assert_eq!(
+        lens.last().unwrap().2,
+        3,
+        "late() was learned after the trace: {lens:?}"
+    );
+    assert!(lens
+        .iter()
+        .any(|&(s, l, _)| (s..s + l as u64).contains(&t0)));
     // Every sample the sampling schedule kept in those windows is its own: none in the
     // trace's iterations (the window shown is the last one closed).
     for e in &p.events {

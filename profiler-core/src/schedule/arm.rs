@@ -93,10 +93,13 @@ impl Schedule {
     /// next event.
     pub(crate) fn rest_every(&self, c: &mut Plan) {
         self.every_event.store(false, Relaxed);
-        for &entry in &c.selected {
-            self.desc(entry)
-                .state
-                .store(self.idle_state(entry), Relaxed);
+        // The probes with events only: one not seen yet stays in learning state.
+        for &event in &c.order {
+            if let Some(e) = self.events[event as usize].get() {
+                self.desc(e.entry)
+                    .state
+                    .store(self.idle_state(e.entry), Relaxed);
+            }
         }
         c.armed.clear();
         c.armed_entry = None;
