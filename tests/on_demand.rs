@@ -5,7 +5,7 @@
 //! iterations asked for, every event once in each, from the iteration the control file names
 //! (or later, when the job saw the request late, which the job then says); the sampling window
 //! the trace fell in is longer by exactly those iterations; and sampling goes on after it.
-#![cfg(target_os = "linux")]
+#![cfg(all(feature = "enable", target_os = "linux"))]
 
 mod common;
 
