@@ -128,3 +128,26 @@ fn keys_are_not_evaluated_for_probes_that_take_no_part() {
     assert_eq!(EVALUATED.load(Relaxed), 0);
 }
 
+#[test]
+fn the_peak_given_is_recorded_in_run_peak() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let config = Config {
+        filter: Filter::parse("layer=work").unwrap(),
+        warmup: 2,
+        repeat: 1,
+        out: std::env::temp_dir()
+            .join(format!("prof-work-{}-peak.json", std::process::id()))
+            .display()
+            .to_string(),
+        summary: false,
+        peak_flops: Some(1.5e12),
+        ..Config::default()
+    };
+    let _g = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    train(&clock);
+    let p = profiler_core::snapshot().unwrap();
+    let peak = p.run.peak.expect("run.peak");
+    assert_eq!((peak.flops, peak.bytes), (Some(1.5e12), None));
+    assert_eq!(peak.source, "given");
+}

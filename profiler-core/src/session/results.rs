@@ -319,7 +319,7 @@ impl Session {
             windows: (self.measuring.schedule.mode == crate::schedule::Measure::Continuous)
                 .then_some(self.config.windows),
             on_demand: None,
-            peak: None,
+            peak: self.config.peak(),
         }
     }
 
