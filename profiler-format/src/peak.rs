@@ -30,3 +30,31 @@ pub struct Peak {
     #[serde(default)]
     pub host: String,
 }
+
+impl Peak {
+    /// Reads a `peak.json`'s text: its schema must be [`PEAK_SCHEMA`], and it must give at
+    /// least one figure, each a positive, finite rate. The error says what is wrong.
+    pub fn parse(text: &str) -> Result<Peak, String> {
+        let peak: Peak = serde_json::from_str(text).map_err(|e| format!("not a peak.json: {e}"))?;
+        if peak.schema != PEAK_SCHEMA {
+            return Err(format!(
+                "schema {:?}, expected {PEAK_SCHEMA:?}",
+                peak.schema
+            ));
+        }
+        let bad = |v: Option<f64>| v.is_some_and(|v| !(v.is_finite() && v > 0.0));
+        if bad(peak.flops) || bad(peak.bytes) {
+            return Err("a figure that is not a positive, finite rate".to_owned());
+        }
+        if peak.flops.is_none() && peak.bytes.is_none() {
+            return Err("neither `flops` nor `bytes` is given".to_owned());
+        }
+        Ok(peak)
+    }
+
+    /// Reads and checks the `peak.json` at `path` ([`Peak::parse`]).
+    pub fn load(path: &std::path::Path) -> Result<Peak, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
+        Peak::parse(&text)
+    }
+}

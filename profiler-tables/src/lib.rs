@@ -16,3 +16,4 @@ pub mod descriptive_stats;
 pub mod measure;
 pub mod summary;
 pub mod table_text;
+pub mod work;

@@ -269,25 +269,7 @@ fn read_peak(path: &str) -> Result<profiler_format::peak::Peak, ConfigError> {
     if path.trim().is_empty() {
         return Err(fail("empty path".to_owned()));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
-    let peak: Peak =
-        serde_json::from_str(&text).map_err(|e| fail(format!("not a peak.json: {e}")))?;
-    if peak.schema != PEAK_SCHEMA {
-        return Err(fail(format!(
-            "schema {:?}, expected {PEAK_SCHEMA:?}",
-            peak.schema
-        )));
-    }
-    let bad = |v: Option<f64>| v.is_some_and(|v| !(v.is_finite() && v > 0.0));
-    if bad(peak.flops) || bad(peak.bytes) {
-        return Err(fail(
-            "a figure that is not a positive, finite rate".to_owned(),
-        ));
-    }
-    if peak.flops.is_none() && peak.bytes.is_none() {
-        return Err(fail("neither `flops` nor `bytes` is given".to_owned()));
-    }
-    Ok(peak)
+    Peak::load(std::path::Path::new(path)).map_err(fail)
 }
 
 /// The reference's table of the variables (Markdown), as `docs/reference.md` holds it.
