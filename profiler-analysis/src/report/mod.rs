@@ -145,7 +145,7 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak: Option<profiler_format::peak::Peak>,
     /// The line on the work (the step's FLOPs and MFU, the peak, the definitions), when some
-    /// event counts its work ([`profiler_tables::work::work_line`]).
+    /// event counts its work ([`profiler_tables::step_work::work_line`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub work: Option<String>,
 }
@@ -235,7 +235,7 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
 
     rows.sort_by_key(|r| r.order);
     let peak = profile.run.peak.clone();
-    let work = profiler_tables::work::work_line(&rows, iteration.mean_ns, peak.as_ref());
+    let work = profiler_tables::step_work::work_line(&rows, iteration.mean_ns, peak.as_ref());
     match options.sort {
         SortBy::Order => {}
         SortBy::Median => rows.sort_by(|a, b| b.median_ns.total_cmp(&a.median_ns)),

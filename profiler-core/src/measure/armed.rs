@@ -209,7 +209,7 @@ impl Measuring {
     /// learning or hooks-only run, nor for a merged event (whose reservoir slot is drawn at the
     /// run's end), nor for an event with no work storage.
     #[inline(never)]
-    pub(crate) fn store_work(&self, armed: &Armed, work: crate::probes::timer::Work) {
+    pub(crate) fn store_work(&self, armed: &Armed, work: super::Work) {
         if armed.event == LEARNING || armed.event == HOOKS_ONLY {
             return;
         }

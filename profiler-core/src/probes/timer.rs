@@ -237,26 +237,7 @@ pub fn enter_async_on<S: AsStream + ?Sized>(
     }
 }
 
-/// A count the `flops` or `bytes` key did not give.
-pub const NO_WORK: u64 = u64::MAX;
-
-/// The work one run does, as its `flops` and `bytes` keys count it ([`NO_WORK`] for a key not
-/// given).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Work {
-    /// Floating-point operations.
-    pub flops: u64,
-    /// Bytes moved.
-    pub bytes: u64,
-}
-
-impl Work {
-    /// No work counted (a run that is not measured).
-    pub const NONE: Work = Work {
-        flops: NO_WORK,
-        bytes: NO_WORK,
-    };
-}
+pub use crate::measure::{Work, NO_WORK};
 
 /// Whether a probe in raw state `state` (from [`active`]) has an event armed in this iteration:
 /// the only runs whose `flops` and `bytes` expressions are evaluated.
