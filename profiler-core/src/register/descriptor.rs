@@ -107,7 +107,7 @@ pub struct StaticInfo {
     pub file: &'static str,
     /// `line!()` at the annotation.
     pub line: u32,
-    /// Which work keys the annotation has: [`WORK_FLOPS`] and [`WORK_BYTES`] bits (0: none).
+    /// Which work keys the annotation has: bit 1 for `flops`, bit 2 for `bytes` (0: none).
     /// The plan reserves a slot of work per sample only for an event whose probe has one.
     pub work: u8,
     /// Returns the type name of an item declared inside the annotated function, from which the
