@@ -343,7 +343,9 @@ impl Embedding {
     }
 
     /// Writes each sample's pooled vectors, `batch x tables x dim`, into `pooled`.
-    #[profiled(layer = "embedding", phase = "fwd")]
+    // Bytes: the ids and each id's row read, the pooled vectors written (4-byte values).
+    #[profiled(layer = "embedding", phase = "fwd",
+               bytes = 4 * (ids.len() + ids.len() * self.dim + pooled.len()))]
     fn lookup(&self, ids: &[u32], pooled: &mut [f32]) {
         let bags = ids.chunks_exact(POOLING);
         for (table, (bag, out)) in (0..self.tables.len())
@@ -419,7 +421,11 @@ impl Linear {
         }
     }
 
-    #[profiled(name = "linear_forward", phase = "fwd")]
+    // 2 x batch x inputs x outputs FLOPs (a multiply and an add per weight and sample); bytes:
+    // the weights, the input and the output (f32s).
+    #[profiled(name = "linear_forward", phase = "fwd",
+               flops = 2 * input.len() * self.outputs,
+               bytes = 4 * (self.inputs * self.outputs + input.len() + output.len()))]
     fn forward(&self, input: &[f32], output: &mut [f32]) {
         let samples = input.chunks_exact(self.inputs);
         for (x, y) in samples.zip(output.chunks_exact_mut(self.outputs)) {
@@ -438,7 +444,11 @@ impl Linear {
     /// Given the loss's gradient w.r.t. `output` in `grad_output` (masked in place by the ReLU's
     /// derivative), sets the parameters' gradients and, if asked, writes the gradient w.r.t.
     /// `input` into `grad_input`.
-    #[profiled(name = "linear_backward", phase = "bwd")]
+    // Twice the forward's FLOPs (the weights' gradient and the input's); bytes: the weights and
+    // their gradient, the input, the output and its gradient (f32s).
+    #[profiled(name = "linear_backward", phase = "bwd",
+               flops = 4 * input.len() * self.outputs,
+               bytes = 4 * (2 * self.inputs * self.outputs + input.len() + 2 * output.len()))]
     fn backward(
         &mut self,
         input: &[f32],

@@ -59,6 +59,10 @@ enum Command {
         /// only where its windows rule out a drift of this size, else inconclusive.
         #[arg(long, default_value = "2%", value_parser = fraction)]
         drift_threshold: f64,
+        /// A peak.json written by `prof peak`: the peak the MFU and roofline columns are
+        /// judged against, instead of the profile's run.peak.
+        #[arg(long)]
+        peak: Option<PathBuf>,
     },
     /// Chrome Trace Event Format (Kineto flavoured) that opens in Perfetto and loads in
     /// HolisticTraceAnalysis, or Perfetto's protobuf trace for large profiles; `.gz` output is
@@ -583,8 +587,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             format,
             cv_threshold,
             drift_threshold,
+            peak,
         } => {
-            let profile = load(&file)?;
+            let mut profile = load(&file)?;
+            if let Some(path) = peak {
+                let peak = profiler_format::peak::load_peak(&path)
+                    .map_err(|e| Failure::new(format!("error: --peak {e}")))?;
+                profile.run.peak = Some(peak);
+            }
             let options = report::ReportOptions {
                 group_by: group_by.map(Into::into),
                 sort: sort.into(),

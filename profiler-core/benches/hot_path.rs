@@ -152,6 +152,33 @@ fn h_unarmed_stream_probe(b: Bencher) {
     b.bench(|| stream_site(black_box(7)));
 }
 
+/// Case 15's sites: the same unarmed probe without and with `flops` and `bytes` keys, out of
+/// line so that `scripts/hot_path_instructions.py` counts each call; the keys' expressions run
+/// only past the same load and branch, so both cost the same.
+#[inline(never)]
+fn unarmed_plain_site(x: u64) -> u64 {
+    let _p = probe!("bench_unarmed_plain", layer = "bench");
+    bare(x)
+}
+
+#[inline(never)]
+fn unarmed_work_site(x: u64) -> u64 {
+    let _p = probe!(
+        "bench_unarmed_work",
+        layer = "bench",
+        flops = 2 * x * x,
+        bytes = 8 * x
+    );
+    bare(x)
+}
+
+/// Case 15: unarmed probes without and with work keys (the instruction counts compare them).
+#[divan::bench]
+fn o_unarmed_probe_with_work(b: Bencher) {
+    let _session = start("name=bench_armed", 1);
+    b.bench(|| unarmed_plain_site(black_box(7)) ^ unarmed_work_site(black_box(7)));
+}
+
 fn iteration_site(x: u64) -> u64 {
     let _p = probe!("bench_iteration", layer = "bench_iteration");
     bare(x)

@@ -256,7 +256,8 @@ pub use disabled::*;
 pub mod __private {
     #[cfg(feature = "enable")]
     pub use crate::probes::timer::{
-        active, enter, enter_async, enter_async_on, enter_on, AsyncGuard,
+        active, count, enter, enter_async, enter_async_on, enter_async_on_work, enter_async_work,
+        enter_on, enter_on_work, enter_work, is_armed, AsyncGuard, Count, Work, NO_WORK,
     };
     #[cfg(feature = "enable")]
     pub use crate::register::descriptor::{Descriptor, Kind, Registration, State, StaticInfo};

@@ -267,6 +267,23 @@ pub struct Event {
     /// [`SCHEMA_V2`]): what each sample's run allocated on its thread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<Memory>,
+    /// Present when the annotation has a `flops` or `bytes` key: the work each sample's run
+    /// did, as the keys counted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<Work>,
+}
+
+/// The work each run of an event did, as its annotation's `flops` and `bytes` keys counted it,
+/// one value per sample in the order of `samples_ns`. Each list is present only when the
+/// annotation has that key.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Work {
+    /// Floating-point operations of each sample's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops: Option<Vec<u64>>,
+    /// Bytes moved by each sample's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<Vec<u64>>,
 }
 
 /// What each run of an event allocated, on the thread that ran it, one value per sample in

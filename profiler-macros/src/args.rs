@@ -9,7 +9,7 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Lit, LitStr, MetaNameValue, Token};
 
 /// The keys every annotation accepts.
-const KEYS: [&str; 4] = ["name", "layer", "phase", "stream"];
+const KEYS: [&str; 6] = ["name", "layer", "phase", "stream", "flops", "bytes"];
 
 /// The keys as the error messages list them.
 fn keys_listed() -> String {
@@ -24,6 +24,11 @@ pub struct Args {
     pub phase: Option<LitStr>,
     /// The CUDA stream expression; accepted in every build, evaluated only with `cuda`.
     pub stream: Option<Expr>,
+    /// The work of one run, in floating-point operations: an expression evaluated at entry,
+    /// only when the run may be measured.
+    pub flops: Option<Expr>,
+    /// The work of one run, in bytes moved: as `flops`.
+    pub bytes: Option<Expr>,
 }
 
 /// Collects errors so that one build reports all of them.
@@ -49,6 +54,15 @@ pub fn valid_value(value: &str) -> bool {
         && value
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '/' | '-'))
+}
+
+/// Whether `value` may be a count of work: any expression but a literal that is not an
+/// integer or a float (a string, a `bool`, ...), which could never be one.
+fn is_count(value: &Expr) -> bool {
+    match value {
+        Expr::Lit(ExprLit { lit, .. }) => matches!(lit, Lit::Int(_) | Lit::Float(_)),
+        _ => true,
+    }
 }
 
 /// The message for an unknown key, with a suggestion when one is close.
@@ -102,14 +116,27 @@ impl Args {
                 "name" => &mut args.name,
                 "layer" => &mut args.layer,
                 "phase" => &mut args.phase,
-                "stream" => {
-                    if args.stream.is_some() {
+                "stream" | "flops" | "bytes" => {
+                    let slot = match key.as_str() {
+                        "stream" => &mut args.stream,
+                        "flops" => &mut args.flops,
+                        _ => &mut args.bytes,
+                    };
+                    if slot.is_some() {
                         errors.push(syn::Error::new_spanned(
                             &pair.path,
-                            "the key `stream` is given twice",
+                            format!("the key `{key}` is given twice"),
+                        ));
+                    } else if key != "stream" && !is_count(&pair.value) {
+                        errors.push(syn::Error::new_spanned(
+                            &pair.value,
+                            format!(
+                                "the value of `{key}` must be a numeric expression, like \
+                                 {key} = 2 * m * n * k"
+                            ),
                         ));
                     } else {
-                        args.stream = Some(pair.value);
+                        *slot = Some(pair.value);
                     }
                     continue;
                 }

@@ -6,7 +6,8 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
-use syn::{AttrStyle, Block, ItemFn, LitStr, ReturnType, Signature, Stmt, Type};
+use syn::spanned::Spanned;
+use syn::{AttrStyle, Block, Expr, ItemFn, LitStr, ReturnType, Signature, Stmt, Type};
 
 use crate::args::Args;
 
@@ -33,6 +34,8 @@ pub fn registration(name: &LitStr, args: &Args, kind: Kind, span: Span) -> Token
         Kind::Fn => quote!(::profiler_core::__private::Kind::Fn),
         Kind::Probe => quote!(::profiler_core::__private::Kind::Probe),
     };
+    // Which work keys the probe has, so that the plan reserves their storage.
+    let work = u8::from(args.flops.is_some()) | (u8::from(args.bytes.is_some()) << 1);
     let file = quote_spanned!(span=> ::core::file!());
     let line = quote_spanned!(span=> ::core::line!());
     quote! {
@@ -50,6 +53,7 @@ pub fn registration(name: &LitStr, args: &Args, kind: Kind, span: Span) -> Token
                 module: ::core::module_path!(),
                 file: #file,
                 line: #line,
+                work: #work,
                 anchor: __profiler_anchor,
             });
         ::profiler_core::__private::inventory::submit! {
@@ -59,18 +63,64 @@ pub fn registration(name: &LitStr, args: &Args, kind: Kind, span: Span) -> Token
 }
 
 /// The expression that starts the measurement: `enter` (or `enter_async`), or, in a build with
-/// a device backend (feature `streams`, set by profiler-core's `cuda`) and `stream = <expr>`, the same load and branch followed by `enter_on` with a
-/// reference to the stream. The expression is evaluated in the user's scope (a temporary such
-/// as `s.clone()` lives until the guard is made; a place such as `self.stream` is only
-/// borrowed), and only when the probe takes part.
+/// a device backend (feature `streams`, set by profiler-core's `cuda`) and `stream = <expr>`, the
+/// same load and branch followed by `enter_on` with a reference to the stream. The expression is
+/// evaluated in the user's scope (a temporary such as `s.clone()` lives until the guard is made;
+/// a place such as `self.stream` is only borrowed), and only when the probe takes part.
+///
+/// With `flops` or `bytes`, the same load and branch, then the work expressions, evaluated only
+/// when one of the probe's events is armed in this iteration (`is_armed`), before the start
+/// mark, and handed to the `*_work` form of the call.
 fn enter_call(args: &Args, is_async: bool) -> TokenStream {
     let p = quote!(::profiler_core::__private);
-    match &args.stream {
-        Some(stream) if cfg!(feature = "streams") => {
-            let (on, inert) = if is_async {
-                (quote!(#p::enter_async_on), quote!(#p::inert_async()))
+    let stream = args.stream.as_ref().filter(|_| cfg!(feature = "streams"));
+    let has_work = args.flops.is_some() || args.bytes.is_some();
+    let inert = if is_async {
+        quote!(#p::inert_async())
+    } else {
+        quote!(#p::inert())
+    };
+    if has_work {
+        let count = |expr: Option<&Expr>| match expr {
+            Some(expr) => quote_spanned!(expr.span()=> #p::count(#expr)),
+            None => quote!(#p::NO_WORK),
+        };
+        let flops = count(args.flops.as_ref());
+        let bytes = count(args.bytes.as_ref());
+        let call = match (stream, is_async) {
+            (Some(stream), false) => {
+                quote!(#p::enter_on_work(&__PROFILER_DESC, __profiler_state, &(#stream), __profiler_work))
+            }
+            (Some(stream), true) => {
+                quote!(#p::enter_async_on_work(&__PROFILER_DESC, __profiler_state, &(#stream), __profiler_work))
+            }
+            (None, false) => {
+                quote!(#p::enter_work(&__PROFILER_DESC, __profiler_state, __profiler_work))
+            }
+            (None, true) => {
+                quote!(#p::enter_async_work(&__PROFILER_DESC, __profiler_state, __profiler_work))
+            }
+        };
+        return quote! {
+            match #p::active(&__PROFILER_DESC) {
+                ::core::option::Option::None => #inert,
+                ::core::option::Option::Some(__profiler_state) => {
+                    let __profiler_work = if #p::is_armed(__profiler_state) {
+                        #p::Work { flops: #flops, bytes: #bytes }
+                    } else {
+                        #p::Work::NONE
+                    };
+                    #call
+                }
+            }
+        };
+    }
+    match stream {
+        Some(stream) => {
+            let on = if is_async {
+                quote!(#p::enter_async_on)
             } else {
-                (quote!(#p::enter_on), quote!(#p::inert()))
+                quote!(#p::enter_on)
             };
             quote! {
                 match #p::active(&__PROFILER_DESC) {
@@ -81,8 +131,8 @@ fn enter_call(args: &Args, is_async: bool) -> TokenStream {
                 }
             }
         }
-        _ if is_async => quote!(#p::enter_async(&__PROFILER_DESC)),
-        _ => quote!(#p::enter(&__PROFILER_DESC)),
+        None if is_async => quote!(#p::enter_async(&__PROFILER_DESC)),
+        None => quote!(#p::enter(&__PROFILER_DESC)),
     }
 }
 

@@ -5,6 +5,7 @@
 
 use crate::measure::EventRow;
 use crate::table_text::{human_bytes, human_ns, opt, percent, signed_percent};
+use crate::work::{human_rate, utilization, Rate, WorkRow};
 
 /// Where a cell is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +32,9 @@ pub enum Family {
     /// Only when the profile has device memory figures (events timed on a stream, or the
     /// devices' memory at the steps); in CSV, after the memory columns.
     Device,
+    /// Only when some event counts its work (`flops`, `bytes` keys): its achieved rates; in
+    /// CSV, last.
+    Work,
 }
 
 /// The families of columns a table has beside the base ones.
@@ -40,6 +44,8 @@ pub struct Families {
     pub memory: bool,
     /// The device memory columns ([`Family::Device`]).
     pub device: bool,
+    /// The achieved rates' columns ([`Family::Work`]).
+    pub work: bool,
 }
 
 impl Families {
@@ -49,6 +55,7 @@ impl Families {
             Family::Base => true,
             Family::Memory => self.memory,
             Family::Device => self.device,
+            Family::Work => self.work,
         }
     }
 }
@@ -506,6 +513,137 @@ pub const EVENT_COLUMNS: &[Column] = &[
     },
 ];
 
+/// A figure of an event's achieved rates: `text` of it in the tables, `digits` decimals in CSV,
+/// `-` (empty in CSV) without it.
+fn work(
+    e: &EventRow,
+    place: Place,
+    figure: fn(&WorkRow) -> Option<f64>,
+    text: fn(f64) -> String,
+    digits: usize,
+) -> String {
+    match (e.work.as_ref().and_then(figure), place) {
+        (Some(v), Place::Csv) => num(v, digits),
+        (None, Place::Csv) => String::new(),
+        (Some(v), _) => text(v),
+        (None, _) => "-".to_owned(),
+    }
+}
+
+/// A rate's interval in the tables: `low-high`.
+fn interval(e: &EventRow, place: Place, rate: fn(&WorkRow) -> Option<Rate>) -> String {
+    match e.work.as_ref().and_then(rate) {
+        Some(r) if place != Place::Csv => format!("{}-{}", human_rate(r.low), human_rate(r.high)),
+        _ => "-".to_owned(),
+    }
+}
+
+/// The columns of the achieved rates ([`Family::Work`]).
+const WORK_COLUMNS: [Column; 11] = [
+    Column {
+        report: Some("FLOP/s"),
+        summary: Some("FLOP/s"),
+        csv: Some("flops_per_s"),
+        json: Some("work"),
+        family: Family::Work,
+        cell: |e, place| work(e, place, |w| Some(w.flops_per_s?.median), human_rate, 0),
+    },
+    Column {
+        report: Some("FLOP/s 95%"),
+        summary: None,
+        csv: None,
+        json: Some("work"),
+        family: Family::Work,
+        cell: |e, place| interval(e, place, |w| w.flops_per_s),
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("flops_per_s_low"),
+        json: Some("work"),
+        family: Family::Work,
+        cell: |e, place| work(e, place, |w| Some(w.flops_per_s?.low), human_rate, 0),
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("flops_per_s_high"),
+        json: Some("work"),
+        family: Family::Work,
+        cell: |e, place| work(e, place, |w| Some(w.flops_per_s?.high), human_rate, 0),
+    },
+    Column {
+        report: Some("B/s"),
+        summary: Some("B/s"),
+        csv: Some("bytes_per_s"),
+        json: Some("work"),
+        family: Family::Work,
+        cell: |e, place| work(e, place, |w| Some(w.bytes_per_s?.median), human_rate, 0),
+    },
+    Column {
+        report: Some("B/s 95%"),
+        summary: None,
+        csv: None,
+        json: Some("work"),
+        family: Family::Work,
+        cell: |e, place| interval(e, place, |w| w.bytes_per_s),
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("bytes_per_s_low"),
+        json: Some("work"),
+        family: Family::Work,
+        cell: |e, place| work(e, place, |w| Some(w.bytes_per_s?.low), human_rate, 0),
+    },
+    Column {
+        report: None,
+        summary: None,
+        csv: Some("bytes_per_s_high"),
+        json: Some("work"),
+        family: Family::Work,
+        cell: |e, place| work(e, place, |w| Some(w.bytes_per_s?.high), human_rate, 0),
+    },
+    Column {
+        report: Some("FLOP/B"),
+        summary: None,
+        csv: Some("intensity"),
+        json: Some("work"),
+        family: Family::Work,
+        cell: |e, place| work(e, place, |w| w.intensity, |v| format!("{v:.2}"), 4),
+    },
+    Column {
+        report: Some("bound"),
+        summary: None,
+        csv: Some("bound"),
+        json: Some("work"),
+        family: Family::Work,
+        cell: |e, place| match e.work.as_ref().and_then(|w| w.bound) {
+            Some(b) => b.as_str().to_owned(),
+            None if place == Place::Csv => String::new(),
+            None => "-".to_owned(),
+        },
+    },
+    Column {
+        report: Some("MFU"),
+        summary: Some("MFU"),
+        csv: Some("mfu"),
+        json: Some("work"),
+        family: Family::Work,
+        cell: |e, place| work(e, place, |w| w.mfu, utilization, 4),
+    },
+];
+
+/// Every column: [`EVENT_COLUMNS`] with [`WORK_COLUMNS`] before its last (the noisy flag, which
+/// stays last in the tables).
+fn all_columns() -> impl Iterator<Item = &'static Column> {
+    let (flag, others) = EVENT_COLUMNS.split_last().expect("columns");
+    others
+        .iter()
+        .chain(WORK_COLUMNS.iter())
+        .chain(std::iter::once(flag))
+}
+
 /// The columns shown at `place`, of the `families` wanted, in their order there: the tables'
 /// order; for CSV the base columns, then (after the report's window columns, rendered
 /// elsewhere) the memory columns, then the device columns.
@@ -518,13 +656,14 @@ pub fn shown(place: Place, families: Families) -> impl Iterator<Item = &'static 
             Some(Family::Base),
             Some(Family::Memory),
             Some(Family::Device),
+            Some(Family::Work),
         ]
     } else {
         vec![None]
     };
     order
         .into_iter()
-        .flat_map(move |family| EVENT_COLUMNS.iter().filter(move |c| wanted(c, family)))
+        .flat_map(move |family| all_columns().filter(move |c| wanted(c, family)))
 }
 
 /// The headers of the columns shown at `place` (see [`shown`]).
@@ -554,6 +693,7 @@ mod tests {
         let all = Families {
             memory: true,
             device: true,
+            work: true,
         };
         for place in [Place::Report { indent: false }, Place::Summary, Place::Csv] {
             let headers = headers(place, all);
@@ -571,6 +711,7 @@ mod tests {
         let memory = Families {
             memory: true,
             device: false,
+            work: false,
         };
         let headers = headers(Place::Csv, memory);
         assert_eq!(

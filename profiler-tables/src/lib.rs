@@ -14,5 +14,7 @@ pub mod breakdown;
 pub mod columns;
 pub mod descriptive_stats;
 pub mod measure;
+pub mod step_work;
 pub mod summary;
 pub mod table_text;
+pub mod work;

@@ -100,6 +100,9 @@ pub struct EventRow {
     /// (`gpu.memory`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_memory: Option<DeviceMemoryRow>,
+    /// The achieved rates, for an event whose annotation counts its work (`flops`, `bytes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work: Option<crate::work::WorkRow>,
 }
 
 /// The device memory around the runs of an event timed on a stream: medians over the samples
@@ -452,6 +455,7 @@ impl RowContext<'_> {
                 .as_ref()
                 .and_then(|g| g.memory.as_ref())
                 .and_then(DeviceMemoryRow::of),
+            work: crate::work::WorkRow::of(e, self.profile.run.peak.as_ref()),
         }
     }
 }

@@ -143,6 +143,7 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
     let families = columns::Families {
         memory: events.iter().any(|e| e.memory.is_some()),
         device: false,
+        work: events.iter().any(|e| e.work.is_some()),
     };
     let headers = columns::headers(Place::Summary, families);
     let rows: Vec<Vec<String>> = events
@@ -170,6 +171,11 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
             "  alloc, peak = median bytes a run allocated, and its peak of live bytes \
              (profiler_core::Alloc)"
         );
+    }
+    if let Some(work) =
+        crate::step_work::work_line(&events, iteration.mean_ns, profile.run.peak.as_ref())
+    {
+        let _ = writeln!(out, "  {work}");
     }
     let _ = writeln!(out, "  {}", noisy_line(&events, CV_THRESHOLD));
     let _ = writeln!(

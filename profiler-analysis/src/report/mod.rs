@@ -140,6 +140,14 @@ pub struct Report {
     /// memory figures.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub device_memory: Vec<DeviceUsageRow>,
+    /// The peak the rates are judged against (`run.peak`, or `prof report --peak`'s); absent
+    /// when none is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak: Option<profiler_format::peak::Peak>,
+    /// The line on the work (the step's FLOPs and MFU, the peak, the definitions), when some
+    /// event counts its work ([`profiler_tables::step_work::work_line`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work: Option<String>,
 }
 
 /// The group of event `i`. A missing layer (or phase) is inherited from the nearest ancestor
@@ -226,6 +234,8 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
     });
 
     rows.sort_by_key(|r| r.order);
+    let peak = profile.run.peak.clone();
+    let work = profiler_tables::step_work::work_line(&rows, iteration.mean_ns, peak.as_ref());
     match options.sort {
         SortBy::Order => {}
         SortBy::Median => rows.sort_by(|a, b| b.median_ns.total_cmp(&a.median_ns)),
@@ -256,6 +266,8 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
             })
             .flatten(),
         device_memory: device_usage(profile),
+        work,
+        peak,
     }
 }
 

@@ -134,6 +134,9 @@ fn render_table(report: &Report) -> String {
     }
     lines.push(String::new());
     lines.push(legend(report));
+    if let Some(work) = &report.work {
+        lines.push(work.clone());
+    }
     if let Some(w) = &report.windows {
         lines.push(String::new());
         lines.push(windows_line(w));
@@ -537,6 +540,10 @@ fn render_markdown(report: &Report) -> String {
     }
     lines.push(String::new());
     lines.push(text::md_cell(&legend(report)));
+    if let Some(work) = &report.work {
+        lines.push(String::new());
+        lines.push(text::md_cell(work));
+    }
     if let Some(w) = &report.windows {
         lines.push(String::new());
         lines.push(format!("**{}**", text::md_cell(&windows_line(w))));
@@ -573,6 +580,7 @@ fn families(report: &Report, csv: bool) -> Families {
         memory: report.events.iter().any(|e| e.memory.is_some()),
         device: report.events.iter().any(|e| e.device_memory.is_some())
             || (csv && !report.device_memory.is_empty()),
+        work: report.events.iter().any(|e| e.work.is_some()),
     }
 }
 

@@ -1065,3 +1065,97 @@ fn device_memory_columns_and_lines_appear_with_device_figures_only() {
         "{md}"
     );
 }
+
+/// `nested()` with work: A (1,000 FLOPs a run of 100 ns, 400 bytes) holds B (300 FLOPs, 30 ns),
+/// whose FLOPs are part of A's; E (4,000 bytes in 40 ns) counts bytes only.
+fn with_work(peak: Option<profiler_format::peak::Peak>) -> Profile {
+    let mut p = nested();
+    let work = |flops: Option<u64>, bytes: Option<u64>| profiler_format::Work {
+        flops: flops.map(|f| vec![f]),
+        bytes: bytes.map(|b| vec![b]),
+    };
+    p.events[0].work = Some(work(Some(1000), Some(400)));
+    p.events[1].work = Some(work(Some(300), None));
+    p.events[4].work = Some(work(None, Some(4000)));
+    p.run.peak = peak;
+    p
+}
+
+fn peak(flops: f64, bytes: f64) -> profiler_format::peak::Peak {
+    profiler_format::peak::Peak {
+        schema: profiler_format::peak::PEAK_SCHEMA.to_owned(),
+        flops: Some(flops),
+        bytes: Some(bytes),
+        source: "given".to_owned(),
+        detail: "PROF_PEAK_FLOPS=2e10".to_owned(),
+        host: String::new(),
+    }
+}
+
+#[test]
+fn work_columns_show_rates_mfu_and_the_roofline() {
+    // 2e10 FLOP/s and 1e9 B/s: the ridge point is 20 FLOP/B.
+    let r = build(&with_work(Some(peak(2e10, 1e9))), &ReportOptions::default());
+    let a = by_name(&r, "a").work.as_ref().unwrap();
+    // 1,000 FLOPs in 100 ns: 1e10 FLOP/s, half the peak; 400 bytes: 4e9 B/s; 2.5 FLOP/B.
+    assert_eq!(a.flops_per_s.unwrap().median, 1e10);
+    assert_eq!(a.bytes_per_s.unwrap().median, 4e9);
+    assert_eq!(a.intensity, Some(2.5));
+    assert_eq!(a.mfu, Some(0.5));
+    assert_eq!(a.bound, Some(profiler_tables::work::Bound::Memory));
+    assert!(by_name(&r, "c").work.is_none());
+    let table = render(&r, Format::Table);
+    for text in ["FLOP/s", "MFU", "50.0%", "memory", "10.0G", "4.00G"] {
+        assert!(table.contains(text), "{text} missing:\n{table}");
+    }
+    // The step: A's FLOPs only (B's are inside A's), 1,000 per 1,000 ns iteration: 1e9 FLOP/s,
+    // 5% of the peak.
+    let line = r.work.as_ref().unwrap();
+    assert!(
+        line.contains("1.00kFLOP per iteration, step MFU 5.0% (given)"),
+        "{line}"
+    );
+    assert!(line.contains("PROF_PEAK_FLOPS=2e10"), "{line}");
+    let csv = render(&r, Format::Csv);
+    let header = csv_split(csv.lines().next().unwrap());
+    assert!(
+        header.ends_with(&[
+            "flops_per_s".to_owned(),
+            "flops_per_s_low".to_owned(),
+            "flops_per_s_high".to_owned(),
+            "bytes_per_s".to_owned(),
+            "bytes_per_s_low".to_owned(),
+            "bytes_per_s_high".to_owned(),
+            "intensity".to_owned(),
+            "bound".to_owned(),
+            "mfu".to_owned(),
+        ]),
+        "{header:?}"
+    );
+    let json = render(&r, Format::Json);
+    assert!(json.contains("\"mfu\": 0.5"), "{json}");
+    assert!(render(&r, Format::Markdown).contains("| MFU |"));
+}
+
+#[test]
+fn work_columns_appear_only_with_work_and_over_100_percent_is_flagged() {
+    let plain = render(&build(&nested(), &ReportOptions::default()), Format::Table);
+    assert!(
+        !plain.contains("FLOP/s") && !plain.contains("work:"),
+        "{plain}"
+    );
+    let csv = render(&build(&nested(), &ReportOptions::default()), Format::Csv);
+    assert!(!csv.contains("mfu"));
+    // A peak of 5e9 FLOP/s, below A's 1e10: a wrong peak or a wrong count.
+    let r = build(&with_work(Some(peak(5e9, 1e9))), &ReportOptions::default());
+    let table = render(&r, Format::Table);
+    assert!(
+        table.contains(">100%! check the peak or the flops key"),
+        "{table}"
+    );
+    assert!(!table.contains(" 200.0%"), "{table}");
+    // Without a peak: rates, no MFU.
+    let r = build(&with_work(None), &ReportOptions::default());
+    assert_eq!(by_name(&r, "a").work.as_ref().unwrap().mfu, None);
+    assert!(r.work.as_ref().unwrap().contains("no peak known"));
+}

@@ -116,6 +116,9 @@ impl<'a> Document<'a> {
                 args.min_ns = Some(st.min_ns);
                 args.max_ns = Some(st.max_ns);
                 args.median_offset_ns = Some(median_offset);
+                let work = e.work.as_ref();
+                args.flops = work.and_then(|w| w.flops.as_deref()).and_then(median_count);
+                args.bytes = work.and_then(|w| w.bytes.as_deref()).and_then(median_count);
                 (Cow::Borrowed(e.name.as_str()), SpanArgs::Event(args))
             }
         };
@@ -401,6 +404,9 @@ pub(super) struct Complete<'a, A> {
 }
 
 /// The `args` of a span: a step's or an event's.
+// Each span's args are made, serialized and dropped one at a time: the size of the larger
+// variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(DeriveSerialize)]
 #[serde(untagged)]
 pub(super) enum SpanArgs<'a> {
@@ -432,10 +438,16 @@ pub(super) struct StepArgs {
 /// sorted order.
 #[derive(Default, DeriveSerialize)]
 pub(super) struct EventArgs<'a> {
+    /// The median bytes a run moved (its annotation's `bytes` key; average spans only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     device: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dur_ns: Option<u64>,
+    /// The median FLOPs of a run (its annotation's `flops` key; average spans only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flops: Option<u64>,
     id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     iteration: Option<u32>,
@@ -467,6 +479,13 @@ pub(super) struct EventArgs<'a> {
     stream: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_name: Option<&'a str>,
+}
+
+/// The median of a work list (the upper middle value), `None` when empty.
+fn median_count(values: &[u64]) -> Option<u64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    sorted.get(sorted.len() / 2).copied()
 }
 
 /// The `args` of an `other` span, fields in sorted order.

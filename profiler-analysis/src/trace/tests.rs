@@ -26,6 +26,7 @@ pub(super) fn event(order: u32, name: &str, parent: Option<u32>) -> Event {
         gpu: None,
         memory: None,
         stats: Stats::default(),
+        work: None,
     }
 }
 

@@ -204,6 +204,25 @@ impl Measuring {
         self.close_hooks(armed.hooks & !HOOK_SYNC);
     }
 
+    /// Stores the work of a measured run that began (`armed`) into the slot its sample will
+    /// fill, before the sample is published (as [`Samples::write_used`](crate::store::samples::Samples::write_used) does). Nothing for a
+    /// learning or hooks-only run, nor for a merged event (whose reservoir slot is drawn at the
+    /// run's end), nor for an event with no work storage.
+    #[inline(never)]
+    pub(crate) fn store_work(&self, armed: &Armed, work: super::Work) {
+        if armed.event == LEARNING || armed.event == HOOKS_ONLY {
+            return;
+        }
+        if let Some(event) = self.schedule.event(armed.event) {
+            if event.store.totals.is_none() {
+                event
+                    .store
+                    .samples
+                    .write_work(armed.slot as usize, work.flops, work.bytes);
+            }
+        }
+    }
+
     /// A run ends without a sample: warmup's nesting, a discarded guard, or hooks only.
     pub(crate) fn discard_run(&self, armed: &Armed) {
         if armed.hooks & HOOK_MEMORY != 0 {

@@ -19,6 +19,27 @@ use crate::store::buffer::Buffers;
 mod armed;
 mod recorded;
 
+/// A count the `flops` or `bytes` key did not give.
+pub const NO_WORK: u64 = u64::MAX;
+
+/// The work one run does, as its `flops` and `bytes` keys count it ([`NO_WORK`] for a key not
+/// given).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Work {
+    /// Floating-point operations.
+    pub flops: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+}
+
+impl Work {
+    /// No work counted (a run that is not measured).
+    pub const NONE: Work = Work {
+        flops: NO_WORK,
+        bytes: NO_WORK,
+    };
+}
+
 /// What the hot path is given by its session.
 #[derive(Debug)]
 pub(crate) struct Measuring {

@@ -58,6 +58,9 @@ impl Measuring {
     /// the learner's lock, as in `sample` mode), a run that nests raises this thread's depth,
     /// and one that may move notes where it started. `None` for a probe whose index does not
     /// fit a record (never so below four million probes).
+    // Out of line: a warmup path, which inlined into `enter_slow` would cost every armed run
+    // its registers (entry 108 -> 129 instructions when the work keys' callers were added).
+    #[inline(never)]
     pub(super) fn start_learning(
         &'static self,
         desc: &'static Descriptor,

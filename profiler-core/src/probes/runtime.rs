@@ -116,6 +116,7 @@ pub(crate) fn register(site: Site<'_>) -> &'static Descriptor {
         module: leak(&clean(site.module)),
         file: leak(site.file),
         line: site.line,
+        work: 0,
         anchor: no_anchor,
     })));
     interned.insert(key, desc);

@@ -236,3 +236,105 @@ pub fn enter_async_on<S: AsStream + ?Sized>(
         inner: enter_slow(desc, state, false, Some(stream.as_stream())),
     }
 }
+
+pub use crate::measure::{Work, NO_WORK};
+
+/// Whether a probe in raw state `state` (from [`active`]) has an event armed in this iteration:
+/// the only runs whose `flops` and `bytes` expressions are evaluated.
+#[inline(always)]
+pub fn is_armed(state: u32) -> bool {
+    state == State::Armed as u32
+}
+
+/// A number a `flops` or `bytes` key may give: any primitive integer or float. Negative values
+/// count as 0; a float is rounded down; values past `u64::MAX - 1` saturate there (the last
+/// value stands for "not given").
+#[diagnostic::on_unimplemented(
+    message = "a `flops` or `bytes` key counts with an integer or a float, not `{Self}`",
+    label = "not a number"
+)]
+pub trait Count {
+    /// The count as a `u64`.
+    fn count(self) -> u64;
+}
+
+macro_rules! count_unsigned {
+    ($($t:ty),*) => {$(
+        impl Count for $t {
+            #[inline(always)]
+            fn count(self) -> u64 {
+                u64::try_from(self).unwrap_or(u64::MAX).min(NO_WORK - 1)
+            }
+        }
+    )*};
+}
+count_unsigned!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize);
+
+macro_rules! count_float {
+    ($($t:ty),*) => {$(
+        impl Count for $t {
+            #[inline(always)]
+            fn count(self) -> u64 {
+                // `as` saturates, and makes NaN 0.
+                (self.max(0.0) as u64).min(NO_WORK - 1)
+            }
+        }
+    )*};
+}
+count_float!(f32, f64);
+
+/// The count of `value` (the macros wrap each `flops` and `bytes` expression in it).
+#[inline(always)]
+pub fn count<T: Count>(value: T) -> u64 {
+    value.count()
+}
+
+impl ProbeGuard {
+    /// Stores `work` with the sample this guard takes, if it takes one.
+    #[inline(always)]
+    fn with_work(self, work: Work) -> ProbeGuard {
+        if let Run::Armed(armed) = &self.run {
+            armed.at.store_work(armed, work);
+        }
+        self
+    }
+}
+
+/// [`enter`] for a probe with `flops` or `bytes` keys, in state `state` (from [`active`]);
+/// `work`: the keys' values, when [`is_armed`].
+#[inline(never)]
+pub fn enter_work(desc: &'static Descriptor, state: u32, work: Work) -> ProbeGuard {
+    enter_slow(desc, state, true, None).with_work(work)
+}
+
+/// [`enter_on`] for a probe with `flops` or `bytes` keys.
+#[inline(never)]
+pub fn enter_on_work<S: AsStream + ?Sized>(
+    desc: &'static Descriptor,
+    state: u32,
+    stream: &S,
+    work: Work,
+) -> ProbeGuard {
+    enter_slow(desc, state, true, Some(stream.as_stream())).with_work(work)
+}
+
+/// [`enter_async`] for an `async fn` with `flops` or `bytes` keys.
+#[inline(never)]
+pub fn enter_async_work(desc: &'static Descriptor, state: u32, work: Work) -> AsyncGuard {
+    AsyncGuard {
+        inner: enter_slow(desc, state, false, None).with_work(work),
+    }
+}
+
+/// [`enter_async_on`] for an `async fn` with `flops` or `bytes` keys.
+#[inline(never)]
+pub fn enter_async_on_work<S: AsStream + ?Sized>(
+    desc: &'static Descriptor,
+    state: u32,
+    stream: &S,
+    work: Work,
+) -> AsyncGuard {
+    AsyncGuard {
+        inner: enter_slow(desc, state, false, Some(stream.as_stream())).with_work(work),
+    }
+}

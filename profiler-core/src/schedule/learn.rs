@@ -219,6 +219,9 @@ impl Schedule {
     /// parent; after warmup a probe not seen yet is only counted, lock-free, and planned at
     /// `step()`. Returns the run's lane when its end must be reported back
     /// ([`Schedule::end_learning_run`]): a run that nests, during warmup.
+    // Out of line: a warmup path, which inlined into `enter_slow` would cost every armed run
+    // its registers (entry 108 -> 129 instructions when the work keys' callers were added).
+    #[inline(never)]
     pub(crate) fn learn_run(
         &self,
         desc: &'static Descriptor,

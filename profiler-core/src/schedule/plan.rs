@@ -13,6 +13,7 @@ use super::{
 use crate::instrument::device::{Device, Stream, NO_MARK};
 use crate::store::samples::{
     Store, Tally, DEVICE_SAMPLE_BYTES, MEMORY_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES,
+    WORK_SAMPLE_BYTES,
 };
 use crate::sync::lock;
 
@@ -165,6 +166,7 @@ impl Schedule {
     ) -> Allocated {
         let first = c.allocated as u32;
         let repeat = self.repeat as usize;
+        let has_work = self.desc(entry).info.work != 0;
         let mut make = |c: &mut Plan, occurrence: u32| {
             let index = c.allocated;
             let is_merged = occurrence == MERGED;
@@ -172,7 +174,12 @@ impl Schedule {
                 SAMPLE_BYTES + DEVICE_SAMPLE_BYTES
             } else {
                 SAMPLE_BYTES
-            } + if self.memory { MEMORY_SAMPLE_BYTES } else { 0 };
+            } + if self.memory { MEMORY_SAMPLE_BYTES } else { 0 }
+                + if has_work && !is_merged {
+                    WORK_SAMPLE_BYTES
+                } else {
+                    0
+                };
             let bytes = per_slot * if is_merged { RESERVOIR } else { repeat };
             if c.sample_bytes + bytes > self.sample_budget_bytes {
                 c.events_over_budget += 1;
@@ -189,7 +196,7 @@ impl Schedule {
                 parent,
                 off_thread,
                 recorded: self.recorded(entry, lane),
-                store: Store::new(repeat, is_merged, timed_on_device, self.memory),
+                store: Store::new(repeat, is_merged, timed_on_device, self.memory, has_work),
             };
             // Capacity is max_events plus one merged event per selected probe and lane, which
             // the learner's bound guarantees.

@@ -289,6 +289,7 @@ impl Session {
                 .samples
                 .has_memory()
                 .then(|| memory_json(&resolved.memory)),
+            work: work_json(info.work, &resolved.work, resolved.durations.len()),
             samples_ns: resolved.durations,
             offsets_ns: resolved.offsets,
             sample_iters: resolved.iters,
@@ -318,7 +319,7 @@ impl Session {
             windows: (self.measuring.schedule.mode == crate::schedule::Measure::Continuous)
                 .then_some(self.config.windows),
             on_demand: None,
-            peak: None,
+            peak: self.config.peak(),
         }
     }
 
@@ -405,6 +406,20 @@ fn device_memory_json(used: &[(u64, u64)]) -> Option<json::DeviceMemory> {
 /// Bytes as a signed count (no device holds 2^63 bytes).
 fn signed(bytes: u64) -> i64 {
     i64::try_from(bytes).unwrap_or(i64::MAX)
+}
+
+/// Each sample's work as `prof.json` lists it: a list per key the annotation has (`keys`, its
+/// `WORK_*` bits), when every sample has its work (not so for a merged event, which keeps
+/// none).
+fn work_json(keys: u8, work: &[(u64, u64)], samples: usize) -> Option<json::Work> {
+    use crate::register::descriptor::{WORK_BYTES, WORK_FLOPS};
+    if keys == 0 || work.len() != samples {
+        return None;
+    }
+    Some(json::Work {
+        flops: (keys & WORK_FLOPS != 0).then(|| work.iter().map(|w| w.0).collect()),
+        bytes: (keys & WORK_BYTES != 0).then(|| work.iter().map(|w| w.1).collect()),
+    })
 }
 
 /// Each sample's memory figures as `prof.json` lists them.

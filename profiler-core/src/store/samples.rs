@@ -54,7 +54,13 @@ pub(crate) struct Samples {
     /// What each run allocated ([`MEMORY_FIGURES`] values a slot), when the program installed
     /// [`Alloc`](crate::Alloc).
     mem: Option<Box<[AtomicU64]>>,
+    /// Each run's work (flops, bytes; `NO_WORK` for a key not given), for an event whose probe
+    /// has a `flops` or `bytes` key.
+    work: Option<Box<[[AtomicU64; 2]]>>,
 }
+
+/// Extra bytes per slot of an event whose probe counts its work (`flops`, `bytes`).
+pub(crate) const WORK_SAMPLE_BYTES: usize = 8 + 8;
 
 /// Values a slot keeps of a run's memory figures: bytes allocated, bytes freed, allocations,
 /// peak.
@@ -75,7 +81,30 @@ impl Samples {
             iter: (0..slots).map(|_| AtomicU32::new(0)).collect(),
             device: device.then(|| (0..slots).map(|_| Default::default()).collect()),
             mem: None,
+            work: None,
         }
+    }
+
+    /// These samples keep each run's work too.
+    fn with_work(mut self) -> Samples {
+        self.work = Some((0..self.iter.len()).map(|_| Default::default()).collect());
+        self
+    }
+
+    /// Stores a run's work in `slot`: written by the run itself when it starts, before the slot
+    /// is published by its end.
+    #[inline]
+    pub fn write_work(&self, slot: usize, flops: u64, bytes: u64) {
+        if let Some(cell) = self.work.as_ref().and_then(|w| w.get(slot)) {
+            cell[0].store(flops, Relaxed);
+            cell[1].store(bytes, Relaxed);
+        }
+    }
+
+    /// The work (flops, bytes) of a filled slot.
+    pub fn read_work(&self, slot: usize) -> Option<(u64, u64)> {
+        let cell = self.work.as_ref()?.get(slot)?;
+        Some((cell[0].load(Relaxed), cell[1].load(Relaxed)))
     }
 
     /// These samples keep each run's memory figures too.
@@ -225,12 +254,19 @@ pub(crate) struct Store {
 impl Store {
     /// `device`: the event is timed on a stream (never so for a merged event, whose reservoir
     /// overwrites slots and so could not give device marks back to their pool).
-    /// `memory`: each run's memory figures are kept too.
-    pub fn new(slots: usize, merged: bool, device: bool, memory: bool) -> Store {
+    /// `memory`: each run's memory figures are kept too. `work`: each run's work is kept too
+    /// (never for a merged event: its reservoir slot is drawn when the run ends, after the run
+    /// stored its work).
+    pub fn new(slots: usize, merged: bool, device: bool, memory: bool, work: bool) -> Store {
         let samples = Samples::new(if merged { RESERVOIR } else { slots }, device && !merged);
+        let samples = if memory {
+            samples.with_memory()
+        } else {
+            samples
+        };
         Store {
-            samples: if memory {
-                samples.with_memory()
+            samples: if work && !merged {
+                samples.with_work()
             } else {
                 samples
             },
@@ -372,6 +408,8 @@ pub(crate) struct Resolved {
     /// Device memory in use at the start and end of each sample of an event timed on a stream
     /// ([`NO_BYTES`] where not read; empty for other events).
     pub device_memory: Vec<(u64, u64)>,
+    /// Each sample's work (flops, bytes), for an event whose probe counts it (empty otherwise).
+    pub work: Vec<(u64, u64)>,
 }
 
 impl Resolved {
@@ -390,6 +428,9 @@ impl Resolved {
         }
         if self.device_memory.len() == idx.len() {
             self.device_memory = idx.iter().map(|&i| self.device_memory[i]).collect();
+        }
+        if self.work.len() == idx.len() {
+            self.work = idx.iter().map(|&i| self.work[i]).collect();
         }
     }
 }
@@ -494,6 +535,9 @@ pub(crate) fn resolve_slot(
             if let Some(figures) = store.samples.read_memory(slot) {
                 out.memory.push(figures);
             }
+            if let Some(work) = store.samples.read_work(slot) {
+                out.work.push(work);
+            }
         }
         // Lost readings are dropped, and counted.
         _ => out.lost += 1,
@@ -546,7 +590,7 @@ mod tests {
 
     #[test]
     fn merged_totals_are_exact_and_reservoir_bounded() {
-        let store = Store::new(4, true, false, false);
+        let store = Store::new(4, true, false, false, false);
         for i in 0..5000u64 {
             store.record(0, 0, (100, 100 + i), (NO_MARK, NO_MARK), true, None);
         }

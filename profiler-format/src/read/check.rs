@@ -231,6 +231,19 @@ fn check_samples(e: &Event, count: u64) -> Result<(), String> {
             ));
         }
     }
+    if let Some(w) = &e.work {
+        for (key, list) in [("flops", &w.flops), ("bytes", &w.bytes)] {
+            if let Some(list) = list {
+                if list.len() != n {
+                    return Err(format!(
+                        "{} has {n} samples_ns but {} values in work.{key} (one value per sample)",
+                        describe(e),
+                        list.len()
+                    ));
+                }
+            }
+        }
+    }
     let iteration_bound = count.saturating_add(1);
     if let Some((i, &iter)) = e
         .sample_iters

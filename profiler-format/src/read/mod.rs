@@ -309,6 +309,32 @@ mod tests {
         assert!(matches!(e, LoadError::Missing(_)), "{e}");
     }
 
+    #[test]
+    fn work_lists_are_accepted_and_must_match_the_samples() {
+        let with =
+            |work: &str| GOOD.replace("\"samples_ns\"", &format!("\"work\":{work},\"samples_ns\""));
+        let p = parse(&with(r#"{"flops":[10,20],"bytes":[1,2]}"#)).unwrap();
+        let w = p.events[0].work.as_ref().unwrap();
+        assert_eq!(
+            (w.flops.as_deref(), w.bytes.as_deref()),
+            (Some(&[10, 20][..]), Some(&[1, 2][..]))
+        );
+        let p = parse(&with(r#"{"bytes":[1,2]}"#)).unwrap();
+        assert_eq!(p.events[0].work.as_ref().unwrap().flops, None);
+        assert_eq!(parse(GOOD).unwrap().events[0].work, None);
+        let e = parse(&with(r#"{"flops":[10,20],"bytes":[1]}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("has 2 samples_ns but 1 values in work.bytes"),
+            "{e}"
+        );
+        let e = parse(&with(r#"{"flops":[1,2,3]}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("3 values in work.flops"), "{e}");
+    }
+
     /// GOOD with two more events, changed by `edit`, as text.
     fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> String {
         let mut v: serde_json::Value = serde_json::from_str(GOOD).unwrap();

@@ -86,6 +86,12 @@ pub struct Config {
     /// `continuous` mode: where traces taken on demand go (`PROF_TRACE_OUT`; `None`: beside
     /// `PROF_OUT`).
     pub trace_out: Option<String>,
+    /// The machine's peak FLOP/s given by the user (`PROF_PEAK_FLOPS`).
+    pub peak_flops: Option<f64>,
+    /// The machine's peak memory bandwidth in bytes/s given by the user (`PROF_PEAK_BYTES`).
+    pub peak_bytes: Option<f64>,
+    /// The peak read from a `peak.json` written by `prof peak` (`PROF_PEAK`), and its path.
+    pub peak_file: Option<(String, profiler_format::peak::Peak)>,
 }
 
 impl Default for Config {
@@ -109,7 +115,58 @@ impl Default for Config {
             kernels: false,
             control: None,
             trace_out: None,
+            peak_flops: None,
+            peak_bytes: None,
+            peak_file: None,
         }
+    }
+}
+
+impl Config {
+    /// The peak the run records as `run.peak`: the figures `PROF_PEAK_FLOPS` and
+    /// `PROF_PEAK_BYTES` give (source `given`, `detail` naming them), a figure they leave out
+    /// taken from `PROF_PEAK`'s file when there is one; or that file's peak as it is (its own
+    /// `source`, `measured` for `prof peak`'s); `None` when no variable gives one.
+    pub fn peak(&self) -> Option<profiler_format::peak::Peak> {
+        use profiler_format::peak::{Peak, PEAK_SCHEMA};
+        let file = self.peak_file.as_ref();
+        if self.peak_flops.is_none() && self.peak_bytes.is_none() {
+            return file.map(|(_, peak)| peak.clone());
+        }
+        let mut detail = Vec::new();
+        let mut figure = |given: Option<f64>, var: &str, in_file: Option<f64>, key: &str| match (
+            given, file, in_file,
+        ) {
+            (Some(v), _, _) => {
+                detail.push(format!("{var}={v:e}"));
+                Some(v)
+            }
+            (None, Some((path, _)), Some(v)) => {
+                detail.push(format!("{key} from PROF_PEAK={path}"));
+                Some(v)
+            }
+            _ => None,
+        };
+        let flops = figure(
+            self.peak_flops,
+            "PROF_PEAK_FLOPS",
+            file.and_then(|f| f.1.flops),
+            "flops",
+        );
+        let bytes = figure(
+            self.peak_bytes,
+            "PROF_PEAK_BYTES",
+            file.and_then(|f| f.1.bytes),
+            "bytes",
+        );
+        Some(Peak {
+            schema: PEAK_SCHEMA.to_owned(),
+            flops,
+            bytes,
+            source: "given".to_owned(),
+            detail: detail.join(", "),
+            host: String::new(),
+        })
     }
 }
 

@@ -190,7 +190,91 @@ pub(crate) const VARIABLES: &[Variable] = &[
             Ok(())
         },
     },
+    Variable {
+        name: "PROF_PEAK_FLOPS",
+        default: "unset",
+        meaning: "the machine's peak in FLOP/s (like `1.2e12`), recorded as `run.peak` \
+                  (source `given`) for the reports' MFU",
+        set: |c, v| {
+            c.peak_flops = Some(parse_rate("PROF_PEAK_FLOPS", v, "FLOP/s, like 1.2e12")?);
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_PEAK_BYTES",
+        default: "unset",
+        meaning: "the machine's peak memory bandwidth in bytes/s (like `2e11`), recorded as \
+                  `run.peak` (source `given`) for the reports' roofline",
+        set: |c, v| {
+            c.peak_bytes = Some(parse_rate("PROF_PEAK_BYTES", v, "bytes/s, like 2e11")?);
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_PEAK",
+        default: "unset",
+        meaning: "a `peak.json` written by `prof peak`, recorded as `run.peak`; \
+                  `PROF_PEAK_FLOPS` and `PROF_PEAK_BYTES` override its figures",
+        set: |c, v| {
+            c.peak_file = Some((v.to_owned(), read_peak(v)?));
+            Ok(())
+        },
+    },
 ];
+
+/// A peak rate: a positive, finite number (`1.2e12`, `800000000000`).
+fn parse_rate(var: &'static str, value: &str, expected: &str) -> Result<f64, ConfigError> {
+    let trimmed = value.trim();
+    let lead = value.len() - value.trim_start().len();
+    let width = trimmed.chars().count().max(1);
+    match trimmed.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(_) => Err(ConfigError::at(
+            var,
+            value,
+            lead + 1,
+            width,
+            "not a positive, finite rate",
+            &format!("a positive number of {expected}"),
+        )),
+        Err(_) => Err(ConfigError::at(
+            var,
+            value,
+            lead + 1,
+            width,
+            if trimmed.is_empty() {
+                "empty value"
+            } else {
+                "not a number"
+            },
+            &format!("a positive number of {expected}"),
+        )),
+    }
+}
+
+/// `PROF_PEAK`'s file: a `peak.json` of schema `profiler-core/peak/v1` with at least one figure,
+/// each positive and finite.
+fn read_peak(path: &str) -> Result<profiler_format::peak::Peak, ConfigError> {
+    use profiler_format::peak::PEAK_SCHEMA;
+    let fail = |why: String| {
+        ConfigError::new(
+            "PROF_PEAK",
+            format!(
+                "error: PROF_PEAK={path}: {why}\n  = help: PROF_PEAK names a peak.json written \
+                 by `prof peak` (schema {PEAK_SCHEMA}); or give the figures with \
+                 PROF_PEAK_FLOPS and PROF_PEAK_BYTES"
+            ),
+        )
+    };
+    if path.trim().is_empty() {
+        return Err(fail("empty path".to_owned()));
+    }
+    // The error names the file first: drop it, `fail` does.
+    profiler_format::peak::load_peak(std::path::Path::new(path)).map_err(|e| {
+        let why = e.strip_prefix(&format!("{}: ", profiler_format::write::shorten(path, 200)));
+        fail(why.unwrap_or(&e).to_owned())
+    })
+}
 
 /// The reference's table of the variables (Markdown), as `docs/reference.md` holds it.
 #[cfg(test)]
@@ -454,6 +538,87 @@ mod tests {
             VARIABLES.len(),
             "docs/reference.md lists other PROF_ variables"
         );
+    }
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn a_peak_given_in_variables_is_recorded_as_given() {
+        let c = config(&[("PROF_PEAK_FLOPS", "1.2e12"), ("PROF_PEAK_BYTES", " 2e11 ")]).unwrap();
+        let peak = c.peak().unwrap();
+        assert_eq!((peak.flops, peak.bytes), (Some(1.2e12), Some(2e11)));
+        assert_eq!(peak.source, "given");
+        assert!(
+            peak.detail.contains("PROF_PEAK_FLOPS=1.2e12"),
+            "{}",
+            peak.detail
+        );
+        assert!(config(&[]).unwrap().peak().is_none());
+        for bad in ["", "abc", "-1", "0", "inf", "NaN"] {
+            let e = config(&[("PROF_PEAK_FLOPS", bad)]).unwrap_err();
+            assert_eq!(e.var, "PROF_PEAK_FLOPS", "{bad}");
+            assert!(e.to_string().contains("a positive number of FLOP/s"), "{e}");
+        }
+        let e = config(&[("PROF_PEAK_BYTES", "1e")]).unwrap_err();
+        assert_eq!(e.var, "PROF_PEAK_BYTES");
+    }
+
+    #[test]
+    fn a_peak_file_is_checked_and_the_variables_override_it() {
+        let dir = std::env::temp_dir().join(format!("prof-peak-vars-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            path.display().to_string()
+        };
+        let good = write(
+            "peak.json",
+            r#"{"schema":"profiler-core/peak/v1","flops":5e11,"bytes":1e11,
+                "source":"measured","detail":"sgemm 1024","host":"node7"}"#,
+        );
+        let c = config(&[("PROF_PEAK", &good)]).unwrap();
+        let peak = c.peak().unwrap();
+        assert_eq!((peak.flops, peak.bytes), (Some(5e11), Some(1e11)));
+        assert_eq!(
+            (peak.source.as_str(), peak.host.as_str()),
+            ("measured", "node7")
+        );
+        let c = config(&[("PROF_PEAK_FLOPS", "7e11"), ("PROF_PEAK", &good)]).unwrap();
+        let peak = c.peak().unwrap();
+        assert_eq!((peak.flops, peak.bytes), (Some(7e11), Some(1e11)));
+        assert_eq!(peak.source, "given");
+        assert!(
+            peak.detail.contains("bytes from PROF_PEAK="),
+            "{}",
+            peak.detail
+        );
+        let other = write(
+            "other.json",
+            r#"{"schema":"profiler-core/prof/v1","flops":1,"source":"measured"}"#,
+        );
+        let empty = write(
+            "empty.json",
+            r#"{"schema":"profiler-core/peak/v1","source":"x"}"#,
+        );
+        let missing = dir.join("missing.json").display().to_string();
+        for (path, why) in [
+            (other.as_str(), "schema"),
+            (empty.as_str(), "neither"),
+            (missing.as_str(), "cannot read"),
+            ("", "empty path"),
+        ] {
+            let e = config(&[("PROF_PEAK", path)]).unwrap_err();
+            assert_eq!(e.var, "PROF_PEAK");
+            assert!(e.to_string().contains(why), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

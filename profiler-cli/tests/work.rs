@@ -1,0 +1,134 @@
+//! `prof report` on a profile whose events count their work: the rates' columns, and `--peak`
+//! overriding the profile's `run.peak` (a bad file is an error, status 2).
+
+mod common;
+
+use std::path::Path;
+
+use common::{prof, scratch};
+use serde_json::Value;
+
+/// The committed dlrm trace profile, its first event given 2 FLOPs and 1 byte per nanosecond of
+/// each sample (2 GFLOP/s, 1 GB/s exactly).
+fn with_work(dest: &Path) -> String {
+    with_work_from("tests/data/trace/dlrm-trace.json", dest)
+}
+
+/// [`with_work`] of the committed profile at `source` (relative to this crate).
+fn with_work_from(source: &str, dest: &Path) -> String {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(source);
+    let mut v: Value = serde_json::from_slice(&std::fs::read(source).unwrap()).unwrap();
+    let e = &mut v["events"][0];
+    let ns: Vec<u64> = e["samples_ns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    e["work"] = serde_json::json!({
+        "flops": ns.iter().map(|n| 2 * n).collect::<Vec<_>>(),
+        "bytes": ns,
+    });
+    let name = e["name"].as_str().unwrap().to_owned();
+    std::fs::write(dest, v.to_string()).unwrap();
+    name
+}
+
+#[test]
+fn report_shows_rates_and_peak_overrides_run_peak() {
+    let dir = scratch("work");
+    let file = dir.join("prof.json");
+    with_work(&file);
+    let out = prof(&["report", file.to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        table.contains("FLOP/s") && table.contains("2.00G"),
+        "{table}"
+    );
+    assert!(table.contains("no peak known"), "{table}");
+
+    let peak = dir.join("peak.json");
+    std::fs::write(
+        &peak,
+        r#"{"schema":"profiler-core/peak/v1","flops":4e9,"bytes":1e10,"source":"measured",
+            "detail":"test","host":"h"}"#,
+    )
+    .unwrap();
+    let out = prof(&[
+        "report",
+        file.to_str().unwrap(),
+        "--peak",
+        peak.to_str().unwrap(),
+    ]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 2 GFLOP/s of 4: 50%; 2 FLOP/B, above the ridge point 4e9 / 1e10 = 0.4: compute-bound.
+    assert!(
+        table.contains("50.0%") && table.contains("compute"),
+        "{table}"
+    );
+    assert!(table.contains("(measured: test)"), "{table}");
+
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"schema":"profiler-core/prof/v1","source":"x"}"#).unwrap();
+    let out = prof(&[
+        "report",
+        file.to_str().unwrap(),
+        "--peak",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--peak") && err.contains("schema"), "{err}");
+}
+
+#[test]
+fn trace_slices_carry_the_median_work() {
+    // A `sample` mode profile: its slices are each event's average run (a profile with work
+    // is always one: `trace` mode keeps no work).
+    let dir = scratch("work-trace");
+    let file = dir.join("prof.json");
+    let name = with_work_from("tests/data/cli/batch32.json", &file);
+    let trace = dir.join("trace.json");
+    let out = prof(&[
+        "trace",
+        file.to_str().unwrap(),
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let profile: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let mut ns: Vec<u64> = profile["events"][0]["samples_ns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    ns.sort_unstable();
+    let median = ns[ns.len() / 2];
+    let spans: Vec<&Value> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == name.as_str() && e["args"]["flops"].is_u64())
+        .collect();
+    assert!(!spans.is_empty(), "no {name} slice with flops");
+    for s in spans {
+        assert_eq!(s["args"]["flops"], 2 * median);
+        assert_eq!(s["args"]["bytes"], median);
+    }
+}

@@ -1,0 +1,153 @@
+//! Work per event: the `flops` and `bytes` keys of `#[profiled]` and `probe!`. Known work on a
+//! fake clock gives exact lists beside exact durations, and the keys' expressions run only for
+//! the runs of a probe whose event is armed: never in warmup, never for a probe that takes no
+//! part, never in `off` mode.
+#![cfg(feature = "enable")]
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use profiler_core::testing::FakeClock;
+use profiler_core::{probe, profiled, Config, Filter, Mode, Profile};
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How many times the keys' expressions of `matmul` were evaluated.
+static EVALUATED: AtomicU64 = AtomicU64::new(0);
+
+fn counted(n: u64) -> u64 {
+    EVALUATED.fetch_add(1, Relaxed);
+    n
+}
+
+/// A fake matrix product of `n` units of work: 2n flops, 8n bytes, n nanoseconds.
+#[profiled(layer = "work", flops = 2 * counted(n), bytes = 8 * n)]
+fn matmul(clock: &FakeClock, n: u64) {
+    clock.advance(n);
+}
+
+fn start(clock: &FakeClock, mode: Mode, filter: &str, name: &str) -> profiler_core::InitGuard {
+    let config = Config {
+        filter: Filter::parse(filter).unwrap(),
+        mode,
+        warmup: 2,
+        repeat: 3,
+        out: std::env::temp_dir()
+            .join(format!("prof-work-{}-{name}.json", std::process::id()))
+            .display()
+            .to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap()
+}
+
+/// Runs the loop until the schedule completes (at most 40 iterations): `matmul` of 100 + the
+/// iteration's index units, a probe with a `bytes` key only, and one without keys.
+fn train(clock: &FakeClock) -> u64 {
+    let mut iter = 0;
+    while !profiler_core::finished() && iter < 40 {
+        matmul(clock, 100 + iter);
+        {
+            let _p = probe!("copy", layer = "work", bytes = 3 * iter as usize);
+            clock.advance(7);
+        }
+        probe!("plain", layer = "work" => { clock.advance(1) });
+        profiler_core::step();
+        iter += 1;
+    }
+    iter
+}
+
+fn event<'a>(p: &'a Profile, name: &str) -> &'a profiler_core::format::Event {
+    p.events.iter().find(|e| e.name == name).unwrap()
+}
+
+#[test]
+fn known_work_is_kept_per_sample_and_evaluated_only_when_armed() {
+    let _s = serial();
+    EVALUATED.store(0, Relaxed);
+    let clock = FakeClock::new();
+    let _g = start(&clock, Mode::Sample, "layer=work", "known");
+    train(&clock);
+    let p = profiler_core::snapshot().unwrap();
+    let m = event(&p, "matmul");
+    assert_eq!(m.samples_ns.len(), 3);
+    let work = m.work.as_ref().expect("matmul has work");
+    let n: Vec<u64> = m.samples_ns.clone();
+    assert_eq!(
+        work.flops.as_deref(),
+        Some(&n.iter().map(|n| 2 * n).collect::<Vec<_>>()[..])
+    );
+    assert_eq!(
+        work.bytes.as_deref(),
+        Some(&n.iter().map(|n| 8 * n).collect::<Vec<_>>()[..])
+    );
+    // Each duration is the iteration's work: 100 + the iteration's index.
+    for (d, it) in m.samples_ns.iter().zip(&m.sample_iters) {
+        assert_eq!(*d, 100 + u64::from(*it));
+    }
+    // Three armed runs; warmup's two and the iterations that measure other events evaluate
+    // nothing.
+    assert_eq!(EVALUATED.load(Relaxed), 3);
+    let c = event(&p, "copy");
+    let work = c.work.as_ref().expect("copy has work");
+    assert_eq!(work.flops, None);
+    let bytes: Vec<u64> = c.sample_iters.iter().map(|&i| 3 * u64::from(i)).collect();
+    assert_eq!(work.bytes.as_deref(), Some(&bytes[..]));
+    assert_eq!(event(&p, "plain").work, None);
+    // prof.json carries it, and its checks accept it.
+    let text = serde_json::to_string(&p).unwrap();
+    assert!(text.contains("\"work\":{\"flops\":["), "{text}");
+    profiler_core::format::parse_profile(text.as_bytes(), std::path::Path::new("work.json"))
+        .unwrap();
+}
+
+#[test]
+fn keys_are_not_evaluated_for_probes_that_take_no_part() {
+    let _s = serial();
+    EVALUATED.store(0, Relaxed);
+    let clock = FakeClock::new();
+    {
+        // matmul is not selected: its keys never run.
+        let _g = start(&clock, Mode::Sample, "name=plain", "unselected");
+        train(&clock);
+        let p = profiler_core::snapshot().unwrap();
+        assert!(p.events.iter().all(|e| e.name != "matmul"));
+    }
+    assert_eq!(EVALUATED.load(Relaxed), 0);
+    {
+        let _g = start(&clock, Mode::Off, "layer=work", "off");
+        for _ in 0..10 {
+            matmul(&clock, 1);
+            profiler_core::step();
+        }
+    }
+    assert_eq!(EVALUATED.load(Relaxed), 0);
+}
+
+#[test]
+fn the_peak_given_is_recorded_in_run_peak() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let config = Config {
+        filter: Filter::parse("layer=work").unwrap(),
+        warmup: 2,
+        repeat: 1,
+        out: std::env::temp_dir()
+            .join(format!("prof-work-{}-peak.json", std::process::id()))
+            .display()
+            .to_string(),
+        summary: false,
+        peak_flops: Some(1.5e12),
+        ..Config::default()
+    };
+    let _g = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    train(&clock);
+    let p = profiler_core::snapshot().unwrap();
+    let peak = p.run.peak.expect("run.peak");
+    assert_eq!((peak.flops, peak.bytes), (Some(1.5e12), None));
+    assert_eq!(peak.source, "given");
+}

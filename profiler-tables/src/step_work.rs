@@ -1,0 +1,100 @@
+//! The work of a whole iteration, from the event rows' achieved rates ([`crate::work`]): the
+//! step's FLOPs and MFU, and the line the reports print below their tables.
+
+use crate::measure::EventRow;
+use crate::work::{human_rate, utilization};
+use profiler_format::peak::Peak;
+
+/// The step's MFU: the FLOPs of one iteration over the mean iteration time, against the peak's
+/// FLOP/s. An iteration's FLOPs are, over the events with FLOPs whose ancestors (by `parent`)
+/// have none, each one's mean FLOPs per run times its calls per iteration: a child's FLOPs are
+/// taken to be part of its parent's when the parent counts FLOPs too, so they count once.
+/// `None` without such events, a mean iteration or a peak with FLOP/s.
+pub fn step_mfu(rows: &[EventRow], iter_mean_ns: f64, peak: Option<&Peak>) -> Option<f64> {
+    let peak_flops = peak
+        .and_then(|p| p.flops)
+        .filter(|f| f.is_finite() && *f > 0.0)?;
+    let flops = step_flops(rows)?;
+    (iter_mean_ns > 0.0).then(|| flops * 1e9 / iter_mean_ns / peak_flops)
+}
+
+/// The FLOPs of one iteration ([`step_mfu`]'s rule), `None` without events with FLOPs.
+pub fn step_flops(rows: &[EventRow]) -> Option<f64> {
+    let has_flops = |r: &EventRow| r.work.as_ref().and_then(|w| w.flops_per_run).is_some();
+    let by_order: std::collections::HashMap<u32, &EventRow> =
+        rows.iter().map(|r| (r.order, r)).collect();
+    let counted_above = |r: &EventRow| {
+        let mut parent = r.parent;
+        let mut steps = 0;
+        while let Some(p) = parent.and_then(|p| by_order.get(&p)) {
+            if has_flops(p) {
+                return true;
+            }
+            parent = p.parent;
+            steps += 1;
+            if steps > rows.len() {
+                break;
+            }
+        }
+        false
+    };
+    let outer: Vec<f64> = rows
+        .iter()
+        .filter(|r| has_flops(r) && !counted_above(r))
+        .filter_map(|r| Some(r.work.as_ref()?.flops_per_run? * r.calls_per_iter))
+        .collect();
+    (!outer.is_empty()).then(|| outer.iter().sum())
+}
+
+/// What the reports say of the work below their tables: the step's FLOPs and MFU, and the peak
+/// (its figures and source) the MFU and `bound` columns are judged against. `None` when no
+/// event counts its work.
+pub fn work_line(rows: &[EventRow], iter_mean_ns: f64, peak: Option<&Peak>) -> Option<String> {
+    if rows.iter().all(|r| r.work.is_none()) {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if let Some(flops) = step_flops(rows) {
+        let mut step = format!("{}FLOP per iteration", human_rate(flops));
+        if let Some(mfu) = step_mfu(rows, iter_mean_ns, peak) {
+            step.push_str(&format!(
+                ", step MFU {} ({})",
+                utilization(mfu),
+                peak.map_or("", |p| p.source.as_str())
+            ));
+        }
+        parts.push(step);
+    }
+    parts.push(match peak {
+        Some(p) => {
+            let figure = |v: Option<f64>, unit: &str| {
+                v.map_or_else(
+                    || format!("no {unit}"),
+                    |v| format!("{}{unit}", human_rate(v)),
+                )
+            };
+            let mut text = format!(
+                "peak {}, {} ({}",
+                figure(p.flops, "FLOP/s"),
+                figure(p.bytes, "B/s"),
+                p.source
+            );
+            if !p.detail.is_empty() {
+                text.push_str(&format!(": {}", p.detail));
+            }
+            text.push(')');
+            text
+        }
+        None => "no peak known (PROF_PEAK_FLOPS, PROF_PEAK_BYTES, PROF_PEAK or \
+                 prof report --peak): no MFU, no bound"
+            .to_owned(),
+    });
+    parts.push(
+        "FLOP/s and B/s = median over the samples of each run's count / its duration (95% \
+         interval); FLOP/B = FLOPs / bytes; MFU = median FLOP/s / peak FLOP/s; bound = FLOP/B \
+         against peak FLOP/s / peak B/s; the step counts each event's FLOPs unless an \
+         enclosing event counts FLOPs too"
+            .to_owned(),
+    );
+    Some(format!("work: {}", parts.join("; ")))
+}
