@@ -611,7 +611,7 @@ mod tests {
         for (path, why) in [
             (other.as_str(), "schema"),
             (empty.as_str(), "neither"),
-            (missing.as_str(), "cannot read"),
+            (missing.as_str(), "no such file"),
             ("", "empty path"),
         ] {
             let e = config(&[("PROF_PEAK", path)]).unwrap_err();
