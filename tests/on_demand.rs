@@ -16,9 +16,28 @@ use std::time::{Duration, Instant};
 use common::{dlrm, read_json, scratch};
 use serde_json::Value;
 
+/// A running job, killed if the test ends without stopping it (a failed assertion must not
+/// leave it training forever).
+struct Job(Option<Child>);
+
+impl Job {
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, Child::id)
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// dlrm in continuous mode in `dir`, running until it is stopped: 25 events, windows of
 /// 25 x 6 iterations after 2 of warmup, every window kept.
-fn start(dir: &Path, vars: &[(&str, &str)]) -> Child {
+fn start(dir: &Path, vars: &[(&str, &str)]) -> Job {
     let mut cmd = Command::new(dlrm());
     cmd.current_dir(dir)
         .args(["--batch", "8", "--iters", "100000000"])
@@ -36,7 +55,7 @@ fn start(dir: &Path, vars: &[(&str, &str)]) -> Child {
     for (k, v) in vars {
         cmd.env(k, v);
     }
-    cmd.spawn().unwrap()
+    Job(Some(cmd.spawn().unwrap()))
 }
 
 /// Waits (at most a minute: a loaded machine is slow, never wrong) until `done` holds.
@@ -53,7 +72,8 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 
 /// Stops the job with SIGINT (it writes its results, then ends of the signal) and returns its
 /// stderr.
-fn stop(child: Child) -> String {
+fn stop(mut job: Job) -> String {
+    let child = job.0.take().unwrap();
     // SAFETY: kill with a valid pid and signal number.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
