@@ -369,14 +369,16 @@ impl Session {
             return;
         };
         let mut watch = lock(&self.control_watch);
+        // Read at every look (a line, every 100 ms, off the training thread): the modification
+        // time alone can miss a write, since a file created and then written within one tick of
+        // the file system's clock keeps the time it had when the look found it empty.
         let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-        if let Some((seen_modified, _)) = &watch.seen {
-            if *seen_modified == modified && modified.is_some() {
-                return;
-            }
-        }
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        let changed = watch.seen.as_ref().is_none_or(|(_, t)| *t != text);
+        // A new text is a new request; so is the same one written again.
+        let changed = watch
+            .seen
+            .as_ref()
+            .is_none_or(|(m, t)| *t != text || (*m != modified && !text.trim().is_empty()));
         watch.seen = Some((modified, text.clone()));
         if !changed {
             return;
