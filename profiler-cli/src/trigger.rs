@@ -17,7 +17,7 @@ impl Target {
     /// The process that wrote a profile whose run is `run`, when it runs on this host (a
     /// signal reaches no other).
     pub fn on_this_host(run: &profiler_format::Run) -> Result<Target, String> {
-        let here = host_name();
+        let here = profiler_format::json::host_name();
         if run.host != here {
             return Err(format!(
                 "error: rank {} runs on {}, not here ({here}): run prof trigger there, or give \
@@ -27,17 +27,6 @@ impl Target {
         }
         Ok(Target::Pid(run.pid))
     }
-}
-
-/// This machine's host name, as profiler-core writes it into `run.host`.
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .or_else(|| std::env::var("COMPUTERNAME").ok())
-        .unwrap_or_else(|| "unknown".into())
 }
 
 /// Asks `target` for a trace of `iterations` iterations (`None`: the job's `PROF_REPEAT`),

@@ -141,6 +141,18 @@ pub struct Run {
     pub peak: Option<crate::peak::Peak>,
 }
 
+/// This machine's host name, as `run.host` records it (and as `prof trigger` and `prof peak`
+/// compare and record it).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .unwrap_or_else(|| "unknown".into())
+}
+
 /// What asked a `continuous`-mode run for the trace a file holds (`run.on_demand`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OnDemand {

@@ -119,7 +119,7 @@ impl Measured {
             bytes: Some(self.copy.best.max(self.triad.best)),
             source: "measured".into(),
             detail: self.detail(),
-            host: host_name(),
+            host: profiler_format::json::host_name(),
         }
     }
 
@@ -412,17 +412,6 @@ fn gpu() -> Option<&'static str> {
         return Some("NVIDIA");
     }
     std::path::Path::new("/dev/kfd").exists().then_some("AMD")
-}
-
-/// This host's name, as profiler-core writes it in `run.host`.
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .or_else(|| std::env::var("COMPUTERNAME").ok())
-        .unwrap_or_else(|| "unknown".into())
 }
 
 #[cfg(test)]

@@ -303,7 +303,7 @@ impl Session {
         json::Run {
             program: program_name(),
             pid: std::process::id(),
-            host: host_name(),
+            host: profiler_format::json::host_name(),
             rank: crate::output::rank(),
             mode: self.measuring.schedule.mode.as_str().to_owned(),
             filter: self.config.filter.source().to_owned(),
@@ -438,15 +438,5 @@ fn program_name() -> String {
         .next()
         .map(std::path::PathBuf::from)
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .or_else(|| std::env::var("COMPUTERNAME").ok())
         .unwrap_or_else(|| "unknown".into())
 }
