@@ -90,9 +90,8 @@ impl Measuring {
             return None;
         }
         let iter = self.schedule.cur_iter.load(Relaxed);
-        let slot = self.schedule.cur_slot.load(Relaxed);
         if let Some(work) = work {
-            self.store_work(event, slot, work);
+            self.store_work(event, self.schedule.cur_slot.load(Relaxed), work);
         }
         let mut hooks = hooks;
         // Counting starts before the start mark, so that its own cost is not measured.
@@ -107,7 +106,7 @@ impl Measuring {
         Some(Armed {
             at: self,
             event,
-            slot,
+            slot: self.schedule.cur_slot.load(Relaxed),
             iter,
             start,
             dstart,
