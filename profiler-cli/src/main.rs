@@ -266,8 +266,9 @@ enum Command {
         at: Option<u32>,
     },
     /// Measure this machine's achievable peak: FLOP/s by a GEMM (matrixmultiply) on every
-    /// thread, memory bandwidth by STREAM's copy and triad, each the best of timed repetitions;
-    /// written as peak.json, the peak MFU is computed against. The CPU's: a GPU is not measured.
+    /// thread, memory bandwidth by STREAM's copy and triad, each the median of the fastest tenth
+    /// of its timed repetitions; written as peak.json, the peak MFU is computed against. The
+    /// CPU's: a GPU is not measured.
     Peak {
         /// Where to write the peak (schema profiler-core/peak/v1).
         #[arg(short, long, default_value = "peak.json")]
@@ -275,16 +276,19 @@ enum Command {
         /// Threads, one GEMM each on its own matrices (default: every core available).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
         threads: Option<u32>,
-        /// Time budget in seconds, half for the GEMM and half for STREAM (at least 3 timed
-        /// repetitions of each after a warmup, however long they take).
+        /// Time budget in seconds, half for the GEMM and half for STREAM, a tenth of each for
+        /// warmup (at least 3 timed repetitions of each after a warmup, however long they
+        /// take).
         #[arg(long, default_value = "4", value_parser = peak_seconds)]
         seconds: f64,
         /// The GEMM's element type: f32 (sgemm) or f64 (dgemm).
         #[arg(long, value_enum, default_value = "f32")]
         dtype: DtypeArg,
-        /// The side of the GEMM's square matrices.
-        #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(16..=16384))]
-        size: u32,
+        /// The side of the GEMM's square matrices (default: the largest multiple of 64 whose
+        /// three matrices fill at most half of one core's L2 cache, 128 to 1024; 256 when the
+        /// L2 is not known).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(16..=16384))]
+        size: Option<u32>,
         /// The STREAM arrays' total size in MiB (default: 4x the last-level cache per array,
         /// 256 MiB to 1 GiB in all, at most a quarter of the available memory).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
@@ -765,7 +769,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     DtypeArg::F32 => peak::Dtype::F32,
                     DtypeArg::F64 => peak::Dtype::F64,
                 },
-                size: size as usize,
+                size: size.map(|n| n as usize),
                 stream_mib,
             };
             measure_peak(&output, &options, format)?

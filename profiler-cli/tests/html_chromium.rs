@@ -506,3 +506,59 @@ fn memory_per_layer_is_drawn() {
     };
     assert!(!dom.contains("id=\"memory\""));
 }
+
+/// With work keys, the events table gains the achieved rates' columns (FLOP/s and B/s with
+/// their 95% interval as the cell's title, FLOP/B, bound, MFU), the texts `prof report`
+/// writes, an MFU over 100% flagged, and the report's line on the work (the peak and its
+/// source) below the table; without, none of them (the `real_profile` page).
+#[test]
+fn rates_are_drawn_in_the_events_table() {
+    let mut profile = fixture("before.json");
+    // Each event: 1e4 FLOPs and 2e3 bytes a run, but the first: 1e12 FLOPs a run, far over
+    // any peak of 1e12 FLOP/s.
+    for (k, e) in profile.events.iter_mut().enumerate() {
+        let n = e.samples_ns.len();
+        let flops = if k == 0 { 1_000_000_000_000 } else { 10_000 };
+        e.work = Some(profiler_format::Work {
+            flops: Some(vec![flops; n]),
+            bytes: Some(vec![2_000; n]),
+        });
+    }
+    profile.run.peak = Some(profiler_format::peak::Peak {
+        schema: profiler_format::peak::PEAK_SCHEMA.to_owned(),
+        flops: Some(1e12),
+        bytes: Some(1e11),
+        source: "given".to_owned(),
+        detail: "PROF_PEAK_FLOPS=1e12".to_owned(),
+        host: String::new(),
+    });
+    let Some(dom) = render("work", &profile, None) else {
+        return;
+    };
+    for header in ["FLOP/s", "B/s", "FLOP/B", "Bound", "MFU"] {
+        assert!(
+            dom.contains(&format!(">{header}<span class=\"arrow\">")),
+            "no {header} column"
+        );
+    }
+    assert_eq!(
+        dom.matches("title=\"95% interval: ").count(),
+        2 * profile.events.len()
+    );
+    assert_eq!(
+        dom.matches("class=\" overpeak\"").count(),
+        1,
+        "one MFU flagged"
+    );
+    assert!(dom.contains("&gt;100%! check the peak or the flops key"));
+    assert!(
+        dom.contains("(given: PROF_PEAK_FLOPS=1e12)"),
+        "no work line"
+    );
+    let plain = fixture("before.json");
+    let Some(dom) = render("no-work", &plain, None) else {
+        return;
+    };
+    assert!(!dom.contains(">MFU<span class=\"arrow\">"));
+    assert!(!dom.contains("title=\"95% interval: "));
+}

@@ -141,10 +141,16 @@ impl WorkRow {
     }
 }
 
+/// Whether a utilization (MFU) is over 100%: no run can beat the peak, so the peak or the
+/// count is wrong. The one rule [`utilization`] and the HTML page flag it by.
+pub fn over_peak(v: f64) -> bool {
+    v > 1.0
+}
+
 /// The text of a utilization (MFU): a percentage, or, above 100%, the figure with a warning,
 /// since no run can beat the peak: the peak or the count is wrong.
 pub fn utilization(v: f64) -> String {
-    if v > 1.0 {
+    if over_peak(v) {
         format!("{:.0}%>100%! check the peak or the flops key", 100.0 * v)
     } else {
         format!("{:.1}%", 100.0 * v)
@@ -230,6 +236,7 @@ mod tests {
     #[test]
     fn over_100_percent_is_flagged_and_lists_of_the_wrong_length_are_ignored() {
         assert!(utilization(1.5).contains(">100%! check the peak or the flops key"));
+        assert!(over_peak(1.0001) && !over_peak(1.0) && !over_peak(f64::NAN));
         assert_eq!(utilization(0.425), "42.5%");
         let e = event(&[10, 10], Some(&[1]), None);
         assert_eq!(WorkRow::of(&e, None), None);

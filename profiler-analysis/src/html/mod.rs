@@ -1,7 +1,10 @@
 //! `prof html`: one self-contained HTML file (inline CSS and JavaScript, no external resource, a
 //! Content-Security-Policy that forbids any network access) that draws a profile: the iteration
 //! times, the breakdown by phase and by layer, a sortable table of the events with the
-//! distribution of each event's samples, the average iteration as a timeline and, when a
+//! distribution of each event's samples (and, when some event counts its work, its achieved
+//! rates: the cells of `prof report`'s work columns, as texts, with an MFU over 100% flagged,
+//! and the report's work line naming the peak and its source), the average iteration as a
+//! timeline and, when a
 //! baseline is given, the comparison with it. A `continuous`-mode profile also gets a "Windows
 //! over time" section: each event's median per kept window as a time series (one inline SVG
 //! chart, every event relative to its median over the baseline windows (the run's first; else
@@ -47,6 +50,7 @@ use super::flame;
 use super::report::{self, EventRow, GroupBy, GroupRow, ReportOptions};
 use super::{event_key, stats};
 use profiler_format::{Event, Profile, Run};
+use profiler_tables::columns::{Families, Family, Place};
 
 /// The most iteration wall times embedded in a page.
 pub const MAX_ITERATIONS: usize = 5000;
@@ -148,6 +152,13 @@ struct EventData<'a> {
     /// The samples, every `samples_stride`-th one.
     samples_ns: Vec<u64>,
     samples_stride: usize,
+    /// For an event that counts its work: [`work_cells`], its achieved rates as `prof report`
+    /// writes them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    work_cells: Option<HashMap<&'static str, String>>,
+    /// Its MFU is over 100% ([`profiler_tables::work::over_peak`]): the cell is flagged.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    over_peak: bool,
 }
 
 #[derive(Serialize)]
@@ -296,9 +307,34 @@ fn event_data<'a>(profile: &'a Profile, rows: &'a [EventRow]) -> Vec<EventData<'
                 offset_ns,
                 samples_ns,
                 samples_stride,
+                work_cells: work_cells(row),
+                over_peak: row
+                    .work
+                    .as_ref()
+                    .and_then(|w| w.mfu)
+                    .is_some_and(profiler_tables::work::over_peak),
             }
         })
         .collect()
+}
+
+/// The cells of `row`'s achieved rates, by the header `prof report` gives them (`FLOP/s`,
+/// `FLOP/s 95%`, `B/s`, `B/s 95%`, `FLOP/B`, `bound`, `MFU`), each written as the report writes
+/// it (the same columns, [`profiler_tables::columns`]): the page shows these texts and never
+/// formats a rate itself. `None` for an event without work.
+fn work_cells(row: &EventRow) -> Option<HashMap<&'static str, String>> {
+    row.work.as_ref()?;
+    let families = Families {
+        work: true,
+        ..Families::default()
+    };
+    let place = Place::Report { indent: false };
+    Some(
+        profiler_tables::columns::shown(place, families)
+            .filter(|c| c.family == Family::Work)
+            .filter_map(|c| Some((c.header(place)?, (c.cell)(row, place))))
+            .collect(),
+    )
 }
 
 /// `sample` and `continuous` modes: the first and last iteration each event was armed in, with
@@ -461,6 +497,127 @@ mod tests {
             serde_json::from_str::<String>(&s).unwrap(),
             "</script><!-- & \u{2028}"
         );
+    }
+
+    /// Events `a` (1,000 FLOPs and 400 bytes in 100 ns), `b` (3,000 FLOPs in 100 ns: more
+    /// than the peak) and `c` (no work keys), against a given peak of 2e10 FLOP/s and 1e9 B/s;
+    /// without `work`, none counts its work.
+    fn with_work(work: bool) -> Profile {
+        let event = |order: u32, name: &str, flops: Option<u64>, bytes: Option<u64>| Event {
+            id: format!("m::{name}"),
+            name: name.to_owned(),
+            layer: Some("mlp".to_owned()),
+            kind: "fn".to_owned(),
+            order,
+            samples_ns: vec![100; 3],
+            offsets_ns: vec![0; 3],
+            sample_iters: vec![2, 3, 4],
+            stats: profiler_format::Stats::of(&[100; 3]),
+            work: (work && (flops.is_some() || bytes.is_some())).then(|| profiler_format::Work {
+                flops: flops.map(|f| vec![f; 3]),
+                bytes: bytes.map(|b| vec![b; 3]),
+            }),
+            ..Default::default()
+        };
+        Profile {
+            schema: profiler_format::SCHEMA.to_owned(),
+            complete: true,
+            run: Run {
+                program: "toy".to_owned(),
+                pid: 1,
+                host: "h".to_owned(),
+                rank: 0,
+                mode: "sample".to_owned(),
+                filter: String::new(),
+                warmup: 2,
+                repeat: 3,
+                clock: "fake".to_owned(),
+                max_events: 4096,
+                timer_floor_ns: 20,
+                profiler_version: "0".to_owned(),
+                windows: None,
+                on_demand: None,
+                peak: Some(profiler_format::peak::Peak {
+                    schema: profiler_format::peak::PEAK_SCHEMA.to_owned(),
+                    flops: Some(2e10),
+                    bytes: Some(1e9),
+                    source: "given".to_owned(),
+                    detail: "PROF_PEAK_FLOPS=2e10".to_owned(),
+                    host: String::new(),
+                }),
+            },
+            iterations: profiler_format::Iterations {
+                first: 0,
+                count: 5,
+                wall_ns: vec![1000; 5],
+                device_memory: Vec::new(),
+            },
+            events: vec![
+                event(0, "a", Some(1000), Some(400)),
+                event(1, "b", Some(3000), None),
+                event(2, "c", None, None),
+            ],
+            windows: Vec::new(),
+        }
+    }
+
+    /// The page's data of `profile`, as its script reads it.
+    fn data_of(profile: &Profile) -> Value {
+        let html = html_report(profile, None);
+        let open = "<script type=\"application/json\" id=\"data\">";
+        let start = html.find(open).unwrap() + open.len();
+        let len = html[start..].find("</script>").unwrap();
+        serde_json::from_str(&html[start..start + len]).unwrap()
+    }
+
+    #[test]
+    fn events_with_work_carry_the_reports_rate_cells() {
+        let data = data_of(&with_work(true));
+        let events = data["report"]["events"].as_array().unwrap();
+        let cells = |i: usize| &events[i]["work_cells"];
+        // `a`: 1e10 FLOP/s, half the peak; 4e9 B/s; 2.5 FLOP/B, under the ridge of 20: the
+        // texts of `prof report`'s columns, by their headers.
+        let a = cells(0);
+        for (header, text) in [
+            ("FLOP/s", "10.0G"),
+            ("FLOP/s 95%", "10.0G-10.0G"),
+            ("B/s", "4.00G"),
+            ("B/s 95%", "4.00G-4.00G"),
+            ("FLOP/B", "2.50"),
+            ("bound", "memory"),
+            ("MFU", "50.0%"),
+        ] {
+            assert_eq!(a[header], text, "{header}: {a}");
+        }
+        assert!(events[0].get("over_peak").is_none());
+        // `b`: 3e10 FLOP/s against a peak of 2e10: flagged as `prof report` flags it.
+        assert_eq!(
+            cells(1)["MFU"],
+            "150%>100%! check the peak or the flops key"
+        );
+        assert_eq!(cells(1)["B/s"], "-");
+        assert_eq!(events[1]["over_peak"], true);
+        // `c` counts nothing: no cells.
+        assert!(events[2].get("work_cells").is_none());
+        // The peak's source, and the report's line on the work, for the page to show.
+        assert_eq!(data["report"]["peak"]["source"], "given");
+        let line = data["report"]["work"].as_str().unwrap();
+        assert!(line.contains("(given: PROF_PEAK_FLOPS=2e10)"), "{line}");
+        // The script draws the columns from these cells (drawn in a browser by
+        // profiler-cli/tests/html_chromium.rs).
+        for wired in [
+            "e.work_cells",
+            "e.over_peak",
+            "rep.work",
+            "'MFU'",
+            "'FLOP/s 95%'",
+        ] {
+            assert!(JS.contains(wired), "the script does not read {wired}");
+        }
+        // Without work keys, no event has cells, and the script adds no column.
+        let data = data_of(&with_work(false));
+        let events = data["report"]["events"].as_array().unwrap();
+        assert!(events.iter().all(|e| e.get("work_cells").is_none()));
     }
 
     #[test]

@@ -856,6 +856,28 @@
       { key: 'share', label: 'Share', title: 'total per iteration over the mean measured iteration', get: function (e) { return num(e.share); }, cell: function (e, td) { td.className += ' sharecell'; td.appendChild(el('span', { 'class': 'sharebar', style: { width: Math.round(Math.min(1, Math.max(0, num(e.share) || 0)) * 40) + 'px' } })); return fmtPct(e.share); } },
       { key: 'dist', label: 'Samples', title: 'histogram of the samples (click the row for details)', get: function (e) { return num(e.cv); }, cell: function (e, td) { td.appendChild(sparkline(e.samples_ns)); return null; } }
     ];
+    // Achieved rates, only when some event counts its work: the cells are prof report's texts
+    // (work_cells), the numbers behind them (work) only sort.
+    if (events.some(function (e) { return e.work_cells; })) {
+      var peak = rep.peak || null;
+      var against = peak ? 'against the ' + String(peak.source) + ' peak (below the table)' : 'no peak known: PROF_PEAK_FLOPS, PROF_PEAK_BYTES, PROF_PEAK or prof peak';
+      var cellOf = function (e, k) { return e.work_cells && e.work_cells[k] !== undefined ? String(e.work_cells[k]) : '–'; };
+      var workOf = function (f) { return function (e) { return e.work ? num(f(e.work)) : null; }; };
+      var rate = function (key, label, what, text, interval, pick) {
+        return { key: key, label: label, title: 'median over the samples of each run\'s ' + what + ' / its duration; hover a cell for the 95% interval', get: workOf(function (w) { var r = pick(w); return r ? r.median : null; }),
+          cell: function (e, td) { if (e.work_cells) { td.title = '95% interval: ' + cellOf(e, interval); } return cellOf(e, text); } };
+      };
+      var workCols = [
+        rate('flops', 'FLOP/s', 'FLOPs', 'FLOP/s', 'FLOP/s 95%', function (w) { return w.flops_per_s; }),
+        rate('bytes', 'B/s', 'bytes', 'B/s', 'B/s 95%', function (w) { return w.bytes_per_s; }),
+        { key: 'intensity', label: 'FLOP/B', title: 'arithmetic intensity: the samples\' FLOPs / their bytes', get: workOf(function (w) { return w.intensity; }), cell: function (e) { return cellOf(e, 'FLOP/B'); } },
+        { key: 'bound', label: 'Bound', title: 'compute or memory: FLOP/B against the peak\'s FLOP/s / its B/s; ' + against, get: function (e) { return e.work && e.work.bound ? String(e.work.bound) : null; }, cell: function (e) { return cellOf(e, 'bound'); } },
+        { key: 'mfu', label: 'MFU', title: 'median FLOP/s / the peak\'s FLOP/s, ' + against + '; over 100% is flagged: the peak or the flops key is wrong', get: workOf(function (w) { return w.mfu; }),
+          cell: function (e, td) { if (e.over_peak) { td.className += ' overpeak'; td.title = 'over 100%: no run beats the peak, so the peak or the flops key is wrong'; } return cellOf(e, 'MFU'); } }
+      ];
+      var at = cols.length - 1;
+      Array.prototype.splice.apply(cols, [at, 0].concat(workCols));
+    }
     var open = {};
     var rowsByKey = {};
     function nameCell(e, td, indent) {
@@ -904,6 +926,7 @@
     search.addEventListener('input', function () { t.setFilter(search.value); });
     card.appendChild(el('div', { 'class': 'toolbar' }, [search, el('span', { 'class': 'note', text: 'Click a column header to sort, a row for its distribution. Default: execution order, nested events indented.' })]));
     card.appendChild(el('div', { 'class': 'tablewrap' }, t.node));
+    if (rep.work) { card.appendChild(el('p', { 'class': 'note worknote', text: String(rep.work) })); }
   }
 
   // ---- diff ------------------------------------------------------------------------------
