@@ -85,11 +85,17 @@ fn default_run_writes_a_complete_profile_and_a_summary() {
     };
     for pair in shapes.windows(2).take(1) {
         let (a, b) = (dims(pair[0]), dims(pair[1]));
-        assert_eq!(a[1][1], b[0][1], "{pair:?}: one layer's outputs are the next one's inputs");
+        assert_eq!(
+            a[1][1], b[0][1],
+            "{pair:?}: one layer's outputs are the next one's inputs"
+        );
     }
     for s in &shapes {
         let d = dims(s);
-        assert_eq!(d[0][1], d[1][0], "{s}: the input's width is the weights' height");
+        assert_eq!(
+            d[0][1], d[1][0],
+            "{s}: the input's width is the weights' height"
+        );
         assert_eq!(d[0][0], 8, "{s}: the batch (--batch 8)");
     }
     // The model really trained, and the loop ended on finished().

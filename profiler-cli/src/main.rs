@@ -267,9 +267,14 @@ enum Command {
     },
     /// Measure this machine's achievable peak: FLOP/s by a GEMM (matrixmultiply) on every
     /// thread, memory bandwidth by STREAM's copy and triad, each the median of the fastest tenth
-    /// of its timed repetitions; written as peak.json, the peak MFU is computed against. The
-    /// CPU's: a GPU is not measured.
+    /// of its timed repetitions; written as peak.json, the peak MFU is computed against. With
+    /// --device cuda (a prof built with the `cuda` feature), a GPU's: cuBLAS's GEMM and a
+    /// device copy, timed by CUDA events.
     Peak {
+        /// What to measure: cpu, or cuda / cuda:N, the GPU of that ordinal (a prof built with
+        /// `--features cuda`, and the NVIDIA driver and cuBLAS at run time).
+        #[arg(long, default_value = "cpu", value_parser = peak_device)]
+        device: PeakDevice,
         /// Where to write the peak (schema profiler-core/peak/v1).
         #[arg(short, long, default_value = "peak.json")]
         output: PathBuf,
@@ -281,16 +286,18 @@ enum Command {
         /// take).
         #[arg(long, default_value = "4", value_parser = peak_seconds)]
         seconds: f64,
-        /// The GEMM's element type: f32 (sgemm) or f64 (dgemm).
-        #[arg(long, value_enum, default_value = "f32")]
-        dtype: DtypeArg,
+        /// The GEMM's element type: f32 (sgemm) or f64 (dgemm); on a GPU also bf16 and f16
+        /// (cublasGemmEx, f32 accumulation; default there: bf16).
+        #[arg(long, value_enum)]
+        dtype: Option<DtypeArg>,
         /// The side of the GEMM's square matrices (default: the largest multiple of 64 whose
         /// three matrices fill at most half of one core's L2 cache, 128 to 1024; 256 when the
-        /// L2 is not known).
+        /// L2 is not known; on a GPU, 8192).
         #[arg(long, value_parser = clap::value_parser!(u32).range(16..=16384))]
         size: Option<u32>,
         /// The STREAM arrays' total size in MiB (default: 4x the last-level cache per array,
-        /// 256 MiB to 1 GiB in all, at most a quarter of the available memory).
+        /// 256 MiB to 1 GiB in all, at most a quarter of the available memory); on a GPU, the
+        /// device copy's buffer (default: 1 GiB, at most an eighth of the free memory).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
         stream_mib: Option<u64>,
         /// Format of what is printed (the file is JSON either way).
@@ -299,10 +306,32 @@ enum Command {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum DtypeArg {
     F32,
     F64,
+    Bf16,
+    F16,
+}
+
+/// `prof peak --device`.
+#[derive(Clone, Copy, Debug)]
+enum PeakDevice {
+    Cpu,
+    Cuda(usize),
+}
+
+/// `cpu`, `cuda` (device 0) or `cuda:N`.
+fn peak_device(s: &str) -> Result<PeakDevice, String> {
+    match s {
+        "cpu" => Ok(PeakDevice::Cpu),
+        "cuda" => Ok(PeakDevice::Cuda(0)),
+        _ => s
+            .strip_prefix("cuda:")
+            .and_then(|n| n.parse().ok())
+            .map(PeakDevice::Cuda)
+            .ok_or_else(|| format!("`{s}`: expected cpu, cuda or cuda:N (a device ordinal)")),
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -751,6 +780,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Peak {
             output,
+            device,
             threads,
             seconds,
             dtype,
@@ -758,6 +788,34 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             stream_mib,
             format,
         } => {
+            if let PeakDevice::Cuda(ordinal) = device {
+                if threads.is_some() {
+                    return Err(Failure::new(
+                        "--threads is for the CPU: a GPU's GEMM runs on the device",
+                    ));
+                }
+                let request = GpuRequest {
+                    ordinal,
+                    dtype: dtype.unwrap_or(DtypeArg::Bf16),
+                    size: size.map(|n| n as usize),
+                    copy_mib: stream_mib,
+                    seconds,
+                };
+                return measure_gpu_peak(&output, request, format).map(|()| ExitCode::SUCCESS);
+            }
+            let dtype = match dtype.unwrap_or(DtypeArg::F32) {
+                DtypeArg::F32 => peak::Dtype::F32,
+                DtypeArg::F64 => peak::Dtype::F64,
+                other => {
+                    return Err(Failure::new(format!(
+                        "--dtype {}: the CPU's GEMM takes f32 or f64 (bf16 and f16 are for \
+                         --device cuda)",
+                        other
+                            .to_possible_value()
+                            .map_or("?".into(), |v| v.get_name().to_owned())
+                    )))
+                }
+            };
             let threads = match threads {
                 Some(n) => n as usize,
                 None => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -765,10 +823,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let options = peak::Options {
                 threads,
                 seconds,
-                dtype: match dtype {
-                    DtypeArg::F32 => peak::Dtype::F32,
-                    DtypeArg::F64 => peak::Dtype::F64,
-                },
+                dtype,
                 size: size.map(|n| n as usize),
                 stream_mib,
             };
@@ -776,6 +831,69 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `prof peak --device cuda` was asked.
+struct GpuRequest {
+    ordinal: usize,
+    dtype: DtypeArg,
+    size: Option<usize>,
+    copy_mib: Option<u64>,
+    seconds: f64,
+}
+
+/// `prof peak --device cuda`: the output is checked before anything is measured.
+#[cfg(feature = "cuda")]
+fn measure_gpu_peak(
+    output: &Path,
+    request: GpuRequest,
+    format: PeakFormatArg,
+) -> Result<(), Failure> {
+    use peak::gpu::{GpuDtype, GpuOptions};
+    check_output(output)?;
+    let options = GpuOptions {
+        ordinal: request.ordinal,
+        dtype: match request.dtype {
+            DtypeArg::F32 => GpuDtype::F32,
+            DtypeArg::F64 => GpuDtype::F64,
+            DtypeArg::Bf16 => GpuDtype::Bf16,
+            DtypeArg::F16 => GpuDtype::F16,
+        },
+        size: request.size.unwrap_or(peak::gpu::DEFAULT_SIZE),
+        copy_mib: request.copy_mib,
+        seconds: request.seconds,
+    };
+    let measured = peak::gpu::measure(&options).map_err(Failure::new)?;
+    let json = serde_json::to_string_pretty(&measured.peak())?;
+    write_output(output, format!("{json}\n").as_bytes())?;
+    eprintln!("prof: wrote {}", output.display());
+    match format {
+        PeakFormatArg::Table => print(&measured.table()),
+        PeakFormatArg::Json => print(&json),
+    }
+    Ok(())
+}
+
+/// `prof peak --device cuda` in a build without the `cuda` feature: said, nothing measured or
+/// written.
+#[cfg(not(feature = "cuda"))]
+fn measure_gpu_peak(
+    _output: &Path,
+    request: GpuRequest,
+    _format: PeakFormatArg,
+) -> Result<(), Failure> {
+    let _ = (
+        request.ordinal,
+        request.dtype,
+        request.size,
+        request.copy_mib,
+        request.seconds,
+    );
+    Err(Failure::new(
+        "--device cuda: this prof was built without GPU support; build it with the `cuda` \
+         feature (cargo install --path profiler-cli --features cuda), which needs no CUDA \
+         toolkit to build and the NVIDIA driver and cuBLAS to run",
+    ))
 }
 
 /// `prof peak`: the output is checked before anything is measured.

@@ -1,10 +1,12 @@
 //! `prof peak`: this machine's achievable peak, measured: FLOP/s by a GEMM on every thread, and
 //! memory bandwidth by STREAM's copy and triad, each the median of the fastest tenth of many
-//! timed repetitions after a warmup, with its spread. The CPU's: a GPU, if there is one, is not
-//! measured.
+//! timed repetitions after a warmup, with its spread. The CPU's; a GPU's with `--device cuda`
+//! (`gpu.rs`, feature `cuda`).
 
 mod affinity;
 mod gemm;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 mod stream;
 mod timing;
 
@@ -172,7 +174,8 @@ impl Measured {
         let gpu = match self.gpu {
             Some(vendor) => format!(
                 " This machine has an {vendor} GPU, which was not measured: these are the \
-                 CPU's figures; give the GPU's peak with PROF_PEAK_FLOPS."
+                 CPU's figures; measure an NVIDIA GPU's with --device cuda, or give its peak \
+                 with PROF_PEAK_FLOPS."
             ),
             None => String::new(),
         };
@@ -239,7 +242,8 @@ impl Measured {
         if let Some(vendor) = self.gpu {
             out.push_str(&format!(
                 "note: this machine has an {vendor} GPU; prof peak measured the CPU, not the \
-                 GPU: give the GPU's peak FLOP/s with PROF_PEAK_FLOPS\n"
+                 GPU: measure an NVIDIA GPU with --device cuda, or give its peak FLOP/s with \
+                 PROF_PEAK_FLOPS\n"
             ));
         }
         out

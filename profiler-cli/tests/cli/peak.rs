@@ -104,6 +104,11 @@ fn bad_flags_are_refused() {
         &["--seconds", "-1"],
         &["--seconds", "lots"],
         &["--dtype", "f16"],
+        &["--dtype", "bf16"],
+        &["--dtype", "tf32"],
+        &["--device", "gpu"],
+        &["--device", "cuda:x"],
+        &["--device", "cuda", "--threads", "1"],
         &["--size", "8"],
         &["--stream-mib", "0"],
         &["--format", "csv"],
@@ -117,4 +122,23 @@ fn bad_flags_are_refused() {
     let out = quick_peak(&path, &["--stream-mib", "16777216"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--stream-mib"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_gpu_is_measured_only_where_one_can_be() {
+    // The tests' prof has no `cuda` feature: --device cuda says how to get one; a prof with it
+    // on a machine without a driver says that (profiler-cli's unit tests, `--features cuda`).
+    let dir = scratch("peak-gpu");
+    let path = dir.join("peak.json");
+    let out = quick_peak(&path, &["--device", "cuda"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--device cuda")
+            && (err.contains("--features cuda") || err.contains("driver")),
+        "{err}"
+    );
+    assert!(!path.exists());
+    let out = quick_peak(&path, &["--device", "cpu", "--dtype", "f64"]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }
