@@ -523,6 +523,14 @@ fn rates_are_drawn_in_the_events_table() {
             flops: Some(vec![flops; n]),
             bytes: Some(vec![2_000; n]),
         });
+        // The second event's runs alternate between two input shapes.
+        if k == 1 {
+            e.shapes = Some(profiler_format::Shapes {
+                values: vec!["32x512, 512x64".to_owned(), "16x512, 512x64".to_owned()],
+                sample_shapes: (0..n).map(|i| Some((i % 2) as u32)).collect(),
+                others: 0,
+            });
+        }
     }
     profile.run.peak = Some(profiler_format::peak::Peak {
         schema: profiler_format::peak::PEAK_SCHEMA.to_owned(),
@@ -555,10 +563,19 @@ fn rates_are_drawn_in_the_events_table() {
         dom.contains("(given: PROF_PEAK_FLOPS=1e12)"),
         "no work line"
     );
+    // The shape key's table: one row per shape, its texts as `prof report` prints them.
+    assert!(dom.contains("id=\"shapes\""), "no shape table");
+    for shape in ["32x512, 512x64", "16x512, 512x64"] {
+        assert!(
+            dom.contains(&format!("<td class=\"l\">{shape}</td>")),
+            "no row of {shape}"
+        );
+    }
     let plain = fixture("before.json");
     let Some(dom) = render("no-work", &plain, None) else {
         return;
     };
     assert!(!dom.contains(">MFU<span class=\"arrow\">"));
+    assert!(!dom.contains("id=\"shapes\""));
     assert!(!dom.contains("title=\"95% interval: "));
 }

@@ -190,6 +190,17 @@ struct PageData<'a> {
     /// `prof flame`'s SVG of the profile (coloured by the comparison's verdicts when a baseline
     /// is given); `None` when there is no mean iteration to draw.
     flame: Option<String>,
+    /// The events split by input shape, as `prof report` prints the table ([`report::shape_table`]):
+    /// its headers and cells; `None` when no event has a `shape` key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shapes: Option<ShapeTable>,
+}
+
+/// `prof report`'s table of the events by input shape.
+#[derive(Serialize)]
+struct ShapeTable {
+    headers: Vec<&'static str>,
+    rows: Vec<Vec<String>>,
 }
 
 /// Every `stride`-th value, `stride` chosen so that at most `cap` remain.
@@ -224,6 +235,7 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
         },
     );
     let rows = event_data(profile, &by_phase.events);
+    let shapes = report::shape_table(&by_phase).map(|(headers, rows)| ShapeTable { headers, rows });
     let mut report = serde_json::to_value(&by_phase).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut report {
         map.remove("groups");
@@ -253,6 +265,7 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
         baseline: baseline.map(RunInfo::of),
         diff,
         flame: flame_svg(profile, baseline),
+        shapes,
     }
 }
 
@@ -599,6 +612,19 @@ mod tests {
         assert_eq!(events[1]["over_peak"], true);
         // `c` counts nothing: no cells.
         assert!(events[2].get("work_cells").is_none());
+        // No shape key, no shape table; with one, prof report's table.
+        assert!(data.get("shapes").is_none());
+        let mut shaped = with_work(true);
+        shaped.events[0].shapes = Some(profiler_format::Shapes {
+            values: vec!["8x4".to_owned()],
+            sample_shapes: vec![Some(0), Some(0), None],
+            others: 1,
+        });
+        let table = &data_of(&shaped)["shapes"];
+        assert_eq!(table["headers"][4], "shape");
+        assert_eq!(table["rows"][0][4], "8x4");
+        assert_eq!(table["rows"][1][4], "others (1 shape)");
+        assert!(JS.contains("D.shapes"));
         // The peak's source, and the report's line on the work, for the page to show.
         assert_eq!(data["report"]["peak"]["source"], "given");
         let line = data["report"]["work"].as_str().unwrap();

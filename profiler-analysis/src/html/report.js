@@ -649,6 +649,22 @@
     root.appendChild(card);
   }
 
+  // ---- input shapes ----------------------------------------------------------------------
+  // The events split by their `shape` key: prof report's table, its texts as it prints them.
+  function renderShapes() {
+    var t = D.shapes;
+    if (!t || !t.rows || !t.rows.length) { return; }
+    var card = el('section', { 'class': 'card', id: 'shapes' }, el('h2', { text: 'By input shape' }));
+    var left = 5;
+    var head = el('tr', null, t.headers.map(function (h, i) { return el('th', { 'class': i < left ? 'l' : null, scope: 'col', text: h }); }));
+    var body = el('tbody', null, t.rows.map(function (r) {
+      return el('tr', null, r.map(function (c, i) { return el('td', { 'class': i < left ? 'l' : null, text: c }); }));
+    }));
+    card.appendChild(el('div', { 'class': 'tablewrap' }, el('table', { 'class': 'shapes' }, [el('thead', null, head), body])));
+    card.appendChild(el('p', { 'class': 'note', text: 'Each event whose annotation has a shape key, split by the input shape of its runs: one row per shape kept (the most samples first), its median, p90 and rates from that shape\'s samples alone; "others" holds the samples of the shapes past PROF_SHAPES.' }));
+    root.appendChild(card);
+  }
+
   // ---- timeline --------------------------------------------------------------------------
   function renderTimeline() {
     var card = el('section', { 'class': 'card', id: 'timeline' }, el('h2', { text: 'Average iteration' }));
@@ -1040,6 +1056,7 @@
   guarded('memory', renderMemory);
   guarded('timeline', renderTimeline);
   guarded('events', renderEvents);
+  guarded('shapes', renderShapes);
   guarded('comparison', renderDiff);
   guarded('footer', renderFooter);
   // `report.html#event-12` opens the event of order 12.

@@ -280,7 +280,7 @@ fn sort_by_memory(rows: &mut [EventRow], key: fn(&MemoryRow) -> f64) {
 mod breakdown_section;
 mod render;
 pub use render::{
-    drift_cell, drift_line, drifted_line, human_ns, render, summary, summary_unwritten,
+    drift_cell, drift_line, drifted_line, human_ns, render, shape_table, summary, summary_unwritten,
 };
 
 #[cfg(test)]

@@ -103,8 +103,9 @@ fn group_cells(g: &GroupRow) -> Vec<String> {
 }
 
 /// The table of the events split by input shape (`shape` key): one row per shape kept and one
-/// for the others, beside the event's name; `None` when no event has shapes.
-fn shape_table(report: &Report) -> Option<(Vec<&'static str>, Vec<Vec<String>>)> {
+/// for the others, beside the event's name; `None` when no event has shapes. The headers and
+/// the cells as `prof report` prints them (the HTML page shows the same texts).
+pub fn shape_table(report: &Report) -> Option<(Vec<&'static str>, Vec<Vec<String>>)> {
     use profiler_tables::work::{human_rate, utilization};
     let events: Vec<&EventRow> = report
         .events
@@ -129,7 +130,8 @@ fn shape_table(report: &Report) -> Option<(Vec<&'static str>, Vec<Vec<String>>)>
         for s in &e.shapes {
             let id = &e.identity;
             let shape = if s.shape == profiler_tables::shapes::OTHERS {
-                format!("{} ({} shapes)", s.shape, s.shapes)
+                let plural = if s.shapes == 1 { "" } else { "s" };
+                format!("{} ({} shape{plural})", s.shape, s.shapes)
             } else {
                 s.shape.clone()
             };
