@@ -151,3 +151,23 @@ fn the_peak_given_is_recorded_in_run_peak() {
     assert_eq!((peak.flops, peak.bytes), (Some(1.5e12), None));
     assert_eq!(peak.source, "given");
 }
+
+#[test]
+fn negative_counts_are_zero() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let _g = start(&clock, Mode::Sample, "layer=negative", "negative");
+    let mut iter = 0;
+    while !profiler_core::finished() && iter < 20 {
+        let below = -(iter as i64);
+        probe!("negative", layer = "negative", flops = below - 1, bytes = -1i8 => {
+            clock.advance(1)
+        });
+        profiler_core::step();
+        iter += 1;
+    }
+    let p = profiler_core::snapshot().unwrap();
+    let work = event(&p, "negative").work.clone().unwrap();
+    assert_eq!(work.flops, Some(vec![0; 3]));
+    assert_eq!(work.bytes, Some(vec![0; 3]));
+}

@@ -268,7 +268,20 @@ macro_rules! count_unsigned {
         }
     )*};
 }
-count_unsigned!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize);
+count_unsigned!(u8, u16, u32, u64, u128, usize);
+
+macro_rules! count_signed {
+    ($($t:ty),*) => {$(
+        impl Count for $t {
+            #[inline(always)]
+            fn count(self) -> u64 {
+                // Negative: 0 (`try_from` would fail, and saturate it to the top).
+                u64::try_from(self.max(0)).unwrap_or(u64::MAX).min(NO_WORK - 1)
+            }
+        }
+    )*};
+}
+count_signed!(i8, i16, i32, i64, i128, isize);
 
 macro_rules! count_float {
     ($($t:ty),*) => {$(
