@@ -85,6 +85,7 @@ fn site<'a>(meta: &'a Metadata<'a>, layer: Option<&'a str>, phase: Option<&'a st
         phase,
         file: meta.file().unwrap_or("<unknown>"),
         line: meta.line().unwrap_or(0),
+        work: 0,
     }
 }
 

@@ -248,7 +248,15 @@ pub fn is_armed(state: u32) -> bool {
 
 /// A number a `flops` or `bytes` key may give: any primitive integer or float. Negative values
 /// count as 0; a float is rounded down; values past `u64::MAX - 1` saturate there (the last
-/// value stands for "not given").
+/// value stands for "not given"). What [`RuntimeProbe::enter_work`](crate::RuntimeProbe::enter_work)'s
+/// closure returns.
+///
+/// ```
+/// use profiler_core::Count;
+/// assert_eq!(Count::count(-3i32), 0);
+/// assert_eq!(Count::count(2.9f64), 2);
+/// assert_eq!(Count::count(6usize), 6);
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a `flops` or `bytes` key counts with an integer or a float, not `{Self}`",
     label = "not a number"
