@@ -185,7 +185,8 @@ fn event<'a>(p: &'a Profile, name: &str) -> &'a profiler_core::format::Event {
 #[test]
 fn spans_with_flops_and_bytes_fields_count_their_work() {
     let _s = serial();
-    let config = config("kind=span&layer=work", 2, "work");
+    // `unlayered` has no `layer` field: its callsite alone decides its probe.
+    let config = config("kind=span&(layer=work|name=unlayered)", 2, "work");
     let _g = profiler_core::init_with(config, Some(Box::new(clock().clone()))).unwrap();
     let _d = tracing::subscriber::set_default(TracingBridge::new());
     let layer = Layer::new();
@@ -200,6 +201,11 @@ fn spans_with_flops_and_bytes_fields_count_their_work() {
             clock().advance(1);
         }
         {
+            let unlayered = tracing::trace_span!("unlayered", flops = 5 * iter);
+            let _entered = unlayered.enter();
+            clock().advance(2);
+        }
+        {
             // A value that is not a number counts 0.
             let wordy = tracing::trace_span!("wordy", layer = "work", flops = "many");
             let _entered = wordy.enter();
@@ -209,7 +215,7 @@ fn spans_with_flops_and_bytes_fields_count_their_work() {
         iter += 1;
         assert!(iter < 100);
     }
-    assert_eq!(iter, 2 + 5 * 3);
+    assert_eq!(iter, 2 + 6 * 3);
     let p = profiler_core::snapshot().unwrap();
     let scaled = |e: &profiler_core::format::Event, by: f64| -> Vec<u64> {
         e.samples_ns
@@ -234,6 +240,11 @@ fn spans_with_flops_and_bytes_fields_count_their_work() {
     let work = l.work.as_ref().expect("layer counts its FLOPs");
     assert_eq!(work.flops, Some(scaled(l, 10.0)));
     assert_eq!(work.bytes, None);
+
+    let u = event(&p, "unlayered");
+    assert_eq!(u.layer, None);
+    let flops: Vec<u64> = u.sample_iters.iter().map(|&i| 5 * u64::from(i)).collect();
+    assert_eq!(u.work.as_ref().unwrap().flops.as_deref(), Some(&flops[..]));
 
     assert_eq!(event(&p, "plain").work, None);
     let w = event(&p, "wordy").work.as_ref().unwrap();
