@@ -422,8 +422,9 @@ impl Linear {
     }
 
     // 2 x batch x inputs x outputs FLOPs (a multiply and an add per weight and sample); bytes:
-    // the weights, the input and the output (f32s).
+    // the weights, the input and the output (f32s); shape: the input's and the weights'.
     #[profiled(name = "linear_forward", phase = "fwd",
+               shape = ([input.len() / self.inputs, self.inputs], [self.inputs, self.outputs]),
                flops = 2 * input.len() * self.outputs,
                bytes = 4 * (self.inputs * self.outputs + input.len() + output.len()))]
     fn forward(&self, input: &[f32], output: &mut [f32]) {
@@ -447,6 +448,7 @@ impl Linear {
     // Twice the forward's FLOPs (the weights' gradient and the input's); bytes: the weights and
     // their gradient, the input, the output and its gradient (f32s).
     #[profiled(name = "linear_backward", phase = "bwd",
+               shape = ([input.len() / self.inputs, self.inputs], [self.inputs, self.outputs]),
                flops = 4 * input.len() * self.outputs,
                bytes = 4 * (2 * self.inputs * self.outputs + input.len() + 2 * output.len()))]
     fn backward(

@@ -27,6 +27,8 @@ CASES = [
 OPTIONAL = [
     ("o_unarmed_probe_with_work", "unarmed_plain_site", "unarmed probe, no keys"),
     ("o_unarmed_probe_with_work", "unarmed_work_site", "unarmed probe, `flops` and `bytes` keys"),
+    ("p_armed_probe_with_work", "enter_work", "armed probe, `flops`, `bytes`, `shape`: entry"),
+    ("p_armed_probe_with_work", "armed_work_site", "armed probe, `flops`, `bytes`, `shape`: the whole call"),
 ]
 
 

@@ -65,6 +65,39 @@ fn default_run_writes_a_complete_profile_and_a_summary() {
         .map(|e| e["occurrence"].as_u64().unwrap())
         .collect();
     assert_eq!(linear, [0, 1, 2, 3]);
+    // Each linear layer gives its input's and weights' shapes (`shape` key): one shape per
+    // event, the batch by the layer's inputs, then its weights, chained from layer to layer.
+    let shapes: Vec<&str> = evs
+        .iter()
+        .filter(|e| e["name"] == "linear_forward")
+        .map(|e| {
+            let s = &e["shapes"];
+            assert_eq!(s["sample_shapes"], serde_json::json!([0, 0, 0]), "{s}");
+            assert_eq!(s["values"].as_array().unwrap().len(), 1, "{s}");
+            s["values"][0].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(shapes.len(), 4);
+    let dims = |s: &str| -> Vec<Vec<u64>> {
+        s.split(", ")
+            .map(|l| l.split('x').map(|d| d.parse().unwrap()).collect())
+            .collect()
+    };
+    for pair in shapes.windows(2).take(1) {
+        let (a, b) = (dims(pair[0]), dims(pair[1]));
+        assert_eq!(
+            a[1][1], b[0][1],
+            "{pair:?}: one layer's outputs are the next one's inputs"
+        );
+    }
+    for s in &shapes {
+        let d = dims(s);
+        assert_eq!(
+            d[0][1], d[1][0],
+            "{s}: the input's width is the weights' height"
+        );
+        assert_eq!(d[0][0], 8, "{s}: the batch (--batch 8)");
+    }
     // The model really trained, and the loop ended on finished().
     assert!(stdout(&out).contains("done:"), "{}", stdout(&out));
 }

@@ -132,3 +132,85 @@ fn trace_slices_carry_the_median_work() {
         assert_eq!(s["args"]["bytes"], median);
     }
 }
+
+#[test]
+fn an_event_with_shapes_is_split_by_shape_in_report_and_trace() {
+    let dir = scratch("work-shapes");
+    let file = dir.join("prof.json");
+    let name = with_work_from("tests/data/cli/batch32.json", &file);
+    // Samples alternate between two shapes, and every fifth is of a shape past the bound.
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let n = v["events"][0]["samples_ns"].as_array().unwrap().len();
+    let sample_shapes: Vec<Value> = (0..n)
+        .map(|i| match i {
+            i if i % 5 == 4 => Value::Null,
+            i => Value::from(i % 2),
+        })
+        .collect();
+    v["events"][0]["shapes"] = serde_json::json!({
+        "values": ["32x512, 512x1024", "64x512, 512x1024"],
+        "sample_shapes": sample_shapes,
+        "others": 3,
+    });
+    std::fs::write(&file, v.to_string()).unwrap();
+    let f = file.to_str().unwrap();
+
+    let out = prof(&["report", f]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let section = table
+        .split("by input shape")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no shape section: {table}"));
+    let lines: Vec<&str> = section.lines().take_while(|l| !l.is_empty()).collect();
+    // The title's rest, the headers, two shapes and the others.
+    assert_eq!(lines.len(), 5, "{section}");
+    assert!(lines[2].contains(&name) && lines[2].contains("32x512, 512x1024"));
+    assert!(lines[3].contains("64x512, 512x1024"));
+    assert!(lines[4].contains("others (3 shapes)"), "{section}");
+    // Each shape's own rate: 2 FLOPs per ns in every sample.
+    assert!(lines[2].contains("2.00G"), "{section}");
+
+    let out = prof(&["report", f, "--format", "json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = report["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["shapes"].is_array())
+        .expect("a row with shapes");
+    let counts: Vec<u64> = row["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["samples"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts.iter().sum::<u64>(), n as u64);
+    assert_eq!(counts[2], (n / 5) as u64);
+
+    let out = prof(&["report", f, "--format", "markdown"]);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("| 32x512, 512x1024 |"), "{md}");
+
+    let trace = dir.join("trace.json");
+    let out = prof(&["trace", f, "-o", trace.to_str().unwrap()]);
+    assert!(out.status.success());
+    let t: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let shapes: Vec<&str> = t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["args"]["shapes"].as_str())
+        .collect();
+    assert!(!shapes.is_empty(), "no slice with shapes");
+    assert!(
+        shapes
+            .iter()
+            .all(|s| s.starts_with("32x512, 512x1024 (") && s.contains("; 3 other shapes (")),
+        "{shapes:?}"
+    );
+}

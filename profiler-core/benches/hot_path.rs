@@ -152,9 +152,9 @@ fn h_unarmed_stream_probe(b: Bencher) {
     b.bench(|| stream_site(black_box(7)));
 }
 
-/// Case 15's sites: the same unarmed probe without and with `flops` and `bytes` keys, out of
-/// line so that `scripts/hot_path_instructions.py` counts each call; the keys' expressions run
-/// only past the same load and branch, so both cost the same.
+/// Case 15's sites: the same unarmed probe without and with `flops`, `bytes` and `shape` keys,
+/// out of line so that `scripts/hot_path_instructions.py` counts each call; the keys'
+/// expressions run only past the same load and branch, so both cost the same.
 #[inline(never)]
 fn unarmed_plain_site(x: u64) -> u64 {
     let _p = probe!("bench_unarmed_plain", layer = "bench");
@@ -167,9 +167,36 @@ fn unarmed_work_site(x: u64) -> u64 {
         "bench_unarmed_work",
         layer = "bench",
         flops = 2 * x * x,
-        bytes = 8 * x
+        bytes = 8 * x,
+        shape = (x, 4)
     );
     bare(x)
+}
+
+#[inline(never)]
+fn armed_work_site(x: u64) -> u64 {
+    let _p = probe!(
+        "bench_armed_work",
+        layer = "bench",
+        flops = 2 * x * x,
+        bytes = 8 * x,
+        shape = ([x, 4], [4, 4])
+    );
+    bare(x)
+}
+
+/// Case 16: the armed probe (6) with `flops`, `bytes` and `shape` keys: the keys evaluated and
+/// stored (before the start mark) besides the armed run's work.
+#[divan::bench]
+fn p_armed_probe_with_work(b: Bencher) {
+    let _session = start("name=bench_armed_work", 1);
+    armed_work_site(1);
+    profiler_core::step();
+    let counter = profiler_core::__private::run_counter("bench_armed_work").unwrap();
+    b.bench(|| {
+        counter.store(0, Relaxed);
+        armed_work_site(black_box(7))
+    });
 }
 
 /// Case 15: unarmed probes without and with work keys (the instruction counts compare them).

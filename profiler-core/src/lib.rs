@@ -132,6 +132,8 @@ pub use instrument::device;
 
 #[cfg(feature = "enable")]
 mod store;
+#[cfg(feature = "enable")]
+pub use store::shape::{Dims, Shape};
 
 #[cfg(feature = "enable")]
 mod schedule;
@@ -257,7 +259,8 @@ pub mod __private {
     #[cfg(feature = "enable")]
     pub use crate::probes::timer::{
         active, count, enter, enter_async, enter_async_on, enter_async_on_work, enter_async_work,
-        enter_on, enter_on_work, enter_work, is_armed, AsyncGuard, Count, Work, NO_WORK,
+        enter_on, enter_on_work, enter_work, is_armed, shape_of, AsyncGuard, Count, Dims, Work,
+        NO_WORK,
     };
     #[cfg(feature = "enable")]
     pub use crate::register::descriptor::{Descriptor, Kind, Registration, State, StaticInfo};

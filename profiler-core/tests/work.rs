@@ -290,3 +290,81 @@ fn negative_counts_are_zero() {
     assert_eq!(work.flops, Some(vec![0; 3]));
     assert_eq!(work.bytes, Some(vec![0; 3]));
 }
+
+/// Evaluating a key of `shaped` costs 1,000 fake nanoseconds, which the run's time must not
+/// include: the keys are evaluated and stored before the start mark.
+fn slow(clock: &FakeClock, n: u64) -> u64 {
+    clock.advance(1000);
+    n
+}
+
+/// A layer of `rows` by 4 inputs, taking `rows` nanoseconds.
+#[profiled(layer = "shaped", shape = (slow(clock, rows), 4), flops = slow(clock, rows))]
+fn shaped(clock: &FakeClock, rows: u64) {
+    clock.advance(rows);
+}
+
+#[test]
+fn shapes_split_samples_within_the_bound_and_are_not_timed() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let config = Config {
+        filter: Filter::parse("layer=shaped").unwrap(),
+        warmup: 2,
+        repeat: 6,
+        max_shapes: 2,
+        out: std::env::temp_dir()
+            .join(format!("prof-work-{}-shapes.json", std::process::id()))
+            .display()
+            .to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let _g = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    let rows = [8, 16, 8, 32, 8, 16];
+    let mut iter = 0;
+    while !profiler_core::finished() && iter < 40 {
+        shaped(&clock, rows[iter % rows.len()]);
+        {
+            let _p = probe!("block", layer = "shaped", shape = [iter % 2, 3]);
+            clock.advance(5);
+        }
+        profiler_core::step();
+        iter += 1;
+    }
+    let p = profiler_core::snapshot().unwrap();
+    let e = event(&p, "shaped");
+    // Each run's time is its rows: the 2,000 ns its keys took are outside it.
+    let expected: Vec<u64> = e
+        .sample_iters
+        .iter()
+        .map(|&i| rows[i as usize % 6])
+        .collect();
+    assert_eq!(e.samples_ns, expected);
+    let shapes = e.shapes.as_ref().expect("shaped has shapes");
+    // 8 rows three times, 16 twice, 32 once: the bound of 2 keeps the first two.
+    assert_eq!(shapes.values, ["8x4", "16x4"]);
+    assert_eq!(shapes.others, 1);
+    let named: Vec<Option<&str>> = shapes
+        .sample_shapes
+        .iter()
+        .map(|k| k.map(|k| shapes.values[k as usize].as_str()))
+        .collect();
+    let want: Vec<Option<&str>> = expected
+        .iter()
+        .map(|r| match r {
+            8 => Some("8x4"),
+            16 => Some("16x4"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(named, want);
+    let b = event(&p, "block");
+    let shapes = b.shapes.as_ref().expect("block has shapes");
+    assert_eq!(shapes.values.len(), 2);
+    assert!(shapes.values.iter().all(|v| v == "0x3" || v == "1x3"));
+    assert_eq!(b.work, None);
+    let text = serde_json::to_string(&p).unwrap();
+    profiler_core::format::parse_profile(text.as_bytes(), std::path::Path::new("shapes.json"))
+        .unwrap();
+}

@@ -283,6 +283,26 @@ pub struct Event {
     /// did, as the keys counted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<Work>,
+    /// Present when the annotation has a `shape` key: each sample's input shape, so that the
+    /// reports split the event by shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shapes: Option<Shapes>,
+}
+
+/// The input shape of each sample of an event, as its annotation's `shape` key gave it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Shapes {
+    /// The distinct shapes kept, the one with the most samples first (ties: the first seen
+    /// first), at most `PROF_SHAPES` of them. A shape is its lists of dimensions, each list's
+    /// numbers joined by `x` and the lists by `, ` (`32x512, 512x1024`); `…` ends one cut at 8
+    /// numbers.
+    pub values: Vec<String>,
+    /// For each sample, in the order of `samples_ns`: the index in `values` of its shape, or
+    /// `null` for a shape past the bound.
+    pub sample_shapes: Vec<Option<u32>>,
+    /// How many distinct shapes were past the bound (their samples' entries are `null`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub others: u64,
 }
 
 /// The work each run of an event did, as its annotation's `flops` and `bytes` keys counted it,

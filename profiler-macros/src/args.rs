@@ -9,7 +9,9 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Lit, LitStr, MetaNameValue, Token};
 
 /// The keys every annotation accepts.
-const KEYS: [&str; 6] = ["name", "layer", "phase", "stream", "flops", "bytes"];
+const KEYS: [&str; 7] = [
+    "name", "layer", "phase", "stream", "flops", "bytes", "shape",
+];
 
 /// The keys as the error messages list them.
 fn keys_listed() -> String {
@@ -29,6 +31,16 @@ pub struct Args {
     pub flops: Option<Expr>,
     /// The work of one run, in bytes moved: as `flops`.
     pub bytes: Option<Expr>,
+    /// The input shape of one run: an expression evaluated as `flops` is, whose value
+    /// implements `profiler_core::Shape`.
+    pub shape: Option<Expr>,
+}
+
+impl Args {
+    /// Whether the annotation has a key evaluated per measured run (`flops`, `bytes`, `shape`).
+    pub fn has_work(&self) -> bool {
+        self.flops.is_some() || self.bytes.is_some() || self.shape.is_some()
+    }
 }
 
 /// Collects errors so that one build reports all of them.
@@ -61,6 +73,15 @@ pub fn valid_value(value: &str) -> bool {
 fn is_count(value: &Expr) -> bool {
     match value {
         Expr::Lit(ExprLit { lit, .. }) => matches!(lit, Lit::Int(_) | Lit::Float(_)),
+        _ => true,
+    }
+}
+
+/// Whether `value` may be a shape: any expression but a literal that is not an integer (a
+/// string such as `"32x512"` names a shape but gives no dimension).
+fn is_shape(value: &Expr) -> bool {
+    match value {
+        Expr::Lit(ExprLit { lit, .. }) => matches!(lit, Lit::Int(_)),
         _ => true,
     }
 }
@@ -116,10 +137,11 @@ impl Args {
                 "name" => &mut args.name,
                 "layer" => &mut args.layer,
                 "phase" => &mut args.phase,
-                "stream" | "flops" | "bytes" => {
+                "stream" | "flops" | "bytes" | "shape" => {
                     let slot = match key.as_str() {
                         "stream" => &mut args.stream,
                         "flops" => &mut args.flops,
+                        "shape" => &mut args.shape,
                         _ => &mut args.bytes,
                     };
                     if slot.is_some() {
@@ -127,7 +149,13 @@ impl Args {
                             &pair.path,
                             format!("the key `{key}` is given twice"),
                         ));
-                    } else if key != "stream" && !is_count(&pair.value) {
+                    } else if key == "shape" && !is_shape(&pair.value) {
+                        errors.push(syn::Error::new_spanned(
+                            &pair.value,
+                            "the value of `shape` must be an expression giving the run's \
+                             dimensions, like shape = (m, n) or shape = (x.dims(), w.dims())",
+                        ));
+                    } else if matches!(key.as_str(), "flops" | "bytes") && !is_count(&pair.value) {
                         errors.push(syn::Error::new_spanned(
                             &pair.value,
                             format!(

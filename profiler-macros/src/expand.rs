@@ -35,7 +35,9 @@ pub fn registration(name: &LitStr, args: &Args, kind: Kind, span: Span) -> Token
         Kind::Probe => quote!(::profiler_core::__private::Kind::Probe),
     };
     // Which work keys the probe has, so that the plan reserves their storage.
-    let work = u8::from(args.flops.is_some()) | (u8::from(args.bytes.is_some()) << 1);
+    let work = u8::from(args.flops.is_some())
+        | (u8::from(args.bytes.is_some()) << 1)
+        | (u8::from(args.shape.is_some()) << 2);
     let file = quote_spanned!(span=> ::core::file!());
     let line = quote_spanned!(span=> ::core::line!());
     quote! {
@@ -68,13 +70,13 @@ pub fn registration(name: &LitStr, args: &Args, kind: Kind, span: Span) -> Token
 /// evaluated in the user's scope (a temporary such as `s.clone()` lives until the guard is made;
 /// a place such as `self.stream` is only borrowed), and only when the probe takes part.
 ///
-/// With `flops` or `bytes`, the same load and branch, then the work expressions, evaluated only
-/// when one of the probe's events is armed in this iteration (`is_armed`), before the start
-/// mark, and handed to the `*_work` form of the call.
+/// With `flops`, `bytes` or `shape`, the same load and branch, then the keys' expressions,
+/// evaluated only when one of the probe's events is armed in this iteration (`is_armed`), and
+/// handed to the `*_work` form of the call, which stores them before the start mark.
 fn enter_call(args: &Args, is_async: bool) -> TokenStream {
     let p = quote!(::profiler_core::__private);
     let stream = args.stream.as_ref().filter(|_| cfg!(feature = "streams"));
-    let has_work = args.flops.is_some() || args.bytes.is_some();
+    let has_work = args.has_work();
     let inert = if is_async {
         quote!(#p::inert_async())
     } else {
@@ -87,18 +89,22 @@ fn enter_call(args: &Args, is_async: bool) -> TokenStream {
         };
         let flops = count(args.flops.as_ref());
         let bytes = count(args.bytes.as_ref());
+        let shape = match args.shape.as_ref() {
+            Some(expr) => quote_spanned!(expr.span()=> #p::shape_of(&(#expr))),
+            None => quote!(#p::Dims::EMPTY),
+        };
         let call = match (stream, is_async) {
             (Some(stream), false) => {
-                quote!(#p::enter_on_work(&__PROFILER_DESC, __profiler_state, &(#stream), __profiler_work))
+                quote!(#p::enter_on_work(&__PROFILER_DESC, __profiler_state, &(#stream), &__profiler_work))
             }
             (Some(stream), true) => {
-                quote!(#p::enter_async_on_work(&__PROFILER_DESC, __profiler_state, &(#stream), __profiler_work))
+                quote!(#p::enter_async_on_work(&__PROFILER_DESC, __profiler_state, &(#stream), &__profiler_work))
             }
             (None, false) => {
-                quote!(#p::enter_work(&__PROFILER_DESC, __profiler_state, __profiler_work))
+                quote!(#p::enter_work(&__PROFILER_DESC, __profiler_state, &__profiler_work))
             }
             (None, true) => {
-                quote!(#p::enter_async_work(&__PROFILER_DESC, __profiler_state, __profiler_work))
+                quote!(#p::enter_async_work(&__PROFILER_DESC, __profiler_state, &__profiler_work))
             }
         };
         return quote! {
@@ -106,7 +112,7 @@ fn enter_call(args: &Args, is_async: bool) -> TokenStream {
                 ::core::option::Option::None => #inert,
                 ::core::option::Option::Some(__profiler_state) => {
                     let __profiler_work = if #p::is_armed(__profiler_state) {
-                        #p::Work { flops: #flops, bytes: #bytes }
+                        #p::Work { flops: #flops, bytes: #bytes, shape: #shape }
                     } else {
                         #p::Work::NONE
                     };

@@ -14,6 +14,7 @@ pub mod breakdown;
 pub mod columns;
 pub mod descriptive_stats;
 pub mod measure;
+pub mod shapes;
 pub mod step_work;
 pub mod summary;
 pub mod table_text;

@@ -103,6 +103,9 @@ pub struct EventRow {
     /// The achieved rates, for an event whose annotation counts its work (`flops`, `bytes`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub work: Option<crate::work::WorkRow>,
+    /// The event split by input shape, for an annotation with a `shape` key (empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shapes: Vec<crate::shapes::ShapeRow>,
 }
 
 /// The device memory around the runs of an event timed on a stream: medians over the samples
@@ -456,6 +459,7 @@ impl RowContext<'_> {
                 .and_then(|g| g.memory.as_ref())
                 .and_then(DeviceMemoryRow::of),
             work: crate::work::WorkRow::of(e, self.profile.run.peak.as_ref()),
+            shapes: crate::shapes::shape_rows(e, self.profile.run.peak.as_ref()),
         }
     }
 }

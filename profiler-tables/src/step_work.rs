@@ -47,9 +47,15 @@ pub fn step_flops(rows: &[EventRow]) -> Option<f64> {
 }
 
 /// What the reports say of the work below their tables: the step's FLOPs and MFU, and the peak
-/// (its figures and source) the MFU and `bound` columns are judged against. `None` when no
-/// event counts its work.
-pub fn work_line(rows: &[EventRow], iter_mean_ns: f64, peak: Option<&Peak>) -> Option<String> {
+/// (its figures and source) the MFU and `bound` columns are judged against, then, with
+/// `definitions`, how each column is computed (`prof report`; the end-of-run summary leaves
+/// them to it, to stay short). `None` when no event counts its work.
+pub fn work_line(
+    rows: &[EventRow],
+    iter_mean_ns: f64,
+    peak: Option<&Peak>,
+    definitions: bool,
+) -> Option<String> {
     if rows.iter().all(|r| r.work.is_none()) {
         return None;
     }
@@ -89,6 +95,10 @@ pub fn work_line(rows: &[EventRow], iter_mean_ns: f64, peak: Option<&Peak>) -> O
                  prof report --peak): no MFU, no bound"
             .to_owned(),
     });
+    if !definitions {
+        parts.push("the columns are defined by `prof report`".to_owned());
+        return Some(format!("work: {}", parts.join("; ")));
+    }
     parts.push(
         "FLOP/s and B/s = median over the samples of each run's count / its duration (95% \
          interval); FLOP/B = FLOPs / bytes; MFU = median FLOP/s / peak FLOP/s; bound = FLOP/B \

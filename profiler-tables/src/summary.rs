@@ -173,7 +173,7 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
         );
     }
     if let Some(work) =
-        crate::step_work::work_line(&events, iteration.mean_ns, profile.run.peak.as_ref())
+        crate::step_work::work_line(&events, iteration.mean_ns, profile.run.peak.as_ref(), false)
     {
         let _ = writeln!(out, "  {work}");
     }

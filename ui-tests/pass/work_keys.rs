@@ -1,6 +1,28 @@
 // `flops` and `bytes` count a run's work with any numeric expression of the arguments, on
-// functions, methods, `async fn` and probes; each key alone or both.
+// functions, methods, `async fn` and probes; each key alone or both. `shape` takes integers,
+// slices, arrays, `Vec`s, tuples of them, and a type of the user's that implements `Shape`
+// (which compiles in the disabled build too).
 use profiler_core::{probe, profiled};
+
+struct Tensor {
+    dims: Vec<usize>,
+}
+
+impl profiler_core::Shape for Tensor {
+    fn dims(&self, out: &mut profiler_core::Dims) {
+        self.dims.as_slice().dims(out)
+    }
+}
+
+#[profiled(layer = "mlp", shape = (x, w), flops = 2 * x.dims.iter().product::<usize>())]
+fn matmul(x: &Tensor, w: &Tensor) -> usize {
+    x.dims.len() + w.dims.len()
+}
+
+#[profiled(shape = (ids.len(), [8u32, 4]), bytes = 4 * ids.len())]
+fn gather(ids: &[u32]) -> usize {
+    ids.len()
+}
 
 struct Linear {
     inputs: usize,
@@ -35,4 +57,12 @@ fn main() {
     let _p = probe!("allreduce", layer = "mlp", bytes = n * 4);
     let v = probe!("block", flops = n, bytes = 0u8 => { n + 1 });
     assert_eq!(v, 8);
+    let x = Tensor { dims: vec![2, 3] };
+    let w = Tensor { dims: vec![3, 4] };
+    assert_eq!(matmul(&x, &w), 4);
+    assert_eq!(gather(&[1, 2, 3]), 3);
+    let dims: &[usize] = &x.dims;
+    let _s = probe!("shaped", shape = dims);
+    let u = probe!("vec", shape = vec![1u64, 2] => { 5 });
+    assert_eq!(u, 5);
 }

@@ -235,7 +235,7 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
 
     rows.sort_by_key(|r| r.order);
     let peak = profile.run.peak.clone();
-    let work = profiler_tables::step_work::work_line(&rows, iteration.mean_ns, peak.as_ref());
+    let work = profiler_tables::step_work::work_line(&rows, iteration.mean_ns, peak.as_ref(), true);
     match options.sort {
         SortBy::Order => {}
         SortBy::Median => rows.sort_by(|a, b| b.median_ns.total_cmp(&a.median_ns)),

@@ -102,6 +102,69 @@ fn group_cells(g: &GroupRow) -> Vec<String> {
     ]
 }
 
+/// The table of the events split by input shape (`shape` key): one row per shape kept and one
+/// for the others, beside the event's name; `None` when no event has shapes.
+fn shape_table(report: &Report) -> Option<(Vec<&'static str>, Vec<Vec<String>>)> {
+    use profiler_tables::work::{human_rate, utilization};
+    let events: Vec<&EventRow> = report
+        .events
+        .iter()
+        .filter(|e| !e.shapes.is_empty())
+        .collect();
+    if events.is_empty() {
+        return None;
+    }
+    let work = events
+        .iter()
+        .flat_map(|e| &e.shapes)
+        .any(|s| s.work.is_some());
+    let mut headers = vec![
+        "layer", "phase", "name", "occ", "shape", "samples", "median", "p90",
+    ];
+    if work {
+        headers.extend(["FLOP/s", "B/s", "MFU"]);
+    }
+    let mut rows = Vec::new();
+    for e in events {
+        for s in &e.shapes {
+            let id = &e.identity;
+            let shape = if s.shape == profiler_tables::shapes::OTHERS {
+                format!("{} ({} shapes)", s.shape, s.shapes)
+            } else {
+                s.shape.clone()
+            };
+            let mut row = vec![
+                id.layer.clone().unwrap_or_else(|| "-".to_owned()),
+                id.phase.clone().unwrap_or_else(|| "-".to_owned()),
+                id.name.clone(),
+                id.occurrence.to_string(),
+                shape,
+                s.samples.to_string(),
+                human_ns(s.median_ns),
+                human_ns(s.p90_ns),
+            ];
+            if work {
+                let w = s.work.as_ref();
+                let rate = |r: Option<profiler_tables::work::Rate>| {
+                    r.map_or_else(|| "-".to_owned(), |r| human_rate(r.median))
+                };
+                row.push(rate(w.and_then(|w| w.flops_per_s)));
+                row.push(rate(w.and_then(|w| w.bytes_per_s)));
+                row.push(
+                    w.and_then(|w| w.mfu)
+                        .map_or_else(|| "-".to_owned(), utilization),
+                );
+            }
+            rows.push(row);
+        }
+    }
+    Some((headers, rows))
+}
+
+/// The line above the shape table.
+const SHAPE_TITLE: &str = "by input shape (`shape` key; PROF_SHAPES bounds the shapes kept \
+                           per event, the rest are `others`):";
+
 fn in_execution_order(report: &Report) -> bool {
     report.events.windows(2).all(|w| w[0].order < w[1].order)
 }
@@ -127,6 +190,11 @@ fn render_table(report: &Report) -> String {
         lines.push(String::new());
         let rows: Vec<Vec<String>> = report.groups.iter().map(group_cells).collect();
         lines.extend(aligned(&GROUP_HEADERS, &rows, 1));
+    }
+    if let Some((headers, rows)) = shape_table(report) {
+        lines.push(String::new());
+        lines.push(SHAPE_TITLE.to_owned());
+        lines.extend(aligned(&headers, &rows, 5));
     }
     if let Some(b) = &report.breakdown {
         lines.push(String::new());
@@ -523,6 +591,12 @@ fn render_markdown(report: &Report) -> String {
         lines.push(String::new());
         let rows: Vec<Vec<String>> = report.groups.iter().map(group_cells).collect();
         lines.extend(text::md_table(&GROUP_HEADERS, &rows, 1));
+    }
+    if let Some((headers, rows)) = shape_table(report) {
+        lines.push(String::new());
+        lines.push(text::md_cell(SHAPE_TITLE));
+        lines.push(String::new());
+        lines.extend(text::md_table(&headers, &rows, 5));
     }
     if let Some(b) = &report.breakdown {
         lines.push(String::new());

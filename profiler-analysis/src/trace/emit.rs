@@ -119,6 +119,7 @@ impl<'a> Document<'a> {
                 let work = e.work.as_ref();
                 args.flops = work.and_then(|w| w.flops.as_deref()).and_then(median_count);
                 args.bytes = work.and_then(|w| w.bytes.as_deref()).and_then(median_count);
+                args.shapes = e.shapes.as_ref().map(shapes_arg);
                 (Cow::Borrowed(e.name.as_str()), SpanArgs::Event(args))
             }
         };
@@ -474,11 +475,34 @@ pub(super) struct EventArgs<'a> {
     phase: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     samples: Option<usize>,
+    /// The input shapes of the runs (its annotation's `shape` key; average spans only): the
+    /// one shape, or each with its samples (`8x4 (3); 16x4 (2); 1 other shapes (1)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shapes: Option<String>,
     source: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_name: Option<&'a str>,
+}
+
+/// The `shapes` argument of an average span: the one shape its samples have, or each shape with
+/// its count of samples, most first, then the shapes past the bound.
+fn shapes_arg(shapes: &profiler_format::Shapes) -> String {
+    let count = |k: Option<u32>| shapes.sample_shapes.iter().filter(|&&s| s == k).count();
+    if shapes.values.len() == 1 && shapes.others == 0 {
+        return shapes.values[0].clone();
+    }
+    let mut parts: Vec<String> = shapes
+        .values
+        .iter()
+        .enumerate()
+        .map(|(k, v)| format!("{v} ({})", count(Some(k as u32))))
+        .collect();
+    if shapes.others > 0 {
+        parts.push(format!("{} other shapes ({})", shapes.others, count(None)));
+    }
+    parts.join("; ")
 }
 
 /// The median of a work list (the upper middle value), `None` when empty.

@@ -27,6 +27,7 @@ pub(super) fn event(order: u32, name: &str, parent: Option<u32>) -> Event {
         memory: None,
         stats: Stats::default(),
         work: None,
+        shapes: None,
     }
 }
 

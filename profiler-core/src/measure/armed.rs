@@ -20,6 +20,7 @@ impl Measuring {
         state: State,
         nests: bool,
         stream: Option<Stream>,
+        work: Option<&super::Work>,
     ) -> Run {
         let hooks = if self.schedule.hooks.any {
             self.schedule.hooks.of(desc, nests)
@@ -43,7 +44,7 @@ impl Measuring {
                 None => Run::Armed(Armed::bare(self, HOOKS_ONLY, hooks)),
             };
         }
-        match self.start_measure(desc, state, nests, stream, hooks) {
+        match self.start_measure(desc, state, nests, stream, hooks, work) {
             Some(armed) => Run::Armed(armed),
             None if hooks != 0 => Run::Armed(Armed::bare(self, HOOKS_ONLY, hooks)),
             None => Run::None,
@@ -58,6 +59,7 @@ impl Measuring {
         nests: bool,
         stream: Option<Stream>,
         hooks: u8,
+        work: Option<&super::Work>,
     ) -> Option<Armed> {
         if state == State::Hook {
             return None;
@@ -88,6 +90,9 @@ impl Measuring {
             return None;
         }
         let iter = self.schedule.cur_iter.load(Relaxed);
+        if let Some(work) = work {
+            self.store_work(event, self.schedule.cur_slot.load(Relaxed), work);
+        }
         let mut hooks = hooks;
         // Counting starts before the start mark, so that its own cost is not measured.
         if self.schedule.memory && nests && crate::instrument::alloc::begin() {
@@ -204,21 +209,20 @@ impl Measuring {
         self.close_hooks(armed.hooks & !HOOK_SYNC);
     }
 
-    /// Stores the work of a measured run that began (`armed`) into the slot its sample will
-    /// fill, before the sample is published (as [`Samples::write_used`](crate::store::samples::Samples::write_used) does). Nothing for a
-    /// learning or hooks-only run, nor for a merged event (whose reservoir slot is drawn at the
-    /// run's end), nor for an event with no work storage.
+    /// Stores the work of a measured run of `event` about to start (before its start mark) into
+    /// `slot`, where its sample will go, before the sample is published (as
+    /// [`Samples::write_used`](crate::store::samples::Samples::write_used) does). Nothing for a
+    /// merged event (whose reservoir slot is drawn at the run's end), nor for an event with no
+    /// work storage. Out of line: only probes with keys call it.
     #[inline(never)]
-    pub(crate) fn store_work(&self, armed: &Armed, work: super::Work) {
-        if armed.event == LEARNING || armed.event == HOOKS_ONLY {
-            return;
-        }
-        if let Some(event) = self.schedule.event(armed.event) {
+    fn store_work(&self, event: u32, slot: u32, work: &super::Work) {
+        if let Some(event) = self.schedule.event(event) {
             if event.store.totals.is_none() {
-                event
-                    .store
-                    .samples
-                    .write_work(armed.slot as usize, work.flops, work.bytes);
+                event.store.samples.write_work(
+                    slot as usize,
+                    (work.flops, work.bytes),
+                    &work.shape,
+                );
             }
         }
     }

@@ -19,17 +19,21 @@ use crate::store::buffer::Buffers;
 mod armed;
 mod recorded;
 
+pub use crate::store::shape::{shape_of, Dims};
+
 /// A count the `flops` or `bytes` key did not give.
 pub const NO_WORK: u64 = u64::MAX;
 
 /// The work one run does, as its `flops` and `bytes` keys count it ([`NO_WORK`] for a key not
-/// given).
+/// given), and the shape its `shape` key gives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Work {
     /// Floating-point operations.
     pub flops: u64,
     /// Bytes moved.
     pub bytes: u64,
+    /// The run's input shape ([`Dims::EMPTY`] without a `shape` key).
+    pub shape: Dims,
 }
 
 impl Work {
@@ -37,6 +41,7 @@ impl Work {
     pub const NONE: Work = Work {
         flops: NO_WORK,
         bytes: NO_WORK,
+        shape: Dims::EMPTY,
     };
 }
 

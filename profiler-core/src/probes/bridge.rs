@@ -458,5 +458,5 @@ fn enter_counted(id: u64) {
     } else {
         Work::NONE
     };
-    open(id, timer::enter_work(span.desc, state, work));
+    open(id, timer::enter_work(span.desc, state, &work));
 }

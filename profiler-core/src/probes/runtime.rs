@@ -171,7 +171,7 @@ impl RuntimeProbe {
                 } else {
                     Work::NONE
                 };
-                timer::enter_work(self.desc, state, work)
+                timer::enter_work(self.desc, state, &work)
             }
         }
     }
@@ -230,10 +230,8 @@ pub(crate) struct Site<'a> {
     pub work: u8,
 }
 
-/// A run's work as `prof.json` keeps it. Built on [`Work::NONE`] so that a field added to
-/// `Work` keeps its "not given" value here (while `Work` has only these two, clippy finds the
-/// update needless).
-#[allow(clippy::needless_update)]
+/// A run's work as `prof.json` keeps it: these counts, and [`Work::NONE`]'s "not given" for
+/// the rest (a runtime probe or a span has no `shape` key).
 #[inline(always)]
 pub(crate) fn counted(flops: u64, bytes: u64) -> Work {
     Work {

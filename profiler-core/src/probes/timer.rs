@@ -153,6 +153,20 @@ fn enter_slow(
     nests: bool,
     stream: Option<Stream>,
 ) -> ProbeGuard {
+    enter_slow_with(desc, raw, nests, stream, None)
+}
+
+/// [`enter_slow`]'s body, inlined into it (with no work, so that a probe without keys runs the
+/// code it ran before they existed) and into the `*_work` entries, which hand the run's `work`
+/// over to be stored before the start mark.
+#[inline(always)]
+fn enter_slow_with(
+    desc: &'static Descriptor,
+    raw: u32,
+    nests: bool,
+    stream: Option<Stream>,
+    work: Option<&Work>,
+) -> ProbeGuard {
     // A recorded run of an `async fn` (`enter` sends its own there directly).
     if raw == State::Recorded as u32 && stream.is_none() {
         return enter_recorded(desc);
@@ -162,7 +176,7 @@ fn enter_slow(
         Some(session) => {
             let at = &session.measuring;
             let stream = stream.filter(|_| at.has_device());
-            ProbeGuard::of(at.start_run(desc, state, nests, stream))
+            ProbeGuard::of(at.start_run(desc, state, nests, stream, work))
         }
         None => ProbeGuard::inert(),
     }
@@ -237,10 +251,10 @@ pub fn enter_async_on<S: AsStream + ?Sized>(
     }
 }
 
-pub use crate::measure::{Work, NO_WORK};
+pub use crate::measure::{shape_of, Dims, Work, NO_WORK};
 
 /// Whether a probe in raw state `state` (from [`active`]) has an event armed in this iteration:
-/// the only runs whose `flops` and `bytes` expressions are evaluated.
+/// the only runs whose `flops`, `bytes` and `shape` expressions are evaluated.
 #[inline(always)]
 pub fn is_armed(state: u32) -> bool {
     state == State::Armed as u32
@@ -310,52 +324,42 @@ pub fn count<T: Count>(value: T) -> u64 {
     value.count()
 }
 
-impl ProbeGuard {
-    /// Stores `work` with the sample this guard takes, if it takes one.
-    #[inline(always)]
-    fn with_work(self, work: Work) -> ProbeGuard {
-        if let Run::Armed(armed) = &self.run {
-            armed.at.store_work(armed, work);
-        }
-        self
-    }
-}
-
-/// [`enter`] for a probe with `flops` or `bytes` keys, in state `state` (from [`active`]);
-/// `work`: the keys' values, when [`is_armed`].
+/// [`enter`] for a probe with `flops`, `bytes` or `shape` keys, in state `state` (from
+/// [`active`]); `work`: the keys' values, when [`is_armed`] (stored into the sample's slot
+/// before the start mark, so that the measured time does not include it).
 #[inline(never)]
-pub fn enter_work(desc: &'static Descriptor, state: u32, work: Work) -> ProbeGuard {
-    enter_slow(desc, state, true, None).with_work(work)
+pub fn enter_work(desc: &'static Descriptor, state: u32, work: &Work) -> ProbeGuard {
+    enter_slow_with(desc, state, true, None, Some(work))
 }
 
-/// [`enter_on`] for a probe with `flops` or `bytes` keys.
+/// [`enter_on`] for a probe with `flops`, `bytes` or `shape` keys.
 #[inline(never)]
 pub fn enter_on_work<S: AsStream + ?Sized>(
     desc: &'static Descriptor,
     state: u32,
     stream: &S,
-    work: Work,
+    work: &Work,
 ) -> ProbeGuard {
-    enter_slow(desc, state, true, Some(stream.as_stream())).with_work(work)
+    enter_slow_with(desc, state, true, Some(stream.as_stream()), Some(work))
 }
 
-/// [`enter_async`] for an `async fn` with `flops` or `bytes` keys.
+/// [`enter_async`] for an `async fn` with `flops`, `bytes` or `shape` keys.
 #[inline(never)]
-pub fn enter_async_work(desc: &'static Descriptor, state: u32, work: Work) -> AsyncGuard {
+pub fn enter_async_work(desc: &'static Descriptor, state: u32, work: &Work) -> AsyncGuard {
     AsyncGuard {
-        inner: enter_slow(desc, state, false, None).with_work(work),
+        inner: enter_slow_with(desc, state, false, None, Some(work)),
     }
 }
 
-/// [`enter_async_on`] for an `async fn` with `flops` or `bytes` keys.
+/// [`enter_async_on`] for an `async fn` with `flops`, `bytes` or `shape` keys.
 #[inline(never)]
 pub fn enter_async_on_work<S: AsStream + ?Sized>(
     desc: &'static Descriptor,
     state: u32,
     stream: &S,
-    work: Work,
+    work: &Work,
 ) -> AsyncGuard {
     AsyncGuard {
-        inner: enter_slow(desc, state, false, Some(stream.as_stream())).with_work(work),
+        inner: enter_slow_with(desc, state, false, Some(stream.as_stream()), Some(work)),
     }
 }

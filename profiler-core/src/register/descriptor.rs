@@ -107,8 +107,9 @@ pub struct StaticInfo {
     pub file: &'static str,
     /// `line!()` at the annotation.
     pub line: u32,
-    /// Which work keys the annotation has: bit 1 for `flops`, bit 2 for `bytes` (0: none).
-    /// The plan reserves a slot of work per sample only for an event whose probe has one.
+    /// Which work keys the annotation has: bit 1 for `flops`, bit 2 for `bytes`, bit 4 for
+    /// `shape` (0: none). The plan reserves a slot of work (or shape) per sample only for an
+    /// event whose probe has one.
     pub work: u8,
     /// Returns the type name of an item declared inside the annotated function, from which the
     /// function's full path is derived at start-up.
@@ -119,6 +120,8 @@ pub struct StaticInfo {
 pub const WORK_FLOPS: u8 = 1;
 /// [`StaticInfo::work`]'s bit for a `bytes` key.
 pub const WORK_BYTES: u8 = 2;
+/// [`StaticInfo::work`]'s bit for a `shape` key.
+pub const WORK_SHAPE: u8 = 4;
 
 /// One annotation site: its static description and its run-time state.
 ///

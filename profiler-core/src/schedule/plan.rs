@@ -11,9 +11,10 @@ use super::{
     lane_stream, Event, FirstRun, Key, Parent, Plan, Planned, Route, Routes, Schedule, MERGED, NONE,
 };
 use crate::instrument::device::{Device, Stream, NO_MARK};
+use crate::register::descriptor::{WORK_BYTES, WORK_FLOPS, WORK_SHAPE};
 use crate::store::samples::{
     Store, Tally, DEVICE_SAMPLE_BYTES, MEMORY_SAMPLE_BYTES, RESERVOIR, SAMPLE_BYTES,
-    WORK_SAMPLE_BYTES,
+    SHAPE_SAMPLE_BYTES, WORK_SAMPLE_BYTES,
 };
 use crate::sync::lock;
 
@@ -166,7 +167,16 @@ impl Schedule {
     ) -> Allocated {
         let first = c.allocated as u32;
         let repeat = self.repeat as usize;
-        let has_work = self.desc(entry).info.work != 0;
+        let work = self.desc(entry).info.work;
+        let work_bytes = if work & (WORK_FLOPS | WORK_BYTES) != 0 {
+            WORK_SAMPLE_BYTES
+        } else {
+            0
+        } + if work & WORK_SHAPE != 0 {
+            SHAPE_SAMPLE_BYTES
+        } else {
+            0
+        };
         let mut make = |c: &mut Plan, occurrence: u32| {
             let index = c.allocated;
             let is_merged = occurrence == MERGED;
@@ -175,11 +185,7 @@ impl Schedule {
             } else {
                 SAMPLE_BYTES
             } + if self.memory { MEMORY_SAMPLE_BYTES } else { 0 }
-                + if has_work && !is_merged {
-                    WORK_SAMPLE_BYTES
-                } else {
-                    0
-                };
+                + if is_merged { 0 } else { work_bytes };
             let bytes = per_slot * if is_merged { RESERVOIR } else { repeat };
             if c.sample_bytes + bytes > self.sample_budget_bytes {
                 c.events_over_budget += 1;
@@ -196,7 +202,7 @@ impl Schedule {
                 parent,
                 off_thread,
                 recorded: self.recorded(entry, lane),
-                store: Store::new(repeat, is_merged, timed_on_device, self.memory, has_work),
+                store: Store::new(repeat, is_merged, timed_on_device, self.memory, work),
             };
             // Capacity is max_events plus one merged event per selected probe and lane, which
             // the learner's bound guarantees.

@@ -290,6 +290,13 @@ impl Session {
                 .has_memory()
                 .then(|| memory_json(&resolved.memory)),
             work: work_json(info.work, &resolved.work, resolved.durations.len()),
+            shapes: shapes_json(
+                info.work,
+                &resolved.shapes,
+                resolved.durations.len(),
+                self.config.max_shapes,
+            )
+            .inspect(|shapes| warn_shapes(&entry.id, shapes, self.config.max_shapes)),
             samples_ns: resolved.durations,
             offsets_ns: resolved.offsets,
             sample_iters: resolved.iters,
@@ -420,6 +427,62 @@ fn work_json(keys: u8, work: &[(u64, u64)], samples: usize) -> Option<json::Work
         flops: (keys & WORK_FLOPS != 0).then(|| work.iter().map(|w| w.0).collect()),
         bytes: (keys & WORK_BYTES != 0).then(|| work.iter().map(|w| w.1).collect()),
     })
+}
+
+/// Each sample's shape as `prof.json` lists it, when the annotation has a `shape` key and every
+/// sample has its shape: the distinct shapes, the most frequent first (ties: first seen first),
+/// at most `bound` of them; the samples of the others point nowhere, and are counted.
+fn shapes_json(
+    keys: u8,
+    shapes: &[crate::store::shape::Dims],
+    samples: usize,
+    bound: u32,
+) -> Option<json::Shapes> {
+    use crate::register::descriptor::WORK_SHAPE;
+    if keys & WORK_SHAPE == 0 || shapes.len() != samples {
+        return None;
+    }
+    // Two shapes are one when they read the same (two cut alike).
+    let names: Vec<String> = shapes.iter().map(|d| d.render()).collect();
+    let mut seen: HashMap<&str, (usize, usize)> = HashMap::new();
+    for (i, name) in names.iter().enumerate() {
+        seen.entry(name).or_insert((0, i)).0 += 1;
+    }
+    let mut distinct: Vec<(&str, (usize, usize))> = seen.into_iter().collect();
+    distinct.sort_by_key(|&(_, (count, first))| (std::cmp::Reverse(count), first));
+    let others = distinct.len().saturating_sub(bound as usize);
+    distinct.truncate(bound as usize);
+    let index: HashMap<&str, u32> = distinct
+        .iter()
+        .enumerate()
+        .map(|(k, &(name, _))| (name, k as u32))
+        .collect();
+    Some(json::Shapes {
+        sample_shapes: names
+            .iter()
+            .map(|n| index.get(n.as_str()).copied())
+            .collect(),
+        values: distinct
+            .into_iter()
+            .map(|(name, _)| name.to_owned())
+            .collect(),
+        others: others as u64,
+    })
+}
+
+/// Warns, once a process, that an event saw more distinct shapes than `PROF_SHAPES` keeps.
+fn warn_shapes(id: &str, shapes: &json::Shapes, bound: u32) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if shapes.others == 0 || WARNED.swap(true, Relaxed) {
+        return;
+    }
+    let total = shapes.others + shapes.values.len() as u64;
+    eprintln!(
+        "profiler-core: warning: `{id}` ran with {total} distinct input shapes; the {bound} with \
+         the most samples are reported on their own and the samples of the other {} as \
+         `others` (PROF_SHAPES={bound}; raise it to keep more)",
+        shapes.others
+    );
 }
 
 /// Each sample's memory figures as `prof.json` lists them.

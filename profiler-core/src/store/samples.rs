@@ -14,6 +14,7 @@ use crate::instrument::alloc::Figures;
 use crate::instrument::clock::ActiveClock;
 use crate::instrument::clock::Reading;
 use crate::instrument::device::{Device, NO_MARK};
+use crate::store::shape::{Dims, MAX_DIMS};
 
 /// How many runs of a merged event are kept for its median and p90.
 pub(crate) const RESERVOIR: usize = 1024;
@@ -57,7 +58,15 @@ pub(crate) struct Samples {
     /// Each run's work (flops, bytes; `NO_WORK` for a key not given), for an event whose probe
     /// has a `flops` or `bytes` key.
     work: Option<Box<[[AtomicU64; 2]]>>,
+    /// Each run's shape ([`Dims`] packed), for an event whose probe has a `shape` key.
+    shape: Option<Box<[ShapeCell]>>,
 }
+
+/// A slot's shape: [`Dims`] packed into words.
+type ShapeCell = [AtomicU64; MAX_DIMS + 1];
+
+/// Extra bytes per slot of an event whose probe has a `shape` key.
+pub(crate) const SHAPE_SAMPLE_BYTES: usize = 8 * (MAX_DIMS + 1);
 
 /// Extra bytes per slot of an event whose probe counts its work (`flops`, `bytes`).
 pub(crate) const WORK_SAMPLE_BYTES: usize = 8 + 8;
@@ -82,23 +91,41 @@ impl Samples {
             device: device.then(|| (0..slots).map(|_| Default::default()).collect()),
             mem: None,
             work: None,
+            shape: None,
         }
     }
 
-    /// These samples keep each run's work too.
-    fn with_work(mut self) -> Samples {
-        self.work = Some((0..self.iter.len()).map(|_| Default::default()).collect());
+    /// These samples keep each run's work (`counts`), its shape (`shape`), or both.
+    fn with_work(mut self, counts: bool, shape: bool) -> Samples {
+        let n = self.iter.len();
+        if counts {
+            self.work = Some((0..n).map(|_| Default::default()).collect());
+        }
+        if shape {
+            self.shape = Some((0..n).map(|_| Default::default()).collect());
+        }
         self
     }
 
-    /// Stores a run's work in `slot`: written by the run itself when it starts, before the slot
-    /// is published by its end.
+    /// Stores a run's work and shape in `slot`: written by the run itself before its start
+    /// mark, before the slot is published by its end.
     #[inline]
-    pub fn write_work(&self, slot: usize, flops: u64, bytes: u64) {
+    pub fn write_work(&self, slot: usize, (flops, bytes): (u64, u64), shape: &Dims) {
         if let Some(cell) = self.work.as_ref().and_then(|w| w.get(slot)) {
             cell[0].store(flops, Relaxed);
             cell[1].store(bytes, Relaxed);
         }
+        if let Some(cell) = self.shape.as_ref().and_then(|s| s.get(slot)) {
+            for (cell, word) in cell.iter().zip(shape.pack()) {
+                cell.store(word, Relaxed);
+            }
+        }
+    }
+
+    /// The shape of a filled slot.
+    pub fn read_shape(&self, slot: usize) -> Option<Dims> {
+        let cell = self.shape.as_ref()?.get(slot)?;
+        Some(Dims::unpack(&cell.each_ref().map(|w| w.load(Relaxed))))
     }
 
     /// The work (flops, bytes) of a filled slot.
@@ -254,10 +281,11 @@ pub(crate) struct Store {
 impl Store {
     /// `device`: the event is timed on a stream (never so for a merged event, whose reservoir
     /// overwrites slots and so could not give device marks back to their pool).
-    /// `memory`: each run's memory figures are kept too. `work`: each run's work is kept too
-    /// (never for a merged event: its reservoir slot is drawn when the run ends, after the run
-    /// stored its work).
-    pub fn new(slots: usize, merged: bool, device: bool, memory: bool, work: bool) -> Store {
+    /// `memory`: each run's memory figures are kept too. `work`: the probe's `WORK_*` keys,
+    /// whose values each run keeps too (never for a merged event: its reservoir slot is drawn
+    /// when the run ends, after the run stored its work).
+    pub fn new(slots: usize, merged: bool, device: bool, memory: bool, work: u8) -> Store {
+        use crate::register::descriptor::{WORK_BYTES, WORK_FLOPS, WORK_SHAPE};
         let samples = Samples::new(if merged { RESERVOIR } else { slots }, device && !merged);
         let samples = if memory {
             samples.with_memory()
@@ -265,8 +293,11 @@ impl Store {
             samples
         };
         Store {
-            samples: if work && !merged {
-                samples.with_work()
+            samples: if work != 0 && !merged {
+                samples.with_work(
+                    work & (WORK_FLOPS | WORK_BYTES) != 0,
+                    work & WORK_SHAPE != 0,
+                )
             } else {
                 samples
             },
@@ -410,6 +441,8 @@ pub(crate) struct Resolved {
     pub device_memory: Vec<(u64, u64)>,
     /// Each sample's work (flops, bytes), for an event whose probe counts it (empty otherwise).
     pub work: Vec<(u64, u64)>,
+    /// Each sample's shape, for an event whose probe has a `shape` key (empty otherwise).
+    pub shapes: Vec<Dims>,
 }
 
 impl Resolved {
@@ -431,6 +464,9 @@ impl Resolved {
         }
         if self.work.len() == idx.len() {
             self.work = idx.iter().map(|&i| self.work[i]).collect();
+        }
+        if self.shapes.len() == idx.len() {
+            self.shapes = idx.iter().map(|&i| self.shapes[i]).collect();
         }
     }
 }
@@ -538,6 +574,9 @@ pub(crate) fn resolve_slot(
             if let Some(work) = store.samples.read_work(slot) {
                 out.work.push(work);
             }
+            if let Some(shape) = store.samples.read_shape(slot) {
+                out.shapes.push(shape);
+            }
         }
         // Lost readings are dropped, and counted.
         _ => out.lost += 1,
@@ -590,7 +629,7 @@ mod tests {
 
     #[test]
     fn merged_totals_are_exact_and_reservoir_bounded() {
-        let store = Store::new(4, true, false, false, false);
+        let store = Store::new(4, true, false, false, 0);
         for i in 0..5000u64 {
             store.record(0, 0, (100, 100 + i), (NO_MARK, NO_MARK), true, None);
         }

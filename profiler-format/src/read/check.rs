@@ -244,6 +244,29 @@ fn check_samples(e: &Event, count: u64) -> Result<(), String> {
             }
         }
     }
+    if let Some(shapes) = &e.shapes {
+        if shapes.sample_shapes.len() != n {
+            return Err(format!(
+                "{} has {n} samples_ns but {} entries in shapes.sample_shapes (one per sample)",
+                describe(e),
+                shapes.sample_shapes.len()
+            ));
+        }
+        let kept = shapes.values.len();
+        if let Some((i, k)) = shapes
+            .sample_shapes
+            .iter()
+            .enumerate()
+            .find_map(|(i, k)| k.filter(|&k| k as usize >= kept).map(|k| (i, k)))
+        {
+            return Err(format!(
+                "{}: shapes.sample_shapes[{i}] is {k}, but shapes.values has {kept} entries \
+                 (indices run from 0 to {})",
+                describe(e),
+                kept.saturating_sub(1)
+            ));
+        }
+    }
     let iteration_bound = count.saturating_add(1);
     if let Some((i, &iter)) = e
         .sample_iters

@@ -335,6 +335,32 @@ mod tests {
         assert!(e.contains("3 values in work.flops"), "{e}");
     }
 
+    #[test]
+    fn shape_lists_are_accepted_and_must_match_the_samples() {
+        let with = |shapes: &str| {
+            GOOD.replace(
+                "\"samples_ns\"",
+                &format!("\"shapes\":{shapes},\"samples_ns\""),
+            )
+        };
+        let p = parse(&with(
+            r#"{"values":["32x512"],"sample_shapes":[0,null],"others":1}"#,
+        ))
+        .unwrap();
+        let s = p.events[0].shapes.as_ref().unwrap();
+        assert_eq!(s.values, ["32x512"]);
+        assert_eq!(s.sample_shapes, [Some(0), None]);
+        assert_eq!(s.others, 1);
+        let e = parse(&with(r#"{"values":["4"],"sample_shapes":[0]}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("1 entries in shapes.sample_shapes"), "{e}");
+        let e = parse(&with(r#"{"values":["4"],"sample_shapes":[0,1]}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("shapes.sample_shapes[1] is 1"), "{e}");
+    }
+
     /// GOOD with two more events, changed by `edit`, as text.
     fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> String {
         let mut v: serde_json::Value = serde_json::from_str(GOOD).unwrap();

@@ -61,6 +61,10 @@ pub struct Config {
     /// Bound on the probes that take part in a run, those registered while it runs included
     /// (`PROF_MAX_PROBES`); the later ones are not measured.
     pub max_probes: u32,
+    /// Bound on the distinct input shapes kept per event of a probe with a `shape` key
+    /// (`PROF_SHAPES`): the ones with the most samples; the rest are counted as others, with
+    /// a warning.
+    pub max_shapes: u32,
     /// `continuous` mode: the most windows kept (`PROF_WINDOWS`) besides the baseline windows;
     /// the oldest is dropped first.
     pub windows: u32,
@@ -105,6 +109,7 @@ impl Default for Config {
             exit: false,
             max_events: 4096,
             max_probes: 4096,
+            max_shapes: 16,
             windows: 100,
             baseline_windows: 3,
             summary: true,
@@ -217,6 +222,8 @@ pub const MAX_REPEAT: u32 = 1_000_000;
 pub const MAX_EVENTS: u32 = 1_000_000;
 /// The most probes `PROF_MAX_PROBES` may let take part.
 pub const MAX_PROBES: u32 = 1_000_000;
+/// The most distinct shapes `PROF_SHAPES` may keep per event.
+pub const MAX_SHAPES: u32 = 10_000;
 /// The most windows `continuous` mode may keep (`PROF_WINDOWS`).
 pub const MAX_WINDOWS: u32 = 100_000;
 /// The most baseline windows `continuous` mode may keep (`PROF_BASELINE_WINDOWS`).
@@ -297,6 +304,12 @@ impl Config {
             return Err(ConfigError::new(
                 "PROF_MAX_EVENTS",
                 format!("error: PROF_MAX_EVENTS must be from 1 to {MAX_EVENTS}"),
+            ));
+        }
+        if self.max_shapes == 0 || self.max_shapes > MAX_SHAPES {
+            return Err(ConfigError::new(
+                "PROF_SHAPES",
+                format!("error: PROF_SHAPES must be from 1 to {MAX_SHAPES}"),
             ));
         }
         if self.max_probes == 0 || self.max_probes > MAX_PROBES {

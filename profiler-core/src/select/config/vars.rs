@@ -5,7 +5,7 @@
 
 use super::{
     Config, ConfigError, Mode, MAX_BASELINE_WINDOWS, MAX_EVENTS, MAX_PROBES, MAX_REPEAT,
-    MAX_WINDOWS,
+    MAX_SHAPES, MAX_WINDOWS,
 };
 use crate::select::filter::Filter;
 use profiler_format::write::shorten;
@@ -104,6 +104,17 @@ pub(crate) const VARIABLES: &[Variable] = &[
                   included (1 to 1,000,000)",
         set: |c, v| {
             c.max_probes = parse_count("PROF_MAX_PROBES", v, 1, MAX_PROBES)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_SHAPES",
+        default: "`16`",
+        meaning: "bound on the distinct input shapes kept per event of a probe with a `shape` \
+                  key: those with the most samples; the rest count as others, with a warning \
+                  (1 to 10,000)",
+        set: |c, v| {
+            c.max_shapes = parse_count("PROF_SHAPES", v, 1, MAX_SHAPES)?;
             Ok(())
         },
     },
