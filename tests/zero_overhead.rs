@@ -5,11 +5,12 @@
 //! The fixture crate `tests/fixtures/zero-overhead/` holds one `#[no_mangle]` function per shape
 //! that `#[profiled]` and `probe!` accept (free fn, `&self` and `&mut self` methods, a generic fn
 //! instantiated in a wrapper, an `unsafe fn`, the guard and the block forms of `probe!`, a fn
-//! returning `impl Iterator`, a fn and a guard with the `flops`, `bytes` and `shape` keys), each
-//! annotated with `zo_marker_*` names, layers and phases. Its path dependency `twins/` holds a
-//! `twin_*` of each with the same body minus the annotation; a separate crate, so that LLVM
-//! cannot merge a pair into one function (in one crate it does, which would make the byte
-//! comparison vacuous). The bodies are leaves (no calls, no loads of
+//! returning `impl Iterator`, a fn and a guard with the `flops`, `bytes` and `shape` keys, a
+//! runtime probe entered with its work), each annotated with `zo_marker_*` names, layers and
+//! phases. Its path dependency `twins/` holds a `twin_*` of each with the same body minus the
+//! annotation; a separate crate, so that LLVM cannot merge a pair into one function (in one
+//! crate it does, which would make the byte comparison vacuous). The bodies are leaves (no calls,
+//! no loads of
 //! constants from memory, no panics), so two copies of the same code have the same bytes
 //! wherever they are placed.
 //!
@@ -47,6 +48,7 @@ const PAIRS: &[(&str, &str)] = &[
     ("annotated_iter", "twin_iter"),
     ("annotated_work", "twin_work"),
     ("annotated_work_guard", "twin_work_guard"),
+    ("annotated_runtime_work", "twin_runtime_work"),
 ];
 
 /// Every name, layer and phase value in the fixture's annotations starts with one of these.
@@ -57,6 +59,7 @@ const MARKERS: &[&str] = &[
     "zo_marker_name_mut",
     "zo_marker_probe_guard",
     "zo_marker_probe_block",
+    "zo_marker_runtime_work",
 ];
 
 /// Parts of the names of the items an enabled annotation generates (see profiler-macros'

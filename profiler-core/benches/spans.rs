@@ -105,3 +105,16 @@ fn g_bridge_span_with_fields_unarmed(b: Bencher) {
     profiler_core::step();
     b.bench(|| span().in_scope(|| bare(black_box(7))));
 }
+
+/// Case 8: the bridge, a selected span with `flops` and `bytes` fields, made anew at every call,
+/// not armed: the span's counts are allocated with it and freed when it closes.
+#[divan::bench(sample_count = 200, sample_size = 2000)]
+fn h_bridge_span_with_work_unarmed(b: Bencher) {
+    let _session = start("name=e_armed_first|kind=span&name=h_span");
+    let _d = tracing::subscriber::set_default(TracingBridge::new());
+    let span = |n: u64| tracing::trace_span!("h_span", flops = 2 * n, bytes = 8 * n);
+    armed_first();
+    span(1).in_scope(|| bare(1));
+    profiler_core::step();
+    b.bench(|| span(black_box(7)).in_scope(|| bare(black_box(7))));
+}

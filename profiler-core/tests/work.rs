@@ -1,13 +1,14 @@
-//! Work per event: the `flops` and `bytes` keys of `#[profiled]` and `probe!`. Known work on a
-//! fake clock gives exact lists beside exact durations, and the keys' expressions run only for
+//! Work per event: the `flops` and `bytes` keys of `#[profiled]` and `probe!`, and the work of
+//! runtime probes (`RuntimeProbe::with_work`). Known work on a fake clock gives exact lists
+//! beside exact durations, and the keys' expressions (a runtime probe's closure) run only for
 //! the runs of a probe whose event is armed: never in warmup, never for a probe that takes no
-//! part, never in `off` mode.
+//! part, never in `off` or `trace` mode.
 #![cfg(feature = "enable")]
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use profiler_core::testing::FakeClock;
-use profiler_core::{probe, profiled, Config, Filter, Mode, Profile};
+use profiler_core::{probe, profiled, Config, Filter, Mode, Profile, RuntimeProbe, WorkKeys};
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -150,6 +151,144 @@ fn the_peak_given_is_recorded_in_run_peak() {
     let peak = p.run.peak.expect("run.peak");
     assert_eq!((peak.flops, peak.bytes), (Some(1.5e12), None));
     assert_eq!(peak.source, "given");
+}
+
+/// How many times the work closures of the runtime probes were called.
+static RUNTIME_EVALUATED: AtomicU64 = AtomicU64::new(0);
+
+/// The runtime probes of `runtime_train`: a product counting both keys, a copy counting bytes,
+/// and a probe of the product's name, layer and phase that counts nothing (another probe).
+fn runtime_probes() -> [RuntimeProbe; 3] {
+    [
+        RuntimeProbe::with_work("rt.gemm", Some("rtwork"), Some("fwd"), WorkKeys::BOTH),
+        RuntimeProbe::with_work("rt.copy", Some("rtwork"), None, WorkKeys::BYTES),
+        RuntimeProbe::new("rt.gemm", Some("rtwork"), Some("fwd")),
+    ]
+}
+
+/// The loop of `train` on runtime probes: `rt.gemm` of 100 + the iteration's index units (2n
+/// FLOPs as an integer, 8n bytes as a float), `rt.copy` entered with a guard (3 x the index
+/// bytes; its FLOPs, a key it does not count, are dropped), and the plain one.
+fn runtime_train(clock: &FakeClock, max: u64) -> u64 {
+    let [gemm, copy, plain] = runtime_probes();
+    let mut iter = 0;
+    while !profiler_core::finished() && iter < max {
+        let n = 100 + iter;
+        gemm.measure_work(
+            || {
+                RUNTIME_EVALUATED.fetch_add(1, Relaxed);
+                (2 * n, 8.0 * n as f64)
+            },
+            || clock.advance(n),
+        );
+        {
+            let _p = copy.enter_work(|| {
+                RUNTIME_EVALUATED.fetch_add(1, Relaxed);
+                (999u16, 3 * iter as i64)
+            });
+            clock.advance(7);
+        }
+        plain.measure(|| clock.advance(1));
+        profiler_core::step();
+        iter += 1;
+    }
+    iter
+}
+
+#[test]
+fn runtime_probes_count_their_work_when_armed() {
+    let _s = serial();
+    RUNTIME_EVALUATED.store(0, Relaxed);
+    let clock = FakeClock::new();
+    let [gemm, copy, plain] = runtime_probes();
+    assert_eq!(gemm.work_keys(), WorkKeys::BOTH);
+    assert_eq!(copy.work_keys(), WorkKeys::BYTES);
+    assert_eq!(plain.work_keys(), WorkKeys::NONE);
+    // The keys are part of the identity: two probes of one name, the second id with `.2`.
+    let ids: Vec<_> = profiler_core::probes()
+        .into_iter()
+        .filter(|p| p.name == "rt.gemm")
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.contains(&"rt.gemm".to_owned()) && ids.contains(&"rt.gemm.2".to_owned()));
+
+    let _g = start(&clock, Mode::Sample, "kind=runtime&layer=rtwork", "runtime");
+    // 2 warmup iterations, then 3 events x 3 repeats.
+    assert_eq!(runtime_train(&clock, 40), 2 + 3 * 3);
+    let p = profiler_core::snapshot().unwrap();
+    let events: Vec<_> = p.events.iter().filter(|e| e.name == "rt.gemm").collect();
+    assert_eq!(events.len(), 2);
+    let (counting, timing): (Vec<_>, Vec<_>) = events.into_iter().partition(|e| e.work.is_some());
+    let (g, plain) = (counting[0], timing[0]);
+    assert_eq!(plain.samples_ns, [1; 3]);
+    let work = g.work.as_ref().unwrap();
+    let n = &g.samples_ns;
+    for (d, it) in n.iter().zip(&g.sample_iters) {
+        assert_eq!(*d, 100 + u64::from(*it));
+    }
+    assert_eq!(
+        work.flops.as_deref(),
+        Some(&n.iter().map(|n| 2 * n).collect::<Vec<_>>()[..])
+    );
+    assert_eq!(
+        work.bytes.as_deref(),
+        Some(&n.iter().map(|n| 8 * n).collect::<Vec<_>>()[..])
+    );
+    let c = event(&p, "rt.copy");
+    let work = c.work.as_ref().expect("rt.copy has work");
+    assert_eq!(work.flops, None);
+    let bytes: Vec<u64> = c.sample_iters.iter().map(|&i| 3 * u64::from(i)).collect();
+    assert_eq!(work.bytes.as_deref(), Some(&bytes[..]));
+    // One call per armed run (3 of each), none in warmup or for the other events' iterations.
+    assert_eq!(RUNTIME_EVALUATED.load(Relaxed), 6);
+    // prof.json carries it, and its checks accept it.
+    let text = serde_json::to_string(&p).unwrap();
+    profiler_core::format::parse_profile(text.as_bytes(), std::path::Path::new("rt.json")).unwrap();
+}
+
+#[test]
+fn runtime_work_is_not_evaluated_unarmed() {
+    let _s = serial();
+    RUNTIME_EVALUATED.store(0, Relaxed);
+    let clock = FakeClock::new();
+    for (mode, name) in [(Mode::Off, "rt-off"), (Mode::Trace, "rt-trace")] {
+        let _g = start(&clock, mode, "kind=runtime&layer=rtwork", name);
+        runtime_train(&clock, 20);
+    }
+    {
+        // Not selected: never evaluated.
+        let _g = start(
+            &clock,
+            Mode::Sample,
+            "kind=runtime&name=rt.none",
+            "rt-unselected",
+        );
+        runtime_train(&clock, 20);
+    }
+    // No session at all.
+    runtime_train(&clock, 5);
+    assert_eq!(RUNTIME_EVALUATED.load(Relaxed), 0);
+}
+
+#[test]
+fn negative_counts_are_zero() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let _g = start(&clock, Mode::Sample, "layer=negative", "negative");
+    let mut iter = 0;
+    while !profiler_core::finished() && iter < 20 {
+        let below = -(iter as i64);
+        probe!("negative", layer = "negative", flops = below - 1, bytes = -1i8 => {
+            clock.advance(1)
+        });
+        profiler_core::step();
+        iter += 1;
+    }
+    let p = profiler_core::snapshot().unwrap();
+    let work = event(&p, "negative").work.clone().unwrap();
+    assert_eq!(work.flops, Some(vec![0; 3]));
+    assert_eq!(work.bytes, Some(vec![0; 3]));
 }
 
 /// Evaluating a key of `shaped` costs 1,000 fake nanoseconds, which the run's time must not

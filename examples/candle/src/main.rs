@@ -20,6 +20,7 @@ mod gpu;
 mod model;
 mod timed;
 mod traced;
+mod work;
 
 use std::process::ExitCode;
 

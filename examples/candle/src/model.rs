@@ -9,6 +9,11 @@
 //!   -> Head        linear -> logits           (a) #[profiled(layer = "head", phase = "fwd")]
 //! loss, backward, update                      (a) #[profiled] with phase loss / bwd / update
 //! ```
+//!
+//! Every probe around a linear layer counts its matmul's FLOPs and bytes (`work.rs`): `Input`
+//! and `Head` with the `flops` and `bytes` keys, each block's `Timed` probe through
+//! `RuntimeProbe::with_work`, and the `linear` span through its `flops` and `bytes` fields. The
+//! norm, the activations, the loss, backward and the update count nothing.
 
 use candle_core::backprop::GradStore;
 use candle_core::{Device, Result, Tensor};
@@ -17,6 +22,7 @@ use profiler_core::profiled;
 
 use crate::timed::Timed;
 use crate::traced::{TracedLayerNorm, TracedLinear};
+use crate::work::LinearWork;
 
 /// The sizes of the model.
 #[derive(Clone, Copy, Debug)]
@@ -34,7 +40,13 @@ pub struct Input {
 }
 
 impl Module for Input {
-    #[profiled(layer = "input", phase = "fwd", stream = crate::gpu::stream(xs.device()))]
+    #[profiled(
+        layer = "input",
+        phase = "fwd",
+        stream = crate::gpu::stream(xs.device()),
+        flops = LinearWork::of(xs, &self.linear).flops,
+        bytes = LinearWork::of(xs, &self.linear).bytes
+    )]
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
         self.linear.forward(xs)?.relu()
     }
@@ -55,6 +67,13 @@ impl Module for Block {
     }
 }
 
+impl Block {
+    /// The work of a forward on `xs`: its linear's (the norm keeps the shape of `xs`).
+    fn work(&self, xs: &Tensor) -> LinearWork {
+        self.linear.work(xs)
+    }
+}
+
 /// (a) The output layer, its forward annotated.
 #[derive(Clone, Debug)]
 pub struct Head {
@@ -62,7 +81,13 @@ pub struct Head {
 }
 
 impl Module for Head {
-    #[profiled(layer = "head", phase = "fwd", stream = crate::gpu::stream(xs.device()))]
+    #[profiled(
+        layer = "head",
+        phase = "fwd",
+        stream = crate::gpu::stream(xs.device()),
+        flops = LinearWork::of(xs, &self.linear).flops,
+        bytes = LinearWork::of(xs, &self.linear).bytes
+    )]
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
         self.linear.forward(xs)
     }
@@ -94,12 +119,14 @@ impl Mlp {
                         vb.pp("linear"),
                     )?,
                 };
-                // (b) The probe's name exists only now, at run time.
+                // (b) The probe's name exists only now, at run time; it counts the block's
+                // linear work.
                 Ok(Timed::new(
                     block,
                     &format!("layers.{i}"),
                     Some("hidden"),
                     Some("fwd"),
+                    Some(Block::work),
                 ))
             })
             .collect::<Result<Vec<_>>>()?;

@@ -4,13 +4,19 @@
 //! candle-core and candle-nn 0.11 emit no spans themselves (their sources never call
 //! `tracing`, under any feature); candle-transformers' models do, through wrappers like these.
 //! With `--tracing`, profiler-core's bridge turns each selected span into a probe
-//! (`kind=span`, name = the span's name, layer and phase from its fields).
+//! (`kind=span`, name = the span's name, layer and phase from its fields). The `linear` span's
+//! `flops` and `bytes` fields make its probe count the matmul's work, as the `flops` and `bytes`
+//! keys of `#[profiled]` do.
 
 use candle_core::{Result, Tensor};
 use candle_nn::{LayerNorm, Linear, Module, VarBuilder};
+use tracing::field::Empty;
 use tracing::Span;
 
-/// `candle_nn::Linear` with a `linear` span around its forward.
+use crate::work::LinearWork;
+
+/// `candle_nn::Linear` with a `linear` span around its forward, which carries the forward's
+/// FLOPs and bytes.
 #[derive(Clone, Debug)]
 pub struct TracedLinear {
     inner: Linear,
@@ -22,13 +28,31 @@ impl TracedLinear {
     pub fn new(inputs: usize, outputs: usize, layer: &str, vb: VarBuilder) -> Result<Self> {
         Ok(Self {
             inner: candle_nn::linear(inputs, outputs, vb)?,
-            span: tracing::trace_span!("linear", layer, phase = "fwd"),
+            // The work depends on the batch, known at each forward: recorded there.
+            span: tracing::trace_span!(
+                "linear",
+                layer,
+                phase = "fwd",
+                flops = Empty,
+                bytes = Empty
+            ),
         })
+    }
+
+    /// The work of a forward on `xs`.
+    pub fn work(&self, xs: &Tensor) -> LinearWork {
+        LinearWork::of(xs, &self.inner)
     }
 }
 
 impl Module for TracedLinear {
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        // Without a subscriber that wants the span, nothing to count.
+        if !self.span.is_disabled() {
+            let work = self.work(xs);
+            self.span.record("flops", work.flops);
+            self.span.record("bytes", work.bytes);
+        }
         let _enter = self.span.enter();
         self.inner.forward(xs)
     }

@@ -130,6 +130,19 @@ mod profiled {
         }
     }
 
+    /// The work of a linear layer's forward on `[32, k]` inputs (the batch of `run`) with `[n,
+    /// k]` weights and a bias, in f32: 2·m·n·k FLOPs; inputs, weights, bias and output bytes.
+    fn linear_work(k: u64, n: u64) -> (u64, u64) {
+        let m = 32;
+        (2 * m * n * k, 4 * (m * k + n * k + n + m * n))
+    }
+
+    /// `e` counts `(flops, bytes)` in each of its 3 samples.
+    fn assert_work(e: &Value, (flops, bytes): (u64, u64)) {
+        assert_eq!(e["work"]["flops"], serde_json::json!(vec![flops; 3]), "{e}");
+        assert_eq!(e["work"]["bytes"], serde_json::json!(vec![bytes; 3]), "{e}");
+    }
+
     /// The `prof` binary of profiler-cli, built now for the profile this test was built in
     /// (a no-op when it is up to date).
     fn prof_binary() -> PathBuf {
@@ -196,6 +209,18 @@ mod profiled {
         // No tracing subscriber was installed: no spans.
         assert!(events(&prof).iter().all(|e| e["kind"] != "span"));
 
+        // Work: each linear layer's matmul, through the `flops` and `bytes` keys of (a) and
+        // the runtime probes of (b) (`--inputs 32 --hidden 64 --classes 8`); nothing else.
+        assert_work(input, linear_work(32, 64));
+        assert_work(head, linear_work(64, 8));
+        for e in &blocks {
+            assert_work(e, linear_work(64, 64));
+        }
+        for e in events(&prof) {
+            let counts = e["kind"] == "runtime" || (e["kind"] == "fn" && e["phase"] == "fwd");
+            assert_eq!(e.get("work").is_some(), counts, "{e}");
+        }
+
         let (first, last) = first_and_last_loss(&stdout(&out));
         assert!(last < first, "the loss fell: {first} -> {last}");
 
@@ -210,6 +235,22 @@ mod profiled {
             "layers.0", "layers.1", "input", "head", "hidden", "backward", "update",
         ] {
             assert!(text.contains(word), "`{word}` in the report:\n{text}");
+        }
+        // FLOP/s per layer: a column, and a figure (not `-`) on each block's row.
+        assert!(
+            text.contains("FLOP/s"),
+            "a FLOP/s column in the report:\n{text}"
+        );
+        for block in ["layers.0", "layers.1"] {
+            let row = text
+                .lines()
+                .find(|l| l.contains(block))
+                .unwrap_or_else(|| panic!("no {block} row:\n{text}"));
+            assert!(
+                row.split_whitespace()
+                    .any(|w| w.ends_with('M') || w.ends_with('G')),
+                "a FLOP/s figure on the {block} row: {row}\n{text}"
+            );
         }
     }
 
@@ -228,6 +269,13 @@ mod profiled {
             for e in spans {
                 assert_eq!(e["phase"], "fwd");
                 assert_eq!(e["module"], "candle_mlp::traced");
+                // The `linear` span's `flops` and `bytes` fields count its matmul; the norm
+                // counts nothing.
+                if name == "linear" {
+                    assert_work(e, linear_work(64, 64));
+                } else {
+                    assert!(e.get("work").is_none(), "{e}");
+                }
             }
         }
         // Each span runs inside its block's runtime probe.

@@ -3,9 +3,9 @@
 //! annotations: learned in warmup, one event measured per iteration, occurrences, trace mode.
 //!
 //! [`TracingBridge`] is a `tracing` subscriber of its own rather than a layer over
-//! `tracing-subscriber`'s registry: it keeps no per-span data at all (a span's id is its probe's
-//! descriptor), so a selected span that is not armed costs a few loads and branches, where the
-//! registry alone allocates a slot per span. The price: it does not compose with other layers
+//! `tracing-subscriber`'s registry: it keeps no per-span data (a span's id is its probe's
+//! descriptor) except for the spans that count work (below), so a selected span that is not
+//! armed costs a few loads and branches, where the registry alone allocates a slot per span. The price: it does not compose with other layers
 //! (install it for profiling runs; keep your `fmt` subscriber for the others).
 //!
 //! Which spans: a span's probe has kind `span`, name = the span's name, module = its target,
@@ -14,19 +14,30 @@
 //! the filter cannot select (judged by name, target, file and kind when it has no `layer` or
 //! `phase` field) gets `Interest::never`: it costs what tracing costs with no subscriber. Events
 //! (`tracing::info!` and the like) are never enabled.
+//!
+//! Work: a span whose callsite has fields named `flops` and/or `bytes` counts that work, as the
+//! keys of `#[profiled]` do (its descriptor gets the work bits from the field names, so the plan
+//! reserves work storage for its events; the bits are part of the probe's identity). Such a span
+//! is the one kind that has data of its own: its values, from `new_span` and from any `record`
+//! before an entry, live in a reference-counted [`Counted`] that its id points to (tagged by the
+//! id's low bit), allocated by `new_span` and freed when its last handle closes. Entering it
+//! reads them only when its event is armed. Spans without those fields keep id = descriptor and
+//! no per-span data; what they pay more is one test of the id's low bit at entry and one of the
+//! descriptor's work bits at creation.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 
 use tracing_core::field::{Field, Visit};
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::subscriber::{Interest, Subscriber};
 use tracing_core::{Event, Metadata};
 
-use crate::probes::runtime::{register, Site};
-use crate::probes::timer::ProbeGuard;
-use crate::register::descriptor::{Descriptor, Kind};
+use crate::probes::runtime::{counted, register, Site};
+use crate::probes::timer::{self, Count, ProbeGuard, Work};
+use crate::register::descriptor::{Descriptor, Kind, WORK_BYTES, WORK_FLOPS};
 use crate::select::filter::Key;
 
 /// A `tracing` subscriber that turns spans into probes. Install it once, after the profiler has
@@ -36,6 +47,24 @@ use crate::select::filter::Key;
 /// # #[cfg(feature = "tracing")]
 /// tracing::subscriber::set_global_default(profiler_core::TracingBridge::new())
 ///     .expect("no other subscriber is installed");
+/// ```
+///
+/// A span's fields named `layer` and `phase` (strings) give its probe's layer and phase; fields
+/// named `flops` and `bytes` (numbers: integers or floats, counted as the keys of
+/// [`#[profiled]`](crate::profiled) count them) give the work of each run, as those keys do.
+/// Their values are read when the span is entered, so a span made once can record new ones
+/// before each entry (a field never given a number counts 0):
+///
+/// ```no_run
+/// let (m, n, k) = (64u64, 256u64, 128u64);
+/// let span = tracing::trace_span!(
+///     "matmul",
+///     layer = "mlp",
+///     flops = 2 * m * n * k,
+///     bytes = tracing::field::Empty, // recorded below
+/// );
+/// span.record("bytes", 4 * (m * k + k * n + m * n));
+/// let _entered = span.enter(); // one run, with its FLOPs and bytes when armed
 /// ```
 #[derive(Debug, Default)]
 pub struct TracingBridge {
@@ -76,6 +105,12 @@ fn has_keys(meta: &Metadata<'_>) -> bool {
     meta.fields().field("layer").is_some() || meta.fields().field("phase").is_some()
 }
 
+/// The work bits of a callsite: from its fields named `flops` and `bytes`.
+fn work_bits(meta: &Metadata<'_>) -> u8 {
+    let has = |name| meta.fields().field(name).is_some();
+    (if has("flops") { WORK_FLOPS } else { 0 }) | (if has("bytes") { WORK_BYTES } else { 0 })
+}
+
 fn site<'a>(meta: &'a Metadata<'a>, layer: Option<&'a str>, phase: Option<&'a str>) -> Site<'a> {
     Site {
         kind: Kind::Span,
@@ -85,6 +120,83 @@ fn site<'a>(meta: &'a Metadata<'a>, layer: Option<&'a str>, phase: Option<&'a st
         phase,
         file: meta.file().unwrap_or("<unknown>"),
         line: meta.line().unwrap_or(0),
+        work: work_bits(meta),
+    }
+}
+
+/// The low bit of a span id that points to a [`Counted`] rather than to a descriptor (both are
+/// at least 8-byte aligned, so the bit is free in either).
+const COUNTED: u64 = 1;
+
+const _: () = assert!(std::mem::align_of::<Descriptor>() > 1);
+const _: () = assert!(std::mem::align_of::<Counted>() > 1);
+
+/// A span that counts its work: its probe and the values of its `flops` and `bytes` fields
+/// (0 for one not given), shared by its handles (`clone_span`) and freed by the last
+/// `try_close`. Atomic: a span may be recorded on one thread and entered on another.
+#[derive(Debug)]
+struct Counted {
+    desc: &'static Descriptor,
+    flops: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Counted {
+    /// The `Counted` an id made by [`Counted::open`] points to.
+    ///
+    /// # Safety
+    /// `id` carries [`COUNTED`] and came from `open`, and its span has not been closed (tracing
+    /// hands a subscriber only ids of spans that are alive).
+    unsafe fn of<'a>(id: u64) -> &'a Counted {
+        // SAFETY: as the caller promises, the address is that of a live `Arc<Counted>`.
+        unsafe { &*((id & !COUNTED) as *const Counted) }
+    }
+
+    /// A new span of `desc` that counts work, its values from `attrs`: its id.
+    fn open(desc: &'static Descriptor, attrs: &Attributes<'_>) -> Id {
+        let counted = Counted {
+            desc,
+            flops: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        };
+        attrs.record(&mut &counted);
+        Id::from_u64(Arc::into_raw(Arc::new(counted)) as u64 | COUNTED)
+    }
+}
+
+/// Reads the `flops` and `bytes` fields of a counting span (numbers, counted as the keys of
+/// `#[profiled]` count them; any other value is ignored).
+impl Visit for &Counted {
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.set(field, value.count());
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.set(field, value.count());
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.set(field, value.count());
+    }
+
+    fn record_u128(&mut self, field: &Field, value: u128) {
+        self.set(field, value.count());
+    }
+
+    fn record_i128(&mut self, field: &Field, value: i128) {
+        self.set(field, value.count());
+    }
+
+    fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+}
+
+impl Counted {
+    fn set(&self, field: &Field, count: u64) {
+        match field.name() {
+            "flops" => self.flops.store(count, Relaxed),
+            "bytes" => self.bytes.store(count, Relaxed),
+            _ => {}
+        }
     }
 }
 
@@ -245,11 +357,41 @@ impl Subscriber for TracingBridge {
                 }
             }
         };
+        if desc.info.work != 0 {
+            return Counted::open(desc, attrs);
+        }
         // A descriptor is leaked for the process: its address is a stable, non-zero id.
         Id::from_u64(desc as *const Descriptor as u64)
     }
 
-    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        let id = span.into_u64();
+        if id & COUNTED != 0 {
+            // SAFETY: an id with the tag came from `Counted::open`, and tracing records only
+            // spans that are alive.
+            values.record(&mut unsafe { Counted::of(id) });
+        }
+    }
+
+    fn clone_span(&self, span: &Id) -> Id {
+        let id = span.into_u64();
+        if id & COUNTED != 0 {
+            // SAFETY: as in `record`; the new handle holds one more count.
+            unsafe { Arc::increment_strong_count((id & !COUNTED) as *const Counted) };
+        }
+        span.clone()
+    }
+
+    fn try_close(&self, span: Id) -> bool {
+        let id = span.into_u64();
+        if id & COUNTED == 0 {
+            return false; // a descriptor lives for the process
+        }
+        // SAFETY: as in `record`; this handle's count is given back (one `try_close` per
+        // `new_span` or `clone_span`), and the last one frees it.
+        let counted = unsafe { Arc::from_raw((id & !COUNTED) as *const Counted) };
+        Arc::into_inner(counted).is_some()
+    }
 
     fn record_follows_from(&self, _: &Id, _: &Id) {}
 
@@ -257,23 +399,14 @@ impl Subscriber for TracingBridge {
 
     fn enter(&self, span: &Id) {
         let id = span.into_u64();
-        // SAFETY: every id this subscriber hands out is the address of a leaked,
-        // never freed descriptor (`new_span`), and tracing gives a subscriber only its own ids.
-        let desc: &'static Descriptor = unsafe { &*(id as *const Descriptor) };
-        let guard = crate::probes::timer::enter(desc);
-        if guard.is_recording() {
-            // In a thread-local's destructor `OPEN` may be gone: the span is then not
-            // measured (never a panic, which there would abort the program).
-            let mut guard = Some(guard);
-            let _ = OPEN.try_with(|open| {
-                if let Some(guard) = guard.take() {
-                    open.borrow_mut().push((id, guard));
-                }
-            });
-            if let Some(guard) = guard {
-                guard.discard();
-            }
+        if id & COUNTED != 0 {
+            return enter_counted(id);
         }
+        // SAFETY: every id this subscriber hands out without the tag is the address of a
+        // leaked, never freed descriptor (`new_span`), and tracing gives a subscriber only its
+        // own ids.
+        let desc: &'static Descriptor = unsafe { &*(id as *const Descriptor) };
+        open(id, crate::probes::timer::enter(desc));
     }
 
     fn exit(&self, span: &Id) {
@@ -290,4 +423,40 @@ impl Subscriber for TracingBridge {
             .flatten();
         drop(guard);
     }
+}
+
+/// Keeps the guard of span `id` entered on this thread until its exit, if it measures.
+#[inline(always)]
+fn open(id: u64, guard: ProbeGuard) {
+    if guard.is_recording() {
+        // In a thread-local's destructor `OPEN` may be gone: the span is then not
+        // measured (never a panic, which there would abort the program).
+        let mut guard = Some(guard);
+        let _ = OPEN.try_with(|open| {
+            if let Some(guard) = guard.take() {
+                open.borrow_mut().push((id, guard));
+            }
+        });
+        if let Some(guard) = guard {
+            guard.discard();
+        }
+    }
+}
+
+/// Enters a span that counts its work: as `#[profiled]` with `flops`/`bytes` keys does, its
+/// values are read only when its event is armed.
+#[inline(never)]
+fn enter_counted(id: u64) {
+    // SAFETY: an id with the tag came from `Counted::open`, and tracing enters only spans that
+    // are alive.
+    let span = unsafe { Counted::of(id) };
+    let Some(state) = timer::active(span.desc) else {
+        return;
+    };
+    let work = if timer::is_armed(state) {
+        counted(span.flops.load(Relaxed), span.bytes.load(Relaxed))
+    } else {
+        Work::NONE
+    };
+    open(id, timer::enter_work(span.desc, state, &work));
 }

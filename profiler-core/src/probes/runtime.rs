@@ -2,16 +2,17 @@
 //! runtime probes and `tracing` spans share.
 //!
 //! A registration leaks one descriptor (and its strings) for the life of the process, as the
-//! annotations' statics live for it; the same (kind, module, name, layer, phase) registered again
-//! returns the same descriptor, so a wrapper built on every call leaks nothing more. A probe
+//! annotations' statics live for it; the same (kind, module, name, layer, phase, work keys)
+//! registered again returns the same descriptor, so a wrapper built on every call leaks nothing
+//! more. A probe
 //! registered while a session runs joins it if `PROF_FILTER` selects it: during warmup it is
 //! learned with the others, after warmup it is scheduled after them (as a probe first seen late).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use crate::probes::timer::ProbeGuard;
-use crate::register::descriptor::{Descriptor, Kind, StaticInfo};
+use crate::probes::timer::{self, Count, ProbeGuard, Work};
+use crate::register::descriptor::{Descriptor, Kind, StaticInfo, WORK_BYTES, WORK_FLOPS};
 
 /// A probe whose name is known only at run time: a layer in a list (`layers.0`, `layers.1`,
 /// ...), a module found by walking a model. It is listed by [`probes`](crate::probes) (kind
@@ -37,14 +38,90 @@ use crate::register::descriptor::{Descriptor, Kind, StaticInfo};
 /// At most `PROF_MAX_PROBES` probes (default 4096) take part in a run, those registered while
 /// it runs included; the ones past it cost one atomic load and a branch, and a warning names
 /// the first of them.
+///
+/// A probe that counts its work (the `flops` and `bytes` keys of `#[profiled]`) is registered
+/// with [`with_work`](RuntimeProbe::with_work) and entered with
+/// [`enter_work`](RuntimeProbe::enter_work) or [`measure_work`](RuntimeProbe::measure_work).
 #[derive(Clone, Copy, Debug)]
 pub struct RuntimeProbe {
     desc: &'static Descriptor,
 }
 
+/// Which work a [`RuntimeProbe`] counts: its `flops` and `bytes` keys, as on
+/// [`#[profiled]`](crate::profiled). Each sample of a probe with a key keeps its run's count
+/// (`work` in `prof.json`), and the reports show its FLOP/s, bytes/s and MFU.
+///
+/// ```
+/// use profiler_core::WorkKeys;
+/// assert_eq!(WorkKeys::BOTH, WorkKeys { flops: true, bytes: true });
+/// assert_eq!(WorkKeys::default(), WorkKeys::NONE);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct WorkKeys {
+    /// It counts floating-point operations (the `flops` key).
+    pub flops: bool,
+    /// It counts bytes moved (the `bytes` key).
+    pub bytes: bool,
+}
+
+impl WorkKeys {
+    /// No key: a probe that times only.
+    pub const NONE: WorkKeys = WorkKeys {
+        flops: false,
+        bytes: false,
+    };
+    /// Floating-point operations only.
+    pub const FLOPS: WorkKeys = WorkKeys {
+        flops: true,
+        bytes: false,
+    };
+    /// Bytes moved only.
+    pub const BYTES: WorkKeys = WorkKeys {
+        flops: false,
+        bytes: true,
+    };
+    /// Both.
+    pub const BOTH: WorkKeys = WorkKeys {
+        flops: true,
+        bytes: true,
+    };
+
+    /// [`StaticInfo::work`]'s bits for these keys.
+    pub(crate) fn bits(self) -> u8 {
+        (if self.flops { WORK_FLOPS } else { 0 }) | (if self.bytes { WORK_BYTES } else { 0 })
+    }
+}
+
 impl RuntimeProbe {
     /// Registers (or finds) the probe `name`, with an optional `layer` and `phase`.
     pub fn new(name: &str, layer: Option<&str>, phase: Option<&str>) -> RuntimeProbe {
+        RuntimeProbe::with_work(name, layer, phase, WorkKeys::NONE)
+    }
+
+    /// Registers (or finds) the probe `name`, with an optional `layer` and `phase`, that counts
+    /// the work `keys` names: each run's counts come from [`enter_work`](Self::enter_work) or
+    /// [`measure_work`](Self::measure_work).
+    ///
+    /// The keys are part of the probe's identity: `new("gemm", ..)` and
+    /// `with_work("gemm", .., WorkKeys::FLOPS)` are two probes (the second's id ends in `.2`).
+    ///
+    /// ```no_run
+    /// use profiler_core::{RuntimeProbe, WorkKeys};
+    ///
+    /// let (m, n, k) = (64usize, 256usize, 128usize);
+    /// let gemm = RuntimeProbe::with_work("layers.0.gemm", Some("block"), Some("fwd"), WorkKeys::BOTH);
+    /// let c = gemm.measure_work(
+    ///     || (2 * m * n * k, 4 * (m * k + k * n + m * n)), // FLOPs, bytes: only when armed
+    ///     || vec![0f32; m * n],                            // the product
+    /// );
+    /// # drop(c);
+    /// ```
+    pub fn with_work(
+        name: &str,
+        layer: Option<&str>,
+        phase: Option<&str>,
+        keys: WorkKeys,
+    ) -> RuntimeProbe {
         RuntimeProbe {
             desc: register(Site {
                 kind: Kind::Runtime,
@@ -54,8 +131,70 @@ impl RuntimeProbe {
                 phase,
                 file: "<runtime>",
                 line: 0,
+                work: keys.bits(),
             }),
         }
+    }
+
+    /// The work this probe counts (as registered).
+    pub fn work_keys(&self) -> WorkKeys {
+        WorkKeys {
+            flops: self.desc.info.work & WORK_FLOPS != 0,
+            bytes: self.desc.info.work & WORK_BYTES != 0,
+        }
+    }
+
+    /// [`enter`](Self::enter) for a probe that counts its work: `work` gives this run's
+    /// (FLOPs, bytes), any primitive integers or floats (as the `flops` and `bytes` keys take),
+    /// and is called only when this probe's event is armed in this iteration (`sample` mode
+    /// after warmup), before the start mark: unarmed, this costs what `enter` costs, one load
+    /// and a branch. A count for a key the probe was not registered with is dropped.
+    /// [`enter`](Self::enter) and [`measure`](Self::measure) on such a probe count 0.
+    ///
+    /// ```no_run
+    /// use profiler_core::{RuntimeProbe, WorkKeys};
+    ///
+    /// let copy = RuntimeProbe::with_work("copy", Some("io"), None, WorkKeys::BYTES);
+    /// let src = vec![1u8; 1 << 20];
+    /// let _p = copy.enter_work(|| (0, 2 * src.len())); // read and written; no FLOPs
+    /// let dst = src.clone();
+    /// # drop(dst);
+    /// ```
+    #[inline]
+    pub fn enter_work<F: Count, B: Count>(&self, work: impl FnOnce() -> (F, B)) -> ProbeGuard {
+        match timer::active(self.desc) {
+            None => ProbeGuard::inert(),
+            Some(state) => {
+                let work = if timer::is_armed(state) {
+                    let (flops, bytes) = work();
+                    counted(flops.count(), bytes.count())
+                } else {
+                    Work::NONE
+                };
+                timer::enter_work(self.desc, state, &work)
+            }
+        }
+    }
+
+    /// Measures one call of `f`, counting the work `work` gives (see
+    /// [`enter_work`](Self::enter_work)).
+    ///
+    /// ```no_run
+    /// use profiler_core::{RuntimeProbe, WorkKeys};
+    ///
+    /// let dot = RuntimeProbe::with_work("dot", None, None, WorkKeys::BOTH);
+    /// let (a, b) = (vec![1.0f64; 4096], vec![2.0f64; 4096]);
+    /// let d: f64 = dot.measure_work(|| (2 * a.len(), 16 * a.len()), || a.iter().zip(&b).map(|(x, y)| x * y).sum());
+    /// # drop(d);
+    /// ```
+    #[inline]
+    pub fn measure_work<T, F: Count, B: Count>(
+        &self,
+        work: impl FnOnce() -> (F, B),
+        f: impl FnOnce() -> T,
+    ) -> T {
+        let _guard = self.enter_work(work);
+        f()
     }
 
     /// Starts a measurement that lasts until the guard is dropped (when this probe is armed;
@@ -87,21 +226,44 @@ pub(crate) struct Site<'a> {
     pub phase: Option<&'a str>,
     pub file: &'a str,
     pub line: u32,
+    /// [`StaticInfo::work`]: which work its runs count.
+    pub work: u8,
 }
 
-type SiteKey = (&'static str, String, String, Option<String>, Option<String>);
+/// A run's work as `prof.json` keeps it: these counts, and [`Work::NONE`]'s "not given" for
+/// the rest (a runtime probe or a span has no `shape` key).
+#[inline(always)]
+pub(crate) fn counted(flops: u64, bytes: u64) -> Work {
+    Work {
+        flops,
+        bytes,
+        ..Work::NONE
+    }
+}
+
+type SiteKey = (
+    &'static str,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    u8,
+);
 
 /// Registers `site` (or returns its descriptor if it is registered already).
 pub(crate) fn register(site: Site<'_>) -> &'static Descriptor {
     static INTERNED: OnceLock<Mutex<HashMap<SiteKey, &'static Descriptor>>> = OnceLock::new();
     // Keyed by the names as given: two names that differ only in characters a filter cannot
-    // hold (`a b`, `a_b`) are two probes, and the registry gives the second id a `.2`.
+    // hold (`a b`, `a_b`) are two probes, and the registry gives the second id a `.2`. The work
+    // keys are part of the key: the plan reserves work storage by the descriptor's bits, so a
+    // probe that counts and one that does not cannot share one.
     let key: SiteKey = (
         site.kind.as_str(),
         site.module.to_owned(),
         site.name.to_owned(),
         site.layer.map(str::to_owned),
         site.phase.map(str::to_owned),
+        site.work,
     );
     let mut interned = crate::sync::lock(INTERNED.get_or_init(Default::default));
     if let Some(desc) = interned.get(&key) {
@@ -116,7 +278,7 @@ pub(crate) fn register(site: Site<'_>) -> &'static Descriptor {
         module: leak(&clean(site.module)),
         file: leak(site.file),
         line: site.line,
-        work: 0,
+        work: site.work,
         anchor: no_anchor,
     })));
     interned.insert(key, desc);

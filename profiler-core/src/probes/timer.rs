@@ -262,7 +262,15 @@ pub fn is_armed(state: u32) -> bool {
 
 /// A number a `flops` or `bytes` key may give: any primitive integer or float. Negative values
 /// count as 0; a float is rounded down; values past `u64::MAX - 1` saturate there (the last
-/// value stands for "not given").
+/// value stands for "not given"). What [`RuntimeProbe::enter_work`](crate::RuntimeProbe::enter_work)'s
+/// closure returns.
+///
+/// ```
+/// use profiler_core::Count;
+/// assert_eq!(Count::count(-3i32), 0);
+/// assert_eq!(Count::count(2.9f64), 2);
+/// assert_eq!(Count::count(6usize), 6);
+/// ```
 #[diagnostic::on_unimplemented(
     message = "a `flops` or `bytes` key counts with an integer or a float, not `{Self}`",
     label = "not a number"
@@ -282,7 +290,20 @@ macro_rules! count_unsigned {
         }
     )*};
 }
-count_unsigned!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize);
+count_unsigned!(u8, u16, u32, u64, u128, usize);
+
+macro_rules! count_signed {
+    ($($t:ty),*) => {$(
+        impl Count for $t {
+            #[inline(always)]
+            fn count(self) -> u64 {
+                // Negative: 0 (`try_from` would fail, and saturate it to the top).
+                u64::try_from(self.max(0)).unwrap_or(u64::MAX).min(NO_WORK - 1)
+            }
+        }
+    )*};
+}
+count_signed!(i8, i16, i32, i64, i128, isize);
 
 macro_rules! count_float {
     ($($t:ty),*) => {$(
