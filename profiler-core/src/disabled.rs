@@ -123,6 +123,16 @@ impl RuntimeProbe {
         ProbeGuard::inert()
     }
 
+    /// An inert guard; `work` is never called.
+    #[inline(always)]
+    pub fn enter_shaped<F: Count, B: Count, S: Shape>(
+        &self,
+        work: impl FnOnce() -> (F, B, S),
+    ) -> ProbeGuard {
+        let _ = work;
+        ProbeGuard::inert()
+    }
+
     /// Calls `f`; `work` is never called.
     #[inline(always)]
     pub fn measure_work<T, F: Count, B: Count>(
@@ -139,7 +149,7 @@ impl RuntimeProbe {
 ///
 /// ```
 /// use profiler_core::WorkKeys;
-/// assert_eq!(WorkKeys::BOTH, WorkKeys { flops: true, bytes: true });
+/// assert_eq!(WorkKeys::BOTH, WorkKeys { flops: true, bytes: true, shape: false });
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct WorkKeys {
@@ -147,6 +157,8 @@ pub struct WorkKeys {
     pub flops: bool,
     /// It counts bytes moved (the `bytes` key).
     pub bytes: bool,
+    /// It keeps each run's input shape (the `shape` key; [`RuntimeProbe::enter_shaped`]).
+    pub shape: bool,
 }
 
 impl WorkKeys {
@@ -154,21 +166,31 @@ impl WorkKeys {
     pub const NONE: WorkKeys = WorkKeys {
         flops: false,
         bytes: false,
+        shape: false,
     };
     /// Floating-point operations only.
     pub const FLOPS: WorkKeys = WorkKeys {
         flops: true,
         bytes: false,
+        shape: false,
     };
     /// Bytes moved only.
     pub const BYTES: WorkKeys = WorkKeys {
         flops: false,
         bytes: true,
+        shape: false,
     };
-    /// Both.
+    /// Both counts.
     pub const BOTH: WorkKeys = WorkKeys {
         flops: true,
         bytes: true,
+        shape: false,
+    };
+    /// Both counts and the input shape.
+    pub const ALL: WorkKeys = WorkKeys {
+        flops: true,
+        bytes: true,
+        shape: true,
     };
 }
 

@@ -369,7 +369,42 @@ fn shapes_split_samples_within_the_bound_and_are_not_timed() {
         .unwrap();
 }
 
-/// A busy loop on a real clock (one test binary with the others, to keep the suite's builds few).
+#[test]
+fn runtime_probes_keep_their_shapes() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let probe = RuntimeProbe::with_work("rt.shaped", Some("rtshape"), None, WorkKeys::ALL);
+    let _g = start(&clock, Mode::Sample, "layer=rtshape", "rt-shapes");
+    assert_eq!(probe.work_keys(), WorkKeys::ALL);
+    let mut iter = 0u64;
+    while !profiler_core::finished() && iter < 40 {
+        let m = if iter.is_multiple_of(2) { 8u64 } else { 16 };
+        {
+            let _p = probe.enter_shaped(|| (2 * m * 4, 4 * m, ([m, 4], [4u64, 4])));
+            clock.advance(m);
+        }
+        profiler_core::step();
+        iter += 1;
+    }
+    let p = profiler_core::snapshot().unwrap();
+    let e = event(&p, "rt.shaped");
+    let shapes = e.shapes.as_ref().expect("rt.shaped has shapes");
+    let named: Vec<&str> = shapes
+        .sample_shapes
+        .iter()
+        .map(|k| shapes.values[k.unwrap() as usize].as_str())
+        .collect();
+    let want: Vec<&str> = e
+        .samples_ns
+        .iter()
+        .map(|&ns| if ns == 8 { "8x4, 4x4" } else { "16x4, 4x4" })
+        .collect();
+    assert_eq!(named, want);
+    let flops: Vec<u64> = e.samples_ns.iter().map(|ns| 8 * ns).collect();
+    assert_eq!(e.work.as_ref().unwrap().flops.as_deref(), Some(&flops[..]));
+}
+
+// A busy loop on a real clock (one test binary with the others, to keep the suite's builds few).
 mod rate {
     //! A busy loop of known work gets its rates right, on a real clock, whatever the machine's load.
     //!

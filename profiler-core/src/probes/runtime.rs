@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use crate::probes::timer::{self, Count, ProbeGuard, Work};
-use crate::register::descriptor::{Descriptor, Kind, StaticInfo, WORK_BYTES, WORK_FLOPS};
+use crate::register::descriptor::{
+    Descriptor, Kind, StaticInfo, WORK_BYTES, WORK_FLOPS, WORK_SHAPE,
+};
 
 /// A probe whose name is known only at run time: a layer in a list (`layers.0`, `layers.1`,
 /// ...), a module found by walking a model. It is listed by [`probes`](crate::probes) (kind
@@ -53,7 +55,7 @@ pub struct RuntimeProbe {
 ///
 /// ```
 /// use profiler_core::WorkKeys;
-/// assert_eq!(WorkKeys::BOTH, WorkKeys { flops: true, bytes: true });
+/// assert_eq!(WorkKeys::BOTH, WorkKeys { flops: true, bytes: true, shape: false });
 /// assert_eq!(WorkKeys::default(), WorkKeys::NONE);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -62,6 +64,8 @@ pub struct WorkKeys {
     pub flops: bool,
     /// It counts bytes moved (the `bytes` key).
     pub bytes: bool,
+    /// It keeps each run's input shape (the `shape` key; [`RuntimeProbe::enter_shaped`]).
+    pub shape: bool,
 }
 
 impl WorkKeys {
@@ -69,26 +73,38 @@ impl WorkKeys {
     pub const NONE: WorkKeys = WorkKeys {
         flops: false,
         bytes: false,
+        shape: false,
     };
     /// Floating-point operations only.
     pub const FLOPS: WorkKeys = WorkKeys {
         flops: true,
         bytes: false,
+        shape: false,
     };
     /// Bytes moved only.
     pub const BYTES: WorkKeys = WorkKeys {
         flops: false,
         bytes: true,
+        shape: false,
     };
-    /// Both.
+    /// Both counts.
     pub const BOTH: WorkKeys = WorkKeys {
         flops: true,
         bytes: true,
+        shape: false,
+    };
+    /// Both counts and the input shape.
+    pub const ALL: WorkKeys = WorkKeys {
+        flops: true,
+        bytes: true,
+        shape: true,
     };
 
     /// [`StaticInfo::work`]'s bits for these keys.
     pub(crate) fn bits(self) -> u8 {
-        (if self.flops { WORK_FLOPS } else { 0 }) | (if self.bytes { WORK_BYTES } else { 0 })
+        (if self.flops { WORK_FLOPS } else { 0 })
+            | (if self.bytes { WORK_BYTES } else { 0 })
+            | (if self.shape { WORK_SHAPE } else { 0 })
     }
 }
 
@@ -141,6 +157,7 @@ impl RuntimeProbe {
         WorkKeys {
             flops: self.desc.info.work & WORK_FLOPS != 0,
             bytes: self.desc.info.work & WORK_BYTES != 0,
+            shape: self.desc.info.work & WORK_SHAPE != 0,
         }
     }
 
@@ -168,6 +185,41 @@ impl RuntimeProbe {
                 let work = if timer::is_armed(state) {
                     let (flops, bytes) = work();
                     counted(flops.count(), bytes.count())
+                } else {
+                    Work::NONE
+                };
+                timer::enter_work(self.desc, state, &work)
+            }
+        }
+    }
+
+    /// [`enter_work`](Self::enter_work) for a probe that keeps its runs' input shapes too
+    /// (registered with `shape: true` in its [`WorkKeys`]): `work` gives (FLOPs, bytes, shape),
+    /// the shape anything the `shape` key takes ([`Shape`](crate::Shape): integers, slices,
+    /// arrays, `Vec`s and tuples of them), called only when armed, as for `enter_work`. The
+    /// reports split the probe's events by shape.
+    ///
+    /// ```no_run
+    /// use profiler_core::{RuntimeProbe, WorkKeys};
+    ///
+    /// let matmul = RuntimeProbe::with_work("layers.0.matmul", Some("block"), None, WorkKeys::ALL);
+    /// let (m, n, k) = (32usize, 64usize, 16usize);
+    /// let _p = matmul.enter_shaped(|| (2 * m * n * k, 4 * (m * k + k * n + m * n), ([m, k], [k, n])));
+    /// ```
+    #[inline]
+    pub fn enter_shaped<F: Count, B: Count, S: crate::Shape>(
+        &self,
+        work: impl FnOnce() -> (F, B, S),
+    ) -> ProbeGuard {
+        match timer::active(self.desc) {
+            None => ProbeGuard::inert(),
+            Some(state) => {
+                let work = if timer::is_armed(state) {
+                    let (flops, bytes, shape) = work();
+                    Work {
+                        shape: timer::shape_of(&shape),
+                        ..counted(flops.count(), bytes.count())
+                    }
                 } else {
                     Work::NONE
                 };
