@@ -13,7 +13,9 @@
 //! Every probe around a linear layer counts its matmul's FLOPs and bytes (`work.rs`): `Input`
 //! and `Head` with the `flops` and `bytes` keys, each block's `Timed` probe through
 //! `RuntimeProbe::with_work`, and the `linear` span through its `flops` and `bytes` fields. The
-//! norm, the activations, the loss, backward and the update count nothing.
+//! norm, the activations, the loss, backward and the update count nothing. `Input` and `Head`
+//! also give their `shape` (the input's dims and the weights'), which `prof report` lists per
+//! event.
 
 use candle_core::backprop::GradStore;
 use candle_core::{Device, Result, Tensor};
@@ -45,7 +47,8 @@ impl Module for Input {
         phase = "fwd",
         stream = crate::gpu::stream(xs.device()),
         flops = LinearWork::of(xs, &self.linear).flops,
-        bytes = LinearWork::of(xs, &self.linear).bytes
+        bytes = LinearWork::of(xs, &self.linear).bytes,
+        shape = (xs.dims(), self.linear.weight().dims())
     )]
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
         self.linear.forward(xs)?.relu()
@@ -86,7 +89,8 @@ impl Module for Head {
         phase = "fwd",
         stream = crate::gpu::stream(xs.device()),
         flops = LinearWork::of(xs, &self.linear).flops,
-        bytes = LinearWork::of(xs, &self.linear).bytes
+        bytes = LinearWork::of(xs, &self.linear).bytes,
+        shape = (xs.dims(), self.linear.weight().dims())
     )]
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
         self.linear.forward(xs)

@@ -213,6 +213,10 @@ mod profiled {
         // the runtime probes of (b) (`--inputs 32 --hidden 64 --classes 8`); nothing else.
         assert_work(input, linear_work(32, 64));
         assert_work(head, linear_work(64, 8));
+        // Their `shape` keys: the input's dims and the weights' ([out, in]), one shape each.
+        for (e, shape) in [(input, "32x32, 64x32"), (head, "32x64, 8x64")] {
+            assert_eq!(e["shapes"]["values"], serde_json::json!([shape]), "{e}");
+        }
         for e in &blocks {
             assert_work(e, linear_work(64, 64));
         }
