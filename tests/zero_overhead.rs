@@ -85,12 +85,16 @@ fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/zero-overhead")
 }
 
-/// Builds the fixture in release mode, with or without `enable`, into its own target directory.
+/// Builds the fixture in release mode, with or without `enable`. Both builds share one target
+/// directory, so that the dependencies they have in common (the macros' `syn`, `inventory`, ...)
+/// are built once; each build's binary is read before the other build may start, and replace
+/// it.
 fn build(enable: bool) -> Built {
+    // One build (and the read of its binary) at a time.
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     let label = if enable { "enabled" } else { "disabled" };
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("zero-overhead")
-        .join(label);
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("zero-overhead");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.arg("build")

@@ -143,19 +143,25 @@ mod profiled {
         assert_eq!(e["work"]["bytes"], serde_json::json!(vec![bytes; 3]), "{e}");
     }
 
-    /// The `prof` binary of profiler-cli, built now for the profile this test was built in
-    /// (a no-op when it is up to date).
+    /// The `prof` binary of profiler-cli for the profile this test was built in, built now only
+    /// when it is missing (as the root tests' `common::prof` does): `cargo test --workspace`
+    /// has built it already, and a `cargo build -p profiler-cli` resolves the features of the
+    /// shared dependencies for that package alone, which rebuilt them (about 20 s of a fresh
+    /// clone's test run).
     fn prof_binary() -> PathBuf {
         let exe = std::env::current_exe().unwrap();
         let profile_dir = exe.parent().unwrap().parent().unwrap();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-q", "-p", "profiler-cli", "--bin", "prof"]);
-        if profile_dir.ends_with("release") {
-            cmd.arg("--release");
+        let path = profile_dir.join(format!("prof{}", std::env::consts::EXE_SUFFIX));
+        if !path.exists() {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args(["build", "-q", "-p", "profiler-cli", "--bin", "prof"]);
+            if profile_dir.ends_with("release") {
+                cmd.arg("--release");
+            }
+            assert!(cmd.status().unwrap().success(), "building prof failed");
         }
-        assert!(cmd.status().unwrap().success(), "building prof failed");
-        profile_dir.join(format!("prof{}", std::env::consts::EXE_SUFFIX))
+        path
     }
 
     /// (a) and (b): the annotated modules and the runtime-named blocks, each measured; the
