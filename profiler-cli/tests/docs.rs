@@ -45,8 +45,9 @@ fn stdout_of(out: &Output) -> String {
 
 /// The entries of a help text's section (`Commands:`, `Options:`), up to the next blank line,
 /// one per command or option: a line indented deeper than the section's first that does not
-/// start a new option (`--...`) continues the entry before it (clap wraps long help when the
-/// build has its `wrap_help` feature, which another crate of the workspace may turn on).
+/// start a new option (`--...` at most 4 columns deeper) continues the entry before it (clap
+/// wraps long help when the build has its `wrap_help` feature, which another crate of the
+/// workspace may turn on).
 fn section(help: &str, title: &str) -> Vec<String> {
     let lines: Vec<&str> = help
         .lines()
@@ -59,7 +60,13 @@ fn section(help: &str, title: &str) -> Vec<String> {
     let mut entries: Vec<String> = Vec::new();
     for line in lines {
         match entries.last_mut() {
-            Some(last) if indent(line) > first && !line.trim_start().starts_with('-') => {
+            // An option without a short form (`      --seconds`) sits 4 columns deeper than one
+            // with (`  -o, --output`); deeper still, a line is wrapped text, even when it starts
+            // with `--` (`--device cuda ...` in a command's summary).
+            Some(last)
+                if indent(line) > first
+                    && (!line.trim_start().starts_with('-') || indent(line) > first + 4) =>
+            {
                 last.push(' ');
                 last.push_str(line.trim());
             }
