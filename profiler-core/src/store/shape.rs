@@ -7,8 +7,8 @@
 /// keeps its first [`MAX_DIMS`] and is marked as cut (`…` where it is written).
 pub const MAX_DIMS: usize = 8;
 
-/// A run's shape as the hot path keeps it: up to [`MAX_DIMS`] numbers, grouped in lists (one per
-/// input: `32x512, 512x1024`).
+/// A run's shape as the hot path keeps it: up to 8 numbers, grouped in lists (one per input:
+/// `32x512, 512x1024`).
 ///
 /// Filled by a [`Shape`] value through [`push`](Dims::push) and [`end`](Dims::end); read on the
 /// cold path.
@@ -81,7 +81,7 @@ impl Dims {
     }
 
     /// The shape as `prof.json` writes it: each list's numbers joined by `x`, the lists by
-    /// `, `, and `…` after a shape cut at [`MAX_DIMS`] numbers; `()` for a shape with no
+    /// `, `, and `…` after a shape cut at 8 numbers; `()` for a shape with no
     /// number (a key whose value had none, such as an empty slice).
     pub fn render(&self) -> String {
         let kept = (self.len as usize).min(MAX_DIMS);
