@@ -5,7 +5,8 @@
 #
 # It builds with `cuda`, runs the hardware tests (profiler-core/tests/cuda_hw.rs), the CUDA example
 # (examples/cuda_mlp.rs, two streams) and the candle example (model on GPU 0, probes on candle's
-# stream) with PROF_KERNELS=1 and PROF_NVTX=1, and checks what they wrote (scripts/gpu_check.py):
+# stream) with PROF_KERNELS=1 and PROF_NVTX=1, and `prof peak --device cuda` (the GPU's peak by
+# cuBLAS and a device copy), and checks what they wrote (scripts/gpu_check.py):
 # every event on a stream has GPU times, all positive and within the run's wall clock, no lost
 # samples, kernels attributed to it on its own stream in (nearly) every sample, device memory in use
 # at every step and around every sample, within the GPU's memory; `prof trace` draws
@@ -80,7 +81,8 @@ mkdir -p "$out" || environment "cannot create $out"
 say "build with cuda (release)"
 cargo build --release --features cuda --example cuda_mlp ||
   environment "the CUDA example did not build"
-cargo build --release -p profiler-cli || environment "prof did not build"
+# prof with its own `cuda` feature: `prof peak --device cuda` (everything else is the same).
+cargo build --release -p profiler-cli --features cuda || environment "prof did not build"
 prof=target/release/prof
 candle=
 if [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/nvcc" ]; then
@@ -153,6 +155,38 @@ run cuda_mlp 2 target/release/examples/cuda_mlp
 if [ -n "$candle" ]; then
   run candle 1 "$candle" --iters 400
 fi
+
+# --- The GPU's peak: prof peak --device cuda ------------------------------------------------------
+# cuBLAS's GEMM (bf16, then f32) and a device copy, each product checked by prof itself; here,
+# that it ran, wrote a peak.json, and that its figures are positive and below what any GPU does.
+say "prof peak --device cuda (cuBLAS GEMM and device copy)"
+for dtype in bf16 f32; do
+  peak="$out/peak-$dtype.json"
+  rm -f "$peak"
+  if "$prof" peak --device cuda --dtype "$dtype" --seconds 2 -o "$peak" >"$out/peak-$dtype.log" 2>&1; then
+    cat "$out/peak-$dtype.log"
+    if python3 - "$peak" "$dtype" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+flops, bytes_ = p.get("flops") or 0, p.get("bytes") or 0
+# Bounds no GPU of 2026 reaches: 10 PFLOP/s dense, 20 TB/s of memory bandwidth.
+ok = p.get("source") == "measured" and 0 < flops < 1e16 and 0 < bytes_ < 2e13
+print(f"  peak {sys.argv[2]}: {flops / 1e12:.1f} TFLOP/s, {bytes_ / 1e9:.0f} GB/s")
+sys.exit(0 if ok else 1)
+PY
+    then
+      ok "prof peak --device cuda --dtype $dtype: a measured peak.json with plausible figures"
+    else
+      mismatch "prof peak --device cuda --dtype $dtype: implausible figures in $peak"
+    fi
+  elif grep -q 'cuBLAS could not be loaded' "$out/peak-$dtype.log"; then
+    cannot "prof peak --device cuda ($(cat "$out/peak-$dtype.log"))"
+    break
+  else
+    cat "$out/peak-$dtype.log"
+    mismatch "prof peak --device cuda --dtype $dtype failed (log: $out/peak-$dtype.log)"
+  fi
+done
 
 # --- NVTX ranges, seen by Nsight Systems ------------------------------------------------------------
 say "NVTX ranges in an Nsight Systems capture of cuda_mlp"
