@@ -192,6 +192,27 @@ fn an_event_with_shapes_is_split_by_shape_in_report_and_trace() {
     assert_eq!(counts.iter().sum::<u64>(), n as u64);
     assert_eq!(counts[2], (n / 5) as u64);
 
+    // CSV: one `shape` row per shape, its samples and its own rate.
+    let out = prof(&["report", f, "--format", "csv"]);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |h: &str| header.iter().position(|x| *x == h).unwrap();
+    let shape_rows: Vec<Vec<String>> = csv
+        .lines()
+        .filter(|l| l.starts_with("shape,"))
+        .map(|l| split_csv(l))
+        .collect();
+    assert_eq!(shape_rows.len(), 3, "{csv}");
+    assert_eq!(shape_rows[0][col("shape")], "32x512, 512x1024");
+    assert_eq!(shape_rows[2][col("shape")], "others");
+    assert_eq!(shape_rows[2][col("events")], "3");
+    assert_eq!(shape_rows[0][col("flops_per_s")], "2000000000");
+    let samples: u64 = shape_rows
+        .iter()
+        .map(|r| r[col("samples")].parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(samples, n as u64);
+
     let out = prof(&["report", f, "--format", "markdown"]);
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(md.contains("| 32x512, 512x1024 |"), "{md}");
@@ -213,4 +234,18 @@ fn an_event_with_shapes_is_split_by_shape_in_report_and_trace() {
             .all(|s| s.starts_with("32x512, 512x1024 (") && s.contains("; 3 other shapes (")),
         "{shapes:?}"
     );
+}
+
+/// The fields of one CSV line (quoted fields may hold commas).
+fn split_csv(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => fields.push(String::new()),
+            c => fields.last_mut().unwrap().push(c),
+        }
+    }
+    fields
 }

@@ -446,6 +446,14 @@ pub const EVENT_COLUMNS: &[Column] = &[
         cell: |_, _| String::new(),
     },
     Column {
+        report: None,
+        summary: None,
+        csv: Some("shape"),
+        json: None,
+        family: Family::Base,
+        cell: |_, _| String::new(),
+    },
+    Column {
         report: Some("alloc"),
         summary: Some("alloc"),
         csv: Some("alloc_bytes"),

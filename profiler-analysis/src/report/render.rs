@@ -531,6 +531,60 @@ fn device_rows_csv(report: &Report, headers: &[&str]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The `shape` rows: per event with a `shape` key, one per shape of its table (and `others`),
+/// with the event's identity, the shape, its samples, median, p90 and, with work, its rates.
+fn shape_rows_csv(report: &Report, headers: &[&str]) -> Vec<Vec<String>> {
+    let at = |header: &str| headers.iter().position(|h| *h == header);
+    let mut rows = Vec::new();
+    for e in &report.events {
+        for s in &e.shapes {
+            let mut cells = vec![String::new(); headers.len()];
+            let mut set = |header: &str, value: String| {
+                if let Some(i) = at(header) {
+                    cells[i] = value;
+                }
+            };
+            let id = &e.identity;
+            set("row_type", "shape".to_owned());
+            set("order", e.order.to_string());
+            set("id", text::csv_field(&id.id));
+            set("name", text::csv_field(&id.name));
+            set("layer", text::csv_field(id.layer.as_deref().unwrap_or("")));
+            set("phase", text::csv_field(id.phase.as_deref().unwrap_or("")));
+            set("occurrence", id.occurrence.to_string());
+            set("samples", s.samples.to_string());
+            set("median_ns", num(s.median_ns, 3));
+            set("p90_ns", num(s.p90_ns, 3));
+            set("shape", text::csv_field(&s.shape));
+            set("events", s.shapes.to_string());
+            if let Some(w) = &s.work {
+                let rate =
+                    |r: Option<profiler_tables::work::Rate>,
+                     pick: fn(&profiler_tables::work::Rate) -> f64| {
+                        r.map_or_else(String::new, |r| num(pick(&r), 0))
+                    };
+                set("flops_per_s", rate(w.flops_per_s, |r| r.median));
+                set("flops_per_s_low", rate(w.flops_per_s, |r| r.low));
+                set("flops_per_s_high", rate(w.flops_per_s, |r| r.high));
+                set("bytes_per_s", rate(w.bytes_per_s, |r| r.median));
+                set("bytes_per_s_low", rate(w.bytes_per_s, |r| r.low));
+                set("bytes_per_s_high", rate(w.bytes_per_s, |r| r.high));
+                set(
+                    "intensity",
+                    w.intensity.map_or_else(String::new, |v| num(v, 6)),
+                );
+                set(
+                    "bound",
+                    w.bound.map_or_else(String::new, |b| b.as_str().to_owned()),
+                );
+                set("mfu", w.mfu.map_or_else(String::new, |v| num(v, 4)));
+            }
+            rows.push(cells);
+        }
+    }
+    rows
+}
+
 fn render_csv(report: &Report) -> String {
     let windows = report.windows.as_ref();
     let families = families(report, true);
@@ -548,6 +602,7 @@ fn render_csv(report: &Report) -> String {
             cells
         })
         .collect();
+    rows.extend(shape_rows_csv(report, &headers));
     rows.extend(report.groups.iter().map(|g| group_csv(g, width)));
     if let Some(w) = windows {
         rows.extend(window_csv(w, width));

@@ -727,12 +727,12 @@ fn continuous_mode_has_a_windows_section_in_every_format() {
             + 19
     );
     assert_eq!(
-        header[26..30],
+        header[27..31],
         ["window", "first_iteration", "baseline_window", "drift"]
     );
-    assert_eq!(header[30..32], ["drift_against", "drift_ratio"]);
-    assert_eq!(header[35..37], ["start_drift", "start_ratio"]);
-    assert_eq!(header[40..42], ["recent_past_drift", "recent_past_ratio"]);
+    assert_eq!(header[31..33], ["drift_against", "drift_ratio"]);
+    assert_eq!(header[36..38], ["start_drift", "start_ratio"]);
+    assert_eq!(header[41..43], ["recent_past_drift", "recent_past_ratio"]);
     let rows: Vec<Vec<String>> = csv.lines().skip(1).map(csv_split).collect();
     assert!(rows.iter().all(|r| r.len() == header.len()));
     let tb_event = rows
@@ -740,18 +740,18 @@ fn continuous_mode_has_a_windows_section_in_every_format() {
         .find(|r| r[0] == "event" && r[3] == "top_backward")
         .unwrap();
     assert_eq!(
-        (tb_event[29].as_str(), tb_event[30].as_str()),
+        (tb_event[30].as_str(), tb_event[31].as_str()),
         ("slower", "start")
     );
-    assert!(tb_event[31].parse::<f64>().unwrap() > 1.2);
-    assert_eq!(tb_event[35], "slower");
-    assert_eq!(tb_event[36], tb_event[31]);
-    assert_eq!(tb_event[40], "inconclusive");
+    assert!(tb_event[32].parse::<f64>().unwrap() > 1.2);
+    assert_eq!(tb_event[36], "slower");
+    assert_eq!(tb_event[37], tb_event[32]);
+    assert_eq!(tb_event[41], "inconclusive");
     // One window row per event and kept window, and per kept window for the iteration.
     let window_rows: Vec<&Vec<String>> = rows.iter().filter(|r| r[0] == "window").collect();
     assert_eq!(window_rows.len(), 26 * 11);
     assert_eq!(window_rows[0][2], "iteration");
-    let cells = |r: &Vec<String>| (r[26].clone(), r[27].clone(), r[28].clone());
+    let cells = |r: &Vec<String>| (r[27].clone(), r[28].clone(), r[29].clone());
     assert_eq!(
         cells(window_rows[0]),
         ("0".into(), "10".into(), "true".into())
@@ -1044,9 +1044,9 @@ fn device_memory_columns_and_lines_appear_with_device_figures_only() {
     assert!(rows.iter().all(|r| r.split(',').count() == width), "{csv}");
     let gemm_row = rows.iter().find(|r| r.contains(",gemm,")).unwrap();
     assert!(gemm_row.ends_with(",3670016,1048576,,,,,"), "{gemm_row}");
-    assert!(rows.contains(&"device,,,,,,,,,,,,,,,,,,,,,,,,,,,,0,4,1048576,4194304,4194304"));
+    assert!(rows.contains(&"device,,,,,,,,,,,,,,,,,,,,,,,,,,,,,0,4,1048576,4194304,4194304"));
     assert!(
-        rows.contains(&"device,,,,,,,,,,,,,,,,,,,,,,,,,,,,1,3,5368709120,7516192768,6442450944")
+        rows.contains(&"device,,,,,,,,,,,,,,,,,,,,,,,,,,,,,1,3,5368709120,7516192768,6442450944")
     );
 
     let json: serde_json::Value = serde_json::from_str(&render(&report, Format::Json)).unwrap();
