@@ -200,7 +200,7 @@ fn an_event_with_shapes_is_split_by_shape_in_report_and_trace() {
     let shape_rows: Vec<Vec<String>> = csv
         .lines()
         .filter(|l| l.starts_with("shape,"))
-        .map(|l| split_csv(l))
+        .map(split_csv)
         .collect();
     assert_eq!(shape_rows.len(), 3, "{csv}");
     assert_eq!(shape_rows[0][col("shape")], "32x512, 512x1024");
