@@ -211,11 +211,25 @@ fn spans_with_flops_and_bytes_fields_count_their_work() {
             let _entered = wordy.enter();
             clock().advance(1);
         }
+        {
+            // Its shape from two fields, the first recorded after creation: `m x 32`, m
+            // alternating between 8 and 16 (the span's time).
+            let m = if iter % 2 == 0 { 8u64 } else { 16 };
+            let shaped = tracing::trace_span!(
+                "shaped",
+                layer = "work",
+                shape.m = tracing::field::Empty,
+                shape.k = 32u64
+            );
+            shaped.record("shape.m", m);
+            let _entered = shaped.enter();
+            clock().advance(m);
+        }
         profiler_core::step();
         iter += 1;
         assert!(iter < 100);
     }
-    assert_eq!(iter, 2 + 6 * 3);
+    assert_eq!(iter, 2 + 7 * 3);
     let p = profiler_core::snapshot().unwrap();
     let scaled = |e: &profiler_core::format::Event, by: f64| -> Vec<u64> {
         e.samples_ns
@@ -249,6 +263,17 @@ fn spans_with_flops_and_bytes_fields_count_their_work() {
     assert_eq!(event(&p, "plain").work, None);
     let w = event(&p, "wordy").work.as_ref().unwrap();
     assert_eq!(w.flops, Some(vec![0; 3]));
+    // Shape fields: one list, in the fields' order, each sample its own.
+    let sh = event(&p, "shaped");
+    assert_eq!(sh.work, None);
+    let shapes = sh.shapes.as_ref().expect("shaped keeps its shapes");
+    let named: Vec<&str> = shapes
+        .sample_shapes
+        .iter()
+        .map(|k| shapes.values[k.unwrap() as usize].as_str())
+        .collect();
+    let want: Vec<String> = sh.samples_ns.iter().map(|ns| format!("{ns}x32")).collect();
+    assert_eq!(named, want);
     // prof.json carries it, and its checks accept it.
     let text = serde_json::to_string(&p).unwrap();
     profiler_core::format::parse_profile(text.as_bytes(), std::path::Path::new("spans.json"))

@@ -6,7 +6,8 @@
 //! With `--tracing`, profiler-core's bridge turns each selected span into a probe
 //! (`kind=span`, name = the span's name, layer and phase from its fields). The `linear` span's
 //! `flops` and `bytes` fields make its probe count the matmul's work, as the `flops` and `bytes`
-//! keys of `#[profiled]` do.
+//! keys of `#[profiled]` do, and its `shape.m`, `shape.k` and `shape.n` fields give the matmul's
+//! shape, as the `shape` key does.
 
 use candle_core::{Result, Tensor};
 use candle_nn::{LayerNorm, Linear, Module, VarBuilder};
@@ -34,7 +35,10 @@ impl TracedLinear {
                 layer,
                 phase = "fwd",
                 flops = Empty,
-                bytes = Empty
+                bytes = Empty,
+                shape.m = Empty,
+                shape.k = Empty,
+                shape.n = Empty
             ),
         })
     }
@@ -52,6 +56,10 @@ impl Module for TracedLinear {
             let work = self.work(xs);
             self.span.record("flops", work.flops);
             self.span.record("bytes", work.bytes);
+            let [m, k, n] = work.mkn;
+            self.span.record("shape.m", m);
+            self.span.record("shape.k", k);
+            self.span.record("shape.n", n);
         }
         let _enter = self.span.enter();
         self.inner.forward(xs)

@@ -16,6 +16,8 @@ pub struct LinearWork {
     pub flops: u64,
     /// The bytes of the inputs, the weights and bias, and the output.
     pub bytes: u64,
+    /// The matmul's `[m, k, n]`: rows of the input, inputs, outputs (the spans' shape fields).
+    pub mkn: [u64; 3],
 }
 
 impl LinearWork {
@@ -29,6 +31,7 @@ impl LinearWork {
         LinearWork {
             flops: 2 * m * n * k,
             bytes: size * (m * k + n * k + bias + m * n),
+            mkn: [m, k, n],
         }
     }
 

@@ -283,6 +283,12 @@ mod profiled {
                 // counts nothing.
                 if name == "linear" {
                     assert_work(e, linear_work(64, 64));
+                    // Its shape fields: the batch of 32 by 64 inputs, to 64 outputs.
+                    assert_eq!(
+                        e["shapes"]["values"],
+                        serde_json::json!(["32x64x64"]),
+                        "{e}"
+                    );
                 } else {
                     assert!(e.get("work").is_none(), "{e}");
                 }

@@ -21,7 +21,10 @@
 //! is the one kind that has data of its own: its values, from `new_span` and from any `record`
 //! before an entry, live in a reference-counted [`Counted`] that its id points to (tagged by the
 //! id's low bit), allocated by `new_span` and freed when its last handle closes. Entering it
-//! reads them only when its event is armed. Spans without those fields keep id = descriptor and
+//! reads them only when its event is armed. Numeric fields named `shape` or `shape.<anything>`
+//! (`shape.m = m, shape.k = k`) give the run's input shape the same way (the `shape` key of
+//! `#[profiled]`): one list of dimensions in the fields' order, at most 8 (`32x512x1024`).
+//! Spans without those fields keep id = descriptor and
 //! no per-span data; what they pay more is one test of the id's low bit at entry and one of the
 //! descriptor's work bits at creation.
 
@@ -37,7 +40,7 @@ use tracing_core::{Event, Metadata};
 
 use crate::probes::runtime::{counted, register, Site};
 use crate::probes::timer::{self, Count, ProbeGuard, Work};
-use crate::register::descriptor::{Descriptor, Kind, WORK_BYTES, WORK_FLOPS};
+use crate::register::descriptor::{Descriptor, Kind, WORK_BYTES, WORK_FLOPS, WORK_SHAPE};
 use crate::select::filter::Key;
 
 /// A `tracing` subscriber that turns spans into probes. Install it once, after the profiler has
@@ -105,10 +108,19 @@ fn has_keys(meta: &Metadata<'_>) -> bool {
     meta.fields().field("layer").is_some() || meta.fields().field("phase").is_some()
 }
 
-/// The work bits of a callsite: from its fields named `flops` and `bytes`.
+/// The work bits of a callsite: from its fields named `flops`, `bytes` and `shape` (or
+/// `shape.<anything>`).
 fn work_bits(meta: &Metadata<'_>) -> u8 {
     let has = |name| meta.fields().field(name).is_some();
-    (if has("flops") { WORK_FLOPS } else { 0 }) | (if has("bytes") { WORK_BYTES } else { 0 })
+    let shape = meta.fields().iter().any(|f| is_shape(f.name()));
+    (if has("flops") { WORK_FLOPS } else { 0 })
+        | (if has("bytes") { WORK_BYTES } else { 0 })
+        | (if shape { WORK_SHAPE } else { 0 })
+}
+
+/// Whether a field gives a dimension of the span's shape: `shape`, or `shape.<anything>`.
+fn is_shape(name: &str) -> bool {
+    name == "shape" || name.starts_with("shape.")
 }
 
 fn site<'a>(meta: &'a Metadata<'a>, layer: Option<&'a str>, phase: Option<&'a str>) -> Site<'a> {
@@ -139,7 +151,16 @@ struct Counted {
     desc: &'static Descriptor,
     flops: AtomicU64,
     bytes: AtomicU64,
+    /// The callsite's fields, to place a shape field among the others.
+    fields: &'static tracing_core::field::FieldSet,
+    /// The values of its shape fields, in their order (at most [`SHAPE_FIELDS`]).
+    dims: [AtomicU64; SHAPE_FIELDS],
+    /// How many shape fields the callsite has (0: none).
+    shape_fields: u8,
 }
+
+/// The most shape fields of a span that are kept (the `shape` key keeps 8 numbers).
+const SHAPE_FIELDS: usize = 8;
 
 impl Counted {
     /// The `Counted` an id made by [`Counted::open`] points to.
@@ -154,10 +175,23 @@ impl Counted {
 
     /// A new span of `desc` that counts work, its values from `attrs`: its id.
     fn open(desc: &'static Descriptor, attrs: &Attributes<'_>) -> Id {
+        let fields = attrs.metadata().fields();
+        let shape_fields = if desc.info.work & WORK_SHAPE != 0 {
+            fields
+                .iter()
+                .filter(|f| is_shape(f.name()))
+                .count()
+                .min(SHAPE_FIELDS) as u8
+        } else {
+            0
+        };
         let counted = Counted {
             desc,
             flops: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            fields,
+            dims: Default::default(),
+            shape_fields,
         };
         attrs.record(&mut &counted);
         Id::from_u64(Arc::into_raw(Arc::new(counted)) as u64 | COUNTED)
@@ -195,8 +229,28 @@ impl Counted {
         match field.name() {
             "flops" => self.flops.store(count, Relaxed),
             "bytes" => self.bytes.store(count, Relaxed),
+            name if self.shape_fields > 0 && is_shape(name) => {
+                let position = self
+                    .fields
+                    .iter()
+                    .filter(|f| is_shape(f.name()))
+                    .position(|f| f == *field);
+                if let Some(cell) = position.and_then(|k| self.dims.get(k)) {
+                    cell.store(count, Relaxed);
+                }
+            }
             _ => {}
         }
+    }
+
+    /// The span's shape: its shape fields' values, one list.
+    fn shape(&self) -> crate::store::shape::Dims {
+        let mut dims = crate::store::shape::Dims::EMPTY;
+        for cell in &self.dims[..self.shape_fields as usize] {
+            dims.push(cell.load(Relaxed));
+        }
+        dims.end();
+        dims
     }
 }
 
@@ -454,7 +508,10 @@ fn enter_counted(id: u64) {
         return;
     };
     let work = if timer::is_armed(state) {
-        counted(span.flops.load(Relaxed), span.bytes.load(Relaxed))
+        Work {
+            shape: span.shape(),
+            ..counted(span.flops.load(Relaxed), span.bytes.load(Relaxed))
+        }
     } else {
         Work::NONE
     };
