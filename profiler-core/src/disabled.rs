@@ -1,5 +1,7 @@
 //! The API of a build without `enable`: the same names, doing nothing, inlined away.
 
+use crate::{Count, WorkKeys};
+
 /// Measures nothing in this build: a zero-sized guard with the methods and auto traits
 /// (`Send`, `Sync`) of the enabled build's guard.
 #[must_use = "a probe measures until its guard is dropped; bind it with `let _p = probe!(..)`"]
@@ -144,110 +146,6 @@ impl RuntimeProbe {
         f()
     }
 }
-
-/// Which work a runtime probe counts, as in the enabled build (nothing is counted in this one).
-///
-/// ```
-/// use profiler_core::WorkKeys;
-/// assert_eq!(WorkKeys::BOTH, WorkKeys { flops: true, bytes: true, shape: false });
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct WorkKeys {
-    /// It counts floating-point operations (the `flops` key).
-    pub flops: bool,
-    /// It counts bytes moved (the `bytes` key).
-    pub bytes: bool,
-    /// It keeps each run's input shape (the `shape` key; [`RuntimeProbe::enter_shaped`]).
-    pub shape: bool,
-}
-
-impl WorkKeys {
-    /// No key: a probe that times only.
-    pub const NONE: WorkKeys = WorkKeys {
-        flops: false,
-        bytes: false,
-        shape: false,
-    };
-    /// Floating-point operations only.
-    pub const FLOPS: WorkKeys = WorkKeys {
-        flops: true,
-        bytes: false,
-        shape: false,
-    };
-    /// Bytes moved only.
-    pub const BYTES: WorkKeys = WorkKeys {
-        flops: false,
-        bytes: true,
-        shape: false,
-    };
-    /// Both counts.
-    pub const BOTH: WorkKeys = WorkKeys {
-        flops: true,
-        bytes: true,
-        shape: false,
-    };
-    /// Both counts and the input shape.
-    pub const ALL: WorkKeys = WorkKeys {
-        flops: true,
-        bytes: true,
-        shape: true,
-    };
-}
-
-/// A number a runtime probe's work may be counted in: any primitive integer or float, as in the
-/// enabled build (negative values count as 0, a float is rounded down, counts saturate at
-/// `u64::MAX - 1`), so that code that compiles in one build compiles in the other.
-///
-/// ```
-/// use profiler_core::Count;
-/// assert_eq!(Count::count(-3i32), 0);
-/// assert_eq!(Count::count(2.9f64), 2);
-/// ```
-#[diagnostic::on_unimplemented(
-    message = "a `flops` or `bytes` key counts with an integer or a float, not `{Self}`",
-    label = "not a number"
-)]
-pub trait Count {
-    /// The count as a `u64`.
-    fn count(self) -> u64;
-}
-
-macro_rules! count_unsigned {
-    ($($t:ty),*) => {$(
-        impl Count for $t {
-            #[inline(always)]
-            fn count(self) -> u64 {
-                u64::try_from(self).unwrap_or(u64::MAX).min(u64::MAX - 1)
-            }
-        }
-    )*};
-}
-count_unsigned!(u8, u16, u32, u64, u128, usize);
-
-macro_rules! count_signed {
-    ($($t:ty),*) => {$(
-        impl Count for $t {
-            #[inline(always)]
-            fn count(self) -> u64 {
-                // Negative: 0 (`try_from` would fail, and saturate it to the top).
-                u64::try_from(self.max(0)).unwrap_or(u64::MAX).min(u64::MAX - 1)
-            }
-        }
-    )*};
-}
-count_signed!(i8, i16, i32, i64, i128, isize);
-
-macro_rules! count_float {
-    ($($t:ty),*) => {$(
-        impl Count for $t {
-            #[inline(always)]
-            fn count(self) -> u64 {
-                (self.max(0.0) as u64).min(u64::MAX - 1)
-            }
-        }
-    )*};
-}
-count_float!(f32, f64);
 
 // The `shape` key's trait, the same file as in the enabled build, so that an implementation of
 // it for a tensor type compiles in both (this build never calls it).

@@ -124,6 +124,7 @@ mod select;
 
 mod register;
 pub use register::info::ProbeInfo;
+pub use register::work::{Count, WorkKeys};
 
 mod instrument;
 pub use instrument::alloc::Alloc;
@@ -173,8 +174,8 @@ mod enabled_api {
     use crate::instrument::device::Device;
     #[cfg(feature = "tracing")]
     pub use crate::probes::bridge::TracingBridge;
-    pub use crate::probes::runtime::{RuntimeProbe, WorkKeys};
-    pub use crate::probes::timer::{Count, ProbeGuard};
+    pub use crate::probes::runtime::RuntimeProbe;
+    pub use crate::probes::timer::ProbeGuard;
     pub use crate::select::config::{Config, ConfigError, Mode};
     pub use crate::select::filter::{Filter, FilterError, Key};
     pub use crate::start::startup::InitGuard;

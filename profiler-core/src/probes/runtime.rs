@@ -15,6 +15,7 @@ use crate::probes::timer::{self, Count, ProbeGuard, Work};
 use crate::register::descriptor::{
     Descriptor, Kind, StaticInfo, WORK_BYTES, WORK_FLOPS, WORK_SHAPE,
 };
+pub use crate::register::work::WorkKeys;
 
 /// A probe whose name is known only at run time: a layer in a list (`layers.0`, `layers.1`,
 /// ...), a module found by walking a model. It is listed by [`probes`](crate::probes) (kind
@@ -47,65 +48,6 @@ use crate::register::descriptor::{
 #[derive(Clone, Copy, Debug)]
 pub struct RuntimeProbe {
     desc: &'static Descriptor,
-}
-
-/// Which work a [`RuntimeProbe`] counts: its `flops` and `bytes` keys, as on
-/// [`#[profiled]`](crate::profiled). Each sample of a probe with a key keeps its run's count
-/// (`work` in `prof.json`), and the reports show its FLOP/s, bytes/s and MFU.
-///
-/// ```
-/// use profiler_core::WorkKeys;
-/// assert_eq!(WorkKeys::BOTH, WorkKeys { flops: true, bytes: true, shape: false });
-/// assert_eq!(WorkKeys::default(), WorkKeys::NONE);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct WorkKeys {
-    /// It counts floating-point operations (the `flops` key).
-    pub flops: bool,
-    /// It counts bytes moved (the `bytes` key).
-    pub bytes: bool,
-    /// It keeps each run's input shape (the `shape` key; [`RuntimeProbe::enter_shaped`]).
-    pub shape: bool,
-}
-
-impl WorkKeys {
-    /// No key: a probe that times only.
-    pub const NONE: WorkKeys = WorkKeys {
-        flops: false,
-        bytes: false,
-        shape: false,
-    };
-    /// Floating-point operations only.
-    pub const FLOPS: WorkKeys = WorkKeys {
-        flops: true,
-        bytes: false,
-        shape: false,
-    };
-    /// Bytes moved only.
-    pub const BYTES: WorkKeys = WorkKeys {
-        flops: false,
-        bytes: true,
-        shape: false,
-    };
-    /// Both counts.
-    pub const BOTH: WorkKeys = WorkKeys {
-        flops: true,
-        bytes: true,
-        shape: false,
-    };
-    /// Both counts and the input shape.
-    pub const ALL: WorkKeys = WorkKeys {
-        flops: true,
-        bytes: true,
-        shape: true,
-    };
-
-    /// [`StaticInfo::work`]'s bits for these keys.
-    pub(crate) fn bits(self) -> u8 {
-        (if self.flops { WORK_FLOPS } else { 0 })
-            | (if self.bytes { WORK_BYTES } else { 0 })
-            | (if self.shape { WORK_SHAPE } else { 0 })
-    }
 }
 
 impl RuntimeProbe {

@@ -31,6 +31,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use crate::instrument::device::{AsStream, Stream};
 use crate::measure::Run;
 use crate::register::descriptor::{Descriptor, State};
+pub use crate::register::work::Count;
 use crate::session::current;
 use crate::store::buffer::tag;
 /// Measures from its creation until it is dropped (see [`probe!`](crate::probe)).
@@ -259,64 +260,6 @@ pub use crate::measure::{shape_of, Dims, Work, NO_WORK};
 pub fn is_armed(state: u32) -> bool {
     state == State::Armed as u32
 }
-
-/// A number a `flops` or `bytes` key may give: any primitive integer or float. Negative values
-/// count as 0; a float is rounded down; values past `u64::MAX - 1` saturate there (the last
-/// value stands for "not given"). What [`RuntimeProbe::enter_work`](crate::RuntimeProbe::enter_work)'s
-/// closure returns.
-///
-/// ```
-/// use profiler_core::Count;
-/// assert_eq!(Count::count(-3i32), 0);
-/// assert_eq!(Count::count(2.9f64), 2);
-/// assert_eq!(Count::count(6usize), 6);
-/// ```
-#[diagnostic::on_unimplemented(
-    message = "a `flops` or `bytes` key counts with an integer or a float, not `{Self}`",
-    label = "not a number"
-)]
-pub trait Count {
-    /// The count as a `u64`.
-    fn count(self) -> u64;
-}
-
-macro_rules! count_unsigned {
-    ($($t:ty),*) => {$(
-        impl Count for $t {
-            #[inline(always)]
-            fn count(self) -> u64 {
-                u64::try_from(self).unwrap_or(u64::MAX).min(NO_WORK - 1)
-            }
-        }
-    )*};
-}
-count_unsigned!(u8, u16, u32, u64, u128, usize);
-
-macro_rules! count_signed {
-    ($($t:ty),*) => {$(
-        impl Count for $t {
-            #[inline(always)]
-            fn count(self) -> u64 {
-                // Negative: 0 (`try_from` would fail, and saturate it to the top).
-                u64::try_from(self.max(0)).unwrap_or(u64::MAX).min(NO_WORK - 1)
-            }
-        }
-    )*};
-}
-count_signed!(i8, i16, i32, i64, i128, isize);
-
-macro_rules! count_float {
-    ($($t:ty),*) => {$(
-        impl Count for $t {
-            #[inline(always)]
-            fn count(self) -> u64 {
-                // `as` saturates, and makes NaN 0.
-                (self.max(0.0) as u64).min(NO_WORK - 1)
-            }
-        }
-    )*};
-}
-count_float!(f32, f64);
 
 /// The count of `value` (the macros wrap each `flops` and `bytes` expression in it).
 #[inline(always)]

@@ -116,12 +116,7 @@ pub struct StaticInfo {
     pub anchor: fn() -> &'static str,
 }
 
-/// [`StaticInfo::work`]'s bit for a `flops` key.
-pub const WORK_FLOPS: u8 = 1;
-/// [`StaticInfo::work`]'s bit for a `bytes` key.
-pub const WORK_BYTES: u8 = 2;
-/// [`StaticInfo::work`]'s bit for a `shape` key.
-pub const WORK_SHAPE: u8 = 4;
+pub use super::work::{WORK_BYTES, WORK_FLOPS, WORK_SHAPE};
 
 /// One annotation site: its static description and its run-time state.
 ///

@@ -7,3 +7,4 @@ pub(crate) mod descriptor;
 pub(crate) mod info;
 #[cfg(feature = "enable")]
 pub(crate) mod registry;
+pub(crate) mod work;
