@@ -833,7 +833,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `prof peak --device cuda` was asked.
+/// What `prof peak --device cuda` was asked (read only by a build with the `cuda` feature).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 struct GpuRequest {
     ordinal: usize,
     dtype: DtypeArg,
@@ -864,14 +865,7 @@ fn measure_gpu_peak(
         seconds: request.seconds,
     };
     let measured = peak::gpu::measure(&options).map_err(Failure::new)?;
-    let json = serde_json::to_string_pretty(&measured.peak())?;
-    write_output(output, format!("{json}\n").as_bytes())?;
-    eprintln!("prof: wrote {}", output.display());
-    match format {
-        PeakFormatArg::Table => print(&measured.table()),
-        PeakFormatArg::Json => print(&json),
-    }
-    Ok(())
+    write_peak(output, &measured.peak(), || measured.table(), format)
 }
 
 /// `prof peak --device cuda` in a build without the `cuda` feature: said, nothing measured or
@@ -879,16 +873,9 @@ fn measure_gpu_peak(
 #[cfg(not(feature = "cuda"))]
 fn measure_gpu_peak(
     _output: &Path,
-    request: GpuRequest,
+    _request: GpuRequest,
     _format: PeakFormatArg,
 ) -> Result<(), Failure> {
-    let _ = (
-        request.ordinal,
-        request.dtype,
-        request.size,
-        request.copy_mib,
-        request.seconds,
-    );
     Err(Failure::new(
         "--device cuda: this prof was built without GPU support; build it with the `cuda` \
          feature (cargo install --path profiler-cli --features cuda), which needs no CUDA \
@@ -904,12 +891,22 @@ fn measure_peak(
 ) -> Result<(), Failure> {
     check_output(output)?;
     let measured = peak::measure(options).map_err(Failure::new)?;
-    let peak = measured.peak();
-    let json = serde_json::to_string_pretty(&peak)?;
+    write_peak(output, &measured.peak(), || measured.table(), format)
+}
+
+/// Writes `peak` to `output` (checked already) and prints its table or its JSON: the end of
+/// `prof peak` on the CPU and on a GPU.
+fn write_peak(
+    output: &Path,
+    peak: &profiler_format::peak::Peak,
+    table: impl FnOnce() -> String,
+    format: PeakFormatArg,
+) -> Result<(), Failure> {
+    let json = serde_json::to_string_pretty(peak)?;
     write_output(output, format!("{json}\n").as_bytes())?;
     eprintln!("prof: wrote {}", output.display());
     match format {
-        PeakFormatArg::Table => print(&measured.table()),
+        PeakFormatArg::Table => print(&table()),
         PeakFormatArg::Json => print(&json),
     }
     Ok(())

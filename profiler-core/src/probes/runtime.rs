@@ -121,12 +121,21 @@ impl RuntimeProbe {
     /// ```
     #[inline]
     pub fn enter_work<F: Count, B: Count>(&self, work: impl FnOnce() -> (F, B)) -> ProbeGuard {
+        self.enter_with(|| {
+            let (flops, bytes) = work();
+            counted(flops.count(), bytes.count())
+        })
+    }
+
+    /// The entry of a probe with keys: one load and a branch unarmed; `work` called only when
+    /// this probe's event is armed.
+    #[inline(always)]
+    fn enter_with(&self, work: impl FnOnce() -> Work) -> ProbeGuard {
         match timer::active(self.desc) {
             None => ProbeGuard::inert(),
             Some(state) => {
                 let work = if timer::is_armed(state) {
-                    let (flops, bytes) = work();
-                    counted(flops.count(), bytes.count())
+                    work()
                 } else {
                     Work::NONE
                 };
@@ -153,21 +162,13 @@ impl RuntimeProbe {
         &self,
         work: impl FnOnce() -> (F, B, S),
     ) -> ProbeGuard {
-        match timer::active(self.desc) {
-            None => ProbeGuard::inert(),
-            Some(state) => {
-                let work = if timer::is_armed(state) {
-                    let (flops, bytes, shape) = work();
-                    Work {
-                        shape: timer::shape_of(&shape),
-                        ..counted(flops.count(), bytes.count())
-                    }
-                } else {
-                    Work::NONE
-                };
-                timer::enter_work(self.desc, state, &work)
+        self.enter_with(|| {
+            let (flops, bytes, shape) = work();
+            Work {
+                shape: timer::shape_of(&shape),
+                ..counted(flops.count(), bytes.count())
             }
-        }
+        })
     }
 
     /// Measures one call of `f`, counting the work `work` gives (see
