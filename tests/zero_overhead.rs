@@ -48,6 +48,7 @@ const PAIRS: &[(&str, &str)] = &[
     ("annotated_iter", "twin_iter"),
     ("annotated_work", "twin_work"),
     ("annotated_work_guard", "twin_work_guard"),
+    ("annotated_key_only", "twin_key_only"),
     ("annotated_runtime_work", "twin_runtime_work"),
 ];
 
@@ -60,6 +61,7 @@ const MARKERS: &[&str] = &[
     "zo_marker_probe_guard",
     "zo_marker_probe_block",
     "zo_marker_runtime_work",
+    "zo_marker_probe_key_only",
 ];
 
 /// Parts of the names of the items an enabled annotation generates (see profiler-macros'
@@ -70,6 +72,8 @@ const DESCRIPTOR_SYMBOLS: &[&str] = &["__PROFILER_DESC", "__profiler_anchor", "_
 struct Built {
     path: PathBuf,
     bytes: Vec<u8>,
+    /// The compiler's warnings about the fixture's own code, rendered.
+    warnings: Vec<String>,
 }
 
 fn supported() -> bool {
@@ -103,7 +107,7 @@ fn build(enable: bool) -> Built {
         .arg(fixture_dir().join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&target_dir)
-        .arg("--message-format=json-render-diagnostics")
+        .arg("--message-format=json")
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("CARGO_BUILD_TARGET_DIR");
     if enable {
@@ -130,13 +134,30 @@ fn build(enable: bool) -> Built {
         })
         .find_map(|msg| msg["executable"].as_str().map(PathBuf::from))
         .unwrap_or_else(|| panic!("cargo did not report the fixture's executable:\n{stdout}"));
+    // Warnings about the fixture's code (not its dependencies', which cargo does not show).
+    let warnings = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|msg| {
+            msg["reason"] == "compiler-message"
+                && msg["message"]["level"] == "warning"
+                && msg["package_id"]
+                    .as_str()
+                    .is_some_and(|id| id.contains("zero-overhead"))
+        })
+        .filter_map(|msg| msg["message"]["rendered"].as_str().map(str::to_owned))
+        .collect();
     println!(
         "zero_overhead: fixture built ({label}) in {secs:.1} s: {}",
         path.display()
     );
     let bytes = std::fs::read(&path)
         .unwrap_or_else(|e| panic!("cannot read the fixture binary {}: {e}", path.display()));
-    Built { path, bytes }
+    Built {
+        path,
+        bytes,
+        warnings,
+    }
 }
 
 fn disabled() -> &'static Built {
@@ -267,6 +288,25 @@ fn disabled_annotated_code_is_identical_to_unannotated_twin() {
         "without `enable`, annotated code differs from the same code without the annotation:\n{}",
         failures.join("\n")
     );
+}
+
+/// A parameter or a local used only in a key (`flops = 2 * n`, `stream = n + 1`, a probe's
+/// `bytes = 8 * m`) must not be reported unused in either build: a `-D warnings` build of the
+/// user's crate would fail. The keys are referenced without being evaluated (the machine code is
+/// still the twin's: `annotated_key_only` above). Cargo replays the warnings of a cached build.
+#[test]
+fn no_warning_for_variables_used_only_in_keys() {
+    if !supported() {
+        return;
+    }
+    for built in [disabled(), enabled()] {
+        assert!(
+            built.warnings.is_empty(),
+            "the fixture built with warnings ({}):\n{}",
+            built.path.display(),
+            built.warnings.join("\n")
+        );
+    }
 }
 
 #[test]

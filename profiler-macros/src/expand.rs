@@ -1,4 +1,5 @@
-//! Code generation for enabled builds: the descriptor registration and the wrapped bodies.
+//! Code generation: for enabled builds the descriptor registration and the wrapped bodies; for
+//! disabled ones, the keys referenced without being evaluated.
 //!
 //! Generated code names everything by absolute path (`::core::`, `::profiler_core::__private::`)
 //! so that no name the user defines can shadow it. The user's statements are emitted unchanged
@@ -163,8 +164,51 @@ fn wrap_body(item: ItemFn, body: impl FnOnce(&Signature, &[Stmt]) -> TokenStream
     out
 }
 
+/// The key expressions this build never evaluates (all of them without `enable`; `stream`
+/// without a device backend), referenced inside a closure that is never called. A parameter or a
+/// local used only in a key is then used (no `unused_variables` warning, which would break a
+/// `-D warnings` build), while nothing is evaluated and no code is left: the closure is dropped
+/// where it is made, and its body is never compiled into a call.
+fn unevaluated_keys(exprs: &[&Expr]) -> TokenStream {
+    if exprs.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        #[allow(clippy::all, unused_must_use)]
+        let _ = || {
+            #( let _ = &(#exprs); )*
+        };
+    }
+}
+
+/// The keys a build with profiling compiled out references without evaluating.
+pub fn disabled_keys(args: &Args) -> TokenStream {
+    let exprs: Vec<&Expr> = [&args.stream, &args.flops, &args.bytes, &args.shape]
+        .into_iter()
+        .flatten()
+        .collect();
+    unevaluated_keys(&exprs)
+}
+
+/// The keys an enabled build does not evaluate: `stream` without a device backend.
+fn unused_stream(args: &Args) -> TokenStream {
+    match &args.stream {
+        Some(stream) if !cfg!(feature = "streams") => unevaluated_keys(&[stream]),
+        _ => TokenStream::new(),
+    }
+}
+
+/// `#[profiled]` in a build without `enable`: the item as it was, but for a function whose
+/// annotation has keys, which are referenced (never evaluated) first in its body
+/// ([`disabled_keys`]). Without keys the caller returns the item untouched.
+pub fn disabled_fn(args: &Args, item: ItemFn) -> TokenStream {
+    let keys = disabled_keys(args);
+    wrap_body(item, |_, stmts| quote!(#keys #(#stmts)*))
+}
+
 /// `#[profiled]` on a function: the measurement wraps the original body.
 pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
+    let unused = unused_stream(args);
     wrap_body(item, |sig, stmts| {
         let name = args
             .name
@@ -191,7 +235,7 @@ pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
                 #(#stmts)*
             }
         };
-        quote!(#registration #body)
+        quote!(#registration #unused #body)
     })
 }
 
@@ -225,16 +269,19 @@ pub fn probe(args: &Args, block: Option<Block>) -> TokenStream {
     let name = args.name.as_ref().expect("probe name is positional");
     let registration = registration(name, args, Kind::Probe, name.span());
     let enter = enter_call(args, false);
+    let unused = unused_stream(args);
     match block {
         None => quote! {
             {
                 #registration
+                #unused
                 #enter
             }
         },
         Some(block) => quote! {
             {
                 #registration
+                #unused
                 let __profiler_guard = #enter;
                 let __profiler_value = #block;
                 ::core::mem::drop(__profiler_guard);
