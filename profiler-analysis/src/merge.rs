@@ -223,9 +223,9 @@ fn merge_events(ranked: &[(u32, &Profile)], ranks: &[u32]) -> (Vec<MergedEvent>,
                 .collect();
             if per_rank_median_ns.iter().any(Option::is_none) {
                 incomplete.push(if e.occurrence > 0 {
-                    format!("{}#{}", e.name, e.occurrence)
+                    format!("{}#{}", e.display_name(), e.occurrence)
                 } else {
-                    e.name.clone()
+                    e.display_name().into_owned()
                 });
             }
             merged_event(e.identity(), per_rank_median_ns, ranks)

@@ -72,7 +72,7 @@ pub(crate) fn identity_cells(identity: &Identity, iteration: bool) -> Vec<String
     vec![
         identity.layer.clone().unwrap_or_else(|| "-".to_owned()),
         identity.phase.clone().unwrap_or_else(|| "-".to_owned()),
-        identity.name.clone(),
+        identity.display_name().into_owned(),
         if iteration {
             "-".to_owned()
         } else {

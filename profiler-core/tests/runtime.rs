@@ -286,3 +286,15 @@ fn late_registrations_past_the_room_are_not_measured() {
     assert_eq!(names, ["room.first"]);
     assert_eq!(samples(&p, "room.first"), [5, 5]);
 }
+
+/// A model that keeps a probe per instance prints it, with its own fields (burn's `Debug` of a
+/// module, candle's): the probe's `Debug` is its name, layer and phase, not a descriptor with
+/// pointers into the registry.
+#[test]
+fn a_runtime_probe_prints_short() {
+    let probe = RuntimeProbe::new("block2", Some("conv"), Some("fwd"));
+    assert_eq!(
+        format!("{probe:?}"),
+        r#"RuntimeProbe { name: "block2", layer: Some("conv"), phase: Some("fwd") }"#
+    );
+}

@@ -2,6 +2,8 @@
 //! merge names its event by the same five fields; they live here once, flattened into each row
 //! (`#[serde(flatten)]`), so that JSON keeps them as top-level keys of the row.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::Event;
@@ -48,17 +50,28 @@ impl Identity {
         }
     }
 
+    /// The name as people read it: the probe's `name`, but for a method whose name is its
+    /// function's, `Type::method` (`ConvBlock::forward`), so that the `forward` of five module
+    /// types are five names. The type is read from `id`, the function's path: the segment
+    /// before the name when it starts with an uppercase letter (a type, by Rust's naming
+    /// convention; a module's starts with a lowercase one). `name` itself (prof.json's, the
+    /// JSON rows', `PROF_FILTER`'s) stays the function's name.
+    pub fn display_name(&self) -> Cow<'_, str> {
+        display_name(&self.id, &self.name)
+    }
+
     /// The label for people: `layer/phase name#occurrence` (the occurrence only when above 0,
-    /// the group only when the event has a layer or a phase).
+    /// the group only when the event has a layer or a phase; the name as
+    /// [`display_name`](Self::display_name) gives it).
     pub fn label(&self) -> String {
         let group: Vec<&str> = [self.layer.as_deref(), self.phase.as_deref()]
             .into_iter()
             .flatten()
             .collect();
         let name = if self.occurrence > 0 {
-            format!("{}#{}", self.name, self.occurrence)
+            format!("{}#{}", self.display_name(), self.occurrence)
         } else {
-            self.name.clone()
+            self.display_name().into_owned()
         };
         if group.is_empty() {
             name
@@ -68,10 +81,35 @@ impl Identity {
     }
 }
 
+/// [`Identity::display_name`] for an event known by its `id` and `name`: `Type::name` when
+/// `id` is `…::Type::name` (or `…::Type::name.2`, a repeated id's suffix) and `Type` starts
+/// with an uppercase ASCII letter; else `name`.
+pub fn display_name<'a>(id: &str, name: &'a str) -> Cow<'a, str> {
+    // A repeated id's `.2`, `.3`, ... suffix.
+    let id = match id.rsplit_once('.') {
+        Some((head, tail)) if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => id,
+    };
+    let Some(path) = id.strip_suffix(name).and_then(|p| p.strip_suffix("::")) else {
+        return Cow::Borrowed(name);
+    };
+    let owner = path.rsplit("::").next().unwrap_or(path);
+    if owner.starts_with(|c: char| c.is_ascii_uppercase()) {
+        Cow::Owned(format!("{owner}::{name}"))
+    } else {
+        Cow::Borrowed(name)
+    }
+}
+
 impl Event {
     /// This event's [`Identity`].
     pub fn identity(&self) -> Identity {
         Identity::of(self)
+    }
+
+    /// The name as people read it ([`Identity::display_name`]): `Type::method` for a method.
+    pub fn display_name(&self) -> Cow<'_, str> {
+        display_name(&self.id, &self.name)
     }
 }
 
@@ -97,6 +135,38 @@ mod tests {
         assert_eq!(identity(None, Some("bwd"), 1).label(), "bwd f#1");
         assert_eq!(identity(Some("mlp"), Some("bwd"), 0).label(), "mlp/bwd f");
         assert_eq!(Identity::named("iteration").label(), "iteration");
+    }
+
+    #[test]
+    fn methods_are_named_with_their_type() {
+        let named = |id: &str, name: &str| display_name(id, name).into_owned();
+        // A method: its type before it.
+        assert_eq!(
+            named("cnn::model::ConvBlock::forward", "forward"),
+            "ConvBlock::forward"
+        );
+        assert_eq!(
+            named("cnn::model::ConvBlock::forward.2", "forward"),
+            "ConvBlock::forward"
+        );
+        // A free function, a module's: the name alone.
+        assert_eq!(named("dlrm::mlp::forward", "forward"), "forward");
+        assert_eq!(named("forward", "forward"), "forward");
+        // A name given with `name = ...` (not the function's), a probe inside a method, a
+        // runtime probe: the name as given.
+        assert_eq!(named("cnn::ConvBlock::forward", "conv"), "conv");
+        assert_eq!(named("cnn::ConvBlock::forward::im2col", "im2col"), "im2col");
+        assert_eq!(named("Head", "Head"), "Head");
+        // Only a whole segment counts.
+        assert_eq!(named("cnn::ConvBlock::preforward", "forward"), "forward");
+        let method = Identity {
+            id: "cnn::ConvBlock::forward".to_owned(),
+            name: "forward".to_owned(),
+            layer: Some("conv".to_owned()),
+            phase: Some("fwd".to_owned()),
+            occurrence: 2,
+        };
+        assert_eq!(method.label(), "conv/fwd ConvBlock::forward#2");
     }
 
     #[test]

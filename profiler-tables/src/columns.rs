@@ -233,9 +233,13 @@ pub const EVENT_COLUMNS: &[Column] = &[
         cell: |e, place| match place {
             Place::Csv => csv_text(&e.identity.name),
             Place::Report { indent: true } => {
-                format!("{}{}", "  ".repeat(e.depth as usize), e.identity.name)
+                format!(
+                    "{}{}",
+                    "  ".repeat(e.depth as usize),
+                    e.identity.display_name()
+                )
             }
-            _ => e.identity.name.clone(),
+            _ => e.identity.display_name().into_owned(),
         },
     },
     Column {

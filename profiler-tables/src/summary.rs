@@ -104,7 +104,7 @@ pub fn noisy_line(events: &[EventRow], cv_threshold: f64) -> String {
     let names: Vec<String> = noisy
         .iter()
         .take(5)
-        .map(|e| format!("{}#{}", e.identity.name, e.identity.occurrence))
+        .map(|e| format!("{}#{}", e.identity.display_name(), e.identity.occurrence))
         .collect();
     let more = if noisy.len() > 5 {
         format!(", +{} more", noisy.len() - 5)

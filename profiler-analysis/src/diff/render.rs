@@ -1,6 +1,7 @@
 //! Rendering a [`Diff`] as a table, CSV, JSON or Markdown.
 
 use super::*;
+use profiler_format::identity::display_name;
 
 /// Prints a comparison: a table with one row for the iteration and one per event, the events
 /// found in only one run, counts, and a closing line naming the regressions, or saying that the
@@ -65,9 +66,14 @@ fn render_csv(diff: &Diff) -> String {
 
 fn missing_label(m: &Missing) -> String {
     if m.occurrence > 0 {
-        format!("{}#{} ({})", m.name, m.occurrence, m.id)
+        format!(
+            "{}#{} ({})",
+            display_name(&m.id, &m.name),
+            m.occurrence,
+            m.id
+        )
     } else {
-        format!("{} ({})", m.name, m.id)
+        format!("{} ({})", display_name(&m.id, &m.name), m.id)
     }
 }
 

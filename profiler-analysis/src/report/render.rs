@@ -138,7 +138,7 @@ pub fn shape_table(report: &Report) -> Option<(Vec<&'static str>, Vec<Vec<String
             let mut row = vec![
                 id.layer.clone().unwrap_or_else(|| "-".to_owned()),
                 id.phase.clone().unwrap_or_else(|| "-".to_owned()),
-                id.name.clone(),
+                id.display_name().into_owned(),
                 id.occurrence.to_string(),
                 shape,
                 s.samples.to_string(),

@@ -45,9 +45,23 @@ pub use crate::register::work::WorkKeys;
 /// A probe that counts its work (the `flops` and `bytes` keys of `#[profiled]`) is registered
 /// with [`with_work`](RuntimeProbe::with_work) and entered with
 /// [`enter_work`](RuntimeProbe::enter_work) or [`measure_work`](RuntimeProbe::measure_work).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct RuntimeProbe {
     desc: &'static Descriptor,
+}
+
+/// Short: the probe's name, layer and phase (`RuntimeProbe { name: "conv1", layer: Some("conv"),
+/// phase: None }`), never the descriptor behind it, so that a model holding a probe per
+/// instance (in a field its framework skips) prints readably.
+impl std::fmt::Debug for RuntimeProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let info = &self.desc.info;
+        f.debug_struct("RuntimeProbe")
+            .field("name", &info.name)
+            .field("layer", &info.layer)
+            .field("phase", &info.phase)
+            .finish()
+    }
 }
 
 impl RuntimeProbe {
