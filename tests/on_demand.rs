@@ -55,7 +55,84 @@ fn start(dir: &Path, vars: &[(&str, &str)]) -> Job {
     for (k, v) in vars {
         cmd.env(k, v);
     }
+    limit_memory(&mut cmd);
     Job(Some(cmd.spawn().unwrap()))
+}
+
+/// Caps the job's address space at 4 GiB (dlrm needs far less), so that a job that reads a
+/// device without end fails (its allocation fails, and it aborts) instead of taking the
+/// machine's memory.
+fn limit_memory(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only setrlimit(2), async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 4 << 30,
+                rlim_max: 4 << 30,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &limit);
+            Ok(())
+        });
+    }
+}
+
+/// Waits (at most a minute) for a job that should end by itself, and returns its stderr; a job
+/// still running then is killed and the test fails (a hang must fail, never hang the suite).
+fn ended_within_a_minute(mut job: Job, what: &str) -> (Option<i32>, String) {
+    let mut child = job.0.take().unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what}: still running after a minute; killed. stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+/// The iterations the job's `prof.json` covers (it grows at each rewrite).
+fn covered(dir: &Path) -> u64 {
+    // The file is replaced atomically: it is always whole.
+    let text = std::fs::read_to_string(dir.join("prof.json")).unwrap_or_default();
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| v["iterations"]["count"].as_u64())
+        .unwrap_or(0)
+}
+
+/// Waits until the job has rewritten its `prof.json` twice since now: between the two writes
+/// its writer thread looked at the control file at least once, as it was then.
+fn rewritten_twice(dir: &Path, what: &str) {
+    for _ in 0..2 {
+        let before = covered(dir);
+        wait_for(&format!("prof.json to be rewritten ({what})"), || {
+            covered(dir) > before
+        });
+    }
+}
+
+/// Puts `make`'s file in the control file's place by renaming it over it (as an atomic write
+/// does).
+fn replace_control(control: &Path, make: impl FnOnce(&Path)) {
+    let new = control.with_extension("new");
+    let _ = std::fs::remove_file(&new);
+    make(&new);
+    std::fs::rename(&new, control).unwrap();
 }
 
 /// Waits (at most a minute: a loaded machine is slow, never wrong) until `done` holds.
@@ -257,6 +334,22 @@ fn prof_trigger_asks_one_process_by_signal() {
         .unwrap();
     assert!(out.status.success());
     wait_for("the second trace", || traces(&dir).len() == 2);
+    // The most a request may ask for: the same rule as the control file's.
+    let out = Command::new(&prof)
+        .args([
+            "trigger",
+            &child.id().to_string(),
+            "--iterations",
+            "4294967295",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for("the third trace", || traces(&dir).len() == 3);
     let err = stop(child);
     let found = traces(&dir);
     let first = check_trace(&read_json(&found[0]), 4, "signal");
@@ -265,6 +358,16 @@ fn prof_trigger_asks_one_process_by_signal() {
     assert_eq!(second["iterations"]["wall_ns"].as_array().unwrap().len(), 6);
     assert_eq!(second["run"]["on_demand"]["asked_iterations"], 50);
     assert!(err.contains("50 iterations asked, 6 taken"), "{err}");
+    let third = read_json(&found[2]);
+    assert_eq!(third["iterations"]["wall_ns"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        third["run"]["on_demand"]["asked_iterations"],
+        4_294_967_295u64
+    );
+    assert!(
+        err.contains("4294967295 iterations asked, 6 taken"),
+        "{err}"
+    );
     let profile = read_json(&dir.join("prof.json"));
     let both = [(first, 4), (second_first, 6)];
     assert_eq!(sampled_in_window_around(&profile, first, &both), 25 * 6);
@@ -272,4 +375,115 @@ fn prof_trigger_asks_one_process_by_signal() {
         sampled_in_window_around(&profile, second_first, &both),
         25 * 6
     );
+}
+
+#[test]
+fn a_control_file_that_is_not_a_regular_file_is_refused_before_training() {
+    let dir = scratch("on-demand-special-control");
+    mkfifo(&dir.join("fifo"));
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero")).unwrap();
+    for (name, kind) in [
+        ("fifo", "a named pipe (FIFO)"),
+        ("zero", "a character device"),
+    ] {
+        let path = dir.join(name);
+        let job = start(&dir, &[("PROF_CONTROL", path.to_str().unwrap())]);
+        let (code, err) = ended_within_a_minute(job, name);
+        assert_eq!(code, Some(2), "{name}: {err}");
+        assert!(
+            err.contains(&format!("PROF_CONTROL={}: it is {kind}", path.display())),
+            "{name}: {err}"
+        );
+        assert!(err.contains("regular file"), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(!dir.join("prof.json").exists(), "{name}: training ran");
+    }
+    // Left as they were.
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(dir.join("fifo"))
+        .unwrap()
+        .file_type()
+        .is_fifo());
+}
+
+#[test]
+fn a_control_file_replaced_by_a_fifo_or_a_device_is_passed_over_and_the_job_goes_on() {
+    let dir = scratch("on-demand-control-replaced");
+    let control = dir.join("ctl");
+    let child = start(&dir, &[("PROF_CONTROL", control.to_str().unwrap())]);
+    wait_for("the first window", || dir.join("prof.json").exists());
+    // A FIFO would block the writer thread in open(), and /dev/zero would be read without end:
+    // the writer opens without blocking, reads nothing but a regular file, and goes on
+    // rewriting prof.json.
+    replace_control(&control, mkfifo);
+    rewritten_twice(&dir, "the control file a FIFO");
+    replace_control(&control, |p| {
+        std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+    });
+    rewritten_twice(&dir, "the control file a link to /dev/zero");
+    // Valid again: the next request is served.
+    replace_control(&control, |p| {
+        std::fs::write(p, "trace iterations=3 id=after\n").unwrap()
+    });
+    wait_for("the trace", || !traces(&dir).is_empty());
+    let err = stop(child);
+    let found = traces(&dir);
+    assert_eq!(found.len(), 1, "{found:?}\n{err}");
+    let trace = read_json(&found[0]);
+    check_trace(&trace, 3, "control file");
+    assert_eq!(trace["run"]["on_demand"]["id"], "after");
+    // One warning for each, however many times the writer looked.
+    let shown = control.display().to_string();
+    for kind in ["a named pipe (FIFO)", "a character device"] {
+        let warning = format!("PROF_CONTROL={shown}: it is {kind}, not a regular file");
+        assert_eq!(err.matches(&warning).count(), 1, "{warning}\n{err}");
+    }
+}
+
+#[test]
+fn a_control_file_too_big_or_not_utf8_is_reported_once_and_any_count_is_taken_up_to_repeat() {
+    let dir = scratch("on-demand-control-bytes");
+    let control = dir.join("ctl");
+    let child = start(&dir, &[("PROF_CONTROL", control.to_str().unwrap())]);
+    wait_for("the first window", || dir.join("prof.json").exists());
+    replace_control(&control, |p| {
+        std::fs::write(p, b"trace iterations=3 id=\xff\xfe\n").unwrap()
+    });
+    rewritten_twice(&dir, "the control file not UTF-8");
+    // A request after a megabyte of comments is not read: a control file is one line.
+    replace_control(&control, |p| {
+        let mut text = "# padding\n".repeat(100_000);
+        text.push_str("trace iterations=3 id=big\n");
+        std::fs::write(p, text).unwrap()
+    });
+    rewritten_twice(&dir, "the control file too big");
+    // The most a request may ask for: prof trigger writes it, the job takes PROF_REPEAT.
+    let out = Command::new(common::prof())
+        .args(["trigger", "--control", control.to_str().unwrap()])
+        .args(["--iterations", "4294967295"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("4294967295 iterations"), "{said}");
+    wait_for("the trace", || !traces(&dir).is_empty());
+    let err = stop(child);
+    let found = traces(&dir);
+    assert_eq!(found.len(), 1, "{found:?}\n{err}");
+    let trace = read_json(&found[0]);
+    assert_eq!(trace["iterations"]["wall_ns"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        trace["run"]["on_demand"]["asked_iterations"],
+        4_294_967_295u64
+    );
+    assert!(
+        err.contains("4294967295 iterations asked, 6 taken"),
+        "{err}"
+    );
+    let shown = control.display().to_string();
+    for problem in ["not UTF-8", "more than 4 KiB"] {
+        let warning = format!("PROF_CONTROL={shown}: {problem}");
+        assert_eq!(err.matches(&warning).count(), 1, "{warning}\n{err}");
+    }
+    assert!(!err.contains("iterations must be"), "{err}");
 }

@@ -257,8 +257,9 @@ enum Command {
         /// iterations.
         #[arg(long, group = "target")]
         control: Option<PathBuf>,
-        /// How many iterations (at most the job's PROF_REPEAT, the default).
-        #[arg(long)]
+        /// How many iterations, 1 to 4294967295: the job takes at most its PROF_REPEAT (the
+        /// default), by signal as through the control file, and says so.
+        #[arg(long, value_parser = trigger_iterations)]
         iterations: Option<u32>,
         /// With --control: the iteration to start at (by default rank 0 picks one half a
         /// second ahead).
@@ -467,6 +468,11 @@ impl From<IdealArg> for scale::Ideal {
 /// little use, and each resample of each event costs time (and the ratios, memory).
 fn resamples_range() -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::new().range(100..=1_000_000)
+}
+
+/// `prof trigger --iterations`: the rule the job reads a request's count by.
+fn trigger_iterations(s: &str) -> Result<u32, String> {
+    profiler_format::control::check_iterations(s)
 }
 
 fn non_negative(s: &str) -> Result<f64, String> {

@@ -32,13 +32,18 @@ impl Target {
 /// Asks `target` for a trace of `iterations` iterations (`None`: the job's `PROF_REPEAT`),
 /// starting at iteration `at` (control file only; `None`: rank 0 picks the next few). Returns
 /// what was done, for the user.
+///
+/// A count is checked by the job's own rule
+/// ([`profiler_format::control::check_iterations`]: 1 to `u32::MAX`); the job takes at most
+/// its `PROF_REPEAT` of it, by signal as through the control file.
 pub fn trigger(
     target: &Target,
     iterations: Option<u32>,
     at: Option<u32>,
 ) -> Result<String, String> {
-    if let Some(0) = iterations {
-        return Err("error: --iterations must be 1 or more".into());
+    if let Some(n) = iterations {
+        profiler_format::control::check_iterations(&n.to_string())
+            .map_err(|e| format!("error: --iterations {n}: {e}"))?;
     }
     match target {
         Target::Pid(pid) => {
@@ -76,16 +81,24 @@ fn write_request(path: &Path, iterations: Option<u32>, at: Option<u32>) -> Resul
     profiler_format::write_atomic(path, request.line().as_bytes()).map_err(|e| {
         format!("error: cannot write the request to {shown}: {e}\n  = help: use the path the job's PROF_CONTROL names, in a directory you can write")
     })?;
-    let count = iterations.map_or("PROF_REPEAT".to_owned(), |n| n.to_string());
+    let count = asked(iterations);
     let when = at.map_or(
         "rank 0 names the iteration, a moment ahead".to_owned(),
         |a| format!("from iteration {a}"),
     );
     Ok(format!(
-        "prof: asked every rank reading {shown} for a trace of {count} iterations ({when}); \
-         each writes it to its PROF_TRACE_OUT (by default beside its PROF_OUT, as \
+        "prof: asked every rank reading {shown} for a trace of {count}, {when}; each writes \
+         it to its PROF_TRACE_OUT (by default beside its PROF_OUT, as \
          prof.trace-ITERATION.json)"
     ))
+}
+
+/// The iterations asked for, as `prof trigger` says them: `PROF_REPEAT iterations`, or `N
+/// iterations` and what the job takes of them.
+fn asked(iterations: Option<u32>) -> String {
+    iterations.map_or("PROF_REPEAT iterations".to_owned(), |n| {
+        format!("{n} iterations (at most the job's PROF_REPEAT are taken)")
+    })
 }
 
 #[cfg(target_os = "linux")]
@@ -118,10 +131,10 @@ fn signal(pid: u32, iterations: Option<u32>) -> Result<String, String> {
             std::io::Error::last_os_error()
         ));
     }
-    let count = iterations.map_or("PROF_REPEAT".to_owned(), |n| n.to_string());
+    let count = asked(iterations);
     Ok(format!(
-        "prof: asked process {pid} for a trace of its next {count} iterations; it writes it to \
-         its PROF_TRACE_OUT (by default beside its PROF_OUT, as prof.trace-ITERATION.json)"
+        "prof: asked process {pid} for a trace of its next {count}; it writes it to its \
+         PROF_TRACE_OUT (by default beside its PROF_OUT, as prof.trace-ITERATION.json)"
     ))
 }
 
@@ -153,6 +166,15 @@ mod tests {
         trigger(&Target::Control(path.clone()), Some(20), Some(512)).unwrap();
         let second = std::fs::read_to_string(&path).unwrap();
         assert_ne!(first, second, "the same request twice must read as two");
+        // The most that may be asked is what the job reads (and takes up to PROF_REPEAT of).
+        let said = trigger(&Target::Control(path.clone()), Some(u32::MAX), None).unwrap();
+        assert!(
+            said.contains("4294967295 iterations (at most the job's PROF_REPEAT"),
+            "{said}"
+        );
+        let line = std::fs::read_to_string(&path).unwrap();
+        let request = profiler_format::control::parse(&line).unwrap().unwrap();
+        assert_eq!(request.iterations, Some(u32::MAX));
         let names: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert_eq!(names.len(), 1, "nothing but the control file is left");
         std::fs::remove_dir_all(&dir).unwrap();
@@ -161,7 +183,10 @@ mod tests {
     #[test]
     fn bad_requests_are_refused() {
         let e = trigger(&Target::Pid(1), Some(0), None).unwrap_err();
-        assert!(e.contains("--iterations must be"), "{e}");
+        assert!(
+            e.contains("iterations must be a whole number from 1"),
+            "{e}"
+        );
         let e = trigger(&Target::Pid(1), None, Some(3)).unwrap_err();
         assert!(e.contains("--at needs --control"), "{e}");
         let e = trigger(&Target::Control(std::env::temp_dir()), None, None).unwrap_err();

@@ -141,6 +141,23 @@ impl Config {
                     ),
                 ));
             }
+            // A FIFO would block the job at the first read, a device (`/dev/zero`) be read
+            // without end: only a regular file (or a link to one) is a control file. `stat`
+            // opens nothing; every later read checks again, on the descriptor it reads.
+            if let Ok(meta) = std::fs::metadata(path) {
+                if !meta.is_file() {
+                    return Err(ConfigError::new(
+                        "PROF_CONTROL",
+                        format!(
+                            "error: PROF_CONTROL={}: it is {}, not a regular file\n  = help: \
+                             name a regular file, or one that does not exist yet (prof trigger \
+                             --control writes it)",
+                            shorten(control, 200),
+                            profiler_format::read::file_kind(&meta)
+                        ),
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -333,6 +350,46 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("is a directory"));
+    }
+
+    /// A control file that is not a regular file is refused before training (a FIFO would
+    /// block the first read, `/dev/zero` be read without end); a missing one is not.
+    #[cfg(unix)]
+    #[test]
+    fn a_control_file_must_be_a_regular_file() {
+        let dir = std::env::temp_dir().join(format!("prof-control-check-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        std::os::unix::fs::symlink("/dev/zero", dir.join("zero")).unwrap();
+        let mut c = Config {
+            mode: crate::select::config::Mode::Continuous,
+            out: dir.join("prof.json").display().to_string(),
+            ..Config::default()
+        };
+        for (name, kind) in [
+            ("fifo", "a named pipe (FIFO)"),
+            ("zero", "a character device"),
+            ("", "names a directory"),
+        ] {
+            c.control = Some(dir.join(name).display().to_string());
+            let e = c.check_on_demand().unwrap_err();
+            assert_eq!(e.var, "PROF_CONTROL");
+            assert!(e.to_string().contains(kind), "{name}: {e}");
+        }
+        for ok in ["missing", "regular"] {
+            if ok == "regular" {
+                std::fs::write(dir.join(ok), "").unwrap();
+            }
+            c.control = Some(dir.join(ok).display().to_string());
+            c.check_on_demand().unwrap();
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 

@@ -20,7 +20,7 @@
 //!   `PROF_TRACE_OUT` (atomically, as every output): the training thread never serializes it.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::SystemTime;
 
 use super::results::EventContext;
@@ -29,12 +29,14 @@ use crate::instrument::clock::Reading;
 use crate::store::samples::Resolved;
 use profiler_format::{self as json, Profile};
 
-/// Iterations asked for by SIGUSR2 (the value `sigqueue` carried; [`DEFAULT_COUNT`] for a plain
-/// `kill`), 0 when none is waiting. Written by the signal handler, taken by `step()`.
-pub(crate) static SIGNALLED: AtomicU32 = AtomicU32::new(0);
+/// Iterations asked for by SIGUSR2 (the value `sigqueue` carried, 1 to `u32::MAX`;
+/// [`DEFAULT_COUNT`] for a plain `kill`), 0 when none is waiting. Written by the signal
+/// handler, taken by `step()`.
+pub(crate) static SIGNALLED: AtomicU64 = AtomicU64::new(0);
 
-/// A request's count that means "`PROF_REPEAT` iterations".
-pub(crate) const DEFAULT_COUNT: u32 = u32::MAX;
+/// [`SIGNALLED`]'s value for a request that names no count ("`PROF_REPEAT` iterations"): above
+/// every count, so that any count from 1 to `u32::MAX` can be asked for.
+pub(crate) const DEFAULT_COUNT: u64 = u64::MAX;
 
 /// How many steps a finished trace waits for samples still pending (a run on another thread
 /// not yet ended) before it is written without them.
@@ -43,8 +45,9 @@ const DRAIN_STEPS: u32 = 4;
 /// What asked for a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Request {
-    /// Iterations asked for ([`DEFAULT_COUNT`]: `PROF_REPEAT`).
-    pub iterations: u32,
+    /// Iterations asked for (`None`: `PROF_REPEAT`); the trace takes at most `PROF_REPEAT`
+    /// ([`profiler_format::control::iterations_taken`]).
+    pub iterations: Option<u32>,
     /// The iteration to start at (`None`: the next).
     pub at: Option<u32>,
     /// `signal` or `control file`.
@@ -118,20 +121,26 @@ pub(crate) struct ControlWatch {
     seen: Option<(Option<SystemTime>, String)>,
     /// A bad request was reported (its text), so that it is said once.
     reported: Option<String>,
+    /// The file could not be taken as a control file (not a regular file, too big, not
+    /// UTF-8: what [`profiler_format::control::read`] said), and this was reported; cleared
+    /// once it reads again, so that each problem is said once while it lasts.
+    unreadable: Option<String>,
 }
 
 impl ControlWatch {
     /// The control file as the session starts: a request it holds then was asked of an
-    /// earlier run, and is not acted on.
+    /// earlier run, and is not acted on. It is read as every later look reads it (without
+    /// blocking, at most `MAX_CONTROL_BYTES`); one that cannot be read counts as empty, and
+    /// its problem is reported at the writer's first look if it lasts.
     pub(crate) fn at_start(path: Option<&str>) -> ControlWatch {
-        let seen = path.map(|p| {
-            let p = Path::new(p);
-            let modified = std::fs::metadata(p).and_then(|m| m.modified()).ok();
-            (modified, std::fs::read_to_string(p).unwrap_or_default())
+        let seen = path.map(|p| match profiler_format::control::read(Path::new(p)) {
+            Ok(c) => (c.modified, c.text),
+            Err(_) => (None, String::new()),
         });
         ControlWatch {
             seen,
             reported: None,
+            unreadable: None,
         }
     }
 }
@@ -144,7 +153,7 @@ impl Session {
         let signalled = SIGNALLED.swap(0, Relaxed);
         if signalled != 0 {
             c.on_demand.request = Some(Request {
-                iterations: signalled,
+                iterations: u32::try_from(signalled).ok(),
                 at: None,
                 source: "signal",
                 id: None,
@@ -185,17 +194,12 @@ impl Session {
             return false;
         };
         let repeat = self.config.repeat;
-        let len = if request.iterations == DEFAULT_COUNT {
-            repeat
-        } else {
-            request.iterations.min(repeat)
-        };
-        if request.iterations != DEFAULT_COUNT && request.iterations > repeat {
+        let len = profiler_format::control::iterations_taken(request.iterations, repeat);
+        if let Some(asked) = request.iterations.filter(|&n| n > len) {
             eprintln!(
-                "profiler-core: trace on demand: {} iterations asked, {repeat} taken (a trace \
+                "profiler-core: trace on demand: {asked} iterations asked, {len} taken (a trace \
                  holds at most PROF_REPEAT iterations: the room each event has; raise \
-                 PROF_REPEAT for longer ones)",
-                request.iterations
+                 PROF_REPEAT for longer ones)"
             );
         }
         if let Some(at) = request.at.filter(|&at| at < completed) {
@@ -324,11 +328,7 @@ impl Session {
         run.windows = None;
         run.on_demand = Some(json::OnDemand {
             source: window.request.source.to_owned(),
-            asked_iterations: if window.request.iterations == DEFAULT_COUNT {
-                self.config.repeat
-            } else {
-                window.request.iterations
-            },
+            asked_iterations: window.request.iterations.unwrap_or(self.config.repeat),
             asked_at: window.request.at.map(u64::from),
             id: window.request.id.clone(),
         });
@@ -371,9 +371,27 @@ impl Session {
         let mut watch = lock(&self.control_watch);
         // Read at every look (a line, every 100 ms, off the training thread): the modification
         // time alone can miss a write, since a file created and then written within one tick of
-        // the file system's clock keeps the time it had when the look found it empty.
-        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-        let text = std::fs::read_to_string(path).unwrap_or_default();
+        // the file system's clock keeps the time it had when the look found it empty. Read
+        // without blocking and at most MAX_CONTROL_BYTES: a FIFO or a device put in the file's
+        // place is passed over (said once), and the writer goes on rewriting the results.
+        let (modified, text) = match profiler_format::control::read(path) {
+            Ok(c) => {
+                watch.unreadable = None;
+                (c.modified, c.text)
+            }
+            Err(why) => {
+                if watch.unreadable.as_deref() != Some(&why) {
+                    eprintln!(
+                        "profiler-core: warning: PROF_CONTROL={}: {why}; it is passed over \
+                         until it holds a request again (write `trace iterations=N`, or use \
+                         `prof trigger --control`)",
+                        path.display()
+                    );
+                    watch.unreadable = Some(why);
+                }
+                return;
+            }
+        };
         // A new text is a new request; so is the same one written again.
         let changed = watch
             .seen
@@ -385,7 +403,7 @@ impl Session {
         }
         let request = match profiler_format::control::parse(&text) {
             Ok(Some(asked)) => Request {
-                iterations: asked.iterations.unwrap_or(DEFAULT_COUNT),
+                iterations: asked.iterations,
                 at: asked.at,
                 source: "control file",
                 id: asked.id,
@@ -418,7 +436,7 @@ impl Session {
         let at = now.saturating_add(self.lead_iterations(&c));
         drop(c);
         let line = profiler_format::control::Request {
-            iterations: (request.iterations != DEFAULT_COUNT).then_some(request.iterations),
+            iterations: request.iterations,
             at: Some(at),
             id: request.id,
         }

@@ -136,12 +136,14 @@ extern "C" fn asked(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_
     // union member `sigqueue` fills when `si_code` is SI_QUEUE.
     let count = unsafe {
         match info.as_ref() {
+            // A count from 1 to u32::MAX, as through the control file (the trace takes at most
+            // PROF_REPEAT of it); a larger value (not one `prof trigger` sends) asks for the
+            // most, and 0 for the default.
             Some(info) if info.si_code == libc::SI_QUEUE => {
-                let value = info.si_value().sival_ptr as usize;
-                u32::try_from(value)
-                    .ok()
-                    .filter(|&v| v != 0)
-                    .unwrap_or(DEFAULT_COUNT)
+                match info.si_value().sival_ptr as usize as u64 {
+                    0 => DEFAULT_COUNT,
+                    value => value.min(u64::from(u32::MAX)),
+                }
             }
             _ => DEFAULT_COUNT,
         }

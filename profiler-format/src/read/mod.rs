@@ -132,6 +132,24 @@ pub fn load_profile(path: impl AsRef<Path>) -> Result<Profile, LoadError> {
 /// otherwise wait for a writer), then checked on the open descriptor, so what is read is what
 /// was checked.
 pub(crate) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let (file, meta) = open_unblocked(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file; prof reads the prof.json a run wrote (copy a \
+                 stream to a file first)",
+                file_kind(&meta)
+            ),
+        ));
+    }
+    Ok(file)
+}
+
+/// The file at `path`, open for reading without blocking (a FIFO would otherwise wait for a
+/// writer), and what it is, from the open descriptor (`fstat`): the caller checks that it is
+/// what it reads, with no race between the check and the read.
+pub(crate) fn open_unblocked(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -146,21 +164,12 @@ pub(crate) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     }
     let file = options.open(path)?;
     let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!(
-                "it is {}, not a regular file; prof reads the prof.json a run wrote (copy a \
-                 stream to a file first)",
-                file_kind(&meta)
-            ),
-        ));
-    }
-    Ok(file)
+    Ok((file, meta))
 }
 
-/// What a file that is not a regular file is, for messages.
-fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+/// What a file that is not a regular file is, for messages: `a named pipe (FIFO)`, `a
+/// character device`, `a block device`, `a socket`, `a directory`.
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
     let kind = meta.file_type();
     #[cfg(unix)]
     {
