@@ -1153,7 +1153,7 @@ fn write_flame(
         output.display(),
         graph.frames.len(),
         graph.width_ns(),
-        graph.title
+        analysis::printable(&graph.title)
     );
     Ok(())
 }

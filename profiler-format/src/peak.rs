@@ -169,11 +169,16 @@ mod tests {
             };
             let text = serde_json::to_string_pretty(&peak).unwrap();
             let back = parse_peak(text.as_bytes()).unwrap();
-            assert_eq!(back.flops.map(f64::to_bits), Some(flops.to_bits()), "{text}");
+            assert_eq!(
+                back.flops.map(f64::to_bits),
+                Some(flops.to_bits()),
+                "{text}"
+            );
             assert_eq!(back.bytes.map(f64::to_bits), Some((flops / 3.0).to_bits()));
         }
         // As the issue saw it: the text written, read back.
-        let text = r#"{"schema":"profiler-core/peak/v1","flops":23677369823.420494,"source":"measured"}"#;
+        let text =
+            r#"{"schema":"profiler-core/peak/v1","flops":23677369823.420494,"source":"measured"}"#;
         let peak = parse_peak(text.as_bytes()).unwrap();
         assert_eq!(peak.flops, Some(23677369823.420494));
         assert!(serde_json::to_string(&peak)
