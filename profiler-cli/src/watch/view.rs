@@ -14,6 +14,7 @@ use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row as TableRow, Table, Wr
 use ratatui::{Frame, Terminal};
 
 use profiler_analysis::drift::DriftStatus;
+use profiler_analysis::printable;
 use profiler_analysis::report::{self, human_ns};
 
 use super::model::{Rank, Row, RowKind, Snapshot, ViewMode, Watch, HELP};
@@ -49,8 +50,8 @@ pub fn draw(frame: &mut Frame, watch: &Watch, now: SystemTime) {
         }
         None => {
             let text = match &rank.error {
-                Some(e) => format!("waiting for {}: {e}", rank.path),
-                None => format!("reading {} ...", rank.path),
+                Some(e) => format!("waiting for {}: {}", printable(&rank.path), printable(e)),
+                None => format!("reading {} ...", printable(&rank.path)),
             };
             frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), body);
         }
@@ -113,7 +114,7 @@ fn header_lines<'a>(watch: &Watch, rank: &'a Rank, now: SystemTime) -> Vec<Line<
         return vec![
             Line::from(vec![
                 Span::styled("prof watch", bold()),
-                Span::raw(format!("  {}", rank.path)),
+                Span::raw(format!("  {}", printable(&rank.path))),
             ]),
             Line::from("no profile read yet"),
             Line::from(""),
@@ -123,10 +124,14 @@ fn header_lines<'a>(watch: &Watch, rank: &'a Rank, now: SystemTime) -> Vec<Line<
     let first = Line::from(vec![
         Span::styled("prof watch", bold()),
         Span::raw("  "),
-        Span::styled(run.program.clone(), bold()),
+        Span::styled(printable(&run.program).into_owned(), bold()),
         Span::raw(format!(
             "  rank {}  pid {}  host {}  {} mode  {}",
-            run.rank, run.pid, run.host, run.mode, rank.path
+            run.rank,
+            run.pid,
+            printable(&run.host),
+            printable(&run.mode),
+            printable(&rank.path)
         )),
     ]);
     let age = rank.age(now);
@@ -175,7 +180,7 @@ fn state_line<'a>(watch: &Watch, rank: &Rank, s: &Snapshot, age: Option<Duration
             format!(
                 "static view: a {} profile, not continuous mode (no windows, no drift); read again \
                  if the file changes",
-                s.run.mode
+                printable(&s.run.mode)
             ),
             Style::new().fg(Color::Cyan),
         )),
@@ -229,7 +234,10 @@ fn tab_line(watch: &Watch) -> Line<'static> {
         } else {
             Style::new()
         };
-        spans.push(Span::styled(format!(" {label}{mark} "), style));
+        spans.push(Span::styled(
+            format!(" {}{mark} ", printable(&label)),
+            style,
+        ));
         spans.push(Span::raw(" "));
     }
     Line::from(spans)
@@ -263,9 +271,9 @@ fn cells(row: &Row, view: ViewMode) -> [String; 8] {
         },
     );
     [
-        layer,
-        row.phase.clone(),
-        name,
+        printable(&layer).into_owned(),
+        printable(&row.phase).into_owned(),
+        printable(&name).into_owned(),
         calls,
         row.median_ns.map_or_else(|| "-".to_owned(), human_ns),
         row.share.map_or_else(|| "-".to_owned(), percent),
@@ -365,7 +373,7 @@ fn summary_lines(s: &Snapshot) -> Vec<Line<'static>> {
         let parts: Vec<String> = b
             .categories
             .iter()
-            .map(|c| format!("{} {}", c.name, percent(c.share)))
+            .map(|c| format!("{} {}", printable(&c.name), percent(c.share)))
             .collect();
         lines.push(Line::from(format!(
             "breakdown of the mean iteration ({}): {}",
@@ -388,7 +396,7 @@ fn message_line(watch: &Watch) -> Line<'static> {
             ""
         };
         return Line::styled(
-            format!("{e}{kept}"),
+            format!("{}{kept}", printable(e)),
             Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
         );
     }
