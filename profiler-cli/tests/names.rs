@@ -21,12 +21,15 @@ fn data(name: &str) -> PathBuf {
 /// What every name gets: clear the screen, ring the bell, set the window's title, a line break.
 const EVIL: &str = "\u{1b}[2J\u{7}\u{1b}]0;pwned\u{7}\n!";
 
+/// [`EVIL`] as it is shown.
+const SHOWN: &str = "\\e[2J\\u{7}\\e]0;pwned\\u{7}\\n!";
+
 /// A copy of `source` whose program, and every event's name, id, layer and phase, end with
-/// [`EVIL`] (`clean` false), or with `_` (`clean` true: the same lengths of name, for comparing
-/// the line counts).
+/// [`EVIL`] (`clean` false), or with `_` (`clean` true: names as long as the evil ones are
+/// shown, for comparing the line counts, wrapped lines included).
 fn named(dir: &Path, source: &str, clean: bool) -> PathBuf {
     let tail = if clean {
-        "_".repeat(EVIL.chars().count())
+        "_".repeat(SHOWN.chars().count())
     } else {
         EVIL.to_owned()
     };

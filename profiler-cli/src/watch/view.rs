@@ -24,14 +24,37 @@ pub const STALE_AFTER: Duration = Duration::from_secs(10);
 
 /// Draws the whole screen at time `now` (which the file's age is counted to).
 pub fn draw(frame: &mut Frame, watch: &Watch, now: SystemTime) {
+    draw_in(frame, watch, now, None);
+}
+
+/// How tall the parts of a frame drawn to fit its content are ([`render_once`]).
+#[derive(Clone, Copy)]
+struct Fit {
+    /// The table's lines: its header and every row.
+    body: u16,
+    /// At least the summary's lines once wrapped.
+    summary: u16,
+}
+
+/// The most rows `--once` prints of one table (a profile of a million events would make a
+/// frame of a million lines, and a buffer of as many cells times the width).
+const MAX_ONCE_ROWS: usize = 10_000;
+
+/// Draws the screen (see [`draw`]); with `fit`, the table and the summary get the heights it
+/// gives instead of sharing the screen's.
+fn draw_in(frame: &mut Frame, watch: &Watch, now: SystemTime, fit: Option<Fit>) {
     let area = frame.area();
     let rank = watch.current();
     let tabs = u16::from(watch.ranks.len() > 1);
+    let (body_height, summary_height) = match fit {
+        Some(f) => (Constraint::Length(f.body), Constraint::Length(f.summary)),
+        None => (Constraint::Min(3), Constraint::Length(4)),
+    };
     let [header, tab_bar, body, summary, message, keys] = Layout::vertical([
         Constraint::Length(3),
         Constraint::Length(tabs),
-        Constraint::Min(3),
-        Constraint::Length(4),
+        body_height,
+        summary_height,
         Constraint::Length(1),
         Constraint::Length(1),
     ])
@@ -69,24 +92,74 @@ pub fn draw(frame: &mut Frame, watch: &Watch, now: SystemTime) {
 
 /// One frame of `width` × `height` cells as text, one line per row, trailing blanks trimmed.
 pub fn render_text(watch: &Watch, width: u16, height: u16, now: SystemTime) -> String {
-    let mut terminal = match Terminal::new(TestBackend::new(width, height)) {
-        Ok(t) => t,
-        Err(e) => return format!("error: cannot draw: {e}\n"),
-    };
-    if let Err(e) = terminal.draw(|f| draw(f, watch, now)) {
-        return format!("error: cannot draw: {e}\n");
+    match lines_of(watch, width, height, now, None) {
+        Ok(lines) => lines.iter().map(|l| format!("{l}\n")).collect(),
+        Err(e) => e,
     }
+}
+
+/// The lines of one frame, trailing blanks trimmed, or the error's text.
+fn lines_of(
+    watch: &Watch,
+    width: u16,
+    height: u16,
+    now: SystemTime,
+    fit: Option<Fit>,
+) -> Result<Vec<String>, String> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height))
+        .map_err(|e| format!("error: cannot draw: {e}\n"))?;
+    terminal
+        .draw(|f| draw_in(f, watch, now, fit))
+        .map_err(|e| format!("error: cannot draw: {e}\n"))?;
     let buffer = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buffer.area.height {
-        let mut line = String::new();
-        for x in 0..buffer.area.width {
-            line.push_str(buffer[(x, y)].symbol());
+    Ok((0..buffer.area.height)
+        .map(|y| {
+            let mut line = String::new();
+            for x in 0..buffer.area.width {
+                line.push_str(buffer[(x, y)].symbol());
+            }
+            line.trim_end().to_owned()
+        })
+        .collect())
+}
+
+/// One frame `width` cells wide as text for `prof watch --once`, as tall as what it shows: the
+/// header, every row of the table (at most [`MAX_ONCE_ROWS`]), the summary, the status line
+/// when it says something, and the keys; no blank line fills a screen's height.
+pub fn render_once(watch: &Watch, width: u16, now: SystemTime) -> String {
+    let fit = match &watch.current().shown {
+        Some(snapshot) => {
+            let rows = watch.rows().len().min(MAX_ONCE_ROWS);
+            // Word-wrapped, a line fills more than half of each row but its last, save for a
+            // word longer than half a row, which then fills more than half of its own.
+            let half = usize::from(width / 2).max(1);
+            let summary: usize = summary_lines(snapshot)
+                .iter()
+                .map(|l| l.width() / half + 2)
+                .sum();
+            Fit {
+                body: (rows + 1) as u16,
+                summary: summary.min(1000) as u16,
+            }
         }
-        out.push_str(line.trim_end());
-        out.push('\n');
+        None => Fit {
+            body: 3,
+            summary: 0,
+        },
+    };
+    let tabs = u16::from(watch.ranks.len() > 1);
+    let height = 3 + tabs + fit.body + fit.summary + 2;
+    match lines_of(watch, width, height, now, Some(fit)) {
+        // Every line of a frame that says something is not empty: the empty ones are the
+        // room left in the summary, the status line with nothing to say, and the header's last
+        // line before anything was read.
+        Ok(lines) => lines
+            .iter()
+            .filter(|l| !l.is_empty())
+            .map(|l| format!("{l}\n"))
+            .collect(),
+        Err(e) => e,
     }
-    out
 }
 
 /// `45s`, `2m 05s`, `1h 02m`.
