@@ -436,6 +436,17 @@ impl Breakdown {
 }
 
 impl Gap {
+    /// How uncertain the stretch is, as `prof report` writes it in its `scatter` column and
+    /// `prof html` beside the stretch: `±` its noise, then ` ?` when the stretch is within it
+    /// (not [`reliable`](Gap::reliable): it may not be there), as in `±29.70ms ?`.
+    pub fn scatter(&self) -> String {
+        format!(
+            "\u{b1}{}{}",
+            human_ns(self.noise_ns),
+            if self.reliable { "" } else { " ?" }
+        )
+    }
+
     /// `after X (file:line)` / `before Y (file:line)`, for people (control characters in the
     /// names as visible escapes, [`printable`]).
     pub fn describe(&self) -> String {

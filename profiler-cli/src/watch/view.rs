@@ -1,8 +1,8 @@
 //! Drawing a [`Watch`] into a ratatui [`Frame`]: the header (the run, its window, its
 //! iterations and the file's age, with a warning when the job stopped rewriting it), the tabs
 //! of the files followed, the table of [`Watch::rows`], the drift and breakdown lines, the
-//! status line and the keys, and the help over it all. [`render_text`] draws one frame into a
-//! buffer and returns it as text (`prof watch --once`, and the tests).
+//! status line and the keys, and the help over it all. [`render_once`] draws one frame into a
+//! buffer, as tall as what it shows, and returns it as text (`prof watch --once`).
 
 use std::time::{Duration, SystemTime};
 
@@ -90,7 +90,9 @@ fn draw_in(frame: &mut Frame, watch: &Watch, now: SystemTime, fit: Option<Fit>) 
     }
 }
 
-/// One frame of `width` × `height` cells as text, one line per row, trailing blanks trimmed.
+/// One frame of `width` × `height` cells as text, one line per row, trailing blanks trimmed: a
+/// screen as the interactive view draws it (the tests' frames).
+#[cfg(test)]
 pub fn render_text(watch: &Watch, width: u16, height: u16, now: SystemTime) -> String {
     match lines_of(watch, width, height, now, None) {
         Ok(lines) => lines.iter().map(|l| format!("{l}\n")).collect(),
