@@ -470,3 +470,43 @@ fn continuous_mode_keeps_its_baseline_and_its_recent_windows() {
     let table = render(&report, Format::Table);
     assert!(table.contains("bottom_backward"), "{table}");
 }
+
+/// `prof ab` on the real program: its `--dir` is the folder written to, `%` and all (the
+/// program reads `PROF_OUT` with placeholders, so prof ab writes each `%` as `%%`), and the
+/// environment padding it sets, `PROF_AB_PAD`, is a variable the runtime knows: no warning
+/// about it clutters the stderr that prof ab shows when a run fails.
+#[test]
+fn prof_ab_writes_into_any_folder_and_its_padding_is_not_an_unknown_variable() {
+    let dir = scratch("ab");
+    let out = run(&dir, &[("PROF_AB_PAD", "xxxxxxxx")], &[]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("PROF_AB_PAD"), "{err}");
+    let command = format!("{} --batch 8 --iters 200", common::dlrm().display());
+    for name in ["runs-50%", "r%p"] {
+        let runs = dir.join(name);
+        let mut cmd = std::process::Command::new(common::prof());
+        cmd.args(["ab", "--before", &command, "--after", &command, "-n", "2"])
+            .arg("--dir")
+            .arg(&runs);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("PROF_") || k == "RANK" {
+                cmd.env_remove(k);
+            }
+        }
+        let out = cmd
+            .env("PROF_WARMUP", "2")
+            .env("PROF_REPEAT", "3")
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{name}: {err}");
+        assert!(stdout(&out).contains("runs: 2 before, 2 after"), "{name}");
+        for k in 0..2 {
+            for side in ["before", "after"] {
+                let path = runs.join(format!("{side}-{k}.json"));
+                assert_eq!(read_json(&path)["complete"], true, "{}", path.display());
+            }
+        }
+    }
+}

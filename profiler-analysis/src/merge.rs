@@ -352,7 +352,9 @@ pub fn render(merged: &Merged, format: Format) -> String {
     match format {
         Format::Json => serde_json::to_string_pretty(merged).unwrap_or_default() + "\n",
         Format::Csv => render_csv(merged),
-        Format::Table | Format::Markdown => render_text(merged, format == Format::Markdown),
+        Format::Table | Format::Markdown => {
+            text::for_terminal(render_text(merged, format == Format::Markdown))
+        }
     }
 }
 
@@ -519,7 +521,7 @@ fn straggler_line(m: &Merged) -> Option<String> {
         .iter()
         .take(3)
         .map(|e| {
-            let label = e.identity.label();
+            let label = text::label(&e.identity);
             format!("{label} ({:.2}x, rank {})", e.spread, e.straggler)
         })
         .collect();
@@ -565,7 +567,7 @@ fn render_text(m: &Merged, markdown: bool) -> String {
         out.push_str(&format!("{bullet}{line}\n"));
     }
     for w in &m.warnings {
-        out.push_str(&format!("{bullet}warning: {w}\n"));
+        out.push_str(&format!("{bullet}warning: {}\n", text::printable(w)));
     }
     out
 }

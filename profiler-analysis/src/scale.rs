@@ -222,7 +222,9 @@ pub fn render(scaling: &Scaling, format: Format) -> String {
     match format {
         Format::Json => serde_json::to_string_pretty(scaling).unwrap_or_default() + "\n",
         Format::Csv => render_csv(scaling),
-        Format::Table | Format::Markdown => render_text(scaling, format == Format::Markdown),
+        Format::Table | Format::Markdown => {
+            text::for_terminal(render_text(scaling, format == Format::Markdown))
+        }
     }
 }
 
@@ -314,7 +316,7 @@ fn footnotes(s: &Scaling, bullet: &str) -> String {
         let names: Vec<String> = worst
             .iter()
             .take(3)
-            .map(|(r, e)| format!("{} ({})", r.identity.label(), percent(Some(*e))))
+            .map(|(r, e)| format!("{} ({})", text::label(&r.identity), percent(Some(*e))))
             .collect();
         out.push_str(&format!(
             "{bullet}least efficient at {}={}: {}\n",

@@ -33,11 +33,28 @@ pub(crate) fn csv_field(s: &str) -> String {
     }
 }
 
-pub(crate) use profiler_tables::table_text::{aligned, human_ns};
+pub(crate) use profiler_tables::table_text::{aligned, human_ns, printable};
+
+/// An event's label for a sentence of a table or Markdown output (`layer/phase name#occ`), its
+/// control characters as visible escapes ([`printable`]).
+pub(crate) fn label(identity: &Identity) -> String {
+    printable(&identity.label()).into_owned()
+}
+
+/// The last pass over a table or Markdown output: any control character left (from a name in
+/// a sentence, a program's name) as a visible escape, the line breaks kept
+/// ([`profiler_tables::table_text::printable_lines`]). Names inside cells and labels are escaped
+/// where they are placed, so that a line break in one is `\n` too.
+pub(crate) fn for_terminal(text: String) -> String {
+    match profiler_tables::table_text::printable_lines(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(safe) => safe,
+    }
+}
 
 /// A GitHub-flavoured Markdown table.
 pub(crate) fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let cell = |s: &str| s.replace('|', "\\|").replace(['\n', '\r'], " ");
+    let cell = md_cell;
     let mut out = format!(
         "| {} |\n|{}\n",
         headers
@@ -81,9 +98,10 @@ pub(crate) fn identity_cells(identity: &Identity, iteration: bool) -> Vec<String
     ]
 }
 
-/// A Markdown table cell: pipes escaped, line breaks flattened.
+/// A Markdown table cell (or a paragraph): control characters as visible escapes
+/// ([`printable`]: a line break in a name is `\n`), pipes escaped.
 pub(crate) fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+    printable(s).replace('|', "\\|")
 }
 
 /// A Markdown table as lines, its first `left` columns aligned left and the others right.

@@ -4,7 +4,10 @@
 //! Each round runs both commands once, in an order drawn from the seed (randomized multiple
 //! interleaved trials, after Abedi and Brecht): a change of the machine's speed over the session
 //! falls on both sides alike. Each run gets its own `PROF_OUT` (`before-K.json`, `after-K.json`
-//! in the output folder) and an environment variable `PROF_AB_PAD` of a random length (0 to
+//! in the output folder, every `%` of the folder written `%%` so that the program reads the
+//! folder as it is named, not as placeholders), removed before the run so that a profile left
+//! by an earlier session is never taken for the run's, and an environment variable
+//! `PROF_AB_PAD` of a random length (0 to
 //! 4,095 bytes), which moves the stack and so where the program's data lands (after Mytkowicz
 //! et al.): layout is averaged over the runs instead of fixed by the run's environment. Other
 //! `PROF_*` variables are passed on. `--until` stops once every event's interval is narrower than
@@ -48,6 +51,13 @@ pub fn split(command: &str, which: &str) -> Result<Vec<String>, String> {
 
 /// Runs the plan: returns the profiles of each side, in run order.
 pub fn run(plan: &Plan, options: &DiffOptions) -> Result<(Vec<Profile>, Vec<Profile>), String> {
+    if plan.dir.to_str().is_none() {
+        return Err(format!(
+            "error: --dir {} is not valid UTF-8, which the programs' PROF_OUT must be\n  = help: \
+             give a folder whose path is UTF-8",
+            plan.dir.display()
+        ));
+    }
     std::fs::create_dir_all(&plan.dir)
         .map_err(|e| format!("error: cannot create {}: {e}", plan.dir.display()))?;
     let mut rng = SplitMix64::new(plan.seed);
@@ -64,6 +74,7 @@ pub fn run(plan: &Plan, options: &DiffOptions) -> Result<(Vec<Profile>, Vec<Prof
             let out = plan.dir.join(format!("{which}-{round}.json"));
             let pad = rng.below(4096);
             let t0 = Instant::now();
+            remove_stale(&out)?;
             run_one(command, &out, pad).map_err(|e| format!("error: {which} run {round}: {e}"))?;
             let profile = profiler_analysis::load_profile(&out).map_err(|e| e.to_string())?;
             eprintln!(
@@ -120,12 +131,41 @@ fn half_width(low: f64, high: f64) -> f64 {
     }
 }
 
+/// Removes `out`, a run's output left by an earlier session (or an earlier round), so that the
+/// profile read after the run is the one the run wrote: a command that writes nothing is then
+/// told so instead of compared on old data. Nothing there is not an error.
+fn remove_stale(out: &Path) -> Result<(), String> {
+    match std::fs::remove_file(out) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!(
+            "error: cannot remove {}, a run's output left from before: {e}\n  = help: each run \
+             writes a new profile there; move what is there away, or give another --dir",
+            out.display()
+        )),
+    }
+}
+
+/// `out` as a `PROF_OUT` value: every `%` doubled, so that profiler-core, which reads `%p`,
+/// `%r` and `%%` as placeholders, writes to `out` itself. `None` when `out` is not valid UTF-8
+/// (a `PROF_OUT` must be).
+fn prof_out(out: &Path) -> Option<String> {
+    out.to_str().map(|s| s.replace('%', "%%"))
+}
+
 /// One run of `command`, its profile written to `out`, with `pad` bytes of padding in its
 /// environment. Its output is discarded; a failure gives the end of its standard error.
 fn run_one(command: &[String], out: &Path, pad: usize) -> Result<(), String> {
+    let template = prof_out(out).ok_or_else(|| {
+        format!(
+            "{} is not valid UTF-8, which PROF_OUT must be\n  = help: give a --dir whose path is \
+             UTF-8",
+            out.display()
+        )
+    })?;
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..])
-        .env("PROF_OUT", out)
+        .env("PROF_OUT", template)
         .env("PROF_AB_PAD", "x".repeat(pad))
         .stdin(Stdio::null())
         .stdout(Stdio::null())

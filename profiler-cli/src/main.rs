@@ -1159,7 +1159,7 @@ fn write_flame(
         output.display(),
         graph.frames.len(),
         graph.width_ns(),
-        graph.title
+        analysis::printable(&graph.title)
     );
     Ok(())
 }
@@ -1182,7 +1182,8 @@ fn main() -> ExitCode {
         Err(Failure(message)) => {
             // Every message starts with `error:`; `Failure::new` and the constructors see to it.
             debug_assert!(message.starts_with("error:"), "{message}");
-            eprintln!("{message}");
+            // A name or path quoted from the input shows its control characters as escapes.
+            eprintln!("{}", analysis::printable_lines(&message));
             ExitCode::from(2)
         }
     }

@@ -132,3 +132,119 @@ fn bad_commands_are_errors_that_say_why() {
         assert!(err.contains(expected), "{before}: {err}");
     }
 }
+
+/// Profiles left in `--dir` by an earlier session are never compared: each run's output is
+/// removed before the run, so a command that writes nothing is an error even where an old
+/// `before-K.json` lies.
+#[test]
+fn stale_profiles_in_the_folder_are_never_compared() {
+    let dir = scratch("ab-stale");
+    let runs = dir.join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    for name in ["before-0", "before-1", "after-0", "after-1"] {
+        std::fs::copy(data("batch32.json"), runs.join(format!("{name}.json"))).unwrap();
+    }
+    let out = prof(&[
+        "ab",
+        "--before",
+        "true",
+        "--after",
+        "true",
+        "-n",
+        "2",
+        "--dir",
+        runs.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("wrote no"), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // A stale output that cannot be removed (a folder in its place) is an error too.
+    let blocked = dir.join("blocked");
+    std::fs::create_dir_all(blocked.join("before-0.json")).unwrap();
+    std::fs::create_dir_all(blocked.join("after-0.json")).unwrap();
+    let good = copier(&data("batch32.json"), "x", &dir.join("log.txt"));
+    let out = prof(&[
+        "ab",
+        "--before",
+        &good,
+        "--after",
+        &good,
+        "-n",
+        "2",
+        "--dir",
+        blocked.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot remove"), "{err}");
+}
+
+/// A command that copies its first argument to `$PROF_OUT` read as profiler-core reads it:
+/// `%%` a `%`, `%p` its process id, `%r` rank 0, another `%` an error (status 2).
+fn placeholder_reader(dir: &Path) -> PathBuf {
+    let script = dir.join("reader.sh");
+    std::fs::write(
+        &script,
+        "out=$(printf '%s' \"$PROF_OUT\" | sed -e 's/%%/\\x01/g' -e \"s/%p/$$/g\" -e 's/%r/0/g')\n\
+         case \"$out\" in *%*) echo \"PROF_OUT=$PROF_OUT: unknown % placeholder\" >&2; exit 2;; esac\n\
+         out=$(printf '%s' \"$out\" | sed 's/\\x01/%/g')\n\
+         cp \"$1\" \"$out\"\n",
+    )
+    .unwrap();
+    script
+}
+
+/// `--dir` is a folder, not a `PROF_OUT` template: a `%` in it reaches the program as `%%`.
+#[test]
+fn a_folder_with_a_percent_sign_is_the_folder_written_to() {
+    let dir = scratch("ab-percent");
+    let reader = placeholder_reader(&dir);
+    let command = format!("sh {} {}", reader.display(), data("batch32.json").display());
+    for name in ["runs-50%", "r%p", "a%%b%r"] {
+        let runs = dir.join(name);
+        let out = prof(&[
+            "ab",
+            "--before",
+            &command,
+            "--after",
+            &command,
+            "-n",
+            "2",
+            "--dir",
+            runs.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {err}");
+        for k in 0..2 {
+            assert!(runs.join(format!("before-{k}.json")).is_file(), "{name}");
+            assert!(runs.join(format!("after-{k}.json")).is_file(), "{name}");
+        }
+    }
+}
+
+/// `prof ab`'s default folder, `prof-ab`, lands in the current directory: the repository's
+/// `.gitignore` keeps it out of commits, and none is committed.
+#[test]
+fn the_default_folder_is_ignored_and_never_committed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let ignore = std::fs::read_to_string(root.join(".gitignore")).unwrap();
+    assert!(ignore.lines().any(|l| l.trim() == "prof-ab/"), "{ignore}");
+    let Ok(out) = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["ls-files", "--", "*prof-ab/*"])
+        .output()
+    else {
+        eprintln!("git not found: the committed files are not checked");
+        return;
+    };
+    if out.status.success() {
+        let listed = String::from_utf8_lossy(&out.stdout);
+        assert!(listed.trim().is_empty(), "committed: {listed}");
+    }
+}

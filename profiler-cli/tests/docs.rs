@@ -451,3 +451,25 @@ fn every_link_between_the_pages_leads_somewhere() {
     assert!(checked > 50, "only {checked} links found");
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
+
+/// Beside MFU, the guide and the reference say that `prof peak` measures every core (a
+/// single-threaded event reaches at most 1/cores of that peak) and how to measure one core's;
+/// and no page calls lscpu's total L2 a core's.
+#[test]
+fn mfu_is_said_to_be_judged_against_every_core() {
+    for page in ["docs/guide.md", "docs/reference.md"] {
+        let text = read(page);
+        let at = text
+            .find("1/cores")
+            .unwrap_or_else(|| panic!("{page}: no 1/cores"));
+        let near = &text[at.saturating_sub(600)..(at + 600).min(text.len())];
+        assert!(near.contains("MFU"), "{page}: 1/cores is not beside MFU");
+        assert!(
+            near.contains("--threads 1"),
+            "{page}: no --threads 1 beside it"
+        );
+    }
+    for page in PAGES {
+        assert!(!read(page).contains("2 MiB of L2 per core"), "{page}");
+    }
+}

@@ -265,6 +265,35 @@ fn real_profile() {
     );
     assert!(dom.matches("class=\"cat\"").count() >= 2, "no category bar");
     assert!(dom.contains("class=\"gap\""), "no uncovered stretch listed");
+    // The stretches no probe covers: those that stand out of their scatter under "where to put
+    // the next probe", the others apart, each with its scatter as prof report writes it
+    // (`±18.1µs ?`).
+    let report = profiler_analysis::report::build(&profile, &Default::default());
+    let gaps = &report.breakdown.as_ref().unwrap().gaps;
+    let list = |class: &str| -> &str {
+        let open = format!("<ul class=\"{class}\">");
+        let Some(at) = dom.find(&open) else {
+            return "";
+        };
+        &dom[at..at + dom[at..].find("</ul>").unwrap()]
+    };
+    let (sure, unsure) = (list("gaps"), list("gaps noise"));
+    let reliable = gaps.iter().filter(|g| g.reliable).count();
+    assert!(reliable > 0 && reliable < gaps.len(), "{gaps:?}");
+    assert_eq!(sure.matches("<li").count(), reliable, "{sure}");
+    assert_eq!(
+        unsure.matches("<li").count(),
+        gaps.len() - reliable,
+        "{unsure}"
+    );
+    for g in gaps {
+        let shown = if g.reliable { sure } else { unsure };
+        assert!(
+            shown.contains(&g.scatter()),
+            "{} not in {shown}",
+            g.scatter()
+        );
+    }
     // One bar per event in the timeline, one sparkline per row.
     assert_eq!(dom.matches("class=\"ev").count(), profile.events.len());
     // The flame graph: one frame per event with time, `other` and the root, all drawn with a

@@ -146,6 +146,46 @@ mod tests {
         assert_eq!(parse_peak(only.as_bytes()).unwrap().flops, None);
     }
 
+    /// A peak is read back as `prof peak` wrote it, to the last bit: in a `peak.json` and in a
+    /// profile's `run.peak` (serde_json's exact float parsing, `float_roundtrip`).
+    #[test]
+    fn figures_round_trip_exactly() {
+        let figures = [
+            23677369823.420494,
+            1.0000000000000002,
+            1e23,
+            2.2250738585072014e-308,
+            1.7976931348623157e308,
+            0.1 + 0.2,
+        ];
+        for flops in figures {
+            let peak = Peak {
+                schema: PEAK_SCHEMA.into(),
+                flops: Some(flops),
+                bytes: Some(flops / 3.0),
+                source: "measured".into(),
+                detail: String::new(),
+                host: String::new(),
+            };
+            let text = serde_json::to_string_pretty(&peak).unwrap();
+            let back = parse_peak(text.as_bytes()).unwrap();
+            assert_eq!(
+                back.flops.map(f64::to_bits),
+                Some(flops.to_bits()),
+                "{text}"
+            );
+            assert_eq!(back.bytes.map(f64::to_bits), Some((flops / 3.0).to_bits()));
+        }
+        // As the issue saw it: the text written, read back.
+        let text =
+            r#"{"schema":"profiler-core/peak/v1","flops":23677369823.420494,"source":"measured"}"#;
+        let peak = parse_peak(text.as_bytes()).unwrap();
+        assert_eq!(peak.flops, Some(23677369823.420494));
+        assert!(serde_json::to_string(&peak)
+            .unwrap()
+            .contains("\"flops\":23677369823.420494"));
+    }
+
     #[test]
     fn a_bad_peak_json_is_told_what_is_wrong() {
         let cases = [

@@ -48,7 +48,7 @@ use serde::Serialize;
 
 use crate::descriptive_stats as stats;
 use crate::measure::{measure, EventRow};
-use crate::table_text::{human_ns, percent};
+use crate::table_text::{human_ns, percent, printable};
 use profiler_format::Profile;
 
 /// The phases in the order an iteration usually runs them; others follow in execution order.
@@ -430,12 +430,25 @@ impl Breakdown {
             )),
             (None, None) => {}
         }
-        line
+        // The categories are phases, the gaps' sides events: names from the profile.
+        printable(&line).into_owned()
     }
 }
 
 impl Gap {
-    /// `after X (file:line)` / `before Y (file:line)`, for people.
+    /// How uncertain the stretch is, as `prof report` writes it in its `scatter` column and
+    /// `prof html` beside the stretch: `±` its noise, then ` ?` when the stretch is within it
+    /// (not [`reliable`](Gap::reliable): it may not be there), as in `±29.70ms ?`.
+    pub fn scatter(&self) -> String {
+        format!(
+            "\u{b1}{}{}",
+            human_ns(self.noise_ns),
+            if self.reliable { "" } else { " ?" }
+        )
+    }
+
+    /// `after X (file:line)` / `before Y (file:line)`, for people (control characters in the
+    /// names as visible escapes, [`printable`]).
     pub fn describe(&self) -> String {
         let after = match &self.after {
             Some(s) => format!("after {} ({})", s.label, s.location),
@@ -445,7 +458,7 @@ impl Gap {
             Some(s) => format!("before {} ({})", s.label, s.location),
             None => "until step()".to_owned(),
         };
-        format!("{after}, {before}")
+        printable(&format!("{after}, {before}")).into_owned()
     }
 }
 

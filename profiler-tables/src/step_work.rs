@@ -46,10 +46,33 @@ pub fn step_flops(rows: &[EventRow]) -> Option<f64> {
     (!outer.is_empty()).then(|| outer.iter().sum())
 }
 
+/// The longest a peak's detail is in the end-of-run summary, in characters.
+const BRIEF_DETAIL: usize = 80;
+
+/// A peak's detail as the end-of-run summary gives it: its first sentence (`prof peak` writes a
+/// paragraph: the threads, then the kernels, sizes and spreads), at most [`BRIEF_DETAIL`]
+/// characters (the middle of a longer one left out), with a pointer to `prof report` when
+/// something was left out; `None` when there is none.
+fn brief_detail(detail: &str) -> Option<String> {
+    let detail = detail.trim();
+    if detail.is_empty() {
+        return None;
+    }
+    let first = detail.split_once(". ").map_or(detail, |(first, _)| first);
+    let first = first.strip_suffix('.').unwrap_or(first);
+    let brief = crate::table_text::clip(first, BRIEF_DETAIL);
+    Some(if brief.len() < detail.trim_end_matches('.').len() {
+        format!("{brief}; `prof report` gives the rest")
+    } else {
+        brief
+    })
+}
+
 /// What the reports say of the work below their tables: the step's FLOPs and MFU, and the peak
 /// (its figures and source) the MFU and `bound` columns are judged against, then, with
-/// `definitions`, how each column is computed (`prof report`; the end-of-run summary leaves
-/// them to it, to stay short). `None` when no event counts its work.
+/// `definitions`, the peak's whole detail and how each column is computed (`prof report`; the
+/// end-of-run summary gives the detail's first sentence and leaves the rest to it, to stay
+/// short). `None` when no event counts its work.
 pub fn work_line(
     rows: &[EventRow],
     iter_mean_ns: f64,
@@ -85,8 +108,12 @@ pub fn work_line(
                 figure(p.bytes, "B/s"),
                 p.source
             );
-            if !p.detail.is_empty() {
-                text.push_str(&format!(": {}", p.detail));
+            if definitions {
+                if !p.detail.is_empty() {
+                    text.push_str(&format!(": {}", p.detail));
+                }
+            } else if let Some(brief) = brief_detail(&p.detail) {
+                text.push_str(&format!(": {brief}"));
             }
             text.push(')');
             text

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use crate::columns::{self, Place};
 use crate::measure::{measure, EventRow, Measures, Perturbation};
-use crate::table_text::{aligned, human_ns, percent, signed_percent};
+use crate::table_text::{aligned, human_ns, percent, printable, printable_lines, signed_percent};
 use profiler_format::Profile;
 
 /// Events whose coefficient of variation is above this are noisy (the default of `prof report`).
@@ -104,7 +104,13 @@ pub fn noisy_line(events: &[EventRow], cv_threshold: f64) -> String {
     let names: Vec<String> = noisy
         .iter()
         .take(5)
-        .map(|e| format!("{}#{}", e.identity.display_name(), e.identity.occurrence))
+        .map(|e| {
+            format!(
+                "{}#{}",
+                printable(&e.identity.display_name()),
+                e.identity.occurrence
+            )
+        })
         .collect();
     let more = if noisy.len() > 5 {
         format!(", +{} more", noisy.len() - 5)
@@ -208,5 +214,6 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
         );
     }
     let _ = write!(out, "  {last_line}");
-    out
+    // What a name left in a sentence (the path, a peak's detail) as visible escapes too.
+    printable_lines(&out).into_owned()
 }

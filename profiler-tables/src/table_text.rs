@@ -1,6 +1,58 @@
-//! Text for people: durations, percentages and aligned columns.
+//! Text for people: durations, percentages and aligned columns, and names made safe to show
+//! ([`printable`]).
 
+use std::borrow::Cow;
 use std::fmt::Write;
+
+/// Whether [`printable`] writes `c` as an escape: a control character (C0, DEL, C1: a terminal
+/// would act on it, XML 1.0 forbids most of them), one that changes the direction of the text
+/// around it (it can make a name read as another), a line or paragraph separator, or a
+/// noncharacter XML 1.0 forbids (U+FFFE, U+FFFF).
+fn escaped(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}'
+        )
+}
+
+/// `text` as it can be shown in a terminal or in XML: every control character (and the few
+/// others [`escaped`] names) written as a visible escape, `\n`, `\r`, `\t`, `\0`, `\e` (ESC),
+/// else `\u{hex}` (BEL: `\u{7}`), so that a name from a profile can neither move the cursor,
+/// change colours, break a table's lines nor make an XML file ill-formed. The escapes are
+/// printable ASCII, one column per character, so a table that counts characters stays aligned;
+/// the text itself when nothing needs escaping.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(escaped) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\0' => out.push_str("\\0"),
+            '\u{1b}' => out.push_str("\\e"),
+            c if escaped(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A whole text of several lines made safe to print as [`printable`] does, its line breaks
+/// (`\n`) kept: the last pass over a rendered report, whose names were escaped already where
+/// they stand in cells and sentences.
+pub fn printable_lines(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| c != '\n' && escaped(c)) {
+        return Cow::Borrowed(text);
+    }
+    let lines: Vec<Cow<str>> = text.split('\n').map(printable).collect();
+    Cow::Owned(lines.join("\n"))
+}
 
 /// A duration for people: `850ns`, `12.3µs`, `4.56ms`, `1.20s`.
 pub fn human_ns(ns: f64) -> String {
@@ -39,13 +91,19 @@ pub fn clip(text: &str, max: usize) -> String {
 }
 
 /// Aligned columns: the first `left` columns left-aligned, the others right-aligned; each
-/// line starts with two spaces and ends with a newline. A cell longer than [`MAX_CELL`]
-/// characters is shortened (see [`clip`]).
+/// line starts with two spaces and ends with a newline. Control characters in a cell are shown
+/// as escapes ([`printable`]); a cell longer than [`MAX_CELL`] characters is then shortened
+/// (see [`clip`]).
 pub fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> String {
     let rows: Vec<Vec<String>> = rows
         .iter()
-        .map(|row| row.iter().map(|cell| clip(cell, MAX_CELL)).collect())
+        .map(|row| {
+            row.iter()
+                .map(|cell| clip(&printable(cell), MAX_CELL))
+                .collect()
+        })
         .collect();
+    let headers: Vec<Cow<str>> = headers.iter().map(|h| printable(h)).collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -64,7 +122,8 @@ pub fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> String {
         }
         l.trim_end().to_owned() + "\n"
     };
-    let mut out = line(headers);
+    let headers: Vec<&str> = headers.iter().map(|h| h.as_ref()).collect();
+    let mut out = line(&headers);
     for row in &rows {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
         out.push_str(&line(&cells));
@@ -115,6 +174,34 @@ mod tests {
         assert_eq!(human_bytes(1536.0), "1.5KiB");
         assert_eq!(human_bytes(3.0 * 1024.0 * 1024.0), "3.00MiB");
         assert_eq!(human_bytes(5e9), "4.66GiB");
+    }
+
+    /// Control characters (a name that would clear the screen, ring the bell, set the window's
+    /// title or start a new line) come out as visible escapes, and a table stays aligned.
+    #[test]
+    fn control_characters_are_shown_as_escapes() {
+        assert!(matches!(printable("mlp/fwd forward#2"), Cow::Borrowed(_)));
+        assert_eq!(
+            printable("a\u{1b}[2J\u{7}b\nc\rd\te\0f\u{9b}g\u{7f}h\u{202e}i\u{fffe}"),
+            "a\\e[2J\\u{7}b\\nc\\rd\\te\\0f\\u{9b}g\\u{7f}h\\u{202e}i\\u{fffe}"
+        );
+        // Letters of every script are kept.
+        assert_eq!(printable("ÿ µs 层 ✓"), "ÿ µs 层 ✓");
+        assert_eq!(printable_lines("a\u{1b}b\nc\u{7}\n"), "a\\eb\nc\\u{7}\n");
+        let table = aligned(
+            &["name", "n"],
+            &[
+                vec!["evil\u{1b}]0;x\u{7}\nname".into(), "1".into()],
+                vec!["plain".into(), "22".into()],
+            ],
+            1,
+        );
+        assert!(!table.contains(['\u{1b}', '\u{7}']), "{table:?}");
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3, "{table}");
+        // The numbers' column ends at the same place on every line.
+        let ends: Vec<usize> = lines.iter().map(|l| l.chars().count()).collect();
+        assert!(ends.windows(2).all(|w| w[0] == w[1]), "{table}");
     }
 
     #[test]

@@ -151,23 +151,42 @@ pub fn over_peak(v: f64) -> bool {
 /// since no run can beat the peak: the peak or the count is wrong.
 pub fn utilization(v: f64) -> String {
     if over_peak(v) {
-        format!("{:.0}%>100%! check the peak or the flops key", 100.0 * v)
+        // Past a million percent (a peak given far too low), in scientific notation.
+        let percent = 100.0 * v;
+        let figure = if percent >= 1e6 {
+            format!("{percent:.2e}")
+        } else {
+            format!("{percent:.0}")
+        };
+        format!("{figure}%>100%! check the peak or the flops key")
     } else {
         format!("{:.1}%", 100.0 * v)
     }
 }
 
-/// A rate per second with an SI prefix: `1.23T`, `456G`, `12.0M`, `980`.
+/// A rate per second with an SI prefix: `1.23T`, `456G`, `12.0M`, `980`; from 1,000 E (1e21)
+/// on, in scientific notation (`1.00e308`: a peak given as `PROF_PEAK_FLOPS=1e308`), never a
+/// figure of hundreds of digits.
 pub fn human_rate(v: f64) -> String {
     if !v.is_finite() {
         return "-".to_owned();
     }
     let a = v.abs();
-    let (scaled, prefix) = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
-        .into_iter()
-        .find(|(unit, _)| a >= *unit * 0.9995)
-        .map_or((v, ""), |(unit, p)| (v / unit, p));
-    if scaled.abs() >= 99.95 {
+    let (scaled, prefix) = [
+        (1e18, "E"),
+        (1e15, "P"),
+        (1e12, "T"),
+        (1e9, "G"),
+        (1e6, "M"),
+        (1e3, "k"),
+    ]
+    .into_iter()
+    .find(|(unit, _)| a >= *unit * 0.9995)
+    .map_or((v, ""), |(unit, p)| (v / unit, p));
+    if scaled.abs() >= 999.5 {
+        // Beyond the largest prefix.
+        format!("{v:.2e}")
+    } else if scaled.abs() >= 99.95 {
         format!("{scaled:.0}{prefix}")
     } else if scaled.abs() >= 9.995 {
         format!("{scaled:.1}{prefix}")
@@ -244,5 +263,25 @@ mod tests {
         assert_eq!(human_rate(1.234e12), "1.23T");
         assert_eq!(human_rate(45.6e9), "45.6G");
         assert_eq!(human_rate(980.0), "980");
+    }
+
+    /// A peak of 1e308 (`PROF_PEAK_FLOPS=1e308`) and the tiny MFU against it, or an MFU of
+    /// 1e300 against a tiny peak, print as short figures: SI prefixes up to E (exa), then
+    /// scientific notation, never hundreds of digits.
+    #[test]
+    fn huge_and_tiny_figures_stay_short() {
+        assert_eq!(human_rate(1e308), "1.00e308");
+        assert_eq!(human_rate(-2.5e40), "-2.50e40");
+        assert_eq!(human_rate(1.5e18), "1.50E");
+        assert_eq!(human_rate(999.4e18), "999E");
+        assert_eq!(human_rate(999.6e18), "1.00e21");
+        assert_eq!(human_rate(f64::MAX), "1.80e308");
+        assert_eq!(utilization(1e-300), "0.0%");
+        let huge = utilization(1e300);
+        assert!(huge.starts_with("1.00e302%>100%!"), "{huge}");
+        for v in [1e308, f64::MAX, 1e-308, 5e-324, 1e300] {
+            assert!(human_rate(v).len() <= 10, "{v}: {}", human_rate(v));
+            assert!(utilization(v).len() <= 60, "{v}: {}", utilization(v));
+        }
     }
 }

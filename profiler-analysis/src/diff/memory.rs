@@ -63,7 +63,7 @@ pub fn lines(diffs: &[MemoryDiff]) -> Vec<String> {
         let (b, a) = (&d.before, &d.after);
         out.push(format!(
             "  {}: allocated {} -> {}, allocations {} -> {}, peak {} -> {}",
-            d.identity.label(),
+            crate::text::label(&d.identity),
             human_bytes(b.alloc_bytes),
             human_bytes(a.alloc_bytes),
             b.allocs,

@@ -13,7 +13,9 @@ pub fn render(diff: &Diff, format: Format) -> String {
     match format {
         Format::Json => serde_json::to_string_pretty(diff).unwrap_or_default() + "\n",
         Format::Csv => render_csv(diff),
-        Format::Table | Format::Markdown => render_text(diff, format == Format::Markdown),
+        Format::Table | Format::Markdown => {
+            text::for_terminal(render_text(diff, format == Format::Markdown))
+        }
     }
 }
 
@@ -65,16 +67,13 @@ fn render_csv(diff: &Diff) -> String {
 }
 
 fn missing_label(m: &Missing) -> String {
-    if m.occurrence > 0 {
-        format!(
-            "{}#{} ({})",
-            display_name(&m.id, &m.name),
-            m.occurrence,
-            m.id
-        )
+    let name = display_name(&m.id, &m.name);
+    let label = if m.occurrence > 0 {
+        format!("{name}#{} ({})", m.occurrence, m.id)
     } else {
-        format!("{} ({})", display_name(&m.id, &m.name), m.id)
-    }
+        format!("{name} ({})", m.id)
+    };
+    text::printable(&label).into_owned()
 }
 
 /// A change as a signed percentage: ratio 1.312 -> `+31.2%`; from 10 times on as a factor
@@ -261,7 +260,7 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
         let names: Vec<String> = all
             .iter()
             .filter(|d| d.verdict == v)
-            .map(|d| format!("{} ({})", d.identity.label(), change(d.ratio)))
+            .map(|d| format!("{} ({})", text::label(&d.identity), change(d.ratio)))
             .collect();
         format!("{} {}: {}", names.len(), v.as_str(), names.join(", "))
     };

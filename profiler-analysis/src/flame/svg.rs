@@ -11,6 +11,7 @@ use inferno::flamegraph::{self, Direction, FuncFrameAttrsMap, Options};
 use super::{Flame, Frame, FrameKey};
 use crate::diff::Verdict;
 use crate::text::human_ns;
+use profiler_tables::table_text::printable;
 
 /// A colour, `(red, green, blue)`.
 pub type Rgb = (u8, u8, u8);
@@ -123,8 +124,17 @@ pub(super) fn frame_title(flame: &Flame, frame: &Frame) -> String {
         }
     }
     let details = d.join("; ").replace('(', "[").replace(')', "]");
-    // The attribute file inferno reads is one line per frame, fields split at tabs.
-    format!("{} ({details})", frame.name).replace(['\t', '\n', '\r'], " ")
+    // The attribute file inferno reads is one line per frame, fields split at tabs: the
+    // escapes of `xml_text` hold none.
+    xml_text(&format!("{} ({details})", frame.name))
+}
+
+/// Text for the SVG, from a profile's strings (the program, the ids): what XML 1.0 forbids
+/// (NUL, ESC, BEL and the other control characters, U+FFFE, U+FFFF) and what would break the
+/// lines of inferno's attribute file (tabs, line breaks) written as visible escapes
+/// ([`printable`]); inferno escapes the markup (`<`, `&`, quotes) itself.
+pub(super) fn xml_text(text: &str) -> String {
+    printable(text).into_owned()
 }
 
 /// The SVG of `flame`.
@@ -145,8 +155,8 @@ pub(super) fn render(flame: &Flame) -> std::io::Result<String> {
         let _ = writeln!(attrs, "{}\ttitle={}", frame.name, frame_title(flame, frame));
     }
     let mut options = Options::default();
-    options.title = flame.title.clone();
-    options.subtitle = flame.subtitle.clone();
+    options.title = xml_text(&flame.title);
+    options.subtitle = flame.subtitle.as_deref().map(xml_text);
     options.count_name = "ns".to_owned();
     options.name_type = "Frame:".to_owned();
     // Colours from the names' hashes: the same frame gets the same colour in every graph.

@@ -314,3 +314,101 @@ fn a_profile_without_a_measured_iteration_is_an_error() {
         FlameError::NoProfile
     );
 }
+
+/// What XML 1.0 forbids (NUL, ESC, BEL, a lone CR's friends, U+FFFE) and what it must escape
+/// (`<`, `&`, `]]>`), in every string of a profile that reaches the SVG: the program (the
+/// title), the ids (the tooltips), the names, layers and phases (the frames).
+fn hostile(p: &mut Profile) {
+    p.run.program = "train\u{0}\u{1b}[2J\u{7}<b>&amp;]]>\u{fffe}".into();
+    for e in &mut p.events {
+        e.id = format!("{}\u{0}\u{1b}[31m\u{7}\u{8}\u{1f}<x>&]]>\u{ffff}", e.id);
+        e.name = format!("{}\u{1b}]0;pwned\u{7}<&", e.name);
+        e.layer = e.layer.as_ref().map(|l| format!("{l}\u{0}\u{c}"));
+    }
+}
+
+/// Parses `svg` as XML (strictly: every character XML 1.0 allows, every entity known), or
+/// panics with the parser's error and where.
+fn well_formed(svg: &str, what: &str) {
+    // roxmltree refuses a DTD that could expand: the doctype inferno writes names only the SVG
+    // DTD, which it does not fetch.
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    if let Err(e) = roxmltree::Document::parse_with_options(svg, options) {
+        let pos = e.pos();
+        let line = svg.lines().nth(pos.row as usize - 1).unwrap_or("");
+        panic!("{what}: not well-formed XML: {e}\n{line:?}");
+    }
+    for c in ['\u{0}', '\u{1b}', '\u{7}', '\u{fffe}', '\u{ffff}'] {
+        assert!(!svg.contains(c), "{what}: {c:?} in the SVG");
+    }
+}
+
+/// Every SVG `prof flame` draws (plain, icicle, grouped by layer and by phase, filtered,
+/// differential) is well-formed XML whatever the names: what XML cannot hold is shown as a
+/// visible escape, the rest escaped as markup.
+#[test]
+fn every_svg_is_well_formed_xml_with_hostile_names() {
+    let mut p = model();
+    hostile(&mut p);
+    let mut base = model();
+    hostile(&mut base);
+    base.events[0].samples_ns = vec![700; 4];
+    base.events[0].stats = Stats::of(&base.events[0].samples_ns);
+    let filter = profiler_format::filter::Filter::parse("phase=fwd").unwrap();
+    let variants: Vec<(&str, FlameOptions)> = vec![
+        ("plain", FlameOptions::default()),
+        (
+            "icicle",
+            FlameOptions {
+                icicle: true,
+                ..FlameOptions::default()
+            },
+        ),
+        (
+            "group layer",
+            FlameOptions {
+                group: Some(Grouping::Layer),
+                ..FlameOptions::default()
+            },
+        ),
+        (
+            "group phase",
+            FlameOptions {
+                group: Some(Grouping::Phase),
+                ..FlameOptions::default()
+            },
+        ),
+        (
+            "filter",
+            FlameOptions {
+                filter: Some(filter),
+                ..FlameOptions::default()
+            },
+        ),
+        (
+            "diff",
+            FlameOptions {
+                baseline: Some(std::slice::from_ref(&base)),
+                ..FlameOptions::default()
+            },
+        ),
+    ];
+    for (what, options) in &variants {
+        let f = flame(std::slice::from_ref(&p), options).unwrap();
+        let svg = f.svg().unwrap();
+        well_formed(&svg, what);
+        // The title says whose graph it is, its escapes visible.
+        assert!(
+            svg.contains("train\\0\\e[2J\\u{7}&lt;b&gt;&amp;amp;]]&gt;\\u{fffe}"),
+            "{what}"
+        );
+        // A tooltip's id, escaped the same way.
+        assert!(
+            svg.contains("id t::forward\\0\\e[31m\\u{7}\\u{8}\\u{1f}&lt;x&gt;&amp;]]&gt;\\u{ffff}"),
+            "{what}"
+        );
+    }
+}

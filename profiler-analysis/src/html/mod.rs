@@ -244,6 +244,19 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
             serde_json::to_value(&rows).unwrap_or(Value::Null),
         );
     }
+    // Each stretch no probe covers with its scatter as `prof report` writes it (`±29.70ms ?`):
+    // the page shows that text, and recommends only the `reliable` stretches, as the report's
+    // rule says.
+    if let (Some(b), Some(gaps)) = (
+        &by_phase.breakdown,
+        report["breakdown"]["gaps"].as_array_mut(),
+    ) {
+        for (gap, value) in b.gaps.iter().zip(gaps) {
+            if let Value::Object(map) = value {
+                map.insert("scatter".to_owned(), Value::from(gap.scatter()));
+            }
+        }
+    }
     let (wall_ns, stride) = thin(&profile.iterations.wall_ns, MAX_ITERATIONS);
     let diff = baseline.map(|before| {
         serde_json::to_value(diff::diff(before, profile, &DiffOptions::default()))
@@ -644,6 +657,40 @@ mod tests {
         let data = data_of(&with_work(false));
         let events = data["report"]["events"].as_array().unwrap();
         assert!(events.iter().all(|e| e.get("work_cells").is_none()));
+    }
+
+    /// The stretches no probe covers, on the page as in `prof report`: each with its scatter as
+    /// the report writes it (`±18.1µs ?`), and the script recommends only those that stand out
+    /// of it (drawn in a browser by profiler-cli/tests/html_chromium.rs).
+    #[test]
+    fn gaps_carry_the_reports_scatter_and_only_reliable_ones_are_recommended() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../profiler-cli/tests/data/html/before.json"
+        );
+        let profile = crate::load_profile(path).unwrap();
+        let report = report::build(&profile, &ReportOptions::default());
+        let b = report.breakdown.as_ref().unwrap();
+        assert!(b.gaps.iter().any(|g| g.reliable), "{:?}", b.gaps);
+        assert!(b.gaps.iter().any(|g| !g.reliable), "{:?}", b.gaps);
+        let table = report::render(&report, crate::Format::Table);
+        let data = data_of(&profile);
+        let gaps = data["report"]["breakdown"]["gaps"].as_array().unwrap();
+        assert_eq!(gaps.len(), b.gaps.len());
+        for (g, shown) in b.gaps.iter().zip(gaps) {
+            let scatter = shown["scatter"].as_str().unwrap();
+            assert_eq!(scatter, g.scatter());
+            assert!(table.contains(scatter), "{scatter} is not in\n{table}");
+            assert_eq!(shown["reliable"], g.reliable);
+            assert_eq!(scatter.ends_with(" ?"), !g.reliable, "{scatter}");
+        }
+        for wired in [
+            "g.scatter",
+            "g.reliable === true",
+            "where to put the next probe!",
+        ] {
+            assert!(JS.contains(wired), "the script does not have {wired}");
+        }
     }
 
     #[test]

@@ -576,15 +576,25 @@
     if (num(b.overlap_ns) > 0) {
       box.appendChild(el('p', { 'class': 'note', text: 'The categories exceed the mean iteration by ' + fmtNs(b.overlap_ns) + ' (bar scaled to fit): top-level events overlap (several threads), or were measured in slower iterations.' }));
     }
+    // Each stretch with its scatter as prof report writes it (`±29.70ms ?`, from the data);
+    // only those that stand out of it (`reliable`, the report's rule) are recommended.
     var gaps = b.gaps || [];
-    if (gaps.length) {
-      var rows = gaps.map(function (g) {
-        var after = g.after ? g.after.label + ' (' + g.after.location + ')' : 'the start of the iteration';
-        var before = g.before ? g.before.label + ' (' + g.before.location + ')' : 'step()';
-        return el('li', { 'class': 'gap' }, [el('b', { text: fmtNs(g.len_ns) }), ' (' + fmtPct(g.share) + ') at ' + fmtNs(g.start_ns) + ': after ' + after + ', before ' + before]);
-      });
+    function gapItem(g) {
+      var after = g.after ? g.after.label + ' (' + g.after.location + ')' : 'the start of the iteration';
+      var before = g.before ? g.before.label + ' (' + g.before.location + ')' : 'step()';
+      return el('li', { 'class': g.reliable ? 'gap' : 'gap noise' }, [el('b', { text: fmtNs(g.len_ns) }), ' (' + fmtPct(g.share) + ') at ' + fmtNs(g.start_ns) + ': after ' + after + ', before ' + before + ' ', el('span', { 'class': 'scatter', title: 'how far the offsets of the events on either side scatter' + (g.reliable ? '' : '; ? : the stretch is within it, and may not be there'), text: String(g.scatter) })]);
+    }
+    var sure = gaps.filter(function (g) { return g.reliable === true; });
+    var unsure = gaps.filter(function (g) { return g.reliable !== true; });
+    if (sure.length) {
       box.appendChild(el('p', { 'class': 'sub', text: 'Not covered by any probe, largest first: where to put the next probe!' }));
-      box.appendChild(el('ul', { 'class': 'gaps' }, rows));
+      box.appendChild(el('ul', { 'class': 'gaps' }, sure.map(gapItem)));
+    } else if (unsure.length) {
+      box.appendChild(el('p', { 'class': 'sub', text: 'No stretch that no probe covers stands out of the noise: nowhere to put the next probe yet.' }));
+    }
+    if (unsure.length) {
+      box.appendChild(el('p', { 'class': 'note', text: 'Within the noise (?): not covered by any probe, but shorter than twice the scatter of the offsets on either side, so they may not be there (a busy machine, iterations of different lengths); not recommended.' }));
+      box.appendChild(el('ul', { 'class': 'gaps noise' }, unsure.map(gapItem)));
     }
     box.appendChild(el('p', { 'class': 'note', text: 'Each category is the time per iteration of the top-level events of that phase; other is the mean iteration less all of them. Positions are on the average iteration (from the previous step()).' }));
     return box;

@@ -82,11 +82,7 @@ pub(super) fn lines(b: &Breakdown, markdown: bool) -> Vec<String> {
                 human_ns(g.start_ns),
                 human_ns(g.len_ns),
                 percent(g.share),
-                format!(
-                    "\u{b1}{}{}",
-                    human_ns(g.noise_ns),
-                    if g.reliable { "" } else { " ?" }
-                ),
+                g.scatter(),
             ]
         })
         .collect();

@@ -18,11 +18,12 @@ fn aligned(headers: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
 
 fn headline(report: &Report) -> String {
     let it = &report.iteration;
+    let program = text::printable(&report.program);
     if report.mode == "continuous" {
         return format!(
             "{}: continuous mode, {} iterations ({} warmup); the last window's {} iterations \
              (from iteration {}) and {} events below, {}",
-            report.program,
+            program,
             it.count,
             it.warmup,
             it.measured,
@@ -33,7 +34,7 @@ fn headline(report: &Report) -> String {
     }
     format!(
         "{}: {} mode, {} iterations ({} warmup, {} measured), {} events, {}",
-        report.program,
+        program,
         report.mode,
         it.count,
         it.warmup,
@@ -349,13 +350,13 @@ fn drifted_how(s: &drift::Series) -> String {
 pub fn drifted_line(w: &drift::Windows) -> String {
     let drifted: Vec<String> = w
         .drifted()
-        .map(|s| format!("{} ({})", s.identity.label(), drifted_how(s)))
+        .map(|s| format!("{} ({})", text::label(&s.identity), drifted_how(s)))
         .collect();
     let inconclusive: Vec<String> = w
         .events
         .iter()
         .filter(|s| s.drift == drift::DriftStatus::Inconclusive)
-        .map(|s| s.identity.label())
+        .map(|s| text::label(&s.identity))
         .collect();
     if w.recent.is_none() {
         "no drift verdict: not enough windows yet".to_owned()
@@ -693,13 +694,13 @@ fn render_markdown(report: &Report) -> String {
 /// newline.
 pub fn render(report: &Report, format: Format) -> String {
     match format {
-        Format::Table => render_table(report),
+        Format::Table => text::for_terminal(render_table(report)),
         Format::Csv => render_csv(report),
         Format::Json => match serde_json::to_string_pretty(report) {
             Ok(s) => s + "\n",
             Err(e) => format!("{{\"error\": \"cannot encode the report: {e}\"}}\n"),
         },
-        Format::Markdown => render_markdown(report),
+        Format::Markdown => text::for_terminal(render_markdown(report)),
     }
 }
 

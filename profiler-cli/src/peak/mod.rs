@@ -297,8 +297,8 @@ pub fn measure(options: &Options) -> Result<Measured, String> {
 /// of one core's L2 cache (`l2` bytes; the other half for the kernel's packed panels), from 128
 /// to 1024; 256 when the L2 is not known. A product that lives in L2 does not depend on the
 /// shared last-level cache (on a VM, shared with other machines), and a short one fits in the
-/// moments a shared machine leaves: on 2 MiB of L2, 256 (f32) and 192 (f64), a fraction of a
-/// millisecond a repetition.
+/// moments a shared machine leaves: on 2 MiB of L2 a core, 256 (f32) and 192 (f64), on 1 MiB
+/// 192 and 128, a fraction of a millisecond a repetition.
 pub fn default_size(dtype: Dtype, l2: Option<u64>) -> usize {
     let Some(l2) = l2 else { return 256 };
     let per_matrix = l2 / 2 / 3 / dtype_bytes(dtype) as u64;

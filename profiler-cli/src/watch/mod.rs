@@ -24,8 +24,9 @@ pub use model::Trigger;
 use model::{Update, Watch};
 use source::Source;
 
-/// The size `--once` draws at when the standard output is not a terminal.
-pub const ONCE_SIZE: (u16, u16) = (140, 40);
+/// The width `--once` draws at when the standard output is not a terminal (its frames are as
+/// tall as what they show).
+pub const ONCE_WIDTH: u16 = 140;
 
 /// What `prof watch` was asked for.
 #[derive(Clone, Debug)]
@@ -60,8 +61,9 @@ pub fn run(options: &Options, trigger: Trigger) -> Result<(), String> {
         .map_err(|e| format!("error: prof watch: the terminal failed: {e}"))
 }
 
-/// One frame per file, as text, from one read of each (`--once`): at the terminal's size,
-/// else [`ONCE_SIZE`]. The second value is the first file's error, if any could not be read.
+/// One frame per file, as text, from one read of each (`--once`): at the terminal's width,
+/// else [`ONCE_WIDTH`], each as tall as what it shows (every row of its table, no blank lines
+/// filling a screen). The second value is the first file's error, if any could not be read.
 pub fn once(options: &Options) -> (String, Option<String>) {
     let no_trigger: Trigger = Box::new(|_| Err("not in --once".to_owned()));
     let mut watch = options.watch(no_trigger);
@@ -74,10 +76,10 @@ pub fn once(options: &Options) -> (String, Option<String>) {
             watch.apply(i, update);
         }
     }
-    let (width, height) = if std::io::stdout().is_terminal() {
-        ratatui::crossterm::terminal::size().unwrap_or(ONCE_SIZE)
+    let width = if std::io::stdout().is_terminal() {
+        ratatui::crossterm::terminal::size().map_or(ONCE_WIDTH, |(w, _)| w)
     } else {
-        ONCE_SIZE
+        ONCE_WIDTH
     };
     let now = SystemTime::now();
     let mut out = String::new();
@@ -86,7 +88,7 @@ pub fn once(options: &Options) -> (String, Option<String>) {
         if i > 0 {
             out.push('\n');
         }
-        out.push_str(&view::render_text(&watch, width, height, now));
+        out.push_str(&view::render_once(&watch, width, now));
     }
     (out, first_error)
 }

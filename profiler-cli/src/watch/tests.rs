@@ -445,3 +445,88 @@ fn tiny_terminals_are_drawn() {
         }
     }
 }
+
+/// `--once` prints each file's frame as tall as what it shows: the header, every row of the
+/// table, the summary and the status and key lines, with no blank lines filling a terminal's
+/// height (one blank line between two files' frames); a profile of more rows than a terminal
+/// has lines is printed whole.
+#[test]
+fn once_prints_every_row_and_no_filler() {
+    // Many rows: batch32's events, each a layer of its own (a layer row and an event row).
+    let dir = std::env::temp_dir().join(format!("prof-watch-once-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data("cli/batch32.json")).unwrap()).unwrap();
+    for (i, e) in v["events"].as_array_mut().unwrap().iter_mut().enumerate() {
+        e["layer"] = format!("layer{i}").into();
+    }
+    let tall = dir.join("tall.json");
+    std::fs::write(&tall, serde_json::to_vec(&v).unwrap()).unwrap();
+    let files = [
+        data("cli/batch32.json"),
+        data(LIVE),
+        data(SLOW),
+        tall.clone(),
+    ];
+    for file in &files {
+        let options = super::Options {
+            files: vec![file.clone()],
+            interval: Duration::from_secs(1),
+            drift_threshold: 0.02,
+        };
+        let (text, error) = super::once(&options);
+        assert_eq!(error, None);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines.iter().all(|l| !l.trim().is_empty()),
+            "{}: blank lines:\n{text}",
+            file.display()
+        );
+        // Every row of the table is there.
+        let name = file.to_str().unwrap();
+        let watch = watch_of_paths(&[name]);
+        let rows = watch.rows();
+        let body = lines.iter().filter(|l| l.contains('%')).count();
+        assert!(
+            body >= rows.len(),
+            "{}: {} rows of {}:\n{text}",
+            file.display(),
+            body,
+            rows.len()
+        );
+        assert!(
+            text.ends_with(&format!("{} rows\n", rows.len() - 1)),
+            "{text}"
+        );
+    }
+    // Two files: two frames, one blank line between them.
+    let options = super::Options {
+        files: files[..2].to_vec(),
+        interval: Duration::from_secs(1),
+        drift_threshold: 0.02,
+    };
+    let (text, _) = super::once(&options);
+    assert_eq!(
+        text.lines().filter(|l| l.trim().is_empty()).count(),
+        1,
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A watch of files by their paths, each read once.
+fn watch_of_paths(paths: &[&str]) -> Watch {
+    let owned: Vec<String> = paths.iter().map(|f| f.to_string()).collect();
+    let mut watch = Watch::new(&owned, Duration::from_secs(1), no_trigger());
+    for (i, f) in paths.iter().enumerate() {
+        let profile = load_profile(f).unwrap();
+        watch.apply(
+            i,
+            Update::Loaded {
+                modified: Some(written()),
+                snapshot: Box::new(Snapshot::new(&profile, 0.02)),
+            },
+        );
+    }
+    watch
+}

@@ -1,8 +1,8 @@
 //! Drawing a [`Watch`] into a ratatui [`Frame`]: the header (the run, its window, its
 //! iterations and the file's age, with a warning when the job stopped rewriting it), the tabs
 //! of the files followed, the table of [`Watch::rows`], the drift and breakdown lines, the
-//! status line and the keys, and the help over it all. [`render_text`] draws one frame into a
-//! buffer and returns it as text (`prof watch --once`, and the tests).
+//! status line and the keys, and the help over it all. [`render_once`] draws one frame into a
+//! buffer, as tall as what it shows, and returns it as text (`prof watch --once`).
 
 use std::time::{Duration, SystemTime};
 
@@ -14,6 +14,7 @@ use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row as TableRow, Table, Wr
 use ratatui::{Frame, Terminal};
 
 use profiler_analysis::drift::DriftStatus;
+use profiler_analysis::printable;
 use profiler_analysis::report::{self, human_ns};
 
 use super::model::{Rank, Row, RowKind, Snapshot, ViewMode, Watch, HELP};
@@ -23,14 +24,37 @@ pub const STALE_AFTER: Duration = Duration::from_secs(10);
 
 /// Draws the whole screen at time `now` (which the file's age is counted to).
 pub fn draw(frame: &mut Frame, watch: &Watch, now: SystemTime) {
+    draw_in(frame, watch, now, None);
+}
+
+/// How tall the parts of a frame drawn to fit its content are ([`render_once`]).
+#[derive(Clone, Copy)]
+struct Fit {
+    /// The table's lines: its header and every row.
+    body: u16,
+    /// At least the summary's lines once wrapped.
+    summary: u16,
+}
+
+/// The most rows `--once` prints of one table (a profile of a million events would make a
+/// frame of a million lines, and a buffer of as many cells times the width).
+const MAX_ONCE_ROWS: usize = 10_000;
+
+/// Draws the screen (see [`draw`]); with `fit`, the table and the summary get the heights it
+/// gives instead of sharing the screen's.
+fn draw_in(frame: &mut Frame, watch: &Watch, now: SystemTime, fit: Option<Fit>) {
     let area = frame.area();
     let rank = watch.current();
     let tabs = u16::from(watch.ranks.len() > 1);
+    let (body_height, summary_height) = match fit {
+        Some(f) => (Constraint::Length(f.body), Constraint::Length(f.summary)),
+        None => (Constraint::Min(3), Constraint::Length(4)),
+    };
     let [header, tab_bar, body, summary, message, keys] = Layout::vertical([
         Constraint::Length(3),
         Constraint::Length(tabs),
-        Constraint::Min(3),
-        Constraint::Length(4),
+        body_height,
+        summary_height,
         Constraint::Length(1),
         Constraint::Length(1),
     ])
@@ -49,8 +73,8 @@ pub fn draw(frame: &mut Frame, watch: &Watch, now: SystemTime) {
         }
         None => {
             let text = match &rank.error {
-                Some(e) => format!("waiting for {}: {e}", rank.path),
-                None => format!("reading {} ...", rank.path),
+                Some(e) => format!("waiting for {}: {}", printable(&rank.path), printable(e)),
+                None => format!("reading {} ...", printable(&rank.path)),
             };
             frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), body);
         }
@@ -66,26 +90,78 @@ pub fn draw(frame: &mut Frame, watch: &Watch, now: SystemTime) {
     }
 }
 
-/// One frame of `width` × `height` cells as text, one line per row, trailing blanks trimmed.
+/// One frame of `width` × `height` cells as text, one line per row, trailing blanks trimmed: a
+/// screen as the interactive view draws it (the tests' frames).
+#[cfg(test)]
 pub fn render_text(watch: &Watch, width: u16, height: u16, now: SystemTime) -> String {
-    let mut terminal = match Terminal::new(TestBackend::new(width, height)) {
-        Ok(t) => t,
-        Err(e) => return format!("error: cannot draw: {e}\n"),
-    };
-    if let Err(e) = terminal.draw(|f| draw(f, watch, now)) {
-        return format!("error: cannot draw: {e}\n");
+    match lines_of(watch, width, height, now, None) {
+        Ok(lines) => lines.iter().map(|l| format!("{l}\n")).collect(),
+        Err(e) => e,
     }
+}
+
+/// The lines of one frame, trailing blanks trimmed, or the error's text.
+fn lines_of(
+    watch: &Watch,
+    width: u16,
+    height: u16,
+    now: SystemTime,
+    fit: Option<Fit>,
+) -> Result<Vec<String>, String> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height))
+        .map_err(|e| format!("error: cannot draw: {e}\n"))?;
+    terminal
+        .draw(|f| draw_in(f, watch, now, fit))
+        .map_err(|e| format!("error: cannot draw: {e}\n"))?;
     let buffer = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buffer.area.height {
-        let mut line = String::new();
-        for x in 0..buffer.area.width {
-            line.push_str(buffer[(x, y)].symbol());
+    Ok((0..buffer.area.height)
+        .map(|y| {
+            let mut line = String::new();
+            for x in 0..buffer.area.width {
+                line.push_str(buffer[(x, y)].symbol());
+            }
+            line.trim_end().to_owned()
+        })
+        .collect())
+}
+
+/// One frame `width` cells wide as text for `prof watch --once`, as tall as what it shows: the
+/// header, every row of the table (at most [`MAX_ONCE_ROWS`]), the summary, the status line
+/// when it says something, and the keys; no blank line fills a screen's height.
+pub fn render_once(watch: &Watch, width: u16, now: SystemTime) -> String {
+    let fit = match &watch.current().shown {
+        Some(snapshot) => {
+            let rows = watch.rows().len().min(MAX_ONCE_ROWS);
+            // Word-wrapped, a line fills more than half of each row but its last, save for a
+            // word longer than half a row, which then fills more than half of its own.
+            let half = usize::from(width / 2).max(1);
+            let summary: usize = summary_lines(snapshot)
+                .iter()
+                .map(|l| l.width() / half + 2)
+                .sum();
+            Fit {
+                body: (rows + 1) as u16,
+                summary: summary.min(1000) as u16,
+            }
         }
-        out.push_str(line.trim_end());
-        out.push('\n');
+        None => Fit {
+            body: 3,
+            summary: 0,
+        },
+    };
+    let tabs = u16::from(watch.ranks.len() > 1);
+    let height = 3 + tabs + fit.body + fit.summary + 2;
+    match lines_of(watch, width, height, now, Some(fit)) {
+        // Every line of a frame that says something is not empty: the empty ones are the
+        // room left in the summary, the status line with nothing to say, and the header's last
+        // line before anything was read.
+        Ok(lines) => lines
+            .iter()
+            .filter(|l| !l.is_empty())
+            .map(|l| format!("{l}\n"))
+            .collect(),
+        Err(e) => e,
     }
-    out
 }
 
 /// `45s`, `2m 05s`, `1h 02m`.
@@ -113,7 +189,7 @@ fn header_lines<'a>(watch: &Watch, rank: &'a Rank, now: SystemTime) -> Vec<Line<
         return vec![
             Line::from(vec![
                 Span::styled("prof watch", bold()),
-                Span::raw(format!("  {}", rank.path)),
+                Span::raw(format!("  {}", printable(&rank.path))),
             ]),
             Line::from("no profile read yet"),
             Line::from(""),
@@ -123,10 +199,14 @@ fn header_lines<'a>(watch: &Watch, rank: &'a Rank, now: SystemTime) -> Vec<Line<
     let first = Line::from(vec![
         Span::styled("prof watch", bold()),
         Span::raw("  "),
-        Span::styled(run.program.clone(), bold()),
+        Span::styled(printable(&run.program).into_owned(), bold()),
         Span::raw(format!(
             "  rank {}  pid {}  host {}  {} mode  {}",
-            run.rank, run.pid, run.host, run.mode, rank.path
+            run.rank,
+            run.pid,
+            printable(&run.host),
+            printable(&run.mode),
+            printable(&rank.path)
         )),
     ]);
     let age = rank.age(now);
@@ -175,7 +255,7 @@ fn state_line<'a>(watch: &Watch, rank: &Rank, s: &Snapshot, age: Option<Duration
             format!(
                 "static view: a {} profile, not continuous mode (no windows, no drift); read again \
                  if the file changes",
-                s.run.mode
+                printable(&s.run.mode)
             ),
             Style::new().fg(Color::Cyan),
         )),
@@ -229,7 +309,10 @@ fn tab_line(watch: &Watch) -> Line<'static> {
         } else {
             Style::new()
         };
-        spans.push(Span::styled(format!(" {label}{mark} "), style));
+        spans.push(Span::styled(
+            format!(" {}{mark} ", printable(&label)),
+            style,
+        ));
         spans.push(Span::raw(" "));
     }
     Line::from(spans)
@@ -263,9 +346,9 @@ fn cells(row: &Row, view: ViewMode) -> [String; 8] {
         },
     );
     [
-        layer,
-        row.phase.clone(),
-        name,
+        printable(&layer).into_owned(),
+        printable(&row.phase).into_owned(),
+        printable(&name).into_owned(),
         calls,
         row.median_ns.map_or_else(|| "-".to_owned(), human_ns),
         row.share.map_or_else(|| "-".to_owned(), percent),
@@ -365,7 +448,7 @@ fn summary_lines(s: &Snapshot) -> Vec<Line<'static>> {
         let parts: Vec<String> = b
             .categories
             .iter()
-            .map(|c| format!("{} {}", c.name, percent(c.share)))
+            .map(|c| format!("{} {}", printable(&c.name), percent(c.share)))
             .collect();
         lines.push(Line::from(format!(
             "breakdown of the mean iteration ({}): {}",
@@ -388,7 +471,7 @@ fn message_line(watch: &Watch) -> Line<'static> {
             ""
         };
         return Line::styled(
-            format!("{e}{kept}"),
+            format!("{}{kept}", printable(e)),
             Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
         );
     }

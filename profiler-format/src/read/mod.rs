@@ -318,6 +318,19 @@ mod tests {
         assert!(matches!(e, LoadError::Missing(_)), "{e}");
     }
 
+    /// `run.peak` is read as `prof peak` wrote it, to the last bit (serde_json's exact float
+    /// parsing, `float_roundtrip`, in every pass of the reader).
+    #[test]
+    fn the_runs_peak_is_read_exactly() {
+        let text = GOOD.replace(
+            "\"clock\":\"cpu\"",
+            r#""clock":"cpu","peak":{"schema":"profiler-core/peak/v1","flops":23677369823.420494,"bytes":1.0000000000000002,"source":"measured"}"#,
+        );
+        let peak = parse(&text).unwrap().run.peak.unwrap();
+        assert_eq!(peak.flops, Some(23677369823.420494));
+        assert_eq!(peak.bytes, Some(1.0000000000000002));
+    }
+
     #[test]
     fn work_lists_are_accepted_and_must_match_the_samples() {
         let with =

@@ -464,12 +464,20 @@ pub(crate) fn env_text(var: &'static str) -> Result<Option<String>, ConfigError>
     }
 }
 
+/// `PROF_*` variables that are not settings but are known, so never warned about: `PROF_AB_PAD`,
+/// the padding `prof ab` puts in each run's environment (its length moves the stack).
+pub(crate) const IGNORED: &[&str] = &["PROF_AB_PAD"];
+
 /// `PROF_*` variables in the environment that this build does not know (likely typos), each
 /// with the known variable it is closest to, if one is close enough to be what was meant.
 pub fn unknown_vars() -> Vec<(String, Option<&'static str>)> {
     let mut unknown: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
-        .filter(|k| k.starts_with("PROF_") && !VARIABLES.iter().any(|v| v.name == k))
+        .filter(|k| {
+            k.starts_with("PROF_")
+                && !VARIABLES.iter().any(|v| v.name == k)
+                && !IGNORED.contains(&k.as_str())
+        })
         .collect();
     unknown.sort();
     let names: Vec<&'static str> = VARIABLES.iter().map(|v| v.name).collect();
