@@ -78,14 +78,14 @@ fn widths_are_the_known_busy_waits() {
     let (file, profile) = unzipped("waits-quiet-base-0.json.gz", &dir);
     let (text, w) = folded(&file, &[], &dir);
     let known = [
-        ("attn/fwd/forward", 200_000),
-        ("ffn/fwd/ffn_forward#0", 100_000),
-        ("ffn/fwd/ffn_forward#1", 100_000),
-        ("ffn/bwd/ffn_backward#0", 100_000),
-        ("ffn/bwd/ffn_backward#1", 100_000),
-        ("attn/bwd/backward", 200_000),
-        ("comm/comm/allreduce", 150_000),
-        ("optim/update/update", 50_000),
+        ("attn/fwd/Model::forward", 200_000),
+        ("ffn/fwd/Model::ffn_forward#0", 100_000),
+        ("ffn/fwd/Model::ffn_forward#1", 100_000),
+        ("ffn/bwd/Model::ffn_backward#0", 100_000),
+        ("ffn/bwd/Model::ffn_backward#1", 100_000),
+        ("attn/bwd/Model::backward", 200_000),
+        ("comm/comm/Model::allreduce", 150_000),
+        ("optim/update/Model::update", 50_000),
     ];
     for (frame, wait) in known {
         let got = w[frame];
@@ -98,8 +98,8 @@ fn widths_are_the_known_busy_waits() {
     // within 1 ns of its event's mean.
     for e in &profile.events {
         let frame = w.iter().find(|(k, _)| {
-            k.ends_with(&format!("/{}#{}", e.name, e.occurrence))
-                || k.ends_with(&format!("/{}", e.name))
+            k.ends_with(&format!("/{}#{}", e.display_name(), e.occurrence))
+                || k.ends_with(&format!("/{}", e.display_name()))
         });
         let (_, got) = frame.unwrap_or_else(|| panic!("no frame for {}", e.id));
         assert!(got.abs_diff(e.stats.mean_ns) <= 1, "{}: {got}", e.id);
@@ -140,7 +140,7 @@ fn a_differential_graph_is_coloured_by_the_verdicts() {
         let out = dir.join("diff.svg");
         ok(&["flame", new, "--diff", old, "-o", out.to_str().unwrap()]);
         let svg = std::fs::read_to_string(&out).unwrap();
-        assert_eq!(fill_of(&svg, "attn/fwd/forward"), rgb(Some(verdict)));
+        assert_eq!(fill_of(&svg, "attn/fwd/Model::forward"), rgb(Some(verdict)));
         let verdicts = diff_runs(
             std::slice::from_ref(old_p),
             std::slice::from_ref(new_p),
@@ -151,7 +151,7 @@ fn a_differential_graph_is_coloured_by_the_verdicts() {
                 "{}/{}/{}",
                 d.identity.layer.as_deref().unwrap_or("-"),
                 d.identity.phase.as_deref().unwrap_or("-"),
-                d.identity.name
+                d.identity.display_name()
             );
             let repeated = verdicts
                 .events
@@ -168,7 +168,7 @@ fn a_differential_graph_is_coloured_by_the_verdicts() {
         }
         assert!(svg.contains(&format!("; {}: median ", verdict.as_str())));
         // Widths from the new run: forward 350 µs slowed, 200 µs not.
-        let forward = &svg[svg.find("<title>attn/fwd/forward (").unwrap()..];
+        let forward = &svg[svg.find("<title>attn/fwd/Model::forward (").unwrap()..];
         let w_at = forward.find("fg:w=\"").unwrap() + 6;
         let width: u64 = forward[w_at..w_at + forward[w_at..].find('"').unwrap()]
             .parse()

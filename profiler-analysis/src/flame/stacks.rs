@@ -19,11 +19,11 @@ pub(super) struct Run {
     pub iteration_ns: f64,
 }
 
-/// The frame name of event `e`: `layer/phase/name`, `#occurrence` when its probe has several
-/// events in `profile`.
+/// The frame name of event `e`: `layer/phase/name` (a method's name with its type,
+/// `Type::method`), `#occurrence` when its probe has several events in `profile`.
 fn event_name(e: &Event, repeated: bool) -> String {
     let part = |v: &Option<String>| v.as_deref().unwrap_or("-").to_owned();
-    let mut name = format!("{}/{}/{}", part(&e.layer), part(&e.phase), e.name);
+    let mut name = format!("{}/{}/{}", part(&e.layer), part(&e.phase), e.display_name());
     if repeated || e.occurrence > 0 {
         name.push_str(&format!("#{}", e.occurrence));
     }
