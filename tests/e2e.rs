@@ -127,6 +127,26 @@ fn trace_mode_measures_every_event_in_each_active_iteration() {
     assert_eq!(p["iterations"]["count"], 2 + 4);
     for e in events(&p) {
         assert_eq!(e["sample_iters"], serde_json::json!([2, 3, 4, 5]), "{e}");
+        // Trace mode keeps no work: no zeros for the linear layers' `flops`, `bytes`, `shape`.
+        assert!(e.get("work").is_none() && e.get("shapes").is_none(), "{e}");
+    }
+    // Neither the summary nor `prof report` (table, CSV) shows work it did not keep.
+    let err = stderr(&out);
+    assert!(err.contains("profiler-core: trace mode"), "{err}");
+    assert!(!err.contains("FLOP/s") && !err.contains("work:"), "{err}");
+    for format in ["table", "csv"] {
+        let report = std::process::Command::new(common::prof())
+            .args(["report", "prof.json", "--format", format])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&report.stdout);
+        assert!(report.status.success(), "{}", stderr(&report));
+        assert!(text.contains("linear_forward"), "{text}");
+        assert!(
+            !text.contains("FLOP/s") && !text.contains("flops"),
+            "{text}"
+        );
     }
 }
 

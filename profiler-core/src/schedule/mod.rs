@@ -354,6 +354,14 @@ impl Schedule {
             && (!self.hooks.any || self.hooks.of(self.desc(entry), true) == 0)
     }
 
+    /// Whether events keep each run's work and shape (`flops`, `bytes`, `shape` keys): in
+    /// `sample` and `continuous` mode (a trace on demand included), not in `trace` mode, whose
+    /// runs are recorded without them (its events get no storage for them, and probes that
+    /// must take the armed path there are [`State::Traced`], which evaluates no key).
+    pub(crate) fn keeps_work(&self) -> bool {
+        self.mode != Measure::Trace
+    }
+
     /// The descriptor of probe `entry`.
     pub(crate) fn desc(&self, entry: usize) -> &'static Descriptor {
         registry().entry(entry).desc

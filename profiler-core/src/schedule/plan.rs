@@ -167,7 +167,11 @@ impl Schedule {
     ) -> Allocated {
         let first = c.allocated as u32;
         let repeat = self.repeat as usize;
-        let work = self.desc(entry).info.work;
+        let work = if self.keeps_work() {
+            self.desc(entry).info.work
+        } else {
+            0
+        };
         let work_bytes = if work & (WORK_FLOPS | WORK_BYTES) != 0 {
             WORK_SAMPLE_BYTES
         } else {

@@ -247,6 +247,12 @@ impl Session {
             .expect("an event of the plan is allocated");
         let entry = registry().entry(ev.entry);
         let info = &entry.desc.info;
+        // The keys whose values the samples kept: none in `trace` mode, nor for a merged event.
+        let keys = if ev.store.samples.keeps_work() {
+            info.work
+        } else {
+            0
+        };
         resolved.sort_by_iteration();
         let stats = stats.unwrap_or_else(|| Stats::of(&resolved.durations));
         let stream = crate::schedule::lane_stream(context.streams, ev.lane)
@@ -289,9 +295,9 @@ impl Session {
                 .samples
                 .has_memory()
                 .then(|| memory_json(&resolved.memory)),
-            work: work_json(info.work, &resolved.work, resolved.durations.len()),
+            work: work_json(keys, &resolved.work, resolved.durations.len()),
             shapes: shapes_json(
-                info.work,
+                keys,
                 &resolved.shapes,
                 resolved.durations.len(),
                 self.config.max_shapes,
