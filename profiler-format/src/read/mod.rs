@@ -243,16 +243,27 @@ fn checked(mut profile: Profile, path: &Path) -> Result<Profile, LoadError> {
 
 /// `trace` mode keeps no work: its runs are recorded without their `flops`, `bytes` and `shape`
 /// keys. Files written by `trace` mode before it said so carry zeros for them (every count 0,
-/// every shape `()`), which would read as a rate of 0 FLOP/s; they are read as what they are,
-/// no work. A trace taken on demand (`run.on_demand`) is measured as `sample` mode measures
-/// and keeps its work.
+/// every shape `()`), which would read as a rate of 0 FLOP/s; those are read as what they are,
+/// no work. Counts that are not all 0 (a file made otherwise) are kept, and so is a trace taken
+/// on demand (`run.on_demand`), which is measured as `sample` mode measures and keeps its work.
 fn drop_trace_work(profile: &mut Profile) {
     if profile.run.mode != "trace" || profile.run.on_demand.is_some() {
         return;
     }
     for e in &mut profile.events {
-        e.work = None;
-        e.shapes = None;
+        let zeros = |list: &Option<Vec<u64>>| list.iter().flatten().all(|&n| n == 0);
+        if e.work
+            .as_ref()
+            .is_some_and(|w| zeros(&w.flops) && zeros(&w.bytes))
+        {
+            e.work = None;
+        }
+        if e.shapes
+            .as_ref()
+            .is_some_and(|s| s.values.iter().all(|v| v == "()"))
+        {
+            e.shapes = None;
+        }
     }
 }
 
@@ -364,6 +375,12 @@ mod tests {
             );
         let p = parse(&old).unwrap();
         assert_eq!((&p.events[0].work, &p.events[0].shapes), (&None, &None));
+        // Counts and shapes that were counted (a file made otherwise) are kept.
+        let counted = old
+            .replace(r#""bytes":[0,0]"#, r#""bytes":[0,8]"#)
+            .replace(r#"["()"]"#, r#"["4x4"]"#);
+        let p = parse(&counted).unwrap();
+        assert!(p.events[0].work.is_some() && p.events[0].shapes.is_some());
         let on_demand = old.replace(
             "\"clock\":\"cpu\"",
             r#""clock":"cpu","on_demand":{"source":"signal","asked_iterations":2}"#,
