@@ -501,6 +501,7 @@ mod tests {
             },
             events,
             windows: Vec::new(),
+            before_loop: Vec::new(),
         }
     }
 

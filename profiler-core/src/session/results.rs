@@ -34,6 +34,8 @@ pub(super) struct Live {
     kernels: Vec<(u32, json::Kernels)>,
     /// The devices' memory at the shown window's steps.
     device_memory: Vec<json::DeviceUsage>,
+    /// The events that ran only before the loop.
+    before_loop: Vec<json::BeforeLoop>,
 }
 
 impl Session {
@@ -111,7 +113,49 @@ impl Session {
             iterations,
             events,
             windows: Vec::new(),
+            before_loop: self.before_loop_json(c),
         }
+    }
+
+    /// The events that ran only before the loop, each with its first run's duration and start
+    /// (from start-up), when it was timed and the clock can say.
+    fn before_loop_json(&self, c: &Control) -> Vec<json::BeforeLoop> {
+        let ns = |start: u64, stop: u64| match self.measuring.clock.elapsed(start, stop) {
+            Reading::Ready(ns) => Some(ns),
+            _ => None,
+        };
+        c.plan
+            .before_loop
+            .iter()
+            .map(|b| {
+                let entry = registry().entry(b.entry);
+                let info = &entry.desc.info;
+                let stream = crate::schedule::lane_stream(&c.plan.streams, b.lane)
+                    .filter(|_| self.measuring.device.is_some());
+                let (duration_ns, offset_ns) = match b.run {
+                    Some((start, stop)) => (ns(start, stop), ns(c.plan.origin, start)),
+                    None => (None, None),
+                };
+                json::BeforeLoop {
+                    id: entry.id.clone(),
+                    name: info.name.to_owned(),
+                    layer: info.layer.map(str::to_owned),
+                    phase: info.phase.map(str::to_owned),
+                    kind: info.kind.as_str().to_owned(),
+                    module: info.module.to_owned(),
+                    file: info.file.to_owned(),
+                    line: info.line,
+                    occurrence: b.occurrence,
+                    merged: b.merged,
+                    device: stream.map(|s| s.device()),
+                    stream: stream.and_then(|&s| {
+                        Some(self.measuring.device.as_ref()?.stream_id(s).to_string())
+                    }),
+                    duration_ns,
+                    offset_ns,
+                }
+            })
+            .collect()
     }
 
     /// Learner key -> order of the events of `order`, to name each event's parent.
@@ -163,6 +207,7 @@ impl Session {
                 .device
                 .step_memory
                 .json(shown.first_iteration(), shown.wall_ns.len()),
+            before_loop: self.before_loop_json(c),
         }
     }
 
@@ -209,6 +254,7 @@ impl Session {
             iterations,
             events,
             windows: archive.windows(),
+            before_loop: live.before_loop,
         }
     }
 
