@@ -29,6 +29,9 @@ OPTIONAL = [
     ("o_unarmed_probe_with_work", "unarmed_work_site", "unarmed probe, `flops` and `bytes` keys"),
     ("p_armed_probe_with_work", "enter_work", "armed probe, `flops`, `bytes`, `shape`: entry"),
     ("p_armed_probe_with_work", "armed_work_site", "armed probe, `flops`, `bytes`, `shape`: the whole call"),
+    ("j_iteration_continuous", "one_iteration", "continuous: an iteration of 25 runs, no keys"),
+    ("q_iteration_continuous_with_work", "one_iteration_with_work",
+     "continuous: an iteration of 25 runs, keys kept"),
 ]
 
 

@@ -98,6 +98,20 @@ fn default_run_writes_a_complete_profile_and_a_summary() {
         );
         assert_eq!(d[0][0], 8, "{s}: the batch (--batch 8)");
     }
+    // The model's construction ran before the loop: no event, no window of the schedule (the
+    // count above), reported apart with its one run, in prof.json and in the summary.
+    assert!(evs.iter().all(|e| e["name"] != "build_model"));
+    let before = p["before_loop"].as_array().expect("before_loop");
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(before[0]["name"], "build_model");
+    assert_eq!(before[0]["phase"], "init");
+    assert!(before[0]["duration_ns"].as_u64().unwrap() > 0, "{before:?}");
+    assert!(
+        err.contains(
+            "ran before the loop (not scheduled; each one's first run): init build_model "
+        ),
+        "{err}"
+    );
     // The model really trained, and the loop ended on finished().
     assert!(stdout(&out).contains("done:"), "{}", stdout(&out));
 }
@@ -125,8 +139,31 @@ fn trace_mode_measures_every_event_in_each_active_iteration() {
     assert!(out.status.success(), "{}", stderr(&out));
     let p = read_json(&dir.join("prof.json"));
     assert_eq!(p["iterations"]["count"], 2 + 4);
+    assert_eq!(p["before_loop"][0]["name"], "build_model");
+    assert!(p["before_loop"][0]["duration_ns"].as_u64().unwrap() > 0);
     for e in events(&p) {
         assert_eq!(e["sample_iters"], serde_json::json!([2, 3, 4, 5]), "{e}");
+        // Trace mode keeps no work: no zeros for the linear layers' `flops`, `bytes`, `shape`.
+        assert!(e.get("work").is_none() && e.get("shapes").is_none(), "{e}");
+    }
+    // Neither the summary nor `prof report` (table, CSV) shows work it did not keep.
+    let err = stderr(&out);
+    assert!(err.contains("profiler-core: trace mode"), "{err}");
+    assert!(!err.contains("FLOP/s") && !err.contains("work:"), "{err}");
+    for format in ["table", "csv"] {
+        let report = std::process::Command::new(common::prof())
+            .args(["report", "prof.json", "--format", format])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&report.stdout);
+        assert!(report.status.success(), "{}", stderr(&report));
+        assert!(text.contains("linear_forward"), "{text}");
+        assert!(
+            !text.contains("FLOP/s") && !text.contains("flops"),
+            "{text}"
+        );
+        assert!(text.contains("build_model"), "{text}");
     }
 }
 

@@ -258,6 +258,52 @@ fn j_iteration_continuous(b: Bencher) {
     b.bench(one_iteration);
 }
 
+fn iteration_work_site(x: u64) -> u64 {
+    let _p = probe!(
+        "bench_iteration_work",
+        layer = "bench_iteration",
+        flops = 2 * x * x,
+        bytes = 8 * x,
+        shape = ([x, 4], [4, 4])
+    );
+    bare(x)
+}
+
+/// [`one_iteration`] with `flops`, `bytes` and `shape` keys on its site, out of line so that
+/// `scripts/hot_path_instructions.py` counts it whole. One probe run 25 times: while one of its
+/// 25 events is armed, the probe is, so all 25 runs evaluate the keys (the worst case: a probe
+/// with one event evaluates them once, in its armed run).
+#[inline(never)]
+fn one_iteration_with_work() {
+    for i in 0..25 {
+        iteration_work_site(black_box(i));
+    }
+    profiler_core::step();
+}
+
+/// Case 17: case 10 with work keys: what keeping each armed run's work costs an iteration of
+/// `continuous` mode (issue 43, item 6), against `j_iteration_continuous`.
+#[divan::bench]
+fn q_iteration_continuous_with_work(b: Bencher) {
+    let config = Config {
+        filter: Filter::parse("name=bench_iteration_work").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat: 50,
+        out: std::env::temp_dir()
+            .join("profiler-core-bench-continuous-work.json")
+            .display()
+            .to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let _session = profiler_core::init_with(config, None).expect("bench session");
+    for _ in 0..3 {
+        one_iteration_with_work();
+    }
+    b.bench(one_iteration_with_work);
+}
+
 fn repeated_site(x: u64) -> u64 {
     let _p = probe!("bench_repeated", layer = "bench");
     bare(x)

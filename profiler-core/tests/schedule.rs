@@ -161,6 +161,135 @@ fn sample_mode_measures_one_event_per_iteration_in_execution_order() {
     assert_eq!(snapshot().iterations.count, 19);
 }
 
+#[profiled(layer = "s17", phase = "init")]
+fn build_model() {
+    clock().advance(1000);
+    for _ in 0..3 {
+        init_layer();
+    }
+}
+
+#[profiled(layer = "s17", phase = "init")]
+fn init_layer() {
+    clock().advance(200);
+}
+
+#[profiled(layer = "s17", phase = "fwd")]
+fn forward_17() {
+    clock().advance(100);
+}
+
+#[profiled(layer = "s17", phase = "bwd")]
+fn backward_17() {
+    clock().advance(300);
+}
+
+/// A program that builds its model (`with_init`: an annotated `build_model`, 1,000 ns, with
+/// three `init_layer` of 200 ns inside it, 50 ns after start-up) before a loop of
+/// `forward_17` and `backward_17`, run in `mode` until the schedule completes (in
+/// `continuous` mode: `iterations`). Returns the iterations run and the profile.
+fn run_with_init(mode: Mode, with_init: bool, iterations: u32) -> (u32, Profile) {
+    let name = format!("s17-{}-{with_init}", mode.as_str());
+    let _g = start(&name, "layer=s17", mode, 3, 4);
+    if with_init {
+        clock().advance(50);
+        build_model();
+    }
+    let mut steps = 0;
+    while !profiler_core::finished() && steps < iterations {
+        forward_17();
+        backward_17();
+        profiler_core::step();
+        steps += 1;
+    }
+    (steps, snapshot())
+}
+
+/// Issue 43, item 17: events seen only before the first `step()` (a model's construction) get
+/// no window of their own: the schedule completes in as many iterations as without them, in
+/// `sample` mode (3 warmup + 2 events x 4) as in `trace` mode (3 + 4), and `continuous` mode's
+/// windows are those of the loop's events. They are reported apart, in the order they first
+/// ran, each with its first run's exact duration and start (timed on the learning path in
+/// `sample` and `continuous` mode, from the records in `trace` mode).
+#[test]
+fn events_that_ran_only_before_the_loop_get_no_window() {
+    let _s = serial();
+    let expected = [
+        ("build_model", 0, 1600, 50),
+        ("init_layer", 0, 200, 1050),
+        ("init_layer", 1, 200, 1250),
+        ("init_layer", 2, 200, 1450),
+    ];
+    let before_loop = |p: &Profile| -> Vec<(String, u32, u64, u64)> {
+        p.before_loop
+            .iter()
+            .map(|b| {
+                assert_eq!(
+                    (b.layer.as_deref(), b.phase.as_deref()),
+                    (Some("s17"), Some("init"))
+                );
+                let timed = (b.duration_ns.unwrap(), b.offset_ns.unwrap());
+                (b.name.clone(), b.occurrence, timed.0, timed.1)
+            })
+            .collect()
+    };
+    let expected: Vec<(String, u32, u64, u64)> = expected
+        .iter()
+        .map(|&(n, o, d, at)| (n.to_owned(), o, d, at))
+        .collect();
+    for mode in [Mode::Sample, Mode::Trace] {
+        let (without, p) = run_with_init(mode, false, 100);
+        assert!(p.before_loop.is_empty());
+        let (with, p) = run_with_init(mode, true, 100);
+        assert_eq!(with, without, "{mode:?}");
+        assert!(p.complete);
+        assert_eq!(names(&p), ["forward_17#0", "backward_17#0"], "{mode:?}");
+        assert_eq!(before_loop(&p), expected, "{mode:?}");
+        // The summary says what they are and how long they took.
+        let summary = profiler_core::summary(&p);
+        assert!(
+            summary.contains(
+                "ran before the loop (not scheduled; each one's first run): s17/init \
+                 build_model 1.6µs, s17/init init_layer 200ns, s17/init init_layer#1 200ns, \
+                 s17/init init_layer#2 200ns"
+            ),
+            "{summary}"
+        );
+        // prof.json keeps them, and reads back.
+        let text = serde_json::to_string(&p).unwrap();
+        let back =
+            profiler_core::format::parse_profile(text.as_bytes(), std::path::Path::new("p.json"))
+                .unwrap();
+        assert_eq!(back.before_loop, p.before_loop);
+    }
+    let (_, p) = run_with_init(Mode::Continuous, true, 3 + 3 * 8);
+    assert_eq!(p.windows.len(), 3);
+    assert!(p.windows.iter().all(|w| w.wall_ns.len() == 8));
+    assert_eq!(names(&p), ["forward_17#0", "backward_17#0"]);
+    assert_eq!(before_loop(&p), expected);
+}
+
+/// A warmup of one iteration cannot tell the loop from what ran before it: every event it saw
+/// is scheduled, as before.
+#[test]
+fn a_warmup_of_one_iteration_schedules_everything_it_saw() {
+    let _s = serial();
+    let _g = start("s17-one", "layer=s17", Mode::Sample, 1, 2);
+    build_model();
+    let mut steps = 0;
+    while !profiler_core::finished() && steps < 100 {
+        forward_17();
+        backward_17();
+        profiler_core::step();
+        steps += 1;
+    }
+    // 1 + 6 events x 2, of which build_model's four armed in vain.
+    assert_eq!(steps, 1 + 6 * 2);
+    let p = snapshot();
+    assert!(p.before_loop.is_empty());
+    assert_eq!(event(&p, "build_model", 0).samples_ns, [] as [u64; 0]);
+}
+
 #[profiled(layer = "s2")]
 fn traced(ns: u64) {
     clock().advance(ns);

@@ -30,6 +30,15 @@ fn matmul(clock: &FakeClock, n: u64) {
 }
 
 fn start(clock: &FakeClock, mode: Mode, filter: &str, name: &str) -> profiler_core::InitGuard {
+    start_on(Box::new(clock.clone()), mode, filter, name)
+}
+
+fn start_on(
+    clock: Box<dyn profiler_core::Clock>,
+    mode: Mode,
+    filter: &str,
+    name: &str,
+) -> profiler_core::InitGuard {
     let config = Config {
         filter: Filter::parse(filter).unwrap(),
         mode,
@@ -42,7 +51,7 @@ fn start(clock: &FakeClock, mode: Mode, filter: &str, name: &str) -> profiler_co
         summary: false,
         ..Config::default()
     };
-    profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap()
+    profiler_core::init_with(config, Some(clock)).unwrap()
 }
 
 /// Runs the loop until the schedule completes (at most 40 iterations): `matmul` of 100 + the
@@ -50,16 +59,21 @@ fn start(clock: &FakeClock, mode: Mode, filter: &str, name: &str) -> profiler_co
 fn train(clock: &FakeClock) -> u64 {
     let mut iter = 0;
     while !profiler_core::finished() && iter < 40 {
-        matmul(clock, 100 + iter);
-        {
-            let _p = probe!("copy", layer = "work", bytes = 3 * iter as usize);
-            clock.advance(7);
-        }
-        probe!("plain", layer = "work" => { clock.advance(1) });
+        iteration(clock, iter);
         profiler_core::step();
         iter += 1;
     }
     iter
+}
+
+/// The body of `train`'s iteration `iter`.
+fn iteration(clock: &FakeClock, iter: u64) {
+    matmul(clock, 100 + iter);
+    {
+        let _p = probe!("copy", layer = "work", bytes = 3 * iter as usize);
+        clock.advance(7);
+    }
+    probe!("plain", layer = "work" => { clock.advance(1) });
 }
 
 fn event<'a>(p: &'a Profile, name: &str) -> &'a profiler_core::format::Event {
@@ -127,6 +141,93 @@ fn keys_are_not_evaluated_for_probes_that_take_no_part() {
         }
     }
     assert_eq!(EVALUATED.load(Relaxed), 0);
+}
+
+/// How many times a key's expression with a side effect runs in each mode, for one program (2
+/// warmup iterations, then 3 events of 3 repeats): once per armed run of `matmul` in `sample`
+/// and `continuous` mode, which keep each run's work (`continuous` in every window: 3 per
+/// window), and never in `trace` mode, which keeps none (no `work` and no zeros in its events,
+/// none in the summary), whether its runs are recorded (the fake clock) or armed (a clock whose
+/// readings come late, as a device's do), nor in `off` mode.
+#[test]
+fn keys_run_in_the_armed_runs_of_the_modes_that_keep_work() {
+    let _s = serial();
+    let run = |mode: Mode, name: &str, iterations: u64, deferred: bool| {
+        EVALUATED.store(0, Relaxed);
+        let clock = if deferred {
+            FakeClock::deferred()
+        } else {
+            FakeClock::new()
+        };
+        let _g = start_on(Box::new(clock.clone()), mode, "layer=work", name);
+        for iter in 0..iterations {
+            iteration(&clock, iter);
+            clock.complete();
+            profiler_core::step();
+        }
+        let p = profiler_core::snapshot();
+        (EVALUATED.load(Relaxed), p)
+    };
+    let (evaluated, p) = run(Mode::Sample, "modes-sample", 2 + 9, false);
+    let p = p.unwrap();
+    assert!(p.complete);
+    assert_eq!(evaluated, 3, "sample");
+    assert_eq!(
+        event(&p, "matmul")
+            .work
+            .as_ref()
+            .unwrap()
+            .flops
+            .as_ref()
+            .unwrap()
+            .len(),
+        3
+    );
+
+    // Three windows of 9 iterations.
+    let (evaluated, p) = run(Mode::Continuous, "modes-continuous", 2 + 27, false);
+    let p = p.unwrap();
+    assert_eq!(p.windows.len(), 3);
+    assert_eq!(evaluated, 9, "continuous");
+    let m = event(&p, "matmul");
+    let flops: Vec<u64> = m.samples_ns.iter().map(|n| 2 * n).collect();
+    assert_eq!(m.work.as_ref().unwrap().flops.as_ref(), Some(&flops));
+    assert_eq!(
+        event(&p, "copy")
+            .work
+            .as_ref()
+            .unwrap()
+            .bytes
+            .as_ref()
+            .unwrap()
+            .len(),
+        3
+    );
+
+    for deferred in [false, true] {
+        let (evaluated, p) = run(Mode::Trace, "modes-trace", 2 + 3, deferred);
+        let p = p.unwrap();
+        assert!(p.complete);
+        assert_eq!(evaluated, 0, "trace (deferred clock: {deferred})");
+        for e in &p.events {
+            assert_eq!(e.samples_ns.len(), 3, "{}", e.name);
+            assert_eq!(e.work, None, "{}: trace mode keeps no work", e.name);
+            assert_eq!(e.shapes, None, "{}", e.name);
+        }
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(
+            !text.contains("\"work\":{") && !text.contains("\"shapes\":{"),
+            "{text}"
+        );
+        let summary = profiler_core::summary(&p);
+        assert!(
+            !summary.contains("FLOP/s") && !summary.contains("work:"),
+            "{summary}"
+        );
+    }
+
+    let (evaluated, _) = run(Mode::Off, "modes-off", 20, false);
+    assert_eq!(evaluated, 0, "off");
 }
 
 #[test]

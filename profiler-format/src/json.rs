@@ -52,6 +52,66 @@ pub struct Profile {
     /// Absent in the other modes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<Window>,
+    /// The events that ran only before the loop (seen from start-up to the first `step()`, in
+    /// none of warmup's later iterations: a model's construction), in the order they first ran.
+    /// They get no place in the schedule; each one's first run is timed instead. Absent when
+    /// there is none, and in files written before this field existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub before_loop: Vec<BeforeLoop>,
+}
+
+/// An event that ran only before the loop: not scheduled, reported with its first run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BeforeLoop {
+    /// The probe's unique id.
+    pub id: String,
+    /// The probe's name.
+    pub name: String,
+    /// The `layer` key, or `null`.
+    pub layer: Option<String>,
+    /// The `phase` key, or `null`.
+    pub phase: Option<String>,
+    /// `fn`, `probe`, `runtime` or `span`.
+    pub kind: String,
+    /// `module_path!()` of the annotation.
+    pub module: String,
+    /// Source file of the annotation.
+    pub file: String,
+    /// Source line of the annotation.
+    pub line: u32,
+    /// Which run of the probe before the first `step()` (0 first; per stream when a stream is
+    /// named); for a merged one, the first run it holds.
+    pub occurrence: u32,
+    /// True when it holds every run of the probe from `occurrence` on (`PROF_MAX_EVENTS` was
+    /// reached). Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub merged: bool,
+    /// GPU device of the runs' stream, `null` on the CPU.
+    #[serde(default)]
+    pub device: Option<u32>,
+    /// The runs' stream, `null` on the CPU.
+    #[serde(default)]
+    pub stream: Option<String>,
+    /// Duration of its first run, measured as a sample is (on the CPU); `null` when it was not
+    /// timed: a run on a stream, an `async fn`'s.
+    pub duration_ns: Option<u64>,
+    /// When that run started, from start-up (the start of the first iteration); `null` when
+    /// it was not timed.
+    pub offset_ns: Option<u64>,
+}
+
+impl BeforeLoop {
+    /// Its label for people, as an event's: `layer/phase name#occurrence`.
+    pub fn label(&self) -> String {
+        crate::Identity {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            layer: self.layer.clone(),
+            phase: self.phase.clone(),
+            occurrence: self.occurrence,
+        }
+        .label()
+    }
 }
 
 /// `continuous` mode: one full pass of the schedule (every event measured `run.repeat` times).

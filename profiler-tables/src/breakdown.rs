@@ -514,6 +514,7 @@ mod tests {
             },
             events,
             windows: Vec::new(),
+            before_loop: Vec::new(),
         }
     }
 

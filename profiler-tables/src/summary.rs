@@ -5,7 +5,9 @@ use std::fmt::Write;
 
 use crate::columns::{self, Place};
 use crate::measure::{measure, EventRow, Measures, Perturbation};
-use crate::table_text::{aligned, human_ns, percent, printable, printable_lines, signed_percent};
+use crate::table_text::{
+    aligned, clip, human_ns, percent, printable, printable_lines, signed_percent, MAX_CELL,
+};
 use profiler_format::Profile;
 
 /// Events whose coefficient of variation is above this are noisy (the default of `prof report`).
@@ -126,6 +128,38 @@ pub fn noisy_line(events: &[EventRow], cv_threshold: f64) -> String {
     )
 }
 
+/// How many events that ran before the loop [`before_loop_line`] names.
+const BEFORE_LOOP_NAMED: usize = 8;
+
+/// The line on the events that ran only before the loop (`ran before the loop (not scheduled;
+/// each one's first run): init/fwd build 1.20ms, ...`), at most eight of them named, or `None`
+/// when there is none.
+pub fn before_loop_line(profile: &Profile) -> Option<String> {
+    if profile.before_loop.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = profile
+        .before_loop
+        .iter()
+        .take(BEFORE_LOOP_NAMED)
+        .map(|b| {
+            let time = match b.duration_ns {
+                Some(ns) => human_ns(ns as f64),
+                None => "(not timed)".to_owned(),
+            };
+            format!("{} {time}", printable(&clip(&b.label(), MAX_CELL)))
+        })
+        .collect();
+    let more = match profile.before_loop.len().saturating_sub(BEFORE_LOOP_NAMED) {
+        0 => String::new(),
+        n => format!(", +{n} more"),
+    };
+    Some(format!(
+        "ran before the loop (not scheduled; each one's first run): {}{more}",
+        named.join(", ")
+    ))
+}
+
 fn summary_with(profile: &Profile, last_line: &str) -> String {
     let Measures {
         iteration,
@@ -191,6 +225,9 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
     );
     if let Some(breakdown) = crate::breakdown::breakdown(profile).filter(|_| !events.is_empty()) {
         let _ = writeln!(out, "  {}", breakdown.line());
+    }
+    if let Some(line) = before_loop_line(profile) {
+        let _ = writeln!(out, "  {line}");
     }
     if let Some(last) = profile.windows.last() {
         // Continuous mode: drift takes a bootstrap per event, left to `prof report`.

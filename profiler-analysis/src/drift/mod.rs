@@ -573,6 +573,7 @@ fn pooled(profile: &Profile, measured: &[Event], windows: &[Window]) -> Profile 
         },
         events,
         windows: Vec::new(),
+        before_loop: Vec::new(),
     }
 }
 

@@ -52,6 +52,7 @@ fn profile(events: Vec<Event>, wall: u64) -> Profile {
         },
         events,
         windows: Vec::new(),
+        before_loop: Vec::new(),
     }
 }
 

@@ -584,6 +584,7 @@ mod tests {
                 event(2, "c", None, None),
             ],
             windows: Vec::new(),
+            before_loop: Vec::new(),
         }
     }
 

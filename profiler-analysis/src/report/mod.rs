@@ -148,6 +148,10 @@ pub struct Report {
     /// event counts its work ([`profiler_tables::step_work::work_line`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub work: Option<String>,
+    /// The events that ran only before the loop (not scheduled), each with its first run, as
+    /// the profile lists them (`before_loop`); absent when there is none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub before_loop: Vec<profiler_format::BeforeLoop>,
 }
 
 /// The group of event `i`. A missing layer (or phase) is inherited from the nearest ancestor
@@ -268,6 +272,7 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
         device_memory: device_usage(profile),
         work,
         peak,
+        before_loop: profile.before_loop.clone(),
     }
 }
 

@@ -168,6 +168,66 @@ pub fn shape_table(report: &Report) -> Option<(Vec<&'static str>, Vec<Vec<String
 const SHAPE_TITLE: &str = "by input shape (`shape` key; PROF_SHAPES bounds the shapes kept \
                            per event, the rest are `others`):";
 
+const BEFORE_LOOP_TITLE: &str = "ran before the loop (seen only before the first step(): not \
+                                 scheduled; each one's first run, and when it started):";
+
+const BEFORE_LOOP_HEADERS: [&str; 6] = ["layer", "phase", "name", "occ", "time", "start"];
+
+/// The rows of the events that ran only before the loop.
+fn before_loop_rows(report: &Report) -> Vec<Vec<String>> {
+    let ns = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |ns| human_ns(ns as f64));
+    report
+        .before_loop
+        .iter()
+        .map(|b| {
+            vec![
+                b.layer.clone().unwrap_or_else(|| "-".to_owned()),
+                b.phase.clone().unwrap_or_else(|| "-".to_owned()),
+                b.name.clone(),
+                if b.merged {
+                    format!("{}+", b.occurrence)
+                } else {
+                    b.occurrence.to_string()
+                },
+                ns(b.duration_ns),
+                ns(b.offset_ns),
+            ]
+        })
+        .collect()
+}
+
+/// The `before_loop` rows of the CSV: each event's identity, and its one run as its only sample
+/// (`samples` 1, or 0 when it was not timed).
+fn before_loop_csv(report: &Report, headers: &[&str]) -> Vec<Vec<String>> {
+    let at = |header: &str| headers.iter().position(|h| *h == header);
+    report
+        .before_loop
+        .iter()
+        .map(|b| {
+            let mut cells = vec![String::new(); headers.len()];
+            let mut set = |header: &str, value: String| {
+                if let Some(i) = at(header) {
+                    cells[i] = value;
+                }
+            };
+            set("row_type", "before_loop".to_owned());
+            set("id", text::csv_field(&b.id));
+            set("name", text::csv_field(&b.name));
+            set("layer", text::csv_field(b.layer.as_deref().unwrap_or("")));
+            set("phase", text::csv_field(b.phase.as_deref().unwrap_or("")));
+            set("occurrence", b.occurrence.to_string());
+            set("merged", b.merged.to_string());
+            set("samples", u8::from(b.duration_ns.is_some()).to_string());
+            if let Some(ns) = b.duration_ns {
+                for column in ["median_ns", "mean_ns", "min_ns", "max_ns"] {
+                    set(column, ns.to_string());
+                }
+            }
+            cells
+        })
+        .collect()
+}
+
 fn in_execution_order(report: &Report) -> bool {
     report.events.windows(2).all(|w| w[0].order < w[1].order)
 }
@@ -198,6 +258,11 @@ fn render_table(report: &Report) -> String {
         lines.push(String::new());
         lines.push(SHAPE_TITLE.to_owned());
         lines.extend(aligned(&headers, &rows, 5));
+    }
+    if !report.before_loop.is_empty() {
+        lines.push(String::new());
+        lines.push(BEFORE_LOOP_TITLE.to_owned());
+        lines.extend(aligned(&BEFORE_LOOP_HEADERS, &before_loop_rows(report), 3));
     }
     if let Some(b) = &report.breakdown {
         lines.push(String::new());
@@ -604,6 +669,7 @@ fn render_csv(report: &Report) -> String {
         })
         .collect();
     rows.extend(shape_rows_csv(report, &headers));
+    rows.extend(before_loop_csv(report, &headers));
     rows.extend(report.groups.iter().map(|g| group_csv(g, width)));
     if let Some(w) = windows {
         rows.extend(window_csv(w, width));
@@ -655,6 +721,13 @@ fn render_markdown(report: &Report) -> String {
         lines.push(text::md_cell(SHAPE_TITLE));
         lines.push(String::new());
         lines.extend(text::md_table(&headers, &rows, 5));
+    }
+    if !report.before_loop.is_empty() {
+        lines.push(String::new());
+        lines.push(text::md_cell(BEFORE_LOOP_TITLE));
+        lines.push(String::new());
+        let rows = before_loop_rows(report);
+        lines.extend(text::md_table(&BEFORE_LOOP_HEADERS, &rows, 3));
     }
     if let Some(b) = &report.breakdown {
         lines.push(String::new());

@@ -65,6 +65,7 @@ fn profile(warmup: u32, walls: &[u64], events: Vec<Event>) -> Profile {
         },
         events,
         windows: Vec::new(),
+        before_loop: Vec::new(),
     }
 }
 
@@ -1158,4 +1159,91 @@ fn work_columns_appear_only_with_work_and_over_100_percent_is_flagged() {
     let r = build(&with_work(None), &ReportOptions::default());
     assert_eq!(by_name(&r, "a").work.as_ref().unwrap().mfu, None);
     assert!(r.work.as_ref().unwrap().contains("no peak known"));
+}
+
+/// Issue 43, item 17: the events that ran only before the loop are listed apart, with their
+/// one run, in every format (the summary names them too).
+#[test]
+fn events_that_ran_before_the_loop_are_listed_apart() {
+    let mut p = nested();
+    p.before_loop = vec![
+        profiler_format::BeforeLoop {
+            id: "m::build".to_owned(),
+            name: "build".to_owned(),
+            layer: Some("model".to_owned()),
+            phase: Some("init".to_owned()),
+            kind: "fn".to_owned(),
+            module: "m".to_owned(),
+            file: "m.rs".to_owned(),
+            line: 7,
+            occurrence: 0,
+            duration_ns: Some(1_200_000),
+            offset_ns: Some(35_000),
+            ..Default::default()
+        },
+        profiler_format::BeforeLoop {
+            id: "m::load".to_owned(),
+            name: "load".to_owned(),
+            kind: "fn".to_owned(),
+            occurrence: 1,
+            ..Default::default()
+        },
+    ];
+    let r = build(&p, &ReportOptions::default());
+    let table = render(&r, Format::Table);
+    let at = table
+        .lines()
+        .position(|l| l.starts_with("ran before the loop"))
+        .unwrap_or_else(|| panic!("{table}"));
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .skip(at + 1)
+        .take(3)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["layer", "phase", "name", "occ", "time", "start"]);
+    assert_eq!(rows[1], ["model", "init", "build", "0", "1.20ms", "35.0µs"]);
+    assert_eq!(rows[2], ["-", "-", "load", "1", "-", "-"]);
+    // Not an event: the event rows and their count are the loop's.
+    assert_eq!(r.events.len(), 5);
+
+    let csv = render(&r, Format::Csv);
+    let headers: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[0] == "before_loop")
+        .collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    let cell =
+        |row: &[&str], h: &str| row[headers.iter().position(|x| *x == h).unwrap()].to_owned();
+    assert_eq!(cell(&rows[0], "name"), "build");
+    assert_eq!(cell(&rows[0], "samples"), "1");
+    assert_eq!(cell(&rows[0], "median_ns"), "1200000");
+    assert_eq!(cell(&rows[1], "samples"), "0");
+    assert_eq!(cell(&rows[1], "median_ns"), "");
+
+    let md = render(&r, Format::Markdown);
+    assert!(
+        md.contains("| model | init | build | 0 | 1.20ms | 35.0µs |"),
+        "{md}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&render(&r, Format::Json)).unwrap();
+    assert_eq!(json["before_loop"][0]["duration_ns"], 1_200_000);
+    assert_eq!(
+        json["before_loop"][1]["duration_ns"],
+        serde_json::Value::Null
+    );
+
+    let summary = summary(&p, "prof.json");
+    assert!(
+        summary.contains(
+            "  ran before the loop (not scheduled; each one's first run): model/init build \
+             1.20ms, load#1 (not timed)\n"
+        ),
+        "{summary}"
+    );
+    // Without any, nothing is said.
+    let plain = render(&build(&nested(), &ReportOptions::default()), Format::Table);
+    assert!(!plain.contains("before the loop"), "{plain}");
 }

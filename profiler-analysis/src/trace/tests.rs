@@ -74,6 +74,7 @@ pub(super) fn profile(
         },
         events,
         windows: Vec::new(),
+        before_loop: Vec::new(),
     }
 }
 

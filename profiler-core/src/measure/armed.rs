@@ -67,7 +67,7 @@ impl Measuring {
         if state == State::Learn {
             let lane = self.schedule.learn_run(desc, nests, stream)?;
             let mut armed = Armed::bare(self, LEARNING, hooks);
-            if self.schedule.measure_first && lane == 0 {
+            if self.schedule.times_learning_run(lane) {
                 // Timed, after the learning work, as an armed run would be.
                 armed.slot = CAPTURE;
                 armed.start = self.clock.mark();

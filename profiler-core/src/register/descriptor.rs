@@ -23,6 +23,11 @@ pub enum State {
     /// `trace` mode: every run is measured and recorded into its thread's buffer; which event
     /// it belongs to is worked out at `step()`.
     Recorded = 4,
+    /// `trace` mode, for a probe whose runs cannot be recorded (timed on a stream, with hooks,
+    /// its memory counted, or a clock whose marks are not one time line): every run is measured
+    /// on the armed path, as [`State::Armed`]'s are, but its `flops`, `bytes` and `shape`
+    /// expressions are not evaluated (`trace` mode keeps no work).
+    Traced = 5,
 }
 
 impl State {
@@ -34,6 +39,7 @@ impl State {
             1 => State::Learn,
             2 => State::Armed,
             4 => State::Recorded,
+            5 => State::Traced,
             _ => State::Hook,
         }
     }

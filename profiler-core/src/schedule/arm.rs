@@ -46,10 +46,12 @@ impl Schedule {
                 self.cur_slot.store(k as u32, Relaxed);
                 for &event in &c.order {
                     if let Some(e) = self.events[event as usize].get() {
+                        // Measured on the armed path without its keys' expressions:
+                        // `trace` mode keeps no work.
                         let state = if e.recorded {
                             State::Recorded
                         } else {
-                            State::Armed
+                            State::Traced
                         };
                         self.desc(e.entry).state.store(state, Release);
                     }

@@ -6,6 +6,11 @@
 //! after the first iterations still lands at its place in the loop), ties broken by first sight.
 //! At most `max_events` distinct events are kept; later occurrences of a probe fold into one
 //! merged event per probe.
+//!
+//! An event seen only in the first iteration (from start-up to the first `step()`), in none of
+//! warmup's later ones, ran before the loop (a model's construction, a data set's loading): it
+//! gets no place in the schedule (its iterations would measure nothing), and its first run is
+//! timed instead ([`BeforeLoop`]). Telling it apart takes two warmup iterations or more.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -40,6 +45,26 @@ struct Seen {
     parent_varies: bool,
     /// Some run of it ran on a thread other than the one that calls `step()`.
     off_thread: bool,
+    /// Its first run timed in the first iteration: start and stop marks.
+    timed: Option<(u64, u64)>,
+}
+
+/// An event that ran only before the loop: seen in the first iteration, in none of warmup's
+/// later ones. It is not scheduled; its first run, timed, is reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BeforeLoop {
+    /// Index of the probe in the registry.
+    pub entry: usize,
+    /// 0, or 1 + the index of the event's stream.
+    pub lane: u32,
+    /// Occurrence within the first iteration; for runs past the bound on events, the first
+    /// of them.
+    pub occurrence: u32,
+    /// Its runs past the bound on events, folded into one.
+    pub merged: bool,
+    /// Start and stop marks of its first run, when it was timed (not so for a run on a stream,
+    /// nor for one that may move between threads, an `async fn`).
+    pub run: Option<(u64, u64)>,
 }
 
 /// An event the schedule will measure.
@@ -173,9 +198,23 @@ impl Learner {
                     parent,
                     parent_varies: false,
                     off_thread,
+                    timed: None,
                 }
             });
         key
+    }
+
+    /// The iteration being learned (0: the first, from start-up to the first `step()`).
+    pub fn iteration(&self) -> u32 {
+        self.iteration
+    }
+
+    /// A run of event `key` (as [`Learner::observe`] returned it) in the first iteration was
+    /// timed: the first such run is kept, in case the event ran only before the loop.
+    pub fn time_first(&mut self, key: Key, marks: (u64, u64)) {
+        if let Some(seen) = self.seen.get_mut(&key) {
+            seen.timed.get_or_insert(marks);
+        }
     }
 
     /// An iteration ended, on this thread's `step()`.
@@ -197,11 +236,17 @@ impl Learner {
         self.distinct += n;
     }
 
-    /// The events in execution order.
-    pub fn plan(&self) -> Vec<Planned> {
-        let mut events: Vec<(&Key, &Seen)> = self.seen.iter().collect();
+    /// The events to schedule, in execution order, and those that ran only before the loop,
+    /// in the order they first ran. An event ran only before the loop when it was seen in the
+    /// first iteration and in none of the later ones, at least one of which has ended (so a
+    /// warmup of one iteration schedules every event it saw).
+    pub fn plan(&self) -> (Vec<Planned>, Vec<BeforeLoop>) {
+        let before_loop = |seen: &Seen| self.iteration >= 2 && seen.last.0 == 0;
+        let (mut events, mut before): (Vec<(&Key, &Seen)>, Vec<(&Key, &Seen)>) =
+            self.seen.iter().partition(|(_, seen)| !before_loop(seen));
         events.sort_by_key(|(key, seen)| (seen.last.1, seen.first, **key));
-        events
+        before.sort_by_key(|(key, seen)| (seen.first, **key));
+        let planned = events
             .into_iter()
             .map(|(&(entry, lane, occurrence), seen)| Planned {
                 entry,
@@ -210,7 +255,28 @@ impl Learner {
                 parent: seen.parent.filter(|_| !seen.parent_varies),
                 off_thread: seen.off_thread,
             })
-            .collect()
+            .collect();
+        // A merged event holds the runs from the first past its probe's own events.
+        let own = |entry: usize, lane: u32| {
+            let keys = self.seen.keys();
+            keys.filter(|&&(e, l, o)| (e, l) == (entry, lane) && o != MERGED)
+                .count() as u32
+        };
+        let before = before
+            .into_iter()
+            .map(|(&(entry, lane, occurrence), seen)| BeforeLoop {
+                entry,
+                lane,
+                occurrence: if occurrence == MERGED {
+                    own(entry, lane)
+                } else {
+                    occurrence
+                },
+                merged: occurrence == MERGED,
+                run: seen.timed,
+            })
+            .collect();
+        (planned, before)
     }
 }
 
@@ -274,21 +340,43 @@ impl Schedule {
         lock(&self.learner).lane_of(stream)
     }
 
-    /// A learning run ends: its parent is popped; `timed` (start and stop marks, `trace` mode
-    /// without warmup) is kept as the run's sample for iteration 0.
+    /// Whether a learning run on `lane` that starts now is timed: every run of the first
+    /// iteration not timed on a stream, while it may matter (the first iteration's runs are
+    /// the events' first samples in `trace` mode without warmup, and an event that ran only
+    /// before the loop is reported with its first run's time).
+    #[inline]
+    pub(crate) fn times_learning_run(&self, lane: u32) -> bool {
+        // The load first: with `lane == 0` first, `start_measure`'s armed path (which this
+        // learning branch shares a function with) took 116 instructions instead of 115
+        // (`scripts/hot_path_instructions.py`).
+        self.first_iteration.load(Relaxed) && lane == 0
+    }
+
+    /// The first iteration has ended: learning runs are no longer timed.
+    pub(crate) fn end_first_iteration(&self) {
+        self.first_iteration.store(false, Relaxed);
+    }
+
+    /// A learning run ends: its parent is popped; `timed` (start and stop marks, a run of the
+    /// first iteration) is kept as the run's sample for iteration 0 (`trace` mode without
+    /// warmup), else as its event's first run, in case it ran only before the loop.
     pub(crate) fn end_learning_run(&self, timed: Option<(u64, u64)>) {
         let key = OPEN.try_with(|open| open.borrow_mut().pop()).ok().flatten();
         let mut learner = lock(&self.learner);
         if key.is_some() && learner.on_stepping_thread() {
             learner.stepping_open.pop();
         }
-        if let (Some((start, stop)), Some((entry, _, occurrence))) = (timed, key) {
-            learner.first_runs.push(FirstRun {
-                entry: entry as u32,
-                occurrence,
-                start,
-                stop,
-            });
+        match (timed, key) {
+            (Some((start, stop)), Some((entry, _, occurrence))) if self.measure_first => {
+                learner.first_runs.push(FirstRun {
+                    entry: entry as u32,
+                    occurrence,
+                    start,
+                    stop,
+                });
+            }
+            (Some(marks), Some(key)) => learner.time_first(key, marks),
+            _ => {}
         }
     }
 }
@@ -313,7 +401,7 @@ mod tests {
     }
 
     fn plan(l: &Learner) -> Vec<(usize, u32)> {
-        l.plan().iter().map(|p| (p.entry, p.occurrence)).collect()
+        l.plan().0.iter().map(|p| (p.entry, p.occurrence)).collect()
     }
 
     #[test]
@@ -329,7 +417,7 @@ mod tests {
             }
             l.next_iteration();
         }
-        let keys: Vec<(u32, u32)> = l.plan().iter().map(|p| (p.lane, p.occurrence)).collect();
+        let keys: Vec<(u32, u32)> = l.plan().0.iter().map(|p| (p.lane, p.occurrence)).collect();
         assert_eq!(keys, vec![(1, 0), (2, 0), (1, 1)]);
     }
 
@@ -349,6 +437,41 @@ mod tests {
         run(&mut l, &[0, 3, 1]);
         run(&mut l, &[0, 3, 1]);
         assert_eq!(plan(&l), vec![(0, 0), (3, 0), (1, 0)]);
+    }
+
+    #[test]
+    fn events_seen_only_in_the_first_iteration_ran_before_the_loop() {
+        let mut l = Learner::new(100);
+        // Probe 5 builds the model (with probe 6 inside it, twice), probe 0 runs once before
+        // the loop and once in it: its second occurrence ran before the loop too.
+        l.observe((5, 0, 0), None, false);
+        l.observe((6, 0, 0), Some(((5, 0, 0), false)), false);
+        l.time_first((6, 0, 0), (10, 20));
+        l.time_first((6, 0, 0), (30, 40)); // the first run is kept
+        l.observe((6, 0, 1), Some(((5, 0, 0), false)), false);
+        l.observe((0, 0, 0), None, false);
+        l.observe((0, 0, 1), None, false);
+        l.observe((1, 0, 0), None, false);
+        l.next_iteration();
+        // One iteration: nothing tells the loop apart yet.
+        assert_eq!(l.plan().1, []);
+        run(&mut l, &[0, 1]);
+        assert_eq!(plan(&l), vec![(0, 0), (1, 0)]);
+        let before: Vec<(usize, u32, Option<(u64, u64)>)> = l
+            .plan()
+            .1
+            .iter()
+            .map(|b| (b.entry, b.occurrence, b.run))
+            .collect();
+        assert_eq!(
+            before,
+            vec![
+                (5, 0, None),
+                (6, 0, Some((10, 20))),
+                (6, 1, None),
+                (0, 1, None)
+            ]
+        );
     }
 
     #[test]

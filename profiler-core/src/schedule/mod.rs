@@ -29,7 +29,7 @@ use crate::register::registry::registry;
 use crate::select::config::{Config, Mode};
 use crate::store::samples::Store;
 
-pub(crate) use learn::{FirstRun, Key, Learner, Parent, Planned, MERGED};
+pub(crate) use learn::{BeforeLoop, FirstRun, Key, Learner, Parent, Planned, MERGED};
 pub(crate) use plan::POOL_ITERATIONS;
 
 /// No event: an index that means "none".
@@ -217,6 +217,10 @@ pub(crate) struct Schedule {
     /// `trace` mode with no warmup: iteration 0 both learns the events and is measured (its
     /// runs are timed on the learning path and stored when the events are made).
     pub measure_first: bool,
+    /// The first iteration (until the first `step()`) is being learned and its learning runs
+    /// not on a stream are timed: with `measure_first`, as the events' first samples; with a
+    /// warmup of two iterations or more, for the events that run only before the loop.
+    pub first_iteration: AtomicBool,
     /// What warmup has seen.
     pub learner: Mutex<Learner>,
     /// The hooks runs open.
@@ -292,6 +296,11 @@ pub(crate) struct Plan {
     pub armed_iterations: u64,
     /// Selected probes not seen yet; they stay in learning state.
     pub late: Vec<usize>,
+    /// The events that ran only before the loop (not scheduled), in the order they first ran.
+    pub before_loop: Vec<BeforeLoop>,
+    /// The clock's mark at start-up, where the first iteration began: the origin of the
+    /// before-loop runs' offsets.
+    pub origin: u64,
     /// The streams of the events, lane `k` being `streams[k - 1]`.
     pub streams: Vec<Stream>,
     /// The route tables the probes' routes point to (kept alive here; boxed so that their
@@ -329,6 +338,7 @@ impl Schedule {
             cur_iter: AtomicU32::new(0),
             learning: AtomicBool::new(config.warmup > 0 || measure_first),
             measure_first,
+            first_iteration: AtomicBool::new(measure_first || config.warmup >= 2),
             learner: Mutex::new(Learner::new(config.max_events)),
             hooks,
             mode,
@@ -352,6 +362,14 @@ impl Schedule {
             && !self.memory
             && entry <= crate::store::buffer::tag::ENTRY as usize
             && (!self.hooks.any || self.hooks.of(self.desc(entry), true) == 0)
+    }
+
+    /// Whether events keep each run's work and shape (`flops`, `bytes`, `shape` keys): in
+    /// `sample` and `continuous` mode (a trace on demand included), not in `trace` mode, whose
+    /// runs are recorded without them (its events get no storage for them, and probes that
+    /// must take the armed path there are [`State::Traced`], which evaluates no key).
+    pub(crate) fn keeps_work(&self) -> bool {
+        self.mode != Measure::Trace
     }
 
     /// The descriptor of probe `entry`.

@@ -69,13 +69,17 @@ impl Groups {
 }
 
 impl Schedule {
-    /// Warmup is over: turn what it saw into events in execution order.
+    /// Warmup is over: turn what it saw into events in execution order (those that ran only
+    /// before the loop are kept aside, unscheduled: their probes stay in learning state, so that
+    /// one that runs again later is scheduled then, as a probe first seen late is).
     pub(crate) fn plan_after_warmup(&self, c: &mut Plan, device: Option<&dyn Device>) {
-        let (plan, streams): (Vec<Planned>, Vec<Stream>) = {
+        let (plan, before_loop, streams): (Vec<Planned>, _, Vec<Stream>) = {
             let learner = lock(&self.learner);
-            (learner.plan(), learner.streams().to_vec())
+            let (plan, before_loop) = learner.plan();
+            (plan, before_loop, learner.streams().to_vec())
         };
         c.streams = streams;
+        c.before_loop = before_loop;
         let groups = Groups::of(&plan);
         self.allocate_groups(c, &groups, device.is_some());
         let entries: Vec<usize> = {
@@ -106,12 +110,19 @@ impl Schedule {
                 .store(self.idle_state(entry), Relaxed);
         }
         self.prepare_streams(c, device);
-        if plan.is_empty() {
+        if plan.is_empty() && c.before_loop.is_empty() {
             eprintln!(
                 "profiler-core: warning: none of the {} selected probes ran during the {} warmup \
                  iterations; events will be scheduled as they first appear",
                 c.selected.len(),
                 self.warmup
+            );
+        } else if plan.is_empty() {
+            eprintln!(
+                "profiler-core: warning: the selected probes ran only before the loop (before \
+                 the first step()), none in the {} warmup iterations after it; events will be \
+                 scheduled as they first appear",
+                self.warmup.saturating_sub(1)
             );
         }
         self.warn_over_budget(c);
@@ -167,7 +178,11 @@ impl Schedule {
     ) -> Allocated {
         let first = c.allocated as u32;
         let repeat = self.repeat as usize;
-        let work = self.desc(entry).info.work;
+        let work = if self.keeps_work() {
+            self.desc(entry).info.work
+        } else {
+            0
+        };
         let work_bytes = if work & (WORK_FLOPS | WORK_BYTES) != 0 {
             WORK_SAMPLE_BYTES
         } else {

@@ -213,6 +213,7 @@ impl Session {
         let hooks = Self::hooks(&config, device.as_deref());
         let schedule = Schedule::new(&config, mode, hooks, clock.is_linear());
         let learning = schedule.learning.load(Relaxed);
+        let origin = clock.mark();
         let control = Control {
             plan: Plan {
                 selected: selected.clone(),
@@ -221,10 +222,11 @@ impl Session {
                 } else {
                     selected.clone()
                 },
+                origin,
                 ..Plan::default()
             },
             iterations: Iterations {
-                marks: vec![clock.mark()],
+                marks: vec![origin],
                 ..Iterations::default()
             },
             ..Control::default()

@@ -339,6 +339,7 @@ impl Session {
             iterations,
             events,
             windows: Vec::new(),
+            before_loop: Vec::new(),
         };
         let path = self.config.trace_output_path(window.first);
         let last = window.first + window.armed;

@@ -34,6 +34,8 @@ pub(super) struct Live {
     kernels: Vec<(u32, json::Kernels)>,
     /// The devices' memory at the shown window's steps.
     device_memory: Vec<json::DeviceUsage>,
+    /// The events that ran only before the loop.
+    before_loop: Vec<json::BeforeLoop>,
 }
 
 impl Session {
@@ -111,7 +113,49 @@ impl Session {
             iterations,
             events,
             windows: Vec::new(),
+            before_loop: self.before_loop_json(c),
         }
+    }
+
+    /// The events that ran only before the loop, each with its first run's duration and start
+    /// (from start-up), when it was timed and the clock can say.
+    fn before_loop_json(&self, c: &Control) -> Vec<json::BeforeLoop> {
+        let ns = |start: u64, stop: u64| match self.measuring.clock.elapsed(start, stop) {
+            Reading::Ready(ns) => Some(ns),
+            _ => None,
+        };
+        c.plan
+            .before_loop
+            .iter()
+            .map(|b| {
+                let entry = registry().entry(b.entry);
+                let info = &entry.desc.info;
+                let stream = crate::schedule::lane_stream(&c.plan.streams, b.lane)
+                    .filter(|_| self.measuring.device.is_some());
+                let (duration_ns, offset_ns) = match b.run {
+                    Some((start, stop)) => (ns(start, stop), ns(c.plan.origin, start)),
+                    None => (None, None),
+                };
+                json::BeforeLoop {
+                    id: entry.id.clone(),
+                    name: info.name.to_owned(),
+                    layer: info.layer.map(str::to_owned),
+                    phase: info.phase.map(str::to_owned),
+                    kind: info.kind.as_str().to_owned(),
+                    module: info.module.to_owned(),
+                    file: info.file.to_owned(),
+                    line: info.line,
+                    occurrence: b.occurrence,
+                    merged: b.merged,
+                    device: stream.map(|s| s.device()),
+                    stream: stream.and_then(|&s| {
+                        Some(self.measuring.device.as_ref()?.stream_id(s).to_string())
+                    }),
+                    duration_ns,
+                    offset_ns,
+                }
+            })
+            .collect()
     }
 
     /// Learner key -> order of the events of `order`, to name each event's parent.
@@ -163,6 +207,7 @@ impl Session {
                 .device
                 .step_memory
                 .json(shown.first_iteration(), shown.wall_ns.len()),
+            before_loop: self.before_loop_json(c),
         }
     }
 
@@ -209,6 +254,7 @@ impl Session {
             iterations,
             events,
             windows: archive.windows(),
+            before_loop: live.before_loop,
         }
     }
 
@@ -247,6 +293,12 @@ impl Session {
             .expect("an event of the plan is allocated");
         let entry = registry().entry(ev.entry);
         let info = &entry.desc.info;
+        // The keys whose values the samples kept: none in `trace` mode, nor for a merged event.
+        let keys = if ev.store.samples.keeps_work() {
+            info.work
+        } else {
+            0
+        };
         resolved.sort_by_iteration();
         let stats = stats.unwrap_or_else(|| Stats::of(&resolved.durations));
         let stream = crate::schedule::lane_stream(context.streams, ev.lane)
@@ -289,9 +341,9 @@ impl Session {
                 .samples
                 .has_memory()
                 .then(|| memory_json(&resolved.memory)),
-            work: work_json(info.work, &resolved.work, resolved.durations.len()),
+            work: work_json(keys, &resolved.work, resolved.durations.len()),
             shapes: shapes_json(
-                info.work,
+                keys,
                 &resolved.shapes,
                 resolved.durations.len(),
                 self.config.max_shapes,

@@ -56,6 +56,7 @@ impl Session {
         self.record_device_memory(&mut c, completed - 1);
         if self.measuring.schedule.learning.load(Relaxed) {
             self.fold_learning(&mut c, Some(now));
+            self.measuring.schedule.end_first_iteration();
             lock(&self.measuring.schedule.learner).next_iteration();
             self.measuring.schedule.reset_calls(&c.plan);
             if completed >= self.config.warmup {

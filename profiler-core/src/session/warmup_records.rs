@@ -327,6 +327,8 @@ impl Session {
             }
         }
         let mut learner = lock(&self.measuring.schedule.learner);
+        // The first iteration's runs time the events that may have run only before the loop.
+        let first = learner.iteration() == 0;
         for (at, &i) in order.iter().enumerate() {
             let r = &runs[i as usize];
             let Some(o) = occurrences(&mut plain, &mut on_lanes, r) else {
@@ -346,6 +348,9 @@ impl Session {
             });
             let off_thread = stepping_log.is_some_and(|log| r.log != log);
             let key = learner.observe((r.entry() as usize, r.lane, occurrence), parent, off_thread);
+            if first && r.lane == 0 && !r.discard() {
+                learner.time_first(key, (r.start, r.stop));
+            }
             o.merged = key.2 == MERGED;
             keys[i as usize] = key.2;
         }

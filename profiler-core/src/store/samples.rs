@@ -122,6 +122,11 @@ impl Samples {
         }
     }
 
+    /// Whether these samples keep each run's work or shape (storage for them was reserved).
+    pub fn keeps_work(&self) -> bool {
+        self.work.is_some() || self.shape.is_some()
+    }
+
     /// The shape of a filled slot.
     pub fn read_shape(&self, slot: usize) -> Option<Dims> {
         let cell = self.shape.as_ref()?.get(slot)?;

@@ -240,13 +240,40 @@ fn parse_source(source: &Source, path: &Path) -> Result<Profile, LoadError> {
 }
 
 /// A profile read whole, checked: it adds up ([`check`]) and holds events.
-fn checked(profile: Profile, path: &Path) -> Result<Profile, LoadError> {
+fn checked(mut profile: Profile, path: &Path) -> Result<Profile, LoadError> {
     check(&profile)
         .map_err(|why| LoadError::Invalid(path.to_path_buf(), profile.schema.clone(), why))?;
     if profile.events.is_empty() {
         return Err(LoadError::NoEvents(path.to_path_buf()));
     }
+    drop_trace_work(&mut profile);
     Ok(profile)
+}
+
+/// `trace` mode keeps no work: its runs are recorded without their `flops`, `bytes` and `shape`
+/// keys. Files written by `trace` mode before it said so carry zeros for them (every count 0,
+/// every shape `()`), which would read as a rate of 0 FLOP/s; those are read as what they are,
+/// no work. Counts that are not all 0 (a file made otherwise) are kept, and so is a trace taken
+/// on demand (`run.on_demand`), which is measured as `sample` mode measures and keeps its work.
+fn drop_trace_work(profile: &mut Profile) {
+    if profile.run.mode != "trace" || profile.run.on_demand.is_some() {
+        return;
+    }
+    for e in &mut profile.events {
+        let zeros = |list: &Option<Vec<u64>>| list.iter().flatten().all(|&n| n == 0);
+        if e.work
+            .as_ref()
+            .is_some_and(|w| zeros(&w.flops) && zeros(&w.bytes))
+        {
+            e.work = None;
+        }
+        if e.shapes
+            .as_ref()
+            .is_some_and(|s| s.values.iter().all(|v| v == "()"))
+        {
+            e.shapes = None;
+        }
+    }
 }
 
 /// A value of the wrong type or range, named by where it is (`events[3].samples_ns[2]`) and,
@@ -355,6 +382,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("3 values in work.flops"), "{e}");
+    }
+
+    /// A `trace`-mode file of an older version, with the zeros it wrote for work it never
+    /// counted, reads as having no work; a trace on demand keeps its own.
+    #[test]
+    fn the_zeros_of_old_trace_mode_files_are_no_work() {
+        let old = GOOD
+            .replace("\"mode\":\"sample\"", "\"mode\":\"trace\"")
+            .replace(
+                "\"samples_ns\"",
+                r#""work":{"flops":[0,0],"bytes":[0,0]},
+               "shapes":{"values":["()"],"sample_shapes":[0,0]},"samples_ns""#,
+            );
+        let p = parse(&old).unwrap();
+        assert_eq!((&p.events[0].work, &p.events[0].shapes), (&None, &None));
+        // Counts and shapes that were counted (a file made otherwise) are kept.
+        let counted = old
+            .replace(r#""bytes":[0,0]"#, r#""bytes":[0,8]"#)
+            .replace(r#"["()"]"#, r#"["4x4"]"#);
+        let p = parse(&counted).unwrap();
+        assert!(p.events[0].work.is_some() && p.events[0].shapes.is_some());
+        let on_demand = old.replace(
+            "\"clock\":\"cpu\"",
+            r#""clock":"cpu","on_demand":{"source":"signal","asked_iterations":2}"#,
+        );
+        let p = parse(&on_demand).unwrap();
+        assert!(p.run.on_demand.is_some());
+        assert!(p.events[0].work.is_some() && p.events[0].shapes.is_some());
     }
 
     #[test]
