@@ -290,7 +290,7 @@ fn disabled_annotated_code_is_identical_to_unannotated_twin() {
     );
 }
 
-/// A parameter or a local used only in a key (`flops = 2 * n`, `stream = n + 1`, a probe's
+/// A parameter or a local used only in a work key (`flops = 2 * n`, a probe's
 /// `bytes = 8 * m`) must not be reported unused in either build: a `-D warnings` build of the
 /// user's crate would fail. The keys are referenced without being evaluated (the machine code is
 /// still the twin's: `annotated_key_only` above). Cargo replays the warnings of a cached build.

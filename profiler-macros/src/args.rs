@@ -41,11 +41,6 @@ impl Args {
     pub fn has_work(&self) -> bool {
         self.flops.is_some() || self.bytes.is_some() || self.shape.is_some()
     }
-
-    /// Whether the annotation has an expression key at all (`stream` or a work key).
-    pub fn has_keys(&self) -> bool {
-        self.has_work() || self.stream.is_some()
-    }
 }
 
 /// Collects errors so that one build reports all of them.

@@ -164,12 +164,17 @@ fn wrap_body(item: ItemFn, body: impl FnOnce(&Signature, &[Stmt]) -> TokenStream
     out
 }
 
-/// The key expressions this build never evaluates (all of them without `enable`; `stream`
-/// without a device backend), referenced inside a closure that is never called. A parameter or a
-/// local used only in a key is then used (no `unused_variables` warning, which would break a
-/// `-D warnings` build), while nothing is evaluated and no code is left: the closure is dropped
-/// where it is made, and its body is never compiled into a call.
-fn unevaluated_keys(exprs: &[&Expr]) -> TokenStream {
+/// The work keys' expressions in a build without `enable`, referenced inside a closure that is
+/// never called. A parameter or a local used only in a key is then used (no `unused_variables`
+/// warning, which would break a `-D warnings` build), while nothing is evaluated and no code is
+/// left: the closure is dropped where it is made, and its body is never called. (`stream` is
+/// left out: its expression may name what exists only with `cuda`, and is never type-checked
+/// without a device backend, as the reference promises.)
+pub fn disabled_keys(args: &Args) -> TokenStream {
+    let exprs: Vec<&Expr> = [&args.flops, &args.bytes, &args.shape]
+        .into_iter()
+        .flatten()
+        .collect();
     if exprs.is_empty() {
         return TokenStream::new();
     }
@@ -178,23 +183,6 @@ fn unevaluated_keys(exprs: &[&Expr]) -> TokenStream {
         let _ = || {
             #( let _ = &(#exprs); )*
         };
-    }
-}
-
-/// The keys a build with profiling compiled out references without evaluating.
-pub fn disabled_keys(args: &Args) -> TokenStream {
-    let exprs: Vec<&Expr> = [&args.stream, &args.flops, &args.bytes, &args.shape]
-        .into_iter()
-        .flatten()
-        .collect();
-    unevaluated_keys(&exprs)
-}
-
-/// The keys an enabled build does not evaluate: `stream` without a device backend.
-fn unused_stream(args: &Args) -> TokenStream {
-    match &args.stream {
-        Some(stream) if !cfg!(feature = "streams") => unevaluated_keys(&[stream]),
-        _ => TokenStream::new(),
     }
 }
 
@@ -208,7 +196,6 @@ pub fn disabled_fn(args: &Args, item: ItemFn) -> TokenStream {
 
 /// `#[profiled]` on a function: the measurement wraps the original body.
 pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
-    let unused = unused_stream(args);
     wrap_body(item, |sig, stmts| {
         let name = args
             .name
@@ -235,7 +222,7 @@ pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
                 #(#stmts)*
             }
         };
-        quote!(#registration #unused #body)
+        quote!(#registration #body)
     })
 }
 
@@ -269,19 +256,16 @@ pub fn probe(args: &Args, block: Option<Block>) -> TokenStream {
     let name = args.name.as_ref().expect("probe name is positional");
     let registration = registration(name, args, Kind::Probe, name.span());
     let enter = enter_call(args, false);
-    let unused = unused_stream(args);
     match block {
         None => quote! {
             {
                 #registration
-                #unused
                 #enter
             }
         },
         Some(block) => quote! {
             {
                 #registration
-                #unused
                 let __profiler_guard = #enter;
                 let __profiler_value = #block;
                 ::core::mem::drop(__profiler_guard);

@@ -3,7 +3,7 @@
 //! Each macro parses, then validates (collecting every problem of one annotation), then expands.
 //! Without the `enable` feature, which `profiler-core/enable` switches on, every macro validates its
 //! arguments and returns the item or block it was given, token for token, except that the
-//! expression keys (`flops`, `bytes`, `shape`, `stream`) are referenced inside a closure that is
+//! work keys (`flops`, `bytes`, `shape`) are referenced inside a closure that is
 //! never called, first in the body: a variable used only in a key stays used, nothing is evaluated
 //! and no code is left (the zero-overhead test compares the machine code).
 //!
@@ -86,7 +86,7 @@ pub fn profiled(attr: TokenStream, item: TokenStream) -> TokenStream {
     let parsed = parsed.expect("checked above");
     if cfg!(feature = "enable") {
         expand::profiled_fn(&args, parsed).into()
-    } else if args.has_keys() {
+    } else if args.has_work() {
         expand::disabled_fn(&args, parsed).into()
     } else {
         original.into()
