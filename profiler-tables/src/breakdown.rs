@@ -82,6 +82,16 @@ pub struct Breakdown {
     /// Not part of the JSON.
     #[serde(skip)]
     pub held_ns: Vec<f64>,
+    /// The average iteration the gaps are the stretches of: the top-level events of the
+    /// stepping thread, in execution order, where the module documentation places them.
+    /// `prof trace` (`sample` mode) and `prof html` draw them there, so that what they show
+    /// uncovered is [`gaps`](Self::gaps). Not part of the JSON.
+    #[serde(skip)]
+    pub placed: Vec<Placed>,
+    /// The length of that average iteration: the median measured iteration. Not part of the
+    /// JSON.
+    #[serde(skip)]
+    pub median_iteration_ns: f64,
 }
 
 /// One category of the breakdown.
@@ -129,11 +139,16 @@ pub struct Site {
     pub location: String,
 }
 
-/// A top-level event placed on the average iteration.
-struct Placed {
-    index: usize,
-    start: f64,
-    end: f64,
+/// A top-level event placed on the average iteration (nanoseconds from its start).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Placed {
+    /// The event's index in `profile.events`.
+    pub index: usize,
+    /// Where it starts: its [`scaled_offset`], or the end of the event before it if that is
+    /// later.
+    pub start: f64,
+    /// `start` plus its median run times its calls per iteration.
+    pub end: f64,
 }
 
 /// The breakdown of `profile`'s mean iteration; `None` without a measured iteration.
@@ -179,6 +194,8 @@ pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
         overlap_ns: (covered - iteration_ns).max(0.0),
         gaps: gaps(profile, &placed, median_iteration),
         held_ns,
+        placed,
+        median_iteration_ns: median_iteration,
     })
 }
 
@@ -326,10 +343,10 @@ fn uncovered(start: f64, end: f64, spans: &[(f64, f64)]) -> f64 {
     free + (end - cursor).max(0.0)
 }
 
-/// Event `i`'s median offset, scaled from the iterations it was measured in to the mean one: an
-/// event measured while the machine was busy starts late in its (slower) iterations, and
-/// unscaled, that delay would show as a stretch no probe covers.
-fn scaled_offset(profile: &Profile, i: usize, mean_iteration: f64) -> f64 {
+/// Event `i`'s median offset, scaled from the iterations it was measured in to an iteration of
+/// `mean_iteration` (never up): an event measured while the machine was busy starts late in its
+/// (slower) iterations, and unscaled, that delay would show as a stretch no probe covers.
+pub fn scaled_offset(profile: &Profile, i: usize, mean_iteration: f64) -> f64 {
     let e = &profile.events[i];
     let offset = stats::median(&stats::as_f64(&e.offsets_ns));
     let walls: Vec<f64> = e

@@ -318,7 +318,10 @@ impl<'a> Document<'a> {
             .map(Element::Meta)
             .chain((0..self.drawing.slices.len()).map(Element::Span))
             .chain(other::gaps(self.drawing).map(Element::Other))
-            .chain(memory::counters(&self.profile.events, self.drawing, pid).map(Element::Counter))
+            .chain(
+                memory::counters(&self.profile.events, self.drawing, pid)
+                    .map(|(_, c)| Element::Counter(c)),
+            )
             .chain(self.device_counters())
     }
 

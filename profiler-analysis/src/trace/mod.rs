@@ -124,6 +124,48 @@ pub fn write_perfetto_trace(
     perfetto::write(&doc, out).map_err(TraceError::Io)
 }
 
+/// The average iteration as `prof trace` draws it for a `sample`-mode profile (see
+/// `docs/reference.md`, "Definitions of `prof trace`"), for a profile of any mode: what `prof
+/// html`'s "Average iteration" draws. The stepping thread's top-level events are where the
+/// step-time breakdown places them, so that the [`other`](AverageIteration::other) stretches
+/// are the breakdown's gaps ([`profiler_tables::breakdown::Breakdown::gaps`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct AverageIteration {
+    /// How long the step lasts (ns): the median measured iteration, stretched if the events
+    /// drawn need more.
+    pub step_ns: u64,
+    /// Per event of `profile.events` (same index): `[start, end]` of its slice, in nanoseconds
+    /// from the step's start; `None` for an event not drawn (without samples).
+    pub spans: Vec<Option<[u64; 2]>>,
+    /// The stretches of the step that no top-level event of the stepping thread covers (the
+    /// trace's `other` slices), `[start, end]` in time order.
+    pub other: Vec<[u64; 2]>,
+}
+
+/// The average iteration of `profile` (see [`AverageIteration`]).
+pub fn average_iteration(profile: &Profile) -> Result<AverageIteration, TraceError> {
+    let streams = Streams::of(&profile.events);
+    let drawing = Drawing::average(profile, &streams)?;
+    let step = drawing
+        .step_at
+        .first()
+        .map(|&at| drawing.slices[at as usize]);
+    let zero = step.map_or(0, |s| s.start);
+    let mut spans = vec![None; profile.events.len()];
+    for s in &drawing.slices {
+        if let Some(slot) = spans.get_mut(s.event as usize) {
+            *slot = Some([s.start - zero, s.end - zero]);
+        }
+    }
+    Ok(AverageIteration {
+        step_ns: step.map_or(0, |s| s.end - s.start),
+        spans,
+        other: other::gaps(&drawing)
+            .map(|g| [g.from - zero, g.to - zero])
+            .collect(),
+    })
+}
+
 /// Where a slice is drawn: the CPU process, or a GPU device's stream (`stream` is its `tid`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Track {

@@ -926,11 +926,11 @@ impl Counters {
             tracks.len() - 1
         };
         let memory = memory::counters(&doc.profile.events, doc.drawing, doc.cpu_pid);
-        for (i, c) in memory.enumerate() {
+        for (starts, c) in memory {
             for (series, value) in c.args.series() {
                 readings.push(Reading {
                     at: c.at_ns,
-                    starts: i % 2 == 0,
+                    starts,
                     track: track_of(c.pid, memory::COUNTER, series),
                     value: CounterValue::Float(value),
                 });
