@@ -167,13 +167,6 @@ impl<'a> Document<'a> {
         (span.name, span.cat, args)
     }
 
-    /// The `args` every slice of `event`'s samples shares (`trace` mode): those of
-    /// [`sample_span`](Self::sample_span) but `iteration`, `dur_ns` and `offset_ns`.
-    pub(super) fn shared_sample_args(&self, event: usize) -> Value {
-        let track = self.drawing.tracks[self.drawing.event_track[event] as usize].0;
-        serde_json::to_value(self.event_args(event, track)).unwrap_or(Value::Null)
-    }
-
     /// The category of `event`'s slices.
     pub(super) fn category_of(&self, event: usize) -> &'static str {
         category(self.drawing.tracks[self.drawing.event_track[event] as usize].0)
