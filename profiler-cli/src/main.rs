@@ -74,8 +74,8 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
         /// The trace's format: json (Chrome JSON, what HolisticTraceAnalysis reads) or perfetto
-        /// (Perfetto's protobuf, about a fifth of the size, which its UI opens where the JSON is
-        /// too large); by default perfetto for an output ending in `.pftrace` or
+        /// (Perfetto's protobuf, about a fourteenth of the size, which its UI opens where the JSON
+        /// is too large); by default perfetto for an output ending in `.pftrace` or
         /// `.perfetto-trace` (then `.gz` or not), json otherwise.
         #[arg(long, value_enum)]
         format: Option<TraceFormatArg>,

@@ -608,3 +608,53 @@ fn rates_are_drawn_in_the_events_table() {
     assert!(!dom.contains("id=\"shapes\""));
     assert!(!dom.contains("title=\"95% interval: "));
 }
+
+/// The "Average iteration" is `prof trace`'s drawing of it (`trace::average_iteration`): each
+/// event where the trace puts it, the step, and the `other` stretches, which are the
+/// breakdown's gaps. On a recorded noisy `sample`-mode run (the dlrm example's, cv 29%), where
+/// the events drawn at their raw median offsets left a 0.99 ms stretch that the breakdown puts
+/// at 61 µs. In the browser: one grey `other` rectangle per stretch, one bar per event.
+#[test]
+fn timeline_draws_the_average_iteration_of_prof_trace() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/trace/dlrm-sample.json");
+    let profile = load_profile(&path).unwrap();
+    let html = html_report(&profile, None);
+    let data: serde_json::Value = serde_json::from_str(data_block(&html)).unwrap();
+    let average = profiler_analysis::trace::average_iteration(&profile).unwrap();
+    assert_eq!(data["average"]["step_ns"], average.step_ns);
+    assert_eq!(data["average"]["other"], serde_json::json!(average.other));
+    let rows = data["report"]["events"].as_array().unwrap();
+    assert_eq!(rows.len(), profile.events.len());
+    for row in rows {
+        let i = (profile.events.iter())
+            .position(|e| row["id"] == e.id.as_str() && row["occurrence"] == e.occurrence)
+            .unwrap();
+        assert_eq!(
+            row["drawn_ns"],
+            serde_json::json!(average.spans[i]),
+            "{row}"
+        );
+    }
+    // The largest stretch is the breakdown's largest gap, to the nanosecond.
+    let gap = &data["report"]["breakdown"]["gaps"][0];
+    let (start, len) = (
+        gap["start_ns"].as_f64().unwrap(),
+        gap["len_ns"].as_f64().unwrap(),
+    );
+    let largest = average.other.iter().max_by_key(|[a, b]| b - a).unwrap();
+    assert!(
+        (largest[0] as f64 - start).abs() <= 1.0
+            && ((largest[1] - largest[0]) as f64 - len).abs() <= 2.0,
+        "{largest:?} against the gap {gap}"
+    );
+    let Some(dom) = render("average", &profile, None) else {
+        return;
+    };
+    let at = dom.find("id=\"timeline\"").expect("no timeline");
+    let timeline = &dom[at..at + dom[at..].find("</section>").unwrap()];
+    assert_eq!(
+        timeline.matches("class=\"other\"").count(),
+        average.other.len()
+    );
+    assert_eq!(timeline.matches("class=\"ev").count(), profile.events.len());
+}

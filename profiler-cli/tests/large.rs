@@ -224,8 +224,9 @@ fn count_spans(path: &Path) -> (u64, u64) {
 }
 
 /// `prof trace`, `report` and `html` on `events` x `repeat` samples, each within `max_mib`;
-/// with `perfetto`, then `prof trace --format perfetto` too, within `max_mib`, under a fifth of
-/// the JSON trace's size, and the JSON trace's warning (that trace is over a gigabyte).
+/// with `perfetto`, then `prof trace --format perfetto` too, within `max_mib`, at most 40 bytes a
+/// sample (a tenth of the JSON trace's size), and the JSON trace's warning (that trace is over a
+/// gigabyte).
 fn trace_report_html(
     name: &str,
     events: u32,
@@ -278,7 +279,8 @@ fn trace_report_html(
         start("trace --format perfetto", &args, &dir.join("pftrace.out")).finish(max_mib);
         let size = std::fs::metadata(&pf).unwrap().len();
         println!("  perfetto trace: {:.0} MB", size as f64 / 1e6);
-        assert!(size * 4 < json_size, "{size} bytes against {json_size}");
+        assert!(size <= 40 * samples, "{size} bytes for {samples} samples");
+        assert!(size * 10 < json_size, "{size} bytes against {json_size}");
     }
     let rows = std::fs::read_to_string(&csv).unwrap();
     let event_rows = rows.lines().filter(|l| l.starts_with("event,")).count();
@@ -298,7 +300,7 @@ fn one_million_samples() {
 }
 
 /// Ten million samples (10,000 events x 1,000 iterations: a 420 MB profile, a 4.7 GB trace
-/// that warns it is too large, a 0.97 GB Perfetto trace), each command under 1 GiB.
+/// that warns it is too large, a Perfetto trace of at most 400 MB), each command under 1 GiB.
 #[test]
 #[ignore = "minutes in a debug build: run with --release (see the module documentation)"]
 fn ten_million_samples() {

@@ -10,8 +10,12 @@ decoding it with Perfetto's own protos: the `perfetto` package of PyPI
 
 Rules checked on the way: every packet names its sequence; the first packet of each sequence,
 and only it, clears the incremental state; every packet that uses interned data says it needs
-it, and finds it; each sequence's timestamps (on its incremental clock) never go back; every end
-closes a slice begun on its track, and none is left open.
+it, and finds it (names, categories, annotation names and string values); each sequence's
+timestamps (on its incremental clock) never go back; every end closes a slice begun on its
+track, and none is left open (so slices nest: each end is the innermost open slice's, at the
+JSON trace's time). A sample's slice (trace mode) carries one annotation, `event`, its event's
+label (`layer/phase name#occurrence`, made here from the JSON slice's args), and lasts its
+`dur_ns`; every other slice carries the JSON slice's args.
 """
 
 import json
@@ -166,6 +170,18 @@ def expected(path):
     return processes, threads, slices, readings
 
 
+def is_sample(args):
+    """Whether a JSON trace's slice with these args is a sample's (trace mode)."""
+    return "id" in args and "iteration" in args
+
+
+def label(name, args):
+    """The label `prof report` gives the event of a JSON slice: layer/phase name#occurrence."""
+    group = "/".join(args[k] for k in ("layer", "phase") if args.get(k))
+    name = f"{name}#{args['occurrence']}" if args["occurrence"] else name
+    return f"{group} {name}" if group else name
+
+
 def last_at_each_time(readings):
     out = {}
     for pid, name, at, v in sorted(readings, key=lambda r: r[:3]):
@@ -197,7 +213,13 @@ def main(pftrace, json_trace):
     for g, w in zip(got_s, want_s):
         if abs(g[5] - w[5]) > 1:
             fail(f"end of {g} against {w}")
-        if g[:5] != w[:5] or g[6] != w[6]:
+        args = w[6]
+        if is_sample(args):
+            # A sample's slice carries its event's label only; it lasts its dur_ns exactly.
+            if g[5] - g[4] != args["dur_ns"]:
+                fail(f"{g} does not last its dur_ns {args['dur_ns']}")
+            args = {"event": label(w[2], args)}
+        if g[:5] != w[:5] or g[6] != args:
             fail(f"{g} against {w}")
     if len(got_r) != len(want_r) or last_at_each_time(got_r) != last_at_each_time(want_r):
         fail("the counters differ")

@@ -713,3 +713,82 @@ fn device_memory_counters_load_in_hta() {
     assert_eq!(expect["gpu_events"], 15);
     assert_hta_finds(&dir, &expect);
 }
+
+/// `sample` mode on recorded noisy runs (the dlrm example's, cv 29%; a batch-size run; a run
+/// under bursts of load): the average iteration's `other` slices are the stretches `prof report`
+/// lists as "not covered by any probe" (the breakdown's gaps), at the same place and of the same
+/// length to the nanosecond, and its `ProfilerStep` lasts the median iteration the report
+/// states, or as long as the events the breakdown placed past it. (Each event was measured in iterations of its own: drawn at its raw median offset,
+/// an event sampled in slower iterations came late and left a gap that is not there.)
+#[test]
+fn sample_mode_other_slices_are_the_breakdowns_gaps() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let gz = |rel: &str| {
+        let path = root.join(rel);
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap()),
+            &mut bytes,
+        )
+        .unwrap();
+        profiler_format::read::parse_profile(&bytes, &path).unwrap()
+    };
+    let profiles = [
+        ("dlrm-sample", fixture("dlrm-sample.json")),
+        (
+            "batch32",
+            load_profile(root.join("tests/data/cli/batch32.json")).unwrap(),
+        ),
+        (
+            "dlrm-bursty",
+            gz("../tests/data/diff-corpus/dlrm-bursty-base-0.json.gz"),
+        ),
+        (
+            "dlrm-loaded",
+            gz("../tests/data/diff-corpus/dlrm-loaded-slow20-0.json.gz"),
+        ),
+    ];
+    for (name, profile) in profiles {
+        assert_eq!(profile.run.mode, "sample", "{name}");
+        let report = profiler_analysis::report::build(&profile, &Default::default());
+        let bd = report.breakdown.expect("a breakdown");
+        let gaps = &bd.gaps;
+        let trace = chrome_trace(&profile).unwrap();
+        let spans = spans(&trace, &mut Vec::new());
+        let step = spans.iter().find(|s| s.is_step()).unwrap();
+        let ns = |us: f64| (us * 1000.0).round() as i64;
+        let step_ns = ns(step.end - step.ts);
+        // `other` slices as (start, length), largest first.
+        let mut others: Vec<(i64, i64)> = spans
+            .iter()
+            .filter(|s| s.name == "other")
+            .map(|s| (ns(s.ts - step.ts), ns(s.end - s.ts)))
+            .collect();
+        others.sort_by_key(|&(start, len)| (std::cmp::Reverse(len), start));
+        let floor = (step_ns / 200).max(1_000);
+        let listed: Vec<(i64, i64)> = gaps
+            .iter()
+            .map(|g| (g.start_ns.round() as i64, g.len_ns.round() as i64))
+            .filter(|&(_, len)| len >= floor)
+            .collect();
+        let problem = format!("{name}: other slices {others:?}, the breakdown's gaps {listed:?}");
+        assert!(!listed.is_empty(), "{problem}");
+        for (i, &(start, len)) in listed.iter().enumerate() {
+            let (o_start, o_len) = others.get(i).copied().unwrap_or_default();
+            assert!(
+                (o_start - start).abs() <= 1 && (o_len - len).abs() <= 2,
+                "{problem}"
+            );
+        }
+        // The median iteration, stretched only where the events, placed as the breakdown
+        // places them, add up to more (each median comes from iterations of its own).
+        let median = report.iteration.median_ns.round() as i64;
+        let placed_end = bd
+            .placed
+            .iter()
+            .map(|p| p.end.round() as i64)
+            .max()
+            .unwrap_or(0);
+        assert_eq!(step_ns, median.max(placed_end), "{name}: {problem}");
+    }
+}

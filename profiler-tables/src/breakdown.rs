@@ -82,6 +82,16 @@ pub struct Breakdown {
     /// Not part of the JSON.
     #[serde(skip)]
     pub held_ns: Vec<f64>,
+    /// The average iteration the gaps are the stretches of: the top-level events of the
+    /// stepping thread, in execution order, where the module documentation places them.
+    /// `prof trace` (`sample` mode) and `prof html` draw them there, so that what they show
+    /// uncovered is [`gaps`](Self::gaps). Not part of the JSON.
+    #[serde(skip)]
+    pub placed: Vec<Placed>,
+    /// The length of that average iteration: the median measured iteration. Not part of the
+    /// JSON.
+    #[serde(skip)]
+    pub median_iteration_ns: f64,
 }
 
 /// One category of the breakdown.
@@ -129,11 +139,16 @@ pub struct Site {
     pub location: String,
 }
 
-/// A top-level event placed on the average iteration.
-struct Placed {
-    index: usize,
-    start: f64,
-    end: f64,
+/// A top-level event placed on the average iteration (nanoseconds from its start).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Placed {
+    /// The event's index in `profile.events`.
+    pub index: usize,
+    /// Where it starts: its [`scaled_offset`], or the end of the event before it if that is
+    /// later.
+    pub start: f64,
+    /// `start` plus its median run times its calls per iteration.
+    pub end: f64,
 }
 
 /// The breakdown of `profile`'s mean iteration; `None` without a measured iteration.
@@ -179,6 +194,8 @@ pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
         overlap_ns: (covered - iteration_ns).max(0.0),
         gaps: gaps(profile, &placed, median_iteration),
         held_ns,
+        placed,
+        median_iteration_ns: median_iteration,
     })
 }
 
@@ -326,10 +343,10 @@ fn uncovered(start: f64, end: f64, spans: &[(f64, f64)]) -> f64 {
     free + (end - cursor).max(0.0)
 }
 
-/// Event `i`'s median offset, scaled from the iterations it was measured in to the mean one: an
-/// event measured while the machine was busy starts late in its (slower) iterations, and
-/// unscaled, that delay would show as a stretch no probe covers.
-fn scaled_offset(profile: &Profile, i: usize, mean_iteration: f64) -> f64 {
+/// Event `i`'s median offset, scaled from the iterations it was measured in to an iteration of
+/// `mean_iteration` (never up): an event measured while the machine was busy starts late in its
+/// (slower) iterations, and unscaled, that delay would show as a stretch no probe covers.
+pub fn scaled_offset(profile: &Profile, i: usize, mean_iteration: f64) -> f64 {
     let e = &profile.events[i];
     let offset = stats::median(&stats::as_f64(&e.offsets_ns));
     let walls: Vec<f64> = e
@@ -348,10 +365,28 @@ fn scaled_offset(profile: &Profile, i: usize, mean_iteration: f64) -> f64 {
 
 /// The largest stretches of `[0, iteration_ns]` that `placed` leaves uncovered.
 fn gaps(profile: &Profile, placed: &[Placed], iteration_ns: f64) -> Vec<Gap> {
+    // Every stretch first, with the events on either side (`None`: the iteration's start or
+    // end); the noise only of those kept (each is a spread of an event's offsets).
+    let mut stretches: Vec<(f64, f64, Option<&Placed>, Option<&Placed>)> = Vec::new();
+    let mut cursor = 0.0f64;
+    let mut previous: Option<&Placed> = None;
+    for p in placed.iter().map(Some).chain(std::iter::once(None)) {
+        let start = p.map_or(iteration_ns, |p| p.start);
+        let len = start.min(iteration_ns) - cursor;
+        if len > 0.0 {
+            stretches.push((cursor, len, previous, p));
+        }
+        if let Some(p) = p {
+            cursor = cursor.max(p.end);
+            previous = Some(p);
+        }
+    }
+    // Largest first (a stable sort: ties in time order).
+    stretches.sort_by(|a, b| b.1.total_cmp(&a.1));
+    stretches.truncate(GAPS);
     // How far an event's start scatters from one iteration to the next.
     let scatter =
         |p: &Placed| stats::robust_spread(&stats::as_f64(&profile.events[p.index].offsets_ns));
-    let walls = stats::robust_spread(&stats::as_f64(crate::measure::measured_walls(profile)));
     let site = |p: &Placed| {
         let e = &profile.events[p.index];
         Site {
@@ -360,38 +395,27 @@ fn gaps(profile: &Profile, placed: &[Placed], iteration_ns: f64) -> Vec<Gap> {
             location: format!("{}:{}", e.file, e.line),
         }
     };
-    let mut gaps = Vec::new();
-    let mut cursor = 0.0f64;
-    let mut previous: Option<&Placed> = None;
-    for p in placed.iter().chain(std::iter::once(&Placed {
-        index: usize::MAX,
-        start: iteration_ns,
-        end: iteration_ns,
-    })) {
-        let len = p.start.min(iteration_ns) - cursor;
-        if len > 0.0 {
-            let end = if p.index == usize::MAX {
-                walls
-            } else {
-                scatter(p)
+    stretches
+        .into_iter()
+        .map(|(start_ns, len, after, before)| {
+            let end = match before {
+                Some(p) => scatter(p),
+                None => {
+                    stats::robust_spread(&stats::as_f64(crate::measure::measured_walls(profile)))
+                }
             };
-            let noise_ns = previous.map_or(0.0, scatter).hypot(end);
-            gaps.push(Gap {
-                start_ns: cursor,
+            let noise_ns = after.map_or(0.0, scatter).hypot(end);
+            Gap {
+                start_ns,
                 len_ns: len,
                 share: len / iteration_ns,
-                after: previous.map(site),
-                before: (p.index != usize::MAX).then(|| site(p)),
+                after: after.map(site),
+                before: before.map(site),
                 noise_ns,
                 reliable: len > 2.0 * noise_ns,
-            });
-        }
-        cursor = cursor.max(p.end);
-        previous = (p.index != usize::MAX).then_some(p);
-    }
-    gaps.sort_by(|a, b| b.len_ns.total_cmp(&a.len_ns));
-    gaps.truncate(GAPS);
-    gaps
+            }
+        })
+        .collect()
 }
 
 impl Breakdown {

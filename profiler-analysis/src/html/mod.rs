@@ -48,6 +48,7 @@ use serde_json::Value;
 use super::diff::{self, DiffOptions};
 use super::flame;
 use super::report::{self, EventRow, GroupBy, GroupRow, ReportOptions};
+use super::trace::{self, AverageIteration};
 use super::{event_key, stats};
 use profiler_format::{Event, Profile, Run};
 use profiler_tables::columns::{Families, Family, Place};
@@ -149,6 +150,8 @@ struct EventData<'a> {
     line: Option<u32>,
     /// Median start offset from the start of the iteration.
     offset_ns: Option<f64>,
+    /// `[start, end]` of its slice on the average iteration (`prof trace`'s drawing).
+    drawn_ns: Option<[u64; 2]>,
     /// The samples, every `samples_stride`-th one.
     samples_ns: Vec<u64>,
     samples_stride: usize,
@@ -194,6 +197,16 @@ struct PageData<'a> {
     /// its headers and cells; `None` when no event has a `shape` key.
     #[serde(skip_serializing_if = "Option::is_none")]
     shapes: Option<ShapeTable>,
+    /// The average iteration's step and `other` stretches, as `prof trace` draws them (each
+    /// event's slice is its `drawn_ns`); `None` when it cannot be drawn.
+    average: Option<AverageStep>,
+}
+
+/// The step of the average iteration and its `other` stretches ([`AverageIteration`]).
+#[derive(Serialize)]
+struct AverageStep {
+    step_ns: u64,
+    other: Vec<[u64; 2]>,
 }
 
 /// `prof report`'s table of the events by input shape.
@@ -234,7 +247,8 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
             ..options.clone()
         },
     );
-    let rows = event_data(profile, &by_phase.events);
+    let average = trace::average_iteration(profile).ok();
+    let rows = event_data(profile, &by_phase.events, average.as_ref());
     let shapes = report::shape_table(&by_phase).map(|(headers, rows)| ShapeTable { headers, rows });
     let mut report = serde_json::to_value(&by_phase).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut report {
@@ -279,6 +293,10 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
         diff,
         flame: flame_svg(profile, baseline),
         shapes,
+        average: average.map(|a| AverageStep {
+            step_ns: a.step_ns,
+            other: a.other,
+        }),
     }
 }
 
@@ -306,18 +324,28 @@ fn flame_svg(profile: &Profile, baseline: Option<&Profile>) -> Option<String> {
 }
 
 /// Each report row with what the page draws beyond it, from the profile's event of the same
-/// identity: where it comes from, its median start offset (for the timeline) and its samples
-/// (for the histograms), thinned so that the page stays within [`MAX_SAMPLES`].
-fn event_data<'a>(profile: &'a Profile, rows: &'a [EventRow]) -> Vec<EventData<'a>> {
-    let events: HashMap<(String, u32), &Event> =
-        profile.events.iter().map(|e| (event_key(e), e)).collect();
+/// identity: where it comes from, its median start offset and where the average iteration
+/// draws it (for the timeline) and its samples (for the histograms), thinned so that the page
+/// stays within [`MAX_SAMPLES`].
+fn event_data<'a>(
+    profile: &'a Profile,
+    rows: &'a [EventRow],
+    average: Option<&AverageIteration>,
+) -> Vec<EventData<'a>> {
+    let events: HashMap<(String, u32), (usize, &Event)> = (profile.events.iter().enumerate())
+        .map(|(i, e)| (event_key(e), (i, e)))
+        .collect();
     let n = rows.len().max(1);
     let per_event = (MAX_SAMPLES / n).clamp(SAMPLES_PER_EVENT.0, SAMPLES_PER_EVENT.1);
     rows.iter()
         .map(|row| {
-            let event = events
+            let found = events
                 .get(&(row.identity.id.clone(), row.identity.occurrence))
                 .copied();
+            let event = found.map(|(_, e)| e);
+            let drawn_ns = found
+                .zip(average)
+                .and_then(|((i, _), a)| a.spans.get(i).copied().flatten());
             let (samples_ns, samples_stride) = thin(
                 event.map(|e| e.samples_ns.as_slice()).unwrap_or(&[]),
                 per_event,
@@ -331,6 +359,7 @@ fn event_data<'a>(profile: &'a Profile, rows: &'a [EventRow]) -> Vec<EventData<'
                 file: event.map(|e| e.file.as_str()),
                 line: event.map(|e| e.line),
                 offset_ns,
+                drawn_ns,
                 samples_ns,
                 samples_stride,
                 work_cells: work_cells(row),

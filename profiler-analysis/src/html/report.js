@@ -676,15 +676,21 @@
   }
 
   // ---- timeline --------------------------------------------------------------------------
+  // The average iteration as prof trace draws it (each event's drawn_ns, the step and its
+  // `other` stretches in D.average): the stepping thread's top-level events where the step-time
+  // breakdown places them, so that the grey stretches are the breakdown's gaps.
   function renderTimeline() {
     var card = el('section', { 'class': 'card', id: 'timeline' }, el('h2', { text: 'Average iteration' }));
     root.appendChild(card);
-    var evs = events.filter(function (e) { return num(e.offset_ns) !== null && (num(e.samples) || 0) > 0; });
+    var avg = D.average || {};
+    var drawn = function (e) { var d = arr(e.drawn_ns); return d.length === 2 && num(d[0]) !== null && num(d[1]) !== null ? d : null; };
+    var evs = events.filter(function (e) { return drawn(e) !== null && (num(e.samples) || 0) > 0; });
     if (!evs.length) { card.appendChild(el('p', { 'class': 'empty', text: 'No event has a sample.' })); return; }
     var depthOf = function (e) { return Math.max(0, num(e.depth) || 0); };
     var maxDepth = evs.reduce(function (m, e) { return Math.max(m, depthOf(e)); }, 0);
-    var end = evs.reduce(function (m, e) { return Math.max(m, e.offset_ns + (num(e.median_ns) || 0)); }, 0);
-    var span = Math.max(end, num(it.median_ns) || 0, 1);
+    var end = evs.reduce(function (m, e) { return Math.max(m, drawn(e)[1]); }, 0);
+    var step = num(avg.step_ns) || 0;
+    var span = Math.max(end, step, num(it.median_ns) || 0, 1);
     var W = containerWidth(card, 1300) - 36, rowH = 24, ml = 22, mr = 12, mt = 4, mb = 24;
     var H = mt + (maxDepth + 1) * rowH + mb;
     var x = function (v) { return ml + (W - ml - mr) * v / span; };
@@ -696,15 +702,21 @@
     });
     g.appendChild(grid);
     g.appendChild(axis);
+    arr(avg.other).forEach(function (o) {
+      var a = num(o[0]), b = num(o[1]);
+      if (a === null || b === null) { return; }
+      g.appendChild(sv('rect', { 'class': 'other', x: x(a), y: mt + 1, width: Math.max(1.5, x(b) - x(a)), height: rowH - 3, rx: 2, fill: '#e6e9ec', stroke: '#d0d7de' }, tip('other: ' + fmtNs(b - a) + ' from ' + fmtNs(a) + ', covered by no top-level event (the breakdown\'s gap)')));
+    });
     if (num(it.median_ns) !== null && it.median_ns > 0) {
       g.appendChild(sv('line', { x1: x(it.median_ns), x2: x(it.median_ns), y1: mt, y2: H - mb, stroke: '#cf222e', 'stroke-dasharray': '4 3' }, tip('median iteration: ' + fmtNs(it.median_ns))));
     }
     var rects = [];
     evs.forEach(function (e) {
-      var x0 = x(e.offset_ns), w = Math.max(1.5, x(e.offset_ns + (num(e.median_ns) || 0)) - x0);
+      var d = drawn(e);
+      var x0 = x(d[0]), w = Math.max(1.5, x(d[1]) - x0);
       var yy = mt + depthOf(e) * rowH;
       var k = keyOf(e.phase);
-      var text = eventLabel(e) + '\nlayer: ' + keyOf(e.layer) + ' · phase: ' + k + '\nstarts at ' + fmtNs(e.offset_ns) + ' (median offset), lasts ' + fmtNs(e.median_ns) + ' (median)\n' + fmtPct(e.share) + ' of the mean iteration' + (num(e.calls_per_iter) > 1 ? '\n' + fmtNum(e.calls_per_iter) + ' calls per iteration (first shown)' : '');
+      var text = eventLabel(e) + '\nlayer: ' + keyOf(e.layer) + ' · phase: ' + k + '\ndrawn from ' + fmtNs(d[0]) + ' to ' + fmtNs(d[1]) + ' (median offset ' + fmtNs(e.offset_ns) + ', median ' + fmtNs(e.median_ns) + ')\n' + fmtPct(e.share) + ' of the mean iteration' + (num(e.calls_per_iter) > 1 ? '\n' + fmtNum(e.calls_per_iter) + ' calls per iteration' : '');
       var r = sv('rect', { 'class': 'ev', x: x0, y: yy + 1, width: w, height: rowH - 3, rx: 2, fill: phaseColor[k] || '#8c959f', onclick: function () { select(evKey(e)); } }, tip(text));
       r.__key = evKey(e);
       rects.push(r);
@@ -724,8 +736,11 @@
       if (!evs.some(function (e) { return keyOf(e.phase) === k; })) { return; }
       legend.appendChild(el('li', null, [el('span', { 'class': 'sw', style: { background: phaseColor[k] } }), 'phase ' + k]));
     });
+    if (arr(avg.other).length) {
+      legend.appendChild(el('li', null, [el('span', { 'class': 'sw', style: { background: '#e6e9ec', border: '1px solid #d0d7de' } }), 'other (no top-level event)']));
+    }
     card.appendChild(legend);
-    card.appendChild(el('p', { 'class': 'note', text: 'Each event at its median start offset and median duration, one row per nesting depth. Each event was measured in its own iterations, so this is a typical iteration, not a recorded one. Hover for details; click to select the event in the table.' }));
+    card.appendChild(el('p', { 'class': 'note', text: 'The average iteration as prof trace draws it: the top-level events of the stepping thread where the breakdown places them (each at its median start offset, scaled to the median iteration when it was measured in slower ones, or right after the event before it), so that the grey stretches are the breakdown\'s gaps; nested events at their distance from their parent, each lasting its median; one row per nesting depth. The step lasts ' + fmtNs(step) + ' (the median iteration, longer only if the events need it). Each event was measured in its own iterations, so this is a typical iteration, not a recorded one. Hover for details; click to select the event in the table.' }));
   }
 
   // ---- distributions ---------------------------------------------------------------------

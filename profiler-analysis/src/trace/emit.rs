@@ -167,13 +167,6 @@ impl<'a> Document<'a> {
         (span.name, span.cat, args)
     }
 
-    /// The `args` every slice of `event`'s samples shares (`trace` mode): those of
-    /// [`sample_span`](Self::sample_span) but `iteration`, `dur_ns` and `offset_ns`.
-    pub(super) fn shared_sample_args(&self, event: usize) -> Value {
-        let track = self.drawing.tracks[self.drawing.event_track[event] as usize].0;
-        serde_json::to_value(self.event_args(event, track)).unwrap_or(Value::Null)
-    }
-
     /// The category of `event`'s slices.
     pub(super) fn category_of(&self, event: usize) -> &'static str {
         category(self.drawing.tracks[self.drawing.event_track[event] as usize].0)
@@ -318,7 +311,10 @@ impl<'a> Document<'a> {
             .map(Element::Meta)
             .chain((0..self.drawing.slices.len()).map(Element::Span))
             .chain(other::gaps(self.drawing).map(Element::Other))
-            .chain(memory::counters(&self.profile.events, self.drawing, pid).map(Element::Counter))
+            .chain(
+                memory::counters(&self.profile.events, self.drawing, pid)
+                    .map(|(_, c)| Element::Counter(c)),
+            )
             .chain(self.device_counters())
     }
 

@@ -13,6 +13,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use profiler_format::{Event, Iterations, Profile};
+use profiler_tables::breakdown::scaled_offset;
 
 use super::{duration_stats, median, Streams, TraceError, Track};
 
@@ -76,7 +77,7 @@ pub(super) struct Drawing {
     pub(super) event_track: Vec<u32>,
     /// Whether each event ran on a thread other than the stepping one (`concurrent`): its
     /// slices never take a track's first lane, which the stepping thread's work keeps.
-    event_concurrent: Vec<bool>,
+    pub(super) event_concurrent: Vec<bool>,
     /// Where time 0 is, from the start of the first listed iteration (ns).
     pub(super) time_zero: u64,
 }
@@ -109,8 +110,22 @@ impl Drawing {
 
     /// Lays out `profile` (see the module documentation).
     pub(super) fn of(profile: &Profile, streams: &Streams) -> Result<Drawing, TraceError> {
+        Drawing::laid_out(profile, streams, profile.run.mode == "trace")
+    }
+
+    /// Lays out `profile`'s average iteration, as `sample` mode draws it, whatever its mode.
+    pub(super) fn average(profile: &Profile, streams: &Streams) -> Result<Drawing, TraceError> {
+        Drawing::laid_out(profile, streams, false)
+    }
+
+    /// Lays out the real iterations (`iterations`) or the average one.
+    fn laid_out(
+        profile: &Profile,
+        streams: &Streams,
+        iterations: bool,
+    ) -> Result<Drawing, TraceError> {
         let mut d = Drawing::skeleton(profile, streams);
-        if profile.run.mode == "trace" {
+        if iterations {
             d.trace_slices(profile)?;
         } else {
             d.average_slices(profile)?;
@@ -124,6 +139,11 @@ impl Drawing {
         d.sort();
         d.assign_lanes();
         Ok(d)
+    }
+
+    /// Whether this is the drawing of a `sample`-mode profile: one average iteration.
+    pub(super) fn is_average(&self) -> bool {
+        self.first_sample.is_none() && !self.steps.is_empty()
     }
 
     /// What a slice shows.
@@ -256,13 +276,32 @@ impl Drawing {
             .map(|i| i as u32)
     }
 
-    /// `sample` mode: one average iteration (see the module documentation).
+    /// `sample` mode: one average iteration (see the module documentation). The top-level
+    /// events of the stepping thread are where the step-time breakdown places them
+    /// ([`Breakdown::placed`](profiler_tables::breakdown::Breakdown::placed)), so that the
+    /// stretches they leave uncovered (the `other` slices) are the breakdown's gaps; every other
+    /// event at its scaled median offset ([`scaled_offset`]), a nested one at its distance
+    /// from its parent's, then made consistent with the events already placed.
     fn average_slices(&mut self, profile: &Profile) -> Result<(), TraceError> {
         let events = &profile.events;
         if events.len() >= NONE as usize - 1 {
             return Err(TraceError::TooLarge(events.len() + 1));
         }
-        let step_len = median(crate::measured_walls(profile));
+        let breakdown = profiler_tables::breakdown::breakdown(profile);
+        let (step_len, iteration) = match &breakdown {
+            Some(b) => (b.median_iteration_ns.round() as u64, b.median_iteration_ns),
+            None => {
+                let median = median(crate::measured_walls(profile));
+                (median, median as f64)
+            }
+        };
+        // Where the breakdown placed each top-level event of the stepping thread.
+        let placed: HashMap<usize, (u64, u64)> = breakdown
+            .iter()
+            .flat_map(|b| &b.placed)
+            .map(|p| (p.index, (p.start.round() as u64, p.end.round() as u64)))
+            .collect();
+        let offset_of = |i: usize| scaled_offset(profile, i, iteration).round() as u64;
         self.steps.push(Step {
             iteration: 0,
             wall_ns: None,
@@ -278,25 +317,36 @@ impl Drawing {
                 continue;
             }
             let track = self.event_track[i];
-            let dur = duration_stats(e).median_ns;
-            let offset = median(&e.offsets_ns);
-            let parent = parent_event(events, &of_order, i)
+            let parent_index = parent_event(events, &of_order, i);
+            let parent = parent_index
                 .and_then(|p| slice_of.get(&p).copied())
                 .filter(|&p| self.slices[p as usize].track == track);
-            let (lo, hi) = match parent {
-                Some(p) => (self.slices[p as usize].start, self.slices[p as usize].end),
-                None => (0, u64::MAX),
-            };
             let key = (track, parent.unwrap_or(NONE));
-            // An event of another thread runs beside the stepping thread's: at its own offset,
-            // not after the events before it (it gets a lane of its own where they overlap).
-            let lo = if e.concurrent {
-                lo
-            } else {
-                lo.max(last_end.get(&key).copied().unwrap_or(0))
+            let (start, end) = match (placed.get(&i), parent) {
+                (Some(&span), None) if track == 0 => span,
+                _ => {
+                    let dur = duration_stats(e).median_ns;
+                    let (lo, hi, offset) = match (parent, parent_index) {
+                        (Some(p), Some(pi)) => {
+                            let s = &self.slices[p as usize];
+                            // Its distance from its parent's start, as each was measured.
+                            let distance = offset_of(i).saturating_sub(offset_of(pi));
+                            (s.start, s.end, s.start.saturating_add(distance))
+                        }
+                        _ => (0, u64::MAX, offset_of(i)),
+                    };
+                    // An event of another thread runs beside the stepping thread's: at its own
+                    // offset, not after the events before it (it gets a lane of its own where
+                    // they overlap).
+                    let lo = if e.concurrent {
+                        lo
+                    } else {
+                        lo.max(last_end.get(&key).copied().unwrap_or(0))
+                    };
+                    let start = offset.min(hi.saturating_sub(dur)).max(lo).min(hi);
+                    (start, start.saturating_add(dur).min(hi))
+                }
             };
-            let start = offset.min(hi.saturating_sub(dur)).max(lo).min(hi);
-            let end = start.saturating_add(dur).min(hi);
             if !e.concurrent {
                 last_end.insert(key, end);
             }
@@ -305,7 +355,7 @@ impl Drawing {
                 None if track == 0 => (0, 1),
                 None => (NONE, 0),
             };
-            self.median_offsets.push(offset);
+            self.median_offsets.push(median(&e.offsets_ns));
             let made = self.push(i as u32, (start, end), track, parent, depth);
             slice_of.insert(i, made);
         }

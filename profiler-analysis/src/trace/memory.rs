@@ -36,13 +36,15 @@ impl Figures {
     }
 }
 
-/// The counter events of the top-level CPU slices, in the order the slices were made, in
-/// process `pid`; none when no event has memory figures.
+/// The counter events of the top-level CPU slices, in time order (at one time, a slice's end
+/// before the next one's start: a slice that ends where another begins leaves the other's
+/// figures), in process `pid`, each with whether it is a slice's start (else its end); none
+/// when no event has memory figures.
 pub(super) fn counters<'a>(
     events: &'a [Event],
     drawing: &'a Drawing,
     pid: u32,
-) -> impl Iterator<Item = Counter<Figures>> + 'a {
+) -> impl Iterator<Item = (bool, Counter<Figures>)> + 'a {
     let mut top: Vec<(u32, u32)> = Vec::new();
     if events.iter().any(|e| e.memory.is_some()) {
         top = (drawing.slices.iter().enumerate())
@@ -51,33 +53,38 @@ pub(super) fn counters<'a>(
             .collect();
         top.sort_unstable();
     }
-    top.into_iter().flat_map(move |(_, pos)| {
-        let s = &drawing.slices[pos as usize];
-        let figures = match drawing.what(s) {
-            What::Sample { event, sample } => events[event].memory.as_ref().and_then(|m| {
-                Some([
-                    *m.alloc_bytes.get(sample)? as f64,
-                    *m.peak_bytes.get(sample)? as f64,
-                    *m.alloc_bytes.get(sample)? as f64 - *m.freed_bytes.get(sample)? as f64,
-                ])
-            }),
-            What::Average { event, .. } => events[event]
-                .memory
-                .as_ref()
-                .filter(|m| !m.is_empty())
-                .map(|m| {
-                    let r = MemoryRow::of(m);
-                    [r.alloc_bytes, r.peak_bytes, r.alloc_bytes - r.freed_bytes]
+    let mut readings: Vec<(bool, Counter<Figures>)> = top
+        .into_iter()
+        .flat_map(move |(_, pos)| {
+            let s = &drawing.slices[pos as usize];
+            let figures = match drawing.what(s) {
+                What::Sample { event, sample } => events[event].memory.as_ref().and_then(|m| {
+                    Some([
+                        *m.alloc_bytes.get(sample)? as f64,
+                        *m.peak_bytes.get(sample)? as f64,
+                        *m.alloc_bytes.get(sample)? as f64 - *m.freed_bytes.get(sample)? as f64,
+                    ])
                 }),
-            What::Step { .. } => None,
-        };
-        figures.into_iter().flat_map(move |[alloc, peak, net]| {
-            [
-                counter(pid, s.start, alloc, peak, net),
-                counter(pid, s.end, 0.0, 0.0, 0.0),
-            ]
+                What::Average { event, .. } => events[event]
+                    .memory
+                    .as_ref()
+                    .filter(|m| !m.is_empty())
+                    .map(|m| {
+                        let r = MemoryRow::of(m);
+                        [r.alloc_bytes, r.peak_bytes, r.alloc_bytes - r.freed_bytes]
+                    }),
+                What::Step { .. } => None,
+            };
+            figures.into_iter().flat_map(move |[alloc, peak, net]| {
+                [
+                    (true, counter(pid, s.start, alloc, peak, net)),
+                    (false, counter(pid, s.end, 0.0, 0.0, 0.0)),
+                ]
+            })
         })
-    })
+        .collect();
+    readings.sort_by_key(|(starts, c)| (c.at_ns, *starts));
+    readings.into_iter()
 }
 
 fn counter(pid: u32, at_ns: u64, alloc: f64, peak: f64, net: f64) -> Counter<Figures> {

@@ -4,8 +4,12 @@
 //! draws them under the step beside the events, and HolisticTraceAnalysis counts them among the
 //! step's CPU events; a reader sees at a glance where the iteration's time goes unmeasured, and
 //! where to put the next probe. In `trace` mode they are each real iteration's; in `sample`
-//! mode, the average iteration's as drawn. Stretches shorter than a microsecond, or than 0.5%
-//! of their step, are left out (the clock's jitter, not work).
+//! mode, the average iteration's as drawn, which places the stepping thread's top-level events
+//! where the step-time breakdown does: its `other` slices are the breakdown's gaps (`prof
+//! report`'s "not covered by any probe"), which only the stepping thread's events cover (an
+//! event of another thread, `concurrent`, is drawn beside them and leaves its stretch
+//! uncovered). Stretches shorter than a microsecond, or than 0.5% of their step, are left out
+//! (the clock's jitter, not work).
 
 use super::layout::{Drawing, Slice, NONE};
 
@@ -44,8 +48,12 @@ pub(super) fn gaps(drawing: &Drawing) -> impl Iterator<Item = Gap> + '_ {
 fn children_of_steps(drawing: &Drawing) -> (Vec<u32>, Vec<u32>) {
     let slices = &drawing.slices;
     let steps = drawing.steps.len();
+    // The average iteration's: the stepping thread's events only, as the breakdown's gaps.
+    let beside = |s: &Slice| {
+        drawing.is_average() && (drawing.event_concurrent.get(s.event as usize)).is_some_and(|&c| c)
+    };
     let step_of = |s: &Slice| {
-        (s.track == 0 && s.parent != NONE)
+        (s.track == 0 && s.parent != NONE && !beside(s))
             .then(|| slices[s.parent as usize].made as usize)
             .filter(|&t| t < steps)
     };

@@ -21,7 +21,7 @@
 use std::cmp::Reverse;
 use std::collections::HashMap;
 
-use profiler_format::{Event, Profile};
+use profiler_format::Profile;
 
 use super::layout::{by_order, drawn_samples, measured_iterations, parents, Lanes, Timeline, NONE};
 use super::other::{gaps_between, Gap};
@@ -46,8 +46,8 @@ pub(super) enum Shows {
         iteration: u64,
         wall_ns: Option<u64>,
     },
-    /// A sample of `event`: its iteration, duration and offset.
-    Sample { event: usize, values: [u64; 3] },
+    /// A sample of `event`.
+    Sample { event: usize },
 }
 
 /// A slice, in nanoseconds from time 0, on the CPU track.
@@ -67,6 +67,26 @@ pub(super) struct Item {
     pub(super) shows: Shows,
 }
 
+/// How many steps' samples are read at a time ([`Stepwise::fill_block`]).
+const BLOCK: usize = 16;
+
+/// A sample read for a step of the block: its event's place in execution order (`idx`), its
+/// index in the event's arrays, its offset and duration.
+#[derive(Clone, Copy)]
+struct Read {
+    n: u32,
+    j: u32,
+    offset_ns: u64,
+    dur_ns: u64,
+}
+
+/// An event's samples: iteration, offset and duration of each.
+struct EventSamples<'a> {
+    iters: &'a [u32],
+    offsets: &'a [u64],
+    durations: &'a [u64],
+}
+
 /// Where each event's samples are read, iteration by iteration.
 struct Cursor {
     /// The sample indices in iteration order, when they are not in order already.
@@ -76,7 +96,12 @@ struct Cursor {
 
 /// The drawing, made one iteration at a time.
 pub(super) struct Stepwise<'a> {
-    events: &'a [Event],
+    /// Per event: its samples' iterations, offsets and durations (as far as they are all
+    /// given), and whether it ran on another thread. Kept beside one another: an event is
+    /// hundreds of bytes, and reading these through ten thousand of them, each iteration, is
+    /// a cache miss each.
+    samples: Vec<EventSamples<'a>>,
+    concurrent: Vec<bool>,
     timeline: Timeline,
     wall: Box<dyn Fn(u64) -> Option<u64> + 'a>,
     /// The iterations drawn as steps, and the next one to make.
@@ -89,6 +114,10 @@ pub(super) struct Stepwise<'a> {
     /// Per event: the `made` of its sample 0.
     first_made: Vec<u32>,
     cursors: Vec<Cursor>,
+    /// The samples of the steps from `block_start` on, read ahead ([`Self::fill_block`]),
+    /// each step's in execution order.
+    block: Vec<Vec<Read>>,
+    block_start: usize,
     time_zero: u64,
     /// Slices made and not handed over yet (they start at or after the next step).
     pending: Vec<Item>,
@@ -132,7 +161,18 @@ impl<'a> Stepwise<'a> {
         let timeline = Timeline::of(&profile.iterations);
         let time_zero = iterations.first().map_or(0, |&k| timeline.start(k));
         Ok(Stepwise {
-            events,
+            samples: events
+                .iter()
+                .map(|e| {
+                    let n = drawn_samples(e);
+                    EventSamples {
+                        iters: &e.sample_iters[..n],
+                        offsets: &e.offsets_ns[..n],
+                        durations: &e.samples_ns[..n],
+                    }
+                })
+                .collect(),
+            concurrent: events.iter().map(|e| e.concurrent).collect(),
             timeline,
             wall: Box::new(|k| profile.iterations.wall_of(k)),
             iterations,
@@ -142,6 +182,8 @@ impl<'a> Stepwise<'a> {
             is_parent,
             first_made,
             cursors,
+            block: Vec::new(),
+            block_start: 0,
             time_zero,
             pending: Vec::new(),
             lanes: Lanes::default(),
@@ -186,12 +228,12 @@ impl<'a> Stepwise<'a> {
                 .then(|| self.lane_of.get(&s.parent).map(|&(l, _)| l as usize))
                 .flatten();
             let beside = match s.shows {
-                Shows::Sample { event, .. } => self.events[event].concurrent,
+                Shows::Sample { event } => self.concurrent[event],
                 Shows::Step { .. } => false,
             };
             s.lane = self.lanes.place(s.start, s.end, preferred, beside) as u32;
             let may_parent = match s.shows {
-                Shows::Sample { event, .. } => self.is_parent[event],
+                Shows::Sample { event } => self.is_parent[event],
                 Shows::Step { .. } => true,
             };
             if may_parent {
@@ -210,6 +252,44 @@ impl<'a> Stepwise<'a> {
         true
     }
 
+    /// Reads the samples of the [`BLOCK`] steps from `t` on into [`block`](Self::block), each
+    /// step's in execution order: each event's samples of those iterations are consecutive in
+    /// its arrays, so they are read in one go, a few cache lines each, rather than one value
+    /// of each of ten thousand events' arrays per iteration (a cache miss each).
+    fn fill_block(&mut self, t: usize) {
+        let end = (t + BLOCK).min(self.iterations.len());
+        let steps = &self.iterations[t..end];
+        let last = steps.last().copied().unwrap_or(0);
+        self.block.resize_with(steps.len(), Vec::new);
+        self.block.truncate(steps.len());
+        self.block_start = t;
+        for (n, &i) in self.idx.iter().enumerate() {
+            let e = &self.samples[i];
+            let count = e.iters.len();
+            let cursor = &mut self.cursors[i];
+            while cursor.next < count {
+                let j = match &cursor.order {
+                    Some(order) => order[cursor.next] as usize,
+                    None => cursor.next,
+                };
+                let it = u64::from(e.iters[j]);
+                if it > last {
+                    break;
+                }
+                cursor.next += 1;
+                // A sample of an iteration not drawn is not (as `layout.rs` finds none).
+                if let Ok(slot) = steps.binary_search(&it) {
+                    self.block[slot].push(Read {
+                        n: n as u32,
+                        j: j as u32,
+                        offset_ns: e.offsets[j],
+                        dur_ns: e.durations[j],
+                    });
+                }
+            }
+        }
+    }
+
     /// Makes the slices of step `t` (its step and its samples) into `pending`; its `other`
     /// stretches.
     fn make(&mut self, t: usize) -> Vec<Gap> {
@@ -223,89 +303,67 @@ impl<'a> Stepwise<'a> {
         let mut children: Vec<(u64, u64)> = Vec::new();
         // The samples of this iteration of each parent event: (made, start, end, depth).
         let mut drawn: HashMap<usize, Vec<(u32, u64, u64, u32)>> = HashMap::new();
-        let first_item = self.pending.len();
-        let mut js = Vec::new();
-        for n in 0..self.idx.len() {
-            let i = self.idx[n];
-            let e = &self.events[i];
-            let count = drawn_samples(e);
-            let cursor = &mut self.cursors[i];
-            js.clear();
-            while cursor.next < count {
-                let j = match &cursor.order {
-                    Some(order) => order[cursor.next] as usize,
-                    None => cursor.next,
-                };
-                let it = u64::from(e.sample_iters[j]);
-                if it > k {
-                    break;
-                }
-                cursor.next += 1;
-                if it == k {
-                    js.push(j);
-                }
-            }
-            for &j in &js {
-                let start = base.saturating_add(e.offsets_ns[j]);
-                let end = start.saturating_add(e.samples_ns[j]);
-                let (start, end) = (start - zero, end - zero);
-                let enclosing = self.parents[i]
-                    .and_then(|p| drawn.get(&p))
-                    .and_then(|list| {
-                        list.iter()
-                            .find(|&&(_, s, e, _)| s <= start && end <= e)
-                            .map(|&(made, _, _, depth)| (made, depth + 1))
-                    });
-                let (parent, depth) = match enclosing {
-                    Some(found) => found,
-                    None => {
-                        children.push((start, end));
-                        if wall_ns.is_none() {
-                            step_end = step_end.max(end);
-                        }
-                        (step_made, 1)
-                    }
-                };
-                let made = self.first_made[i] + j as u32;
-                if self.is_parent[i] {
-                    drawn.entry(i).or_default().push((made, start, end, depth));
-                }
-                self.pending.push(Item {
-                    start,
-                    end,
-                    made,
-                    parent,
-                    depth,
-                    iteration: k,
-                    lane: 0,
-                    shows: Shows::Sample {
-                        event: i,
-                        values: [
-                            u64::from(e.sample_iters[j]),
-                            e.samples_ns[j],
-                            e.offsets_ns[j],
-                        ],
-                    },
-                });
-            }
+        // The step, in front of its samples (the order of `pending` does not matter), its end
+        // set once they are made.
+        let step_item = self.pending.len();
+        self.pending.push(Item {
+            start: step_start,
+            end: step_end,
+            made: step_made,
+            parent: NONE,
+            depth: 0,
+            iteration: k,
+            lane: 0,
+            shows: Shows::Step {
+                iteration: k,
+                wall_ns,
+            },
+        });
+        if t >= self.block_start + self.block.len() {
+            self.fill_block(t);
         }
-        // The step, in front of its samples (the order of `pending` does not matter).
-        self.pending.insert(
-            first_item,
-            Item {
-                start: step_start,
-                end: step_end,
-                made: step_made,
-                parent: NONE,
-                depth: 0,
+        let samples = std::mem::take(&mut self.block[t - self.block_start]);
+        for read in &samples {
+            let i = self.idx[read.n as usize];
+            let start = base.saturating_add(read.offset_ns);
+            let end = start.saturating_add(read.dur_ns);
+            let (start, end) = (start - zero, end - zero);
+            let enclosing = self.parents[i]
+                .and_then(|p| drawn.get(&p))
+                .and_then(|list| {
+                    list.iter()
+                        .find(|&&(_, s, e, _)| s <= start && end <= e)
+                        .map(|&(made, _, _, depth)| (made, depth + 1))
+                });
+            let (parent, depth) = match enclosing {
+                Some(found) => found,
+                None => {
+                    children.push((start, end));
+                    if wall_ns.is_none() {
+                        step_end = step_end.max(end);
+                    }
+                    (step_made, 1)
+                }
+            };
+            let made = self.first_made[i] + read.j;
+            if self.is_parent[i] {
+                drawn.entry(i).or_default().push((made, start, end, depth));
+            }
+            self.pending.push(Item {
+                start,
+                end,
+                made,
+                parent,
+                depth,
                 iteration: k,
                 lane: 0,
-                shows: Shows::Step {
-                    iteration: k,
-                    wall_ns,
-                },
-            },
-        );
+                shows: Shows::Sample { event: i },
+            });
+        }
+        self.pending[step_item].end = step_end;
+        // Its buffer back, emptied, for a later block.
+        self.block[t - self.block_start] = samples;
+        self.block[t - self.block_start].clear();
         gaps_between(k, (step_start, step_end), children.into_iter())
     }
 }

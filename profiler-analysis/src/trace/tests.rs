@@ -597,3 +597,38 @@ fn sample_mode_draws_concurrent_events_at_their_offsets_beside_the_loop() {
     assert_ne!(l_tid, 1);
     assert_nested(&t);
 }
+
+/// `sample` mode: the `other` slices are the stretches the stepping thread's top-level events
+/// leave uncovered, as the breakdown's gaps are; an event of another thread (a loader) beside
+/// them covers none. And `average_iteration` is the trace's drawing.
+#[test]
+fn sample_mode_other_slices_are_the_stepping_threads_gaps() {
+    let a = with_samples(
+        event(0, "a", None),
+        &[(2, 10_000, 30_000), (3, 10_000, 30_000)],
+    );
+    let mut l = with_samples(event(1, "l", None), &[(4, 0, 8_000), (5, 0, 8_000)]);
+    l.concurrent = true;
+    let walls = vec![9, 9, 100_000, 100_000, 100_000, 100_000];
+    let p = profile("sample", 2, 2, walls, vec![a, l]);
+    let t = chrome_trace(&p).unwrap();
+    let other: Vec<(u64, u64)> = spans(&t)
+        .into_iter()
+        .filter(|s| s.0 == "other")
+        .map(|s| (s.2, s.3))
+        .collect();
+    assert_eq!(other, vec![(0, 10_000), (40_000, 100_000)]);
+    let gaps = profiler_tables::breakdown::breakdown(&p).unwrap().gaps;
+    let mut gaps: Vec<(u64, u64)> = (gaps.iter())
+        .map(|g| (g.start_ns as u64, (g.start_ns + g.len_ns) as u64))
+        .collect();
+    gaps.sort_unstable();
+    assert_eq!(other, gaps);
+    let average = average_iteration(&p).unwrap();
+    assert_eq!(average.step_ns, 100_000);
+    assert_eq!(average.other, vec![[0, 10_000], [40_000, 100_000]]);
+    assert_eq!(
+        average.spans,
+        vec![Some([10_000, 40_000]), Some([0, 8_000])]
+    );
+}

@@ -1,7 +1,7 @@
 //! The drawing as a Perfetto protobuf trace (`.pftrace`): the slices, tracks and counters of
 //! the JSON trace ([module documentation](super)), in the format Perfetto records natively, which
-//! its UI opens at sizes where the JSON trace is too large to load (ten million samples: under
-//! a gigabyte against 4.7 GB of JSON).
+//! its UI opens at sizes where the JSON trace is too large to load (ten million samples: 340 MB
+//! against 4.8 GB of JSON).
 //!
 //! # What is written
 //!
@@ -9,7 +9,7 @@
 //! it is made: the file is the concatenation of length-delimited packets, and no more than a
 //! megabyte of output is held. A `trace`-mode profile on the CPU (without memory figures) is
 //! drawn one iteration at a time (`stepwise.rs`, `write_stepwise`): then what is held is the
-//! profile and one iteration's slices; other profiles are drawn whole first (`layout.rs`, 40
+//! profile and a few iterations' slices; other profiles are drawn whole first (`layout.rs`, 40
 //! bytes a slice, as for the JSON trace), the same slices in the same order.
 //!
 //! - **Tracks** (`TrackDescriptor`s, first): one process track per process of the JSON trace
@@ -22,10 +22,15 @@
 //! - **Slices**: each span of the JSON trace (steps, samples or averages, `other`) as a
 //!   `TrackEvent` of `TYPE_SLICE_BEGIN` and one of `TYPE_SLICE_END` on its lane's track, at the
 //!   same times in nanoseconds (the JSON trace's microseconds read back exactly), with the same
-//!   name, category and `args` as debug annotations (strings, unsigned and signed integers,
-//!   floats and booleans as such). Each track's events are written in time order (an end
-//!   before a begin at the same time, a parent before its child), on a packet sequence of its
-//!   own, so that the trace processor never has to reorder them.
+//!   name and category. Steps, averages and `other` slices carry the JSON trace's `args` as
+//!   debug annotations (strings, unsigned and signed integers, floats and booleans as such). A
+//!   sample's slice (`trace` mode: millions of them) carries one annotation, `event`: its
+//!   event's label as `prof report` prints it (`layer/phase name#occurrence`); the rest of the
+//!   JSON trace's `args` are its event's (in `prof report`, and in the JSON trace) or its own
+//!   times (`iteration` is its step's, `dur_ns` its duration, `offset_ns` its start in its
+//!   step). Each track's events are written in time order (an end before a begin at the same
+//!   time, a parent before its child), on a packet sequence of its own, so that the trace
+//!   processor never has to reorder them.
 //!   The one difference: an `other` slice that a sample drawn past its own step's end (inside
 //!   the next step, on `main`) would partly overlap begins after that sample (its `args` say
 //!   so), or ends where it begins, since Perfetto's slices on one track must nest (the JSON
@@ -38,19 +43,24 @@
 //! (`InternedData`, sent in the first packet that uses them; the first packet of a sequence
 //! says `SEQ_INCREMENTAL_STATE_CLEARED`, every packet that uses interned data
 //! `SEQ_NEEDS_INCREMENTAL_STATE`, and each carries its `trusted_packet_sequence_id`). Steps keep
-//! their names as plain strings (each is used once).
+//! their names as plain strings (each is used once). Each timed sequence sets its defaults in
+//! its first packet (`TracePacketDefaults`): its track (the first lane of the drawing's track,
+//! `main` for the CPU), so that an event on it names none, and a clock of its own,
+//! sequence-scoped and incremental, so that each `timestamp` is the time since the previous
+//! packet's.
 //!
-//! # How a sample's begin is made
+//! # How a sample's slice is made
 //!
-//! Ten million samples are twenty million packets, so a sample's begin is made from pieces: the
-//! fields every sample of its event shares (name, category and the `args` but `iteration`,
-//! `dur_ns` and `offset_ns`) are encoded once per event; each sample encodes only its own
-//! fields (type, track, those three `args`) and its packet's, and the event's bytes are appended
-//! to its `TrackEvent`. Protobuf reads a message whose fields come in two runs as the one
-//! message (repeated fields are appended, in order), so the packet is the one prost would have
-//! encoded with every field set, but for the order of the annotations. All encoding is prost's
-//! (the messages generated from Perfetto's protos, `protos.rs`); only the two keys of the
-//! length-delimited fields written around those pieces are spelled out here.
+//! Ten million samples are twenty million packets, so a sample's slice is a few varints (34
+//! bytes, begin and end, for `bigtrace`'s ten million): its begin is the packet's own fields
+//! (timestamp, sequence, flags), then a `TrackEvent` whose type and track are encoded once per
+//! lane and whose name, category and `event` annotation (all interned) once per event, the two
+//! pieces appended; its end is the packet's fields and a `TrackEvent` encoded once per lane.
+//! Protobuf reads a message whose fields come in two runs as the one message, so each packet
+//! is the one prost would have encoded with every field set. All encoding is prost's (the
+//! messages generated from Perfetto's protos, `protos.rs`, and [`Head`] for the packet's own
+//! fields); only the two keys of the length-delimited fields written around those pieces are
+//! spelled out here.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
@@ -124,7 +134,7 @@ pub(super) fn write_stepwise(
             gaps.queue.extend(new.drain(..));
             for item in items.drain(..) {
                 let shows = match item.shows {
-                    stepwise::Shows::Sample { event, values } => Shows::Sample { event, values },
+                    stepwise::Shows::Sample { event } => Shows::Sample { event },
                     stepwise::Shows::Step { iteration, wall_ns } => {
                         let (name, args) =
                             doc.step_parts(iteration, wall_ns, item.end - item.start);
@@ -157,6 +167,8 @@ struct Writer<'s> {
     /// The track an event of the current sequence is on when it names none.
     default_track: Option<u64>,
     intern: Interner,
+    /// The encoded head of the packet being written, reused.
+    head_bytes: Vec<u8>,
 }
 
 impl<'s> Writer<'s> {
@@ -168,6 +180,7 @@ impl<'s> Writer<'s> {
             clock: 0,
             default_track: None,
             intern: Interner::default(),
+            head_bytes: Vec::new(),
         }
     }
 
@@ -264,26 +277,22 @@ impl<'s> Writer<'s> {
         self.hand_over_if_full()
     }
 
-    /// Writes the packet `head` whose `TrackEvent` is `own` (if any) followed by the encoded
-    /// fields `shared` (see "How a sample's begin is made").
-    fn packet_with_shared(
-        &mut self,
-        head: &Head,
-        own: Option<&TrackEvent>,
-        shared: &[u8],
-    ) -> io::Result<()> {
-        let own_len = own.map_or(0, Message::encoded_len);
-        let event_len = own_len + shared.len();
-        let len = head.encoded_len() + 1 + prost::length_delimiter_len(event_len) + event_len;
+    /// Writes the packet `head` whose `TrackEvent` is the encoded fields `own` followed by the
+    /// encoded fields `shared` (see "How a sample's slice is made").
+    fn packet_with_pieces(&mut self, head: &Head, own: &[u8], shared: &[u8]) -> io::Result<()> {
+        // The head's fields first (a few bytes), so that the packet's length is known without
+        // working out theirs apart.
+        self.head_bytes.clear();
+        head.encode_raw(&mut self.head_bytes);
+        let event_len = own.len() + shared.len();
+        let len = self.head_bytes.len() + 1 + prost::length_delimiter_len(event_len) + event_len;
         let buf = &mut self.out.buf;
         buf.push(PACKET_KEY);
         put_length(len, buf);
-        put(head, buf);
+        buf.extend_from_slice(&self.head_bytes);
         buf.push(TRACK_EVENT_KEY);
         put_length(event_len, buf);
-        if let Some(own) = own {
-            put(own, buf);
-        }
+        buf.extend_from_slice(own);
         buf.extend_from_slice(shared);
         self.hand_over_if_full()
     }
@@ -499,8 +508,9 @@ impl Interner {
     }
 }
 
-/// The `args` each sample's begin carries itself (`trace` mode), in this order.
-const SAMPLE_ARGS: [&str; 3] = ["iteration", "dur_ns", "offset_ns"];
+/// The one annotation of a sample's slice: its event's label (`layer/phase name#occurrence`,
+/// as `prof report` names it).
+pub(super) const EVENT_ARG: &str = "event";
 
 /// The slices, track by track, each track's in time order with the `other` slices among the
 /// `main` track's.
@@ -515,20 +525,14 @@ struct Slices<'a, 'd> {
     /// Per lane of the current track: the ends of the slices open on it, innermost last, and
     /// whether each is an `other` slice.
     open: Vec<Vec<(u64, bool)>>,
-    /// Per lane of the current track: the encoded `TrackEvent` of a slice's end.
+    /// Per lane of the current track: the encoded `TrackEvent` of a slice's end, and the
+    /// encoded type and track of a slice's begin.
     ends: Vec<Vec<u8>>,
-    /// Per event: the encoded fields its samples share, made on the sequence's first use.
+    begins: Vec<Vec<u8>>,
+    /// Per event: the encoded fields of its samples' begins but the type and track (name,
+    /// category, label), made on the sequence's first use.
     shared: Vec<Option<Vec<u8>>>,
-    /// A sample's own fields, reused.
-    own: TrackEvent,
-    /// The values of [`SAMPLE_ARGS`] of the slices from the last multiple of [`AHEAD`] on.
-    ahead: [[u64; 3]; AHEAD],
 }
-
-/// How many slices' sample values are read at a time. In time order, consecutive slices are
-/// mostly different events' samples, each in arrays of its own, so each value read is a cache
-/// miss: read in a loop of their own, independent of one another, the processor overlaps them.
-const AHEAD: usize = 64;
 
 /// A slice to begin: its span (ns from time 0), its lane on the current track, what it shows.
 struct Begin<'x> {
@@ -540,8 +544,8 @@ struct Begin<'x> {
 
 /// What a slice shows, with what its packet needs.
 enum Shows<'x> {
-    /// A sample of `event`, with the values of [`SAMPLE_ARGS`].
-    Sample { event: usize, values: [u64; 3] },
+    /// A sample of `event` (`trace` mode).
+    Sample { event: usize },
     /// A step, with its name (written as is, not interned) and `args`.
     Step { name: String, args: Value },
     /// Another slice (an average, `sample` mode): its name, category and `args`.
@@ -554,7 +558,6 @@ enum Shows<'x> {
 
 impl<'a, 'd> Slices<'a, 'd> {
     fn new(doc: &'a Document<'d>, lanes: Vec<Vec<u64>>, next_uuid: u64) -> Self {
-        let annotation = DebugAnnotation::default();
         Slices {
             doc,
             lanes,
@@ -562,13 +565,8 @@ impl<'a, 'd> Slices<'a, 'd> {
             current_track: 0,
             open: Vec::new(),
             ends: Vec::new(),
+            begins: Vec::new(),
             shared: vec![None; doc.profile.events.len()],
-            ahead: [[0; 3]; AHEAD],
-            own: TrackEvent {
-                r#type: Some(track_event::Type::SliceBegin as i32),
-                debug_annotations: vec![annotation; SAMPLE_ARGS.len()],
-                ..TrackEvent::default()
-            },
         }
     }
 
@@ -580,9 +578,6 @@ impl<'a, 'd> Slices<'a, 'd> {
         };
         let mut current: Option<u32> = None;
         for pos in 0..drawing.slices.len() {
-            if pos % AHEAD == 0 {
-                self.gather(pos);
-            }
             let s = drawing.slices[pos];
             if current != Some(s.track) {
                 if current == Some(0) {
@@ -594,10 +589,7 @@ impl<'a, 'd> Slices<'a, 'd> {
             }
             let doc = self.doc;
             let shows = match drawing.what(&s) {
-                What::Sample { event, .. } => Shows::Sample {
-                    event,
-                    values: self.ahead[pos % AHEAD],
-                },
+                What::Sample { event, .. } => Shows::Sample { event },
                 what => {
                     let (name, category, args) = doc.span_parts(pos);
                     match what {
@@ -644,23 +636,6 @@ impl<'a, 'd> Slices<'a, 'd> {
         self.begin(b, w)
     }
 
-    /// Reads the sample values of the slices from `from` on (see [`AHEAD`]).
-    fn gather(&mut self, from: usize) {
-        let drawing = self.doc.drawing;
-        let events = &self.doc.profile.events;
-        let to = drawing.slices.len().min(from + AHEAD);
-        for (slot, s) in self.ahead.iter_mut().zip(&drawing.slices[from..to]) {
-            if let What::Sample { event, sample } = drawing.what(s) {
-                let e = &events[event];
-                *slot = [
-                    u64::from(e.sample_iters[sample]),
-                    e.samples_ns[sample],
-                    e.offsets_ns[sample],
-                ];
-            }
-        }
-    }
-
     /// A new sequence for `track`'s slices.
     fn start_track(&mut self, track: u32, w: &mut Writer) -> io::Result<()> {
         self.shared.iter_mut().for_each(|s| *s = None);
@@ -669,6 +644,7 @@ impl<'a, 'd> Slices<'a, 'd> {
         self.current_track = track;
         w.start_timed_sequence(Some(self.lane_uuid(0)))?;
         self.ends = (0..lanes).map(|lane| self.end_event(lane, w)).collect();
+        self.begins = (0..lanes).map(|lane| self.begin_event(lane, w)).collect();
         Ok(())
     }
 
@@ -702,7 +678,7 @@ impl<'a, 'd> Slices<'a, 'd> {
 
     fn end(&mut self, at: u64, lane: usize, w: &mut Writer) -> io::Result<()> {
         let head = w.head_fields(false, Some(at));
-        w.packet_with_shared(&head, None, &self.ends[lane])
+        w.packet_with_pieces(&head, &self.ends[lane], &[])
     }
 
     fn lane_uuid(&self, lane: usize) -> u64 {
@@ -733,20 +709,32 @@ impl<'a, 'd> Slices<'a, 'd> {
                 ..TrackDescriptor::default()
             })?;
             self.open.push(Vec::new());
-            self.ends
-                .push(self.end_event(self.lanes[track].len() - 1, w));
+            let lane = self.lanes[track].len() - 1;
+            self.ends.push(self.end_event(lane, w));
+            self.begins.push(self.begin_event(lane, w));
         }
         Ok(())
     }
 
     /// The encoded `TrackEvent` of a slice's end on `lane` of the current track.
     fn end_event(&self, lane: usize, w: &Writer) -> Vec<u8> {
-        let end = TrackEvent {
-            r#type: Some(track_event::Type::SliceEnd as i32),
+        self.typed_event(track_event::Type::SliceEnd, lane, w)
+    }
+
+    /// The encoded type and track of a slice's begin on `lane` of the current track.
+    fn begin_event(&self, lane: usize, w: &Writer) -> Vec<u8> {
+        self.typed_event(track_event::Type::SliceBegin, lane, w)
+    }
+
+    /// A `TrackEvent` of type `kind` on `lane` of the current track (none when it is the
+    /// sequence's default), encoded.
+    fn typed_event(&self, kind: track_event::Type, lane: usize, w: &Writer) -> Vec<u8> {
+        let event = TrackEvent {
+            r#type: Some(kind as i32),
             track_uuid: w.track(self.lane_uuid(lane)),
             ..TrackEvent::default()
         };
-        end.encode_to_vec()
+        event.encode_to_vec()
     }
 
     /// Begins `s`.
@@ -773,8 +761,8 @@ impl<'a, 'd> Slices<'a, 'd> {
             ..TrackEvent::default()
         };
         match s.shows {
-            Shows::Sample { event, values } => {
-                return self.sample(event, values, s.start, uuid, w);
+            Shows::Sample { event } => {
+                return self.sample(event, s.start, lane, w);
             }
             Shows::Step { name, args } => {
                 event.category_iids = vec![w.intern.category(super::CPU_CATEGORY)];
@@ -796,36 +784,27 @@ impl<'a, 'd> Slices<'a, 'd> {
         w.packet(&p)
     }
 
-    /// Begins a sample's slice, from its event's shared fields.
-    fn sample(
-        &mut self,
-        event: usize,
-        values: [u64; 3],
-        at: u64,
-        uuid: u64,
-        w: &mut Writer,
-    ) -> io::Result<()> {
+    /// Begins a sample's slice on `lane`: its type and track, then its event's fields.
+    fn sample(&mut self, event: usize, at: u64, lane: usize, w: &mut Writer) -> io::Result<()> {
         if self.shared[event].is_none() {
             let doc = self.doc;
             let e = &doc.profile.events[event];
+            let label = DebugAnnotation {
+                name_iid: Some(w.intern.arg_name(EVENT_ARG)),
+                string_value_iid: Some(w.intern.string(&e.identity().label())),
+                ..DebugAnnotation::default()
+            };
             let shared = TrackEvent {
                 category_iids: vec![w.intern.category(doc.category_of(event))],
                 name_iid: Some(w.intern.name(&e.name)),
-                debug_annotations: w.intern.annotations(&doc.shared_sample_args(event)),
+                debug_annotations: vec![label],
                 ..TrackEvent::default()
             };
             self.shared[event] = Some(shared.encode_to_vec());
-            for (a, name) in self.own.debug_annotations.iter_mut().zip(SAMPLE_ARGS) {
-                a.name_iid = Some(w.intern.arg_name(name));
-            }
         }
-        for (a, v) in self.own.debug_annotations.iter_mut().zip(values) {
-            a.uint_value = Some(v);
-        }
-        self.own.track_uuid = w.track(uuid);
         let head = w.head_fields(true, Some(at));
         let shared = self.shared[event].as_deref().unwrap_or_default();
-        w.packet_with_shared(&head, Some(&self.own), shared)
+        w.packet_with_pieces(&head, &self.begins[lane], shared)
     }
 
     /// Begins the `other` slice of `gap`, on the `main` track; or, when a slice open there
@@ -926,11 +905,11 @@ impl Counters {
             tracks.len() - 1
         };
         let memory = memory::counters(&doc.profile.events, doc.drawing, doc.cpu_pid);
-        for (i, c) in memory.enumerate() {
+        for (starts, c) in memory {
             for (series, value) in c.args.series() {
                 readings.push(Reading {
                     at: c.at_ns,
-                    starts: i % 2 == 0,
+                    starts,
                     track: track_of(c.pid, memory::COUNTER, series),
                     value: CounterValue::Float(value),
                 });
