@@ -95,7 +95,7 @@ def parse_run(path):
 
 
 def fmt_ns(ns):
-    return f"{ns:.3g}" if ns < 10 else f"{ns:.1f}"
+    return f"{ns:#.3g}" if ns < 10 else f"{ns:.1f}"
 
 
 def fmt_ratio(r):

@@ -44,11 +44,11 @@ fn each_run_is_shown_with_its_date_commit_load_and_ratios() {
     let Some(text) = table(&runs()) else { return };
     for row in [
         "| 1/3 | 2026-11-28 04:20 UTC | abc1234 | 9.81 | 28.8 ns | 31.1 ns (1.08×) \
-         | 29.0 ns (1.01×) | 1.6 ns (1.00×) |",
+         | 29.0 ns (1.01×) | 1.60 ns (1.00×) |",
         "| 2/3 | 2026-11-28 04:21 UTC | abc1234+changes | 0.12 | 19.2 ns | 32.6 ns (1.70×) \
          | 22.2 ns (1.16×) | 1.61 ns (1.01×) |",
         // Saved without the script's first line: what it does not say is a dash.
-        "| - | - | - | - | 28.2 ns | 33.5 ns (1.19×) | 28.4 ns (1.01×) | 1.6 ns (1.00×) |",
+        "| - | - | - | - | 28.2 ns | 33.5 ns (1.19×) | 28.4 ns (1.01×) | 1.60 ns (1.00×) |",
     ] {
         assert!(text.lines().any(|l| l == row), "no row\n{row}\nin\n{text}");
     }
