@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""docs/overhead.md's "Against the peers" table from one or more runs of the peers bench.
+"""docs/overhead.md's "Against the peers" tables from one or more runs of the peers bench.
 
 Usage: scripts/peers_table.py RUN.txt [RUN.txt ...]
 
-Each file is the output of `cargo bench -p profiler-peers --bench peers` (divan's table). For each
-case the table gives the median of the runs' medians, their range, and the ratios to the raw
-clock pair and to puffin, each computed within a run (ratios within one run are steadier than
-absolute numbers on a shared machine) and then the median taken over the runs.
+Each file is the output of `cargo bench -p profiler-peers --bench peers` (divan's table), after
+an optional first line `# run N/RUNS, DATE, commit C, load L` (scripts/peers.sh writes it). For
+each case the first table gives the median of the runs' medians, their range, and the ratios to
+the raw clock pair and to puffin, each computed within a run (ratios within one run are steadier
+than absolute numbers on a shared machine) and then the median taken over the runs. The second
+gives each run on its own: when, at which commit and under which load it ran, its raw clock
+pair, armed, `trace` and unarmed medians with their ratios (to the pair; the unarmed probe's to
+the body alone), and how many runs kept the armed probe within ARMED_LIMIT times the pair, so
+that a regression of one path shows even where the medians of the runs hide it.
 """
 
 import re
@@ -28,19 +33,43 @@ LABELS = {
 }
 RAW_PAIR = "d_quanta_raw_pair"
 PUFFIN = "i_puffin_scope"
+BARE = "a_bare_call"
+ARMED = "f_core_armed_sample"
+TRACE = "g_core_trace"
+UNARMED = "e_core_unarmed"
+
+# The armed probe's bound, as a multiple of the raw clock pair of the same run (issue 43: at most
+# 1.2x in at least 4 of 5 runs of `scripts/peers.sh 5`).
+ARMED_LIMIT = 1.2
+
+HEADER = re.compile(r"^# run (\S+), (.*), commit (\S+), load (\S+)\s*$")
 
 UNITS = {"ps": 1e-3, "ns": 1.0, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
 ROW = re.compile(r"^[├╰]─ (\S+)\s+(.*)$")
 TIME = re.compile(r"^([0-9.]+)\s*(ps|ns|µs|us|ms|s)$")
 
 
-def parse_run(path):
-    """Median nanoseconds of each case in one divan output: {case: ns}, in output order."""
+def read_lines(path):
     try:
         with open(path, encoding="utf-8") as f:
-            lines = f.readlines()
+            return f.readlines()
     except (OSError, UnicodeDecodeError) as e:
         sys.exit(f"{path}: cannot read it ({e}); pass the saved output of the peers bench")
+
+
+def parse_meta(path):
+    """The run's header line, as scripts/peers.sh writes it: {run, date, commit, load}, with
+    "-" for what the file does not say (a run saved without the script)."""
+    for line in read_lines(path):
+        m = HEADER.match(line.strip())
+        if m:
+            return dict(zip(("run", "date", "commit", "load"), m.groups()))
+    return {"run": "-", "date": "-", "commit": "-", "load": "-"}
+
+
+def parse_run(path):
+    """Median nanoseconds of each case in one divan output: {case: ns}, in output order."""
+    lines = read_lines(path)
     medians = {}
     for line in lines:
         m = ROW.match(line.strip())
@@ -66,7 +95,7 @@ def parse_run(path):
 
 
 def fmt_ns(ns):
-    return f"{ns:.3g}" if ns < 10 else f"{ns:.1f}"
+    return f"{ns:#.3g}" if ns < 10 else f"{ns:.1f}"
 
 
 def fmt_ratio(r):
@@ -96,10 +125,57 @@ def table(runs):
     return "\n".join(lines)
 
 
+def cell(run, case, ratio_to=None):
+    """`ns` of `case` in one run, with its ratio to case `ratio_to` of the same run; "-" for a
+    case the run does not have."""
+    if case not in run:
+        return "-"
+    text = f"{fmt_ns(run[case])} ns"
+    if ratio_to is not None and ratio_to in run and run[ratio_to] > 0:
+        text += f" ({run[case] / run[ratio_to]:.2f}×)"
+    return text
+
+
+def within(runs, case):
+    """How many runs have `case`, and how many of them within ARMED_LIMIT times the raw pair."""
+    having = [r for r in runs if case in r]
+    inside = [r for r in having if r[case] <= ARMED_LIMIT * r[RAW_PAIR]]
+    return len(inside), len(having)
+
+
+def per_run_table(runs, metas):
+    """The Markdown table of each run's own figures, and the count of runs whose armed probe
+    stayed within ARMED_LIMIT times their raw clock pair."""
+    lines = [
+        "| run | date | commit | load (1 min) | raw clock pair | armed probe (× pair) "
+        "| `trace` mode (× pair) | unarmed probe (× body alone) |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for run, meta in zip(runs, metas):
+        lines.append(
+            f"| {meta['run']} | {meta['date']} | {meta['commit']} | {meta['load']} "
+            f"| {cell(run, RAW_PAIR)} | {cell(run, ARMED, RAW_PAIR)} "
+            f"| {cell(run, TRACE, RAW_PAIR)} | {cell(run, UNARMED, BARE)} |"
+        )
+    summary = []
+    for case, name in ((ARMED, "armed probe"), (TRACE, "`trace` mode")):
+        inside, having = within(runs, case)
+        if having:
+            summary.append(f"{name} within {ARMED_LIMIT}× the raw clock pair in {inside} of "
+                           f"{having} runs")
+    lines.append("")
+    lines.append("; ".join(summary) + "." if summary else "no armed or `trace` case in these runs.")
+    return "\n".join(lines)
+
+
 def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__.strip().splitlines()[2])
-    print(table([parse_run(p) for p in argv[1:]]))
+    paths = argv[1:]
+    runs = [parse_run(p) for p in paths]
+    print(table(runs))
+    print()
+    print(per_run_table(runs, [parse_meta(p) for p in paths]))
 
 
 if __name__ == "__main__":

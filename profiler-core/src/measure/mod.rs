@@ -62,9 +62,21 @@ pub(crate) struct Measuring {
     /// The session's answer to a thread that handed a full chunk over and sees `held` waiting
     /// (the cold path: it may fold them into the events).
     pub(crate) hand_over: fn(usize),
+    /// No device, no hooks and no memory counting ([`Measuring::is_plain`]): an armed run of
+    /// a probe without stream or keys is a [`Sampled`] run, its marks and its slot and nothing
+    /// else (`armed.rs`).
+    pub(crate) plain: bool,
 }
 
 impl Measuring {
+    /// Whether an armed run needs nothing but its two marks and its sample's stores: no device
+    /// (no device marks, kernel tags or memory readings), no hooks (NVTX, `PROF_SYNC`) and no
+    /// allocation counting ([`Alloc`](crate::Alloc) not installed). Fixed for a session's
+    /// life.
+    pub(crate) fn is_plain(schedule: &Schedule, device: Option<&dyn Device>) -> bool {
+        device.is_none() && !schedule.hooks.any && !schedule.memory
+    }
+
     /// Whether runs may be timed on a device's streams.
     pub(crate) fn has_device(&self) -> bool {
         self.device.is_some()
@@ -125,6 +137,21 @@ impl Armed {
     }
 }
 
+/// An armed run of a plain session ([`Measuring::plain`]) entered through
+/// [`enter`](crate::probes::timer::enter): its start mark and where its sample goes, nothing
+/// more. Its start and end are the lean functions of `armed.rs`; any other armed run is an
+/// [`Armed`].
+#[derive(Debug)]
+pub(crate) struct Sampled {
+    pub(crate) at: &'static Measuring,
+    pub(crate) event: u32,
+    /// Where the sample goes in the event's storage, fixed when the run started.
+    pub(crate) slot: u32,
+    /// The iteration the run started in.
+    pub(crate) iter: u32,
+    pub(crate) start: u64,
+}
+
 /// A run recorded into its thread's buffer (`trace` mode, after warmup).
 #[derive(Debug)]
 pub(crate) struct Recorded {
@@ -163,4 +190,6 @@ pub(crate) enum Run {
     Learning(Learning),
     /// An armed (or hooked, or warmup) run.
     Armed(Armed),
+    /// An armed run of a plain session, entered without stream or keys.
+    Sampled(Sampled),
 }

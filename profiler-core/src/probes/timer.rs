@@ -14,7 +14,10 @@
 //! - armed probe (`sample` mode; `measure/armed.rs`): the routing-table lookup and one
 //!   `fetch_add` (the occurrence count), two clock reads, and three relaxed stores into sample
 //!   storage reserved when the schedule was planned. No allocation, lock, hashing, string work
-//!   or system call. With [`Alloc`](crate::Alloc) installed it adds a few thread-local writes
+//!   or system call. In a plain session (no device, hooks or `Alloc`) a probe without stream or
+//!   keys takes the lean pair `enter_armed` and `Measuring::finish_sampled`, which test nothing
+//!   else; every other armed run the general `enter_slow`, `start_run` and `finish_armed`.
+//!   With [`Alloc`](crate::Alloc) installed it adds a few thread-local writes
 //!   before the start mark and after the stop mark (the run's memory figures); so do runs in
 //!   `trace` mode then, which take this path. On a stream it adds two device marks (events
 //!   from a pool reserved at the plan), two reads of the device's memory in use (before the
@@ -76,6 +79,8 @@ impl ProbeGuard {
             // Warmup still needs to know that the run ended, for nesting; hooks close, and a
             // device mark goes back to its pool.
             Run::Armed(armed) => armed.at.discard_run(&armed),
+            // No hooks, memory or device mark to close: the occurrence was counted at entry.
+            Run::Sampled(_) => {}
         }
     }
 }
@@ -92,6 +97,7 @@ impl ProbeGuard {
             Run::Recorded(r) => r.at.end_recorded(r, 0),
             Run::Learning(l) => l.at.end_learning(l, 0),
             Run::Armed(armed) => armed.at.finish_armed(armed),
+            Run::Sampled(run) => run.at.finish_sampled(run),
         }
     }
 }
@@ -107,7 +113,8 @@ impl Drop for ProbeGuard {
 
 /// Starts a measurement of `desc`. The whole unarmed cost is this load and branch; past it, a
 /// recorded run (`trace` mode) goes straight to the small function that takes its start mark,
-/// the others to the one that sorts them out (whose stack frame is larger).
+/// an armed run to the one that starts it (lean in a plain session), the others to the one that
+/// sorts them out (whose stack frame is larger).
 #[inline(always)]
 pub fn enter(desc: &'static Descriptor) -> ProbeGuard {
     let raw = desc.state.raw(Relaxed);
@@ -116,6 +123,9 @@ pub fn enter(desc: &'static Descriptor) -> ProbeGuard {
     }
     if raw == State::Recorded as u32 {
         return enter_recorded(desc);
+    }
+    if raw == State::Armed as u32 {
+        return enter_armed(desc);
     }
     enter_slow(desc, raw, true, None)
 }
@@ -179,6 +189,20 @@ fn enter_slow_with(
             let stream = stream.filter(|_| at.has_device());
             ProbeGuard::of(at.start_run(desc, state, nests, stream, work))
         }
+        None => ProbeGuard::inert(),
+    }
+}
+
+/// An armed run starts. In a plain session (no device, hooks or memory counting) it is a
+/// [`Sampled`](crate::measure::Sampled) run, whose start and end are a few loads, the two marks
+/// and the sample's stores; elsewhere it takes the general path, which handles them.
+#[inline(never)]
+fn enter_armed(desc: &'static Descriptor) -> ProbeGuard {
+    match current() {
+        Some(session) if session.measuring.plain => {
+            ProbeGuard::of(session.measuring.start_sampled(desc))
+        }
+        Some(_) => enter_slow(desc, State::Armed as u32, true, None),
         None => ProbeGuard::inert(),
     }
 }
@@ -304,5 +328,177 @@ pub fn enter_async_on_work<S: AsStream + ?Sized>(
 ) -> AsyncGuard {
     AsyncGuard {
         inner: enter_slow_with(desc, state, false, Some(stream.as_stream()), Some(work)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Which path an armed run takes (issue 43): in a plain session (no device, hooks or
+    //! memory counting) an armed probe entered by [`enter`] is a [`Run::Sampled`] run, the lean
+    //! path, and stores the sample the general path stored; a session with a device keeps the
+    //! general path ([`Run::Armed`]). The exact samples come from a fake clock.
+
+    use std::sync::{Mutex, MutexGuard};
+
+    use super::*;
+    use crate::testing::{FakeClock, SimDevice};
+    use crate::{Config, Filter, InitGuard, Mode, RuntimeProbe};
+
+    /// The lib's tests share one process: one session at a time.
+    fn serial() -> MutexGuard<'static, ()> {
+        static LOCK: Mutex<()> = Mutex::new(());
+        LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn config(name: &str, probe: &str, max_events: u32) -> Config {
+        let dir = std::env::temp_dir().join(format!("prof-timer-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Config {
+            filter: Filter::parse(&format!("name={probe}")).unwrap(),
+            mode: Mode::Sample,
+            warmup: 1,
+            repeat: 2,
+            max_events,
+            out: dir.join(format!("{name}.json")).display().to_string(),
+            summary: false,
+            ..Config::default()
+        }
+    }
+
+    /// A session on `clock` (and `device`, when given).
+    fn start(config: Config, clock: &FakeClock, device: Option<SimDevice>) -> InitGuard {
+        let clock = Some(Box::new(clock.clone()) as Box<dyn crate::Clock>);
+        match device {
+            Some(device) => crate::init_with_device(config, clock, Box::new(device)),
+            None => crate::init_with(config, clock),
+        }
+        .unwrap()
+    }
+
+    /// Which kind of run a guard holds (its `Debug` prints the whole session).
+    fn path(guard: &ProbeGuard) -> &'static str {
+        match guard.run {
+            Run::None => "none",
+            Run::Recorded(_) => "recorded",
+            Run::Learning(_) => "learning",
+            Run::Armed(_) => "armed",
+            Run::Sampled(_) => "sampled",
+        }
+    }
+
+    /// The samples (ns) of `probe`'s events, by occurrence.
+    fn samples(probe: &str) -> Vec<(u32, Vec<u64>)> {
+        let profile = crate::snapshot().expect("a session runs");
+        let mut events: Vec<_> = profile
+            .events
+            .iter()
+            .filter(|e| e.name == probe)
+            .map(|e| (e.occurrence, e.samples_ns.clone()))
+            .collect();
+        events.sort();
+        events
+    }
+
+    #[test]
+    fn an_armed_run_of_a_plain_session_is_sampled() {
+        let _serial = serial();
+        let clock = FakeClock::new();
+        let probe = RuntimeProbe::new("timer_lean", None, None);
+        let _session = start(config("lean", "timer_lean", 4096), &clock, None);
+        drop(probe.enter()); // warmup: learn the event
+        crate::step(); // arm it
+        for ns in [7, 9] {
+            let guard = probe.enter();
+            assert_eq!(
+                path(&guard),
+                "sampled",
+                "an armed run of a plain session takes the lean path"
+            );
+            clock.advance(ns);
+            drop(guard);
+            crate::step();
+        }
+        assert_eq!(samples("timer_lean"), [(0, vec![7, 9])]);
+    }
+
+    #[test]
+    fn a_sampled_run_of_a_merged_event_is_kept_in_its_reservoir() {
+        let _serial = serial();
+        let clock = FakeClock::new();
+        let probe = RuntimeProbe::new("timer_lean_merged", None, None);
+        // One event of its own; occurrences 1 and 2 fold into the probe's merged event.
+        let _session = start(config("merged", "timer_lean_merged", 1), &clock, None);
+        for _ in 0..3 {
+            drop(probe.enter());
+        }
+        crate::step();
+        let mut armed = 0;
+        for iteration in 0..4 {
+            for ns in [3, 5, 11] {
+                let guard = probe.enter();
+                armed += u32::from(path(&guard) == "sampled");
+                clock.advance(ns + iteration);
+                drop(guard);
+            }
+            crate::step();
+        }
+        // Two iterations for the event of its own (3 and 4 ns), two for the merged one
+        // (7 and 13, 8 and 14 ns): every armed run was a sampled one.
+        assert_eq!(armed, 2 + 2 * 2, "{:?}", samples("timer_lean_merged"));
+        let events = samples("timer_lean_merged");
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert_eq!(events[0].1, [3, 4]);
+        let mut merged = events[1].1.clone();
+        merged.sort_unstable();
+        assert_eq!(merged, [7, 8, 13, 14]);
+    }
+
+    #[test]
+    fn a_discarded_sampled_run_keeps_no_sample_and_counts_its_occurrence() {
+        let _serial = serial();
+        let clock = FakeClock::new();
+        let probe = RuntimeProbe::new("timer_lean_discard", None, None);
+        let _session = start(config("discard", "timer_lean_discard", 4096), &clock, None);
+        drop(probe.enter());
+        drop(probe.enter());
+        crate::step();
+        let mut taken = 0;
+        for _ in 0..4 {
+            let first = probe.enter();
+            taken += u32::from(path(&first) == "sampled");
+            clock.advance(2);
+            first.discard();
+            let second = probe.enter();
+            taken += u32::from(path(&second) == "sampled");
+            clock.advance(5);
+            drop(second);
+            crate::step();
+        }
+        // The first occurrence's two iterations kept nothing; the second's kept both.
+        assert_eq!(taken, 4, "{:?}", samples("timer_lean_discard"));
+        assert_eq!(
+            samples("timer_lean_discard"),
+            [(0, vec![]), (1, vec![5, 5])]
+        );
+    }
+
+    #[test]
+    fn a_session_with_a_device_keeps_the_general_path() {
+        let _serial = serial();
+        let clock = FakeClock::new();
+        let probe = RuntimeProbe::new("timer_general", None, None);
+        let _session = start(
+            config("general", "timer_general", 4096),
+            &clock,
+            Some(SimDevice::new()),
+        );
+        drop(probe.enter());
+        crate::step();
+        let guard = probe.enter();
+        assert_eq!(path(&guard), "armed");
+        clock.advance(4);
+        drop(guard);
+        crate::step();
+        assert_eq!(samples("timer_general"), [(0, vec![4])]);
     }
 }

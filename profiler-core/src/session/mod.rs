@@ -234,9 +234,11 @@ impl Session {
         // The records waiting in the threads' buffers may take a quarter of the sample budget.
         let max_chunks = (config.sample_budget_bytes / 4 / CHUNK_BYTES).max(8);
         let control_watch = on_demand::ControlWatch::at_start(config.control.as_deref());
+        let plain = Measuring::is_plain(&schedule, device.as_deref());
         Session {
             floor_ns: clock.empty_measurement_ns(),
             measuring: Measuring {
+                plain,
                 schedule,
                 buffers: Buffers::new(max_chunks),
                 device,
