@@ -404,7 +404,7 @@ fn armed(profile: &Profile) -> Vec<(u32, u32, String)> {
         .filter_map(|e| {
             let first = *e.sample_iters.iter().min()?;
             let last = *e.sample_iters.iter().max()?;
-            Some((first, last, label(&e.name, e.occurrence)))
+            Some((first, last, label(&e.display_name(), e.occurrence)))
         })
         .collect()
 }

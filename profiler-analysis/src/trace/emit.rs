@@ -120,7 +120,7 @@ impl<'a> Document<'a> {
                 args.flops = work.and_then(|w| w.flops.as_deref()).and_then(median_count);
                 args.bytes = work.and_then(|w| w.bytes.as_deref()).and_then(median_count);
                 args.shapes = e.shapes.as_ref().map(shapes_arg);
-                (Cow::Borrowed(e.name.as_str()), SpanArgs::Event(args))
+                (e.display_name(), SpanArgs::Event(args))
             }
         };
         Complete {
@@ -151,7 +151,7 @@ impl<'a> Document<'a> {
             args: SpanArgs::Event(args),
             cat: category(track),
             dur: values.dur,
-            name: Cow::Borrowed(e.name.as_str()),
+            name: e.display_name(),
             ph: "X",
             pid: self.pid_of(track),
             tid: values.tid,

@@ -796,7 +796,7 @@ impl<'a, 'd> Slices<'a, 'd> {
             };
             let shared = TrackEvent {
                 category_iids: vec![w.intern.category(doc.category_of(event))],
-                name_iid: Some(w.intern.name(&e.name)),
+                name_iid: Some(w.intern.name(&e.display_name())),
                 debug_annotations: vec![label],
                 ..TrackEvent::default()
             };
