@@ -269,6 +269,42 @@ fn events_that_ran_only_before_the_loop_get_no_window() {
     assert_eq!(before_loop(&p), expected);
 }
 
+/// A probe that ran only before the loop and runs again after warmup (a model rebuilt) is
+/// scheduled then, as a probe first seen late is, and stays listed with its run before the loop.
+#[test]
+fn a_probe_that_ran_before_the_loop_and_again_later_is_scheduled_late() {
+    let _s = serial();
+    let _g = start("s17-again", "layer=s17", Mode::Sample, 3, 4);
+    build_model();
+    let mut steps = 0;
+    while !profiler_core::finished() && steps < 100 {
+        forward_17();
+        backward_17();
+        if steps == 5 {
+            build_model();
+        }
+        profiler_core::step();
+        steps += 1;
+    }
+    let p = snapshot();
+    assert!(p.complete);
+    assert_eq!(p.before_loop[0].name, "build_model");
+    assert_eq!(p.before_loop[0].duration_ns, Some(1600));
+    // Learned at step 6 (after warmup), with the three `init_layer` inside it, and scheduled
+    // after the loop's two events: their iterations arm them, but they do not run again, so
+    // they have no sample.
+    let late = [
+        "build_model#0",
+        "init_layer#0",
+        "init_layer#1",
+        "init_layer#2",
+    ];
+    assert_eq!(names(&p)[..2], ["forward_17#0", "backward_17#0"]);
+    assert_eq!(names(&p)[2..], late);
+    assert_eq!(event(&p, "build_model", 0).samples_ns, [] as [u64; 0]);
+    assert_eq!(steps, 3 + 6 * 4);
+}
+
 /// A warmup of one iteration cannot tell the loop from what ran before it: every event it saw
 /// is scheduled, as before.
 #[test]

@@ -242,7 +242,8 @@ impl Learner {
     /// warmup of one iteration schedules every event it saw).
     pub fn plan(&self) -> (Vec<Planned>, Vec<BeforeLoop>) {
         let before_loop = |seen: &Seen| self.iteration >= 2 && seen.last.0 == 0;
-        let (mut events, mut before): (Vec<(&Key, &Seen)>, Vec<(&Key, &Seen)>) =
+        type Sighting<'a> = (&'a Key, &'a Seen);
+        let (mut events, mut before): (Vec<Sighting>, Vec<Sighting>) =
             self.seen.iter().partition(|(_, seen)| !before_loop(seen));
         events.sort_by_key(|(key, seen)| (seen.last.1, seen.first, **key));
         before.sort_by_key(|(key, seen)| (seen.first, **key));
@@ -457,21 +458,11 @@ mod tests {
         assert_eq!(l.plan().1, []);
         run(&mut l, &[0, 1]);
         assert_eq!(plan(&l), vec![(0, 0), (1, 0)]);
-        let before: Vec<(usize, u32, Option<(u64, u64)>)> = l
-            .plan()
-            .1
-            .iter()
-            .map(|b| (b.entry, b.occurrence, b.run))
-            .collect();
-        assert_eq!(
-            before,
-            vec![
-                (5, 0, None),
-                (6, 0, Some((10, 20))),
-                (6, 1, None),
-                (0, 1, None)
-            ]
-        );
+        let before = l.plan().1;
+        let keys: Vec<(usize, u32)> = before.iter().map(|b| (b.entry, b.occurrence)).collect();
+        assert_eq!(keys, vec![(5, 0), (6, 0), (6, 1), (0, 1)]);
+        let runs: Vec<_> = before.iter().map(|b| b.run).collect();
+        assert_eq!(runs, vec![None, Some((10, 20)), None, None]);
     }
 
     #[test]
