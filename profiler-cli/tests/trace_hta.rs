@@ -287,7 +287,7 @@ fn structure_problems(profile: &Profile, trace: &Value) -> Vec<String> {
             ));
             continue;
         };
-        if s.name != e.name
+        if s.name != e.display_name()
             || s.args["layer"] != json!(e.layer)
             || s.args["phase"] != json!(e.phase)
             || s.args["order"] != json!(e.order)
@@ -400,10 +400,10 @@ fn assert_well_formed(profile: &Profile, trace: &Value) {
 /// What HTA must find in a directory of traces of `profile` (one per rank in `ranks`).
 fn expectations(profile: &Profile, trace: &Value, ranks: &[u32]) -> Value {
     let cpu: Vec<&Event> = profile.events.iter().filter(|e| !is_gpu(e)).collect();
-    let mut names: BTreeSet<&str> = cpu
+    let mut names: BTreeSet<String> = cpu
         .iter()
         .filter(|e| !e.samples_ns.is_empty())
-        .map(|e| e.name.as_str())
+        .map(|e| e.display_name().into_owned())
         .collect();
     let steps = expected_steps(profile);
     let mut per_iteration: BTreeMap<u64, usize> = steps.iter().map(|&k| (k, 0)).collect();
@@ -435,7 +435,7 @@ fn expectations(profile: &Profile, trace: &Value, ranks: &[u32]) -> Value {
         .iter()
         .filter(|s| s.name == "other" && s.args["what"].is_string())
     {
-        names.insert("other");
+        names.insert("other".to_owned());
         let k = o.args["iteration"].as_u64().unwrap_or(0);
         *per_iteration.entry(k).or_default() += 1;
     }

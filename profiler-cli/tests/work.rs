@@ -29,7 +29,12 @@ fn with_work_from(source: &str, dest: &Path) -> String {
         "flops": ns.iter().map(|n| 2 * n).collect::<Vec<_>>(),
         "bytes": ns,
     });
-    let name = e["name"].as_str().unwrap().to_owned();
+    // The name a slice shows (a method's with its type).
+    let name = profiler_format::identity::display_name(
+        e["id"].as_str().unwrap(),
+        e["name"].as_str().unwrap(),
+    )
+    .into_owned();
     std::fs::write(dest, v.to_string()).unwrap();
     name
 }
