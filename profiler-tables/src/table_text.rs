@@ -17,7 +17,7 @@ fn escaped(c: char) -> bool {
 }
 
 /// `text` as it can be shown in a terminal or in XML: every control character (and the few
-/// others [`escaped`] names) written as a visible escape, `\n`, `\r`, `\t`, `\0`, `\e` (ESC),
+/// others `escaped` names) written as a visible escape, `\n`, `\r`, `\t`, `\0`, `\e` (ESC),
 /// else `\u{hex}` (BEL: `\u{7}`), so that a name from a profile can neither move the cursor,
 /// change colours, break a table's lines nor make an XML file ill-formed. The escapes are
 /// printable ASCII, one column per character, so a table that counts characters stays aligned;
