@@ -230,6 +230,43 @@ fn keys_run_in_the_armed_runs_of_the_modes_that_keep_work() {
     assert_eq!(evaluated, 0, "off");
 }
 
+/// `continuous` mode reuses a closed window's buffers for a later window: the work of every
+/// window shown is that window's own, however many windows came before. (A snapshot at each
+/// step absorbs each window as it closes, so every close reuses an emptied buffer; a buffer
+/// left holding an earlier window's work had more work than samples, and `prof.json` lost it.)
+#[test]
+fn continuous_mode_shows_each_windows_own_work() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let _g = start(&clock, Mode::Continuous, "layer=work", "windows-work");
+    // 2 warmup iterations, then windows of 9 (3 events, 3 repeats each).
+    for iter in 0..2 + 9 * 4 {
+        iteration(&clock, iter);
+        profiler_core::step();
+        let p = profiler_core::snapshot().unwrap();
+        if p.windows.is_empty() {
+            continue;
+        }
+        for name in ["matmul", "copy"] {
+            let e = event(&p, name);
+            let work = e.work.as_ref().unwrap_or_else(|| {
+                panic!("{name} has no work in the window shown after iteration {iter}")
+            });
+            let expected: Vec<u64> = if name == "matmul" {
+                e.samples_ns.iter().map(|n| 2 * n).collect()
+            } else {
+                e.sample_iters.iter().map(|&i| 3 * u64::from(i)).collect()
+            };
+            let listed = if name == "matmul" {
+                &work.flops
+            } else {
+                &work.bytes
+            };
+            assert_eq!(listed.as_ref(), Some(&expected), "{name} after {iter}");
+        }
+    }
+}
+
 #[test]
 fn the_peak_given_is_recorded_in_run_peak() {
     let _s = serial();

@@ -159,7 +159,7 @@ impl Session {
         closed.streams.clear();
         closed.streams.extend_from_slice(streams);
         // The training thread gets these buffers back: empty, whatever window they held.
-        closed.resolved.iter_mut().for_each(clear);
+        closed.resolved.iter_mut().for_each(Resolved::clear);
         closed
             .resolved
             .resize_with(resolved.len(), Resolved::default);
@@ -408,14 +408,4 @@ fn yield_to_the_training_thread() {
             libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
         }
     }
-}
-
-/// Empties `r`, keeping its buffers.
-fn clear(r: &mut Resolved) {
-    r.durations.clear();
-    r.offsets.clear();
-    r.iters.clear();
-    r.cpu.clear();
-    r.memory.clear();
-    r.lost = 0;
 }

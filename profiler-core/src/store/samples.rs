@@ -451,6 +451,32 @@ pub(crate) struct Resolved {
 }
 
 impl Resolved {
+    /// Empties every list, keeping the buffers (a window's buffers are reused). Written as a
+    /// destructuring so that a new field cannot be forgotten here: left uncleared, a reused
+    /// buffer would carry an earlier window's figures into the next one.
+    pub(crate) fn clear(&mut self) {
+        let Resolved {
+            durations,
+            offsets,
+            iters,
+            cpu,
+            lost,
+            memory,
+            device_memory,
+            work,
+            shapes,
+        } = self;
+        durations.clear();
+        offsets.clear();
+        iters.clear();
+        cpu.clear();
+        *lost = 0;
+        memory.clear();
+        device_memory.clear();
+        work.clear();
+        shapes.clear();
+    }
+
     /// Puts the samples in the order of their iterations (then offsets).
     pub(crate) fn sort_by_iteration(&mut self) {
         let mut idx: Vec<usize> = (0..self.iters.len()).collect();
