@@ -91,6 +91,70 @@ pub fn bootstrap_median_ratio(
     )
 }
 
+/// The share of a run's fastest samples whose boundary judges a comparison (see [`fast`]).
+pub const FAST_QUANTILE: f64 = 0.05;
+
+/// What the verdicts judge: the **fastest-5% time**, the sample of rank
+/// `floor(FAST_QUANTILE (n - 1))` (0-based) of `values` once sorted: the minimum up to 20
+/// samples, the 5th fastest of 100, the 50th of 1,000. `NaN` for no value.
+///
+/// On a shared machine a sample is the code's cost plus delays that only ever add (preemption,
+/// a busy sibling core, a lower clock): a location taken among the fastest samples is what
+/// those delays cannot move, where the median jumps with the machine's state (Chen and
+/// Revels, "Robust benchmarking in noisy environments", 2016). Chosen on recorded runs
+/// (docs/overhead.md, "The estimator"): a low order statistic rather than the minimum, so that
+/// one lucky sample or a coarse clock does not decide alone; low enough that a machine whose
+/// slow state covers 90% of a run's samples leaves it where it was.
+pub fn fast(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let k = fast_rank(values.len());
+    let mut v = values.to_vec();
+    let (_, &mut x, _) = v.select_nth_unstable_by(k, f64::total_cmp);
+    x
+}
+
+/// The 0-based rank [`fast`] takes of `n` sorted values.
+pub fn fast_rank(n: usize) -> usize {
+    (FAST_QUANTILE * n.saturating_sub(1) as f64).floor() as usize
+}
+
+/// The standard deviation of `ln(fast(after') / fast(before'))` over `resamples` bootstrap
+/// resamples (each side drawn with replacement from itself, independently): the within-run
+/// uncertainty of the fastest-5% ratio. Deterministic for a given `seed`; `NaN` when a side is
+/// empty; 0 when every resample gives the same ratio.
+///
+/// Exact and in constant time per resample whatever the sample count: the value of rank k
+/// (0-based) of n values drawn with replacement from `sorted` is `sorted[floor(n U)]`, where U,
+/// the (k+1)-th smallest of n uniforms, follows Beta(k + 1, n - k) (see [`resampled_median`]).
+pub fn bootstrap_fast_log_sd(before: &[f64], after: &[f64], resamples: usize, seed: u64) -> f64 {
+    if before.is_empty() || after.is_empty() {
+        return f64::NAN;
+    }
+    let mut rng = SplitMix64::new(seed);
+    let (before, after) = (sorted(before), sorted(after));
+    let draw = |s: &[f64], rng: &mut SplitMix64| {
+        let n = s.len();
+        let k = fast_rank(n);
+        let u = beta(rng, (k + 1) as f64, (n - k) as f64);
+        s[((n as f64 * u) as usize).min(n - 1)]
+    };
+    let logs: Vec<f64> = (0..resamples.max(2))
+        .map(|_| {
+            let b = draw(&before, &mut rng);
+            let a = draw(&after, &mut rng);
+            ratio(a, b).ln()
+        })
+        .filter(|x| x.is_finite())
+        .collect();
+    if logs.len() < 2 || logs.iter().all(|&x| x == logs[0]) {
+        return 0.0;
+    }
+    let m = mean(&logs);
+    (logs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (logs.len() - 1) as f64).sqrt()
+}
+
 /// [`quantile_sorted`] of `values` once sorted, found by selection instead (linear time):
 /// the same value, with `values` reordered.
 pub fn quantile_select(values: &mut [f64], q: f64) -> f64 {
@@ -342,6 +406,42 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_is_the_low_order_statistic() {
+        assert!(fast(&[]).is_nan());
+        let v: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        // Rank floor(0.05 * 99) = 4: the 5th fastest of 100.
+        assert_eq!(fast(&v), 5.0);
+        assert_eq!(fast(&v[..20]), 81.0, "the minimum up to 20 samples");
+        assert_eq!(fast(&v[..21]), 81.0, "the second fastest of 21");
+        // Delays that only add (here: 90% of the samples doubled) leave it where it was.
+        let mut noisy = v.clone();
+        noisy.sort_by(f64::total_cmp);
+        for x in noisy.iter_mut().skip(10) {
+            *x *= 2.0;
+        }
+        assert_eq!(fast(&noisy), fast(&v));
+    }
+
+    #[test]
+    fn bootstrap_fast_log_sd_is_zero_for_constant_sides_and_shrinks_with_samples() {
+        assert!(bootstrap_fast_log_sd(&[], &[1.0], 100, 1).is_nan());
+        assert_eq!(bootstrap_fast_log_sd(&[3.0; 50], &[4.0; 50], 200, 1), 0.0);
+        let mut rng = SplitMix64::new(9);
+        let mut side =
+            |n: usize| -> Vec<f64> { (0..n).map(|_| 100.0 + rng.normal().abs() * 10.0).collect() };
+        let (b1, a1) = (side(40), side(40));
+        let (b2, a2) = (side(4000), side(4000));
+        let small = bootstrap_fast_log_sd(&b1, &a1, 2000, 3);
+        let large = bootstrap_fast_log_sd(&b2, &a2, 2000, 3);
+        assert!(
+            small > 0.0 && large > 0.0 && large < small / 3.0,
+            "{small} {large}"
+        );
+        // The same seed, the same figure.
+        assert_eq!(small, bootstrap_fast_log_sd(&b1, &a1, 2000, 3));
+    }
 
     #[test]
     fn basics() {
