@@ -21,8 +21,37 @@
 #   3  no NVIDIA GPU here (no nvidia-smi, no GPU listed, or no driver library): nothing was run
 #
 # The candle example needs nvcc to build (candle compiles its kernels): on PATH, or CUDA_HOME/bin.
+#
+# A GPU machine without a Rust toolchain (or without the crates' registry): build on a machine
+# that has them, carry the folder, and check there with what it holds:
+#
+#   scripts/gpu-check.sh --build-only DIR    # here: builds, copies the binaries into DIR
+#   GPU_CHECK_BIN=DIR scripts/gpu-check.sh   # there: runs DIR's binaries, builds nothing
+#
+# DIR holds cuda_mlp, prof (with `cuda`), cuda_hw (the hardware tests) and, when nvcc and the
+# driver's libcuda were there to build and link it, candle-mlp.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--build-only" ]; then
+  dir=${2:?usage: scripts/gpu-check.sh --build-only DIR}
+  mkdir -p "$dir" || exit 2
+  cargo build --release --features cuda --example cuda_mlp || exit 2
+  cargo build --release -p profiler-cli --features cuda || exit 2
+  hw=$(cargo test --release -p profiler-core --features cuda --test cuda_hw --no-run \
+    --message-format=json | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "cuda_hw" and m.get("executable"):
+        print(m["executable"])') || exit 2
+  target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+  cp "$target/release/examples/cuda_mlp" "$target/release/prof" "$dir/" || exit 2
+  cp "$hw" "$dir/cuda_hw" || exit 2
+  echo "gpu-check: binaries of $(git rev-parse --short HEAD) in $dir: $(ls "$dir" | tr '\n' ' ')"
+  exit 0
+fi
+bin=${GPU_CHECK_BIN:-}
 
 out=${GPU_CHECK_OUT:-target/gpu-check}
 verified=0
@@ -73,35 +102,53 @@ echo "gpu-check: $(head -1 <<<"$gpus")"
 # Each GPU's memory in MiB, GPU 0 first: the bound of the device memory figures.
 totals=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | tr -d ' ' | paste -sd, -)
 
-command -v cargo >/dev/null 2>&1 || environment "cargo is not on PATH"
+[ -n "$bin" ] || command -v cargo >/dev/null 2>&1 || environment "cargo is not on PATH"
 command -v python3 >/dev/null 2>&1 || environment "python3 is not on PATH (the checks use it)"
 mkdir -p "$out" || environment "cannot create $out"
 
 # --- Build -------------------------------------------------------------------------------------
-say "build with cuda (release)"
-cargo build --release --features cuda --example cuda_mlp ||
-  environment "the CUDA example did not build"
-# prof with its own `cuda` feature: `prof peak --device cuda` (everything else is the same).
-cargo build --release -p profiler-cli --features cuda || environment "prof did not build"
-prof=target/release/prof
-candle=
-if [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/nvcc" ]; then
-  PATH="$CUDA_HOME/bin:$PATH"
-fi
-if command -v nvcc >/dev/null 2>&1; then
-  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
-  if CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-$cap} cargo build --release -p candle-example --features cuda; then
-    candle=target/release/candle-mlp
+if [ -n "$bin" ]; then
+  say "prebuilt binaries in $bin (GPU_CHECK_BIN): nothing is built"
+  for b in cuda_mlp prof cuda_hw; do
+    [ -x "$bin/$b" ] || environment "$bin/$b is missing (scripts/gpu-check.sh --build-only $bin makes it)"
+  done
+  prof=$bin/prof
+  candle=
+  if [ -x "$bin/candle-mlp" ]; then
+    candle=$bin/candle-mlp
   else
-    environment "the candle example did not build with --features cuda"
+    cannot "the candle example on the GPU ($bin has no candle-mlp: candle's cuda build needs nvcc and the driver's libcuda where it is built)"
   fi
 else
-  cannot "the candle example on the GPU (nvcc is not on PATH; candle compiles its kernels with it)"
+  say "build with cuda (release)"
+  cargo build --release --features cuda --example cuda_mlp ||
+    environment "the CUDA example did not build"
+  # prof with its own `cuda` feature: `prof peak --device cuda` (everything else is the same).
+  cargo build --release -p profiler-cli --features cuda || environment "prof did not build"
+  prof=target/release/prof
+  candle=
+  if [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/nvcc" ]; then
+    PATH="$CUDA_HOME/bin:$PATH"
+  fi
+  if command -v nvcc >/dev/null 2>&1; then
+    cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
+    if CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-$cap} cargo build --release -p candle-example --features cuda; then
+      candle=target/release/candle-mlp
+    else
+      environment "the candle example did not build with --features cuda"
+    fi
+  else
+    cannot "the candle example on the GPU (nvcc is not on PATH; candle compiles its kernels with it)"
+  fi
 fi
 
 # --- Hardware tests ----------------------------------------------------------------------------
 say "hardware tests (profiler-core/tests/cuda_hw.rs)"
-hw=$(cargo test --release -p profiler-core --features cuda --test cuda_hw -- --nocapture --test-threads=1 2>&1)
+if [ -n "$bin" ]; then
+  hw=$("$bin/cuda_hw" --nocapture --test-threads=1 2>&1)
+else
+  hw=$(cargo test --release -p profiler-core --features cuda --test cuda_hw -- --nocapture --test-threads=1 2>&1)
+fi
 status=$?
 echo "$hw" | grep -E '^test |SKIPPED|panicked|test result|^memory_used:'
 if grep -q SKIPPED <<<"$hw"; then
@@ -151,7 +198,7 @@ run() {
   fi
 }
 
-run cuda_mlp 2 target/release/examples/cuda_mlp
+run cuda_mlp 2 "${bin:-target/release/examples}/cuda_mlp"
 if [ -n "$candle" ]; then
   run candle 1 "$candle" --iters 400
 fi
@@ -193,7 +240,7 @@ say "NVTX ranges in an Nsight Systems capture of cuda_mlp"
 if command -v nsys >/dev/null 2>&1; then
   rep="$out/cuda_mlp-nsys"
   if PROF_OUT="$out/cuda_mlp-nsys.json" PROF_NVTX=1 \
-    nsys profile --force-overwrite true -t cuda,nvtx -o "$rep" target/release/examples/cuda_mlp \
+    nsys profile --force-overwrite true -t cuda,nvtx -o "$rep" "${bin:-target/release/examples}/cuda_mlp" \
     >"$out/nsys.log" 2>&1; then
     # The report's name changed across nsys versions.
     if nsys stats --report nvtx_sum --format csv --output - "$rep.nsys-rep" >"$out/nvtx.csv" 2>/dev/null ||

@@ -10,8 +10,9 @@
 //!   `stats.median_ns` when the samples were not kept); `None` where the rank lacks the event.
 //! - **min, median, max**: over the ranks that have the event, of their medians (the median of
 //!   an even count is the mean of the two middle ones).
-//! - **straggler**: the rank with the largest median (the lowest such rank on a tie): the one the
-//!   others wait for at the next synchronisation. Whether it really is slower is judged as
+//! - **straggler**: the rank with the largest fastest-5% time ([`stats::fast`]; its median when
+//!   the samples were not kept; the lowest such rank on a tie): the one whose code is slowest,
+//!   which a rank merely delayed by a busy machine is not. Whether it really is slower is judged as
 //!   `prof diff` judges two runs ([`diff::diff`] of the fastest rank's profile against the
 //!   straggler's, the events' shared shift taken out, each event given its allowance for the
 //!   ranks' own noise): `straggler_verdict` is `slower` when that comparison calls the event
@@ -54,7 +55,7 @@ pub struct MergedEvent {
     pub median_ns: f64,
     /// Largest per-rank median.
     pub max_ns: f64,
-    /// The rank with the largest median.
+    /// The rank with the largest fastest-5% time (see the module documentation).
     pub straggler: u32,
     /// `max_ns / min_ns` (min floored at 1 ns).
     pub spread: f64,
@@ -240,10 +241,22 @@ fn judge_stragglers(ranked: &[(u32, &Profile)], mut events: Vec<MergedEvent>) ->
     let index: HashMap<u32, usize> = ranked.iter().enumerate().map(|(i, r)| (r.0, i)).collect();
     let mut diffs: HashMap<(usize, usize), diff::Diff> = HashMap::new();
     for e in &mut events {
+        // Each rank's fastest-5% time of the event (its median when the samples were not
+        // kept): what a busy rank's delays cannot move.
+        let key = (e.identity.id.clone(), e.identity.occurrence);
         let present: Vec<(u32, f64)> = ranked
             .iter()
             .zip(&e.per_rank_median_ns)
-            .filter_map(|((r, _), t)| Some((*r, (*t)?)))
+            .filter_map(|((r, p), t)| {
+                let t = (*t)?;
+                let fast = p
+                    .events
+                    .iter()
+                    .find(|x| event_key(x) == key)
+                    .filter(|x| !x.samples_ns.is_empty())
+                    .map_or(t, |x| stats::fast(&stats::as_f64(&x.samples_ns)));
+                Some((*r, fast))
+            })
             .collect();
         if present.len() < 2 {
             continue;
@@ -253,6 +266,11 @@ fn judge_stragglers(ranked: &[(u32, &Profile)], mut events: Vec<MergedEvent>) ->
             .copied()
             .fold(present[0], |best, x| if x.1 < best.1 { x } else { best })
             .0;
+        e.straggler = present
+            .iter()
+            .copied()
+            .fold(present[0], |worst, x| if x.1 > worst.1 { x } else { worst })
+            .0;
         let (a, b) = (index[&fastest], index[&e.straggler]);
         if a == b {
             continue;
@@ -260,7 +278,6 @@ fn judge_stragglers(ranked: &[(u32, &Profile)], mut events: Vec<MergedEvent>) ->
         let d = diffs
             .entry((a, b))
             .or_insert_with(|| diff::diff(ranked[a].1, ranked[b].1, &DiffOptions::default()));
-        let key = (e.identity.id.clone(), e.identity.occurrence);
         let Some(row) = d
             .events
             .iter()

@@ -359,6 +359,14 @@ fn exact_mwu_p(n1: usize, n2: usize, u: usize) -> f64 {
     (2.0 * lower.min(upper)).min(1.0)
 }
 
+/// The two-sided p-value of a standard normal statistic `z`: `P(|Z| >= |z|)`; 1 for NaN.
+pub fn normal_p(z: f64) -> f64 {
+    if z.is_nan() {
+        return 1.0;
+    }
+    erfc(z.abs() / std::f64::consts::SQRT_2).clamp(0.0, 1.0)
+}
+
 /// Complementary error function, with a relative error below 1.2e-7 everywhere (Numerical
 /// Recipes' Chebyshev fit `erfcc`).
 fn erfc(x: f64) -> f64 {

@@ -10,8 +10,11 @@
 //! `PROF_AB_PAD` of a random length (0 to
 //! 4,095 bytes), which moves the stack and so where the program's data lands (after Mytkowicz
 //! et al.): layout is averaged over the runs instead of fixed by the run's environment. Other
-//! `PROF_*` variables are passed on. `--until` stops once every event's interval is narrower than
-//! a target, `--budget` once a time budget is spent (both after at least 2 runs a side).
+//! `PROF_*` variables are passed on. The rounds are compared as pairs (`DiffOptions::paired`:
+//! the ratio within a round is the unit). By default it runs up to `-n` rounds (20) and stops
+//! from [`MIN_ROUNDS`] on once every row that decides the gate is resolved (its interval within
+//! the threshold of its change), or once `--budget` (300 s) is spent; `--until` stops instead
+//! once every event's interval is narrower than a target (after at least 2 rounds).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -37,7 +40,7 @@ pub struct Plan {
     /// relative half-width.
     pub until: Option<f64>,
     /// Stop starting rounds once this much time has passed.
-    pub budget: Option<Duration>,
+    pub budget: Duration,
 }
 
 /// Splits a command as a shell would (quotes, escapes); an error names what is wrong.
@@ -93,32 +96,67 @@ pub fn run(plan: &Plan, options: &DiffOptions) -> Result<(Vec<Profile>, Vec<Prof
         if round + 1 < 2 {
             continue;
         }
-        if let Some(budget) = plan.budget {
-            if start.elapsed() >= budget {
-                eprintln!(
-                    "prof ab: the time budget is spent after {} rounds",
-                    round + 1
-                );
-                break;
-            }
+        if start.elapsed() >= plan.budget {
+            eprintln!(
+                "prof ab: the time budget ({} s) is spent after {} rounds",
+                plan.budget.as_secs(),
+                round + 1
+            );
+            break;
         }
-        if let Some(target) = plan.until {
-            let d = diff::diff_runs(&before, &after, options);
-            let widest = std::iter::once(&d.iteration)
-                .chain(&d.events)
-                .map(|e| half_width(e.ci_low, e.ci_high))
-                .fold(0.0f64, f64::max);
-            if widest <= target {
-                eprintln!(
-                    "prof ab: every interval is within ±{:.1}% after {} rounds",
-                    100.0 * widest,
-                    round + 1
-                );
-                break;
+        let d = diff::diff_runs(&before, &after, options);
+        match plan.until {
+            Some(target) => {
+                let widest = std::iter::once(&d.iteration)
+                    .chain(&d.events)
+                    .map(|e| half_width(e.ci_low, e.ci_high))
+                    .fold(0.0f64, f64::max);
+                if widest <= target {
+                    eprintln!(
+                        "prof ab: every interval is within \u{b1}{:.1}% after {} rounds",
+                        100.0 * widest,
+                        round + 1
+                    );
+                    break;
+                }
             }
+            None if round + 1 >= MIN_ROUNDS => {
+                // Resolved: every row that decides has an interval within the threshold of its
+                // own change (a rule on the intervals' widths, not on what they say, so that
+                // stopping does not pick a lucky moment).
+                let reach = d
+                    .deciding()
+                    .map(|e| spread_of(e.ci_low, e.ci_high))
+                    .fold(0.0f64, f64::max);
+                if reach <= options.threshold {
+                    eprintln!(
+                        "prof ab: resolved after {} rounds: every row that matters is known \
+                         within \u{b1}{:.1}% (the threshold {:.1}%)",
+                        round + 1,
+                        100.0 * reach,
+                        100.0 * options.threshold
+                    );
+                    break;
+                }
+            }
+            None => {}
         }
     }
     Ok((before, after))
+}
+
+/// Fewest rounds before `prof ab` may stop on its own (without `--until`).
+pub const MIN_ROUNDS: usize = 5;
+
+/// How far an interval of a ratio reaches from its middle, on the log scale (infinite without an
+/// interval).
+fn spread_of(low: f64, high: f64) -> f64 {
+    let w = 0.5 * (high.ln() - low.ln());
+    if w.is_finite() {
+        w.exp_m1()
+    } else {
+        f64::INFINITY
+    }
 }
 
 /// How far an interval of a ratio reaches from no change (infinite without an interval).

@@ -106,10 +106,15 @@ enum Command {
         /// Seed of the bootstrap (results are reproducible).
         #[arg(long, default_value_t = 0x5eed)]
         seed: u64,
-        /// Exit with status 1 when anything regressed, 3 when nothing did but a regression of the
-        /// threshold's size could have gone unseen (inconclusive), for CI.
+        /// Exit with status 1 when the iteration or an event that matters regressed, 3 when none
+        /// did but a regression of the threshold's size could have gone unseen in one of them
+        /// (inconclusive), for CI.
         #[arg(long)]
         fail_on_regression: bool,
+        /// The K-th before run and the K-th after run ran adjacent, in rounds (as `prof ab` runs
+        /// them): compare round by round. Needs as many runs a side.
+        #[arg(long)]
+        paired: bool,
         /// Output format.
         #[arg(long, value_enum, default_value = "table")]
         format: FormatArg,
@@ -141,8 +146,10 @@ enum Command {
         /// The command to judge, as one string.
         #[arg(long)]
         after: String,
-        /// Runs of each command (rounds; at least 2).
-        #[arg(short = 'n', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=1000))]
+        /// Most rounds (a run of each command per round; at least 2). Unless --until is given,
+        /// prof ab stops earlier, from 5 rounds on, once every row that matters is resolved
+        /// (its interval within the threshold of its change).
+        #[arg(short = 'n', long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(2..=1000))]
         runs: u32,
         /// Where the runs' profiles go (before-K.json, after-K.json).
         #[arg(long, default_value = "prof-ab")]
@@ -150,17 +157,18 @@ enum Command {
         /// Stop once every interval is narrower than this (a fraction, `3%`), after 2 rounds.
         #[arg(long, value_parser = fraction)]
         until: Option<f64>,
-        /// Stop starting rounds after this many seconds (after 2 rounds).
-        #[arg(long)]
-        budget: Option<u64>,
+        /// Stop starting rounds after this many seconds (after 2 rounds; default 300).
+        #[arg(long, default_value_t = 300)]
+        budget: u64,
         /// Seed of the run order and the environment padding.
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Changes smaller than this are noise (0.02 or 2%).
         #[arg(long, default_value = "2%", value_parser = fraction)]
         threshold: f64,
-        /// Exit with status 1 when anything regressed, 3 when nothing did but a regression of the
-        /// threshold's size could have gone unseen (inconclusive), for CI.
+        /// Accepted for scripts written before it became the default: prof ab always exits
+        /// with status 1 when the iteration or an event that matters regressed, 3 when one is
+        /// inconclusive, 0 otherwise.
         #[arg(long)]
         fail_on_regression: bool,
         /// Output format.
@@ -661,6 +669,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             resamples,
             seed,
             fail_on_regression,
+            paired,
             format,
         } => {
             let options = diff::DiffOptions {
@@ -668,9 +677,19 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 alpha,
                 resamples,
                 seed,
+                paired,
                 ..diff::DiffOptions::default()
             };
             let (before, after) = diff_sides(before, after)?;
+            if paired && before.len() != after.len() {
+                return Err(Failure::new(format!(
+                    "error: --paired needs as many runs a side, in round order: {} before, {} \
+                     after\n  = help: list the K-th before run and the K-th after run of each \
+                     round in the same position, or leave out --paired",
+                    before.len(),
+                    after.len()
+                )));
+            }
             return compare(&before, &after, &options, fail_on_regression, format);
         }
         Command::Scale {
@@ -693,7 +712,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             budget,
             seed,
             threshold,
-            fail_on_regression,
+            fail_on_regression: _,
             format,
         } => {
             let plan = ab::Plan {
@@ -703,21 +722,21 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 dir,
                 seed,
                 until,
-                budget: budget.map(std::time::Duration::from_secs),
+                budget: std::time::Duration::from_secs(budget),
             };
             let options = diff::DiffOptions {
                 threshold,
+                paired: true,
                 ..diff::DiffOptions::default()
             };
             let (b, a) = ab::run(&plan, &options).map_err(Failure::new)?;
             let result = diff::diff_runs(&b, &a, &options);
             print(&diff::render(&result, format.into()));
-            if fail_on_regression && result.has_regression() {
-                return Ok(ExitCode::from(1));
-            }
-            if fail_on_regression && result.is_inconclusive() {
-                return Ok(ExitCode::from(3));
-            }
+            return Ok(match result.gate() {
+                diff::Gate::Regressed => ExitCode::from(1),
+                diff::Gate::Inconclusive => ExitCode::from(3),
+                diff::Gate::Pass => ExitCode::SUCCESS,
+            });
         }
         Command::Html { file, diff, output } => write_html(&file, diff.as_deref(), &output)?,
         Command::Trigger {

@@ -20,7 +20,6 @@ pub use machine::{
     normal_quantile, robust_spread, Machine, RunShape, DISTURBED_MARGIN, DISTURBED_SHARE,
     MIN_EVENTS_FOR_SPREAD, MIN_INSTABILITY, SLOW_ITERATION,
 };
-use machine::{Pair, Side};
 use profiler_format::{Event, Identity, Profile};
 
 /// Settings of a comparison.
@@ -38,6 +37,9 @@ pub struct DiffOptions {
     /// program; 0 between windows of one run, as drift compares them, where code and data stay
     /// where they are).
     pub min_instability: f64,
+    /// Several runs a side were made in rounds, the K-th before and K-th after adjacent
+    /// (`prof ab`, `prof diff --paired`): compare round by round.
+    pub paired: bool,
 }
 
 impl Default for DiffOptions {
@@ -48,6 +50,7 @@ impl Default for DiffOptions {
             resamples: 2000,
             seed: 0x5EED_D1FF,
             min_instability: MIN_INSTABILITY,
+            paired: false,
         }
     }
 }
@@ -93,12 +96,33 @@ pub struct EventDiff {
     pub before_n: usize,
     /// Samples in the `after` run.
     pub after_n: usize,
-    /// Median of the `before` samples.
+    /// What the verdict judges: the `before` side's fastest-5% time ([`stats::fast`]; several
+    /// runs a side: the geometric mean of the runs' fastest-5% times).
+    pub before_ns: f64,
+    /// The same for the `after` side.
+    pub after_ns: f64,
+    /// The typical time: the median of the `before` samples (several runs a side: the median
+    /// of the runs' medians).
     pub before_median_ns: f64,
-    /// Median of the `after` samples.
+    /// The same for the `after` side.
     pub after_median_ns: f64,
-    /// `after_median_ns / before_median_ns`.
+    /// `after_ns / before_ns`: the change judged. The interval holds it.
     pub ratio: f64,
+    /// `after_median_ns / before_median_ns`: the change of the typical time.
+    pub typical_ratio: f64,
+    /// `regressed` (or `improved`) when the typical time moved beyond the threshold,
+    /// significantly, while the fastest-5% time was not found to move that way: a new
+    /// occasional stall, or one gone. A finding of its own, never a verdict on the code's cost,
+    /// and no part of the gate; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub typical: Option<Verdict>,
+    /// The event's share of the iteration: its `before_ns` over the iteration's (1 for the
+    /// iteration; NaN when unknown).
+    pub share: f64,
+    /// Whether the row decides the gate ([`Diff::gate`]): the iteration always; an event when
+    /// its share of the iteration is at least the threshold, or its change moved the
+    /// iteration by the threshold (`share x |ratio - 1|`).
+    pub matters: bool,
     /// Lower bound of the confidence interval of the ratio.
     pub ci_low: f64,
     /// Upper bound of the confidence interval of the ratio.
@@ -144,6 +168,11 @@ pub struct Diff {
     pub threshold: f64,
     /// The significance level used.
     pub alpha: f64,
+    /// What the verdicts judge: `"fastest 5%"` (see [`stats::fast`]).
+    pub estimator: &'static str,
+    /// Several runs a side, paired by round (`prof ab`, `prof diff --paired`): each round's
+    /// ratio is the unit.
+    pub paired: bool,
     /// What a run of each event allocates, before and after, for the events with memory
     /// figures in both runs (exact counts: see [`memory`]); absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -178,89 +207,143 @@ pub struct Runs {
     pub after: RunShape,
 }
 
+/// What a comparison decides, from the rows that matter ([`EventDiff::matters`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gate {
+    /// Nothing that matters regressed or is unresolved (exit status 0).
+    Pass,
+    /// The iteration or an event that matters regressed (exit status 1).
+    Regressed,
+    /// Nothing that matters regressed, but the iteration or an event that matters is
+    /// inconclusive: a regression of the threshold's size could have gone unseen (exit
+    /// status 3).
+    Inconclusive,
+}
+
 impl Diff {
-    /// True when the iteration or any event regressed.
-    pub fn has_regression(&self) -> bool {
-        self.iteration.verdict == Verdict::Regressed
-            || self.events.iter().any(|e| e.verdict == Verdict::Regressed)
+    /// The rows that decide the gate: the iteration and the events that matter.
+    pub fn deciding(&self) -> impl Iterator<Item = &EventDiff> {
+        std::iter::once(&self.iteration).chain(self.events.iter().filter(|e| e.matters))
     }
 
-    /// True when nothing regressed but the iteration or some event is inconclusive: a
-    /// regression of the threshold's size could have gone unseen.
+    /// The gate: regressed when a row that matters regressed, inconclusive when one is
+    /// inconclusive, else pass. Events too small to matter are reported, never decide.
+    pub fn gate(&self) -> Gate {
+        if self.deciding().any(|e| e.verdict == Verdict::Regressed) {
+            Gate::Regressed
+        } else if self.deciding().any(|e| e.verdict == Verdict::Inconclusive) {
+            Gate::Inconclusive
+        } else {
+            Gate::Pass
+        }
+    }
+
+    /// True when the iteration or an event that matters regressed.
+    pub fn has_regression(&self) -> bool {
+        self.gate() == Gate::Regressed
+    }
+
+    /// True when nothing that matters regressed but the iteration or an event that matters is
+    /// inconclusive: a regression of the threshold's size could have gone unseen.
     pub fn is_inconclusive(&self) -> bool {
-        !self.has_regression()
-            && std::iter::once(&self.iteration)
-                .chain(&self.events)
-                .any(|e| e.verdict == Verdict::Inconclusive)
+        self.gate() == Gate::Inconclusive
     }
 }
 
-/// How many times an event's instability (the spread of its samples within a run, see the
-/// module documentation) its typical time may move between two runs of the same code, in
-/// standard deviations; measured on this project's examples, quiet and under load
-/// (docs/overhead.md, "How `prof diff` was checked").
-pub const INSTABILITY_FACTOR: f64 = 2.5;
-
-/// How many standard deviations of the runs' wander (see the module documentation) widen the
-/// iteration's confidence interval.
-pub const SPREAD_Z: f64 = 2.0;
+/// Marks the rows that decide the gate (see [`EventDiff::matters`]) and each event's share of
+/// the iteration.
+pub(crate) fn mark_matters(iteration: &mut EventDiff, events: &mut [EventDiff], threshold: f64) {
+    iteration.share = 1.0;
+    iteration.matters = true;
+    let whole = iteration.before_ns;
+    for e in events {
+        e.share = if whole > 0.0 && e.before_ns.is_finite() {
+            e.before_ns / whole
+        } else {
+            f64::NAN
+        };
+        let moved = e.share * (e.ratio - 1.0).abs();
+        e.matters = e.share >= threshold || (moved.is_finite() && moved >= threshold);
+    }
+}
 
 /// Compares two runs: every event found in both, by its identity ([`event_key`]), and the whole
 /// iteration. See the module documentation for the statistics and the verdicts.
 pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
-    let confidence = (1.0 - options.alpha).clamp(0.0, 1.0);
     let mut seeds = SplitMix64::new(options.seed);
-
     let (matched, only_before, only_after) = match_events(before, after);
-    let pairs: Vec<Pair> = matched
+    let sides: Vec<(Vec<f64>, Vec<f64>)> = matched
         .iter()
-        .map(|(b, a)| Pair::new(Side::of(before, b), Side::of(after, a)))
+        .map(|(b, a)| (stats::as_f64(&b.samples_ns), stats::as_f64(&a.samples_ns)))
         .collect();
-    let machine = machine::machine(&pairs);
-    let family = pairs.len() + 1;
-    let z = normal_quantile(1.0 - options.alpha / (2.0 * pairs.len().max(1) as f64));
-    let follows = machine::follow_each(&pairs);
+    // The machine: the events' shared change of their fastest-5% times and the spread around it.
+    let logs: Vec<f64> = sides
+        .iter()
+        .filter_map(|(b, a)| log_ratio(stats::fast(b), stats::fast(a)))
+        .collect();
+    let machine = if logs.len() >= MIN_EVENTS_FOR_SPREAD {
+        Machine {
+            events: logs.len(),
+            shift: stats::median(&logs).exp_m1(),
+            spread: robust_spread(&logs),
+        }
+    } else {
+        Machine {
+            events: logs.len(),
+            ..Machine::default()
+        }
+    };
+    // How far one event moves between two runs beyond its samples' own scatter: as far as
+    // these events moved around their shared shift; with too few events to tell, the floor.
+    let between = if machine.events >= MIN_EVENTS_FOR_SPREAD {
+        machine.spread
+    } else {
+        options.min_instability
+    };
+    let judged = Judged {
+        shift: machine.log_shift(),
+        between,
+        z: normal_quantile(1.0 - options.alpha / 2.0),
+        resamples: options.resamples,
+        threshold: options.threshold,
+        alpha: options.alpha,
+        family: matched.len() + 1,
+    };
     // Each event's bootstrap has a seed of its own, drawn in order, so that the events can be
     // compared on several threads with the same results.
-    let event_seeds: Vec<u64> = pairs.iter().map(|_| seeds.next_u64()).collect();
+    let event_seeds: Vec<u64> = sides.iter().map(|_| seeds.next_u64()).collect();
     let mut events: Vec<EventDiff> = in_parallel(matched.len(), |i| {
-        let (pair, follow) = (&pairs[i], follows[i]);
-        let allowance = z * machine
-            .spread
-            .hypot(INSTABILITY_FACTOR * pair.instability().max(options.min_instability))
-            + follow * pair.rest_drift.map_or(0.0, f64::abs);
-        let judged = Judged {
-            shift: machine.log_shift(),
-            allowance,
-            confidence,
-            family,
+        let (b, a) = &sides[i];
+        // An event whose samples scatter (memory-bound code, a wait on another thread) is also
+        // the one whose fastest samples move most between runs: its own allowance grows with
+        // its scatter.
+        let own = Judged {
+            between: judged.between.hypot(SCATTER_FACTOR * scatter(b).max(scatter(a))),
+            ..judged
         };
-        compare_event(
-            matched[i].1.identity(),
-            pair,
-            &judged,
-            options,
-            event_seeds[i],
-        )
+        one_run_row(matched[i].1.identity(), b, a, &own, event_seeds[i])
     });
-
     let wb = stats::as_f64(crate::measured_walls(before));
     let wa = stats::as_f64(crate::measured_walls(after));
     let (run_before, run_after) = machine::shapes(&wb, &wa);
-    let (mut iteration, width) = iteration::compare(
-        (before, after),
-        (&wb, &wa),
-        (&run_before, &run_after),
-        confidence,
-        options.resamples,
+    // The iteration is judged on its whole change: a change that slows every event alike shows
+    // there, and only there.
+    let whole = Judged {
+        shift: 0.0,
+        ..judged
+    };
+    let mut iteration = one_run_row(
+        Identity::named("iteration"),
+        &wb,
+        &wa,
+        &whole,
         seeds.next_u64(),
     );
-    let counts = (wb.len(), wa.len());
-    let allowance = iteration.allowance.ln_1p();
-    iteration.detectable = detectable(counts, width, allowance, options, family);
-
+    mark_matters(&mut iteration, &mut events, options.threshold);
     // Holm over the whole family: the iteration and every event.
     judge_family(&mut iteration, &mut events, options, [before, after]);
+    typical_one_run(&matched, &mut events, options);
 
     Diff {
         iteration,
@@ -269,6 +352,8 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
         only_after,
         threshold: options.threshold,
         alpha: options.alpha,
+        estimator: ESTIMATOR,
+        paired: false,
         memory: memory::compare(&matched),
         runs: Runs {
             before: run_before,
@@ -280,6 +365,163 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
             .then(|| runs::runs_needed(machine.spread, options.threshold, options.alpha))
             .flatten(),
         machine,
+    }
+}
+
+/// How far one event's fastest-5% time moves between two runs of the same code beyond the
+/// events' shared shift, in units of its samples' own scatter ([`scatter`]), with one run a
+/// side. Measured on the recorded corpus (tests/data/diff-corpus, every A/A pair of dlrm and
+/// waits, quiet, loaded and bursty: docs/overhead.md, "The estimator"): with 1.5, one change
+/// in a thousand of an event of 2% of the iteration or more falls outside its 95% interval
+/// before Holm's correction; with 1, nine; with 0, a hundred.
+pub const SCATTER_FACTOR: f64 = 1.5;
+
+/// An event's scatter within a run: [`robust_spread`] of the logarithms of its positive
+/// samples (0.05: about 5%).
+pub fn scatter(samples: &[f64]) -> f64 {
+    let logs: Vec<f64> = samples
+        .iter()
+        .filter(|&&x| x > 0.0)
+        .map(|x| x.ln())
+        .collect();
+    robust_spread(&logs)
+}
+
+/// How the verdicts name their estimator.
+pub const ESTIMATOR: &str = "fastest 5%";
+
+/// `ln(after / before)` for two positive values.
+pub(crate) fn log_ratio(before: f64, after: f64) -> Option<f64> {
+    (before > 0.0 && after > 0.0 && before.is_finite() && after.is_finite())
+        .then(|| (after / before).ln())
+}
+
+/// How one run a side is judged: the machine's shift (log scale), how far an event moves
+/// between runs (log scale), the normal quantile of the interval, and the bootstrap's size.
+#[derive(Clone, Copy)]
+struct Judged {
+    shift: f64,
+    between: f64,
+    z: f64,
+    resamples: usize,
+    threshold: f64,
+    alpha: f64,
+    family: usize,
+}
+
+/// One run a side, one row (p-adjustment and verdict come later): the change of the fastest-5%
+/// time, `d = ln(after / before)`, with `se = sqrt(sd_boot^2 + between^2)` (the bootstrap
+/// spread of `d` within the runs, and how far an event moves between runs); the interval is
+/// `d +- z se`, widened towards no change by the machine's shift (a change the whole machine
+/// shows is not the code's), and the p-value is of `d` beyond the shift: the distance from `d`
+/// to the span between 0 and the shift, over `se`, and never below what the sample counts
+/// allow (`detectable` is `None` when even that cannot be significant over the family).
+fn one_run_row(
+    identity: Identity,
+    before: &[f64],
+    after: &[f64],
+    judged: &Judged,
+    seed: u64,
+) -> EventDiff {
+    let mut row = row_of(identity, before, after);
+    let Some(d) = log_ratio(row.before_ns, row.after_ns) else {
+        return row;
+    };
+    let sd = stats::bootstrap_fast_log_sd(before, after, judged.resamples, seed);
+    let se = sd.hypot(judged.between);
+    let (up, down) = (judged.shift.max(0.0), judged.shift.min(0.0));
+    let reach = judged.z * se;
+    row.ci_low = (d - reach - up).exp();
+    row.ci_high = (d + reach - down).exp();
+    let distance = if d > up {
+        d - up
+    } else if d < down {
+        down - d
+    } else {
+        0.0
+    };
+    // No p-value below what these sample counts allow: that of two sets of samples entirely
+    // apart (Mann-Whitney), so that a handful of samples is never called on a bootstrap's word.
+    let (nb, na) = (before.len(), after.len());
+    let floor = if nb.min(na) <= 20 {
+        let below: Vec<f64> = (0..nb).map(|i| i as f64).collect();
+        let above: Vec<f64> = (nb..nb + na).map(|i| i as f64).collect();
+        stats::mann_whitney_p(&below, &above)
+    } else {
+        0.0
+    };
+    row.p_value = if distance == 0.0 {
+        1.0
+    } else if se > 0.0 {
+        stats::normal_p(distance / se).max(floor)
+    } else {
+        floor
+    };
+    row.allowance = (judged.between + judged.shift.abs()).exp_m1();
+    if reach.is_finite() && floor * (judged.family as f64) < judged.alpha {
+        // The smallest change whose interval would clear the threshold: d beyond
+        // ln(1 + threshold) + reach + the machine's slowdown.
+        row.detectable = Some((1.0 + judged.threshold) * (reach + up).exp() - 1.0);
+    }
+    row
+}
+
+/// A row with both sides' times (fastest-5% and typical) and ratios, no interval yet.
+pub(crate) fn row_of(identity: Identity, before: &[f64], after: &[f64]) -> EventDiff {
+    let (before_ns, after_ns) = (stats::fast(before), stats::fast(after));
+    let (before_median_ns, after_median_ns) = (stats::median(before), stats::median(after));
+    let n = before.len().min(after.len());
+    EventDiff {
+        identity,
+        before_n: before.len(),
+        after_n: after.len(),
+        before_ns,
+        after_ns,
+        before_median_ns,
+        after_median_ns,
+        ratio: ratio(after_ns, before_ns, n),
+        typical_ratio: ratio(after_median_ns, before_median_ns, n),
+        typical: None,
+        share: f64::NAN,
+        matters: false,
+        ci_low: f64::NAN,
+        ci_high: f64::NAN,
+        p_value: 1.0,
+        p_adjusted: 1.0,
+        verdict: Verdict::Inconclusive,
+        allowance: 0.0,
+        detectable: None,
+    }
+}
+
+/// One run a side: marks the events whose typical time moved beyond the threshold (the
+/// Mann-Whitney test of the samples, Bonferroni over the events) while their fastest-5% time
+/// was not judged to move that way.
+fn typical_one_run(matched: &[(&Event, &Event)], events: &mut [EventDiff], options: &DiffOptions) {
+    let family = events.len().max(1) as f64;
+    for ((b, a), row) in matched.iter().zip(events.iter_mut()) {
+        let moved = (row.typical_ratio - 1.0).abs() > options.threshold;
+        if !moved {
+            continue;
+        }
+        let p = stats::mann_whitney_p(&stats::as_f64(&b.samples_ns), &stats::as_f64(&a.samples_ns));
+        mark_typical(row, p * family < options.alpha);
+    }
+}
+
+/// Sets [`EventDiff::typical`] when `significant` and the fastest-5% verdict does not already
+/// say the same.
+pub(crate) fn mark_typical(row: &mut EventDiff, significant: bool) {
+    if !significant || !row.typical_ratio.is_finite() {
+        return;
+    }
+    let (slower, already) = if row.typical_ratio > 1.0 {
+        (Verdict::Regressed, row.verdict == Verdict::Regressed)
+    } else {
+        (Verdict::Improved, row.verdict == Verdict::Improved)
+    };
+    if !already {
+        row.typical = Some(slower);
     }
 }
 
@@ -387,7 +629,7 @@ fn judge_family<'a>(
 /// nanoseconds that can be called a regression or an improvement.
 fn verdict(d: &EventDiff, options: &DiffOptions, resolution: f64) -> Verdict {
     let significant = d.p_adjusted < options.alpha; // false for NaN
-    let resolved = (d.after_median_ns - d.before_median_ns).abs() >= resolution;
+    let resolved = (d.after_ns - d.before_ns).abs() >= resolution;
     if !significant {
         // "No change" only where the interval rules out a change of the threshold's size.
         let t = options.threshold;
@@ -407,15 +649,6 @@ fn verdict(d: &EventDiff, options: &DiffOptions, resolution: f64) -> Verdict {
     }
 }
 
-/// How one event is judged: the machine's shift and the event's allowance (both on the log
-/// scale), the confidence of the interval and the size of the family of tests.
-struct Judged {
-    shift: f64,
-    allowance: f64,
-    confidence: f64,
-    family: usize,
-}
-
 /// `after / before` medians: NaN when a side has no sample, 1 for 0/0, infinity for x/0.
 fn ratio(after: f64, before: f64, n: usize) -> f64 {
     if n == 0 {
@@ -431,118 +664,6 @@ fn ratio(after: f64, before: f64, n: usize) -> f64 {
     }
 }
 
-/// Compares one event (p-adjustment and verdict come later).
-fn compare_event(
-    identity: Identity,
-    pair: &Pair,
-    judged: &Judged,
-    options: &DiffOptions,
-    seed: u64,
-) -> EventDiff {
-    let (before, after) = (&pair.before.samples, &pair.after.samples);
-    let mut width = f64::NAN;
-    let interval = if before.is_empty() || after.is_empty() {
-        (f64::NAN, f64::NAN, 1.0)
-    } else {
-        let (lo, hi) = stats::bootstrap_median_ratio(
-            before,
-            after,
-            options.resamples,
-            judged.confidence,
-            seed,
-        );
-        width = ratio(pair.after.median, pair.before.median, 1) / lo;
-        let machine = judged.shift.exp();
-        let factor = judged.allowance.exp();
-        let own: Vec<f64> = after.iter().map(|x| x / machine).collect();
-        let p = p_beyond(before, &own, factor);
-        (lo / machine / factor, hi / machine * factor, p)
-    };
-    let mut row = unjudged(identity, before, after, interval);
-    row.allowance = judged.allowance.exp_m1();
-    let counts = (before.len(), after.len());
-    row.detectable = detectable(counts, width, judged.allowance, options, judged.family);
-    row
-}
-
-/// The smallest change a comparison could call a regression (see the module documentation):
-/// `(1 + threshold) x e^A x width - 1`, where `width` is `ratio / low` of the bootstrap interval
-/// before the allowance A (its lower half-width at these sample counts). `None` when a side has
-/// no sample, or when even two sets of samples entirely apart would not be significant at these
-/// sample counts once adjusted over the `family`.
-pub(super) fn detectable(
-    (nb, na): (usize, usize),
-    width: f64,
-    allowance: f64,
-    options: &DiffOptions,
-    family: usize,
-) -> Option<f64> {
-    if nb == 0 || na == 0 || !width.is_finite() || width <= 0.0 {
-        return None;
-    }
-    // Above 20 samples a side, complete separation is significant for any family below 10^6.
-    if nb.min(na) <= 20 {
-        let below: Vec<f64> = (0..nb).map(|i| i as f64).collect();
-        let above: Vec<f64> = (nb..nb + na).map(|i| i as f64).collect();
-        if stats::mann_whitney_p(&below, &above) * family as f64 >= options.alpha {
-            return None;
-        }
-    }
-    Some((1.0 + options.threshold) * allowance.exp() * width - 1.0)
-}
-
-/// The row of a comparison of `before` and `after` (raw samples) whose interval and p-value are
-/// known, `(ci_low, ci_high, p_value)`; the p-adjustment and verdict come later.
-fn unjudged(
-    identity: Identity,
-    before: &[f64],
-    after: &[f64],
-    (ci_low, ci_high, p_value): (f64, f64, f64),
-) -> EventDiff {
-    let before_median = stats::median(before);
-    let after_median = stats::median(after);
-    EventDiff {
-        identity,
-        before_n: before.len(),
-        after_n: after.len(),
-        before_median_ns: before_median,
-        after_median_ns: after_median,
-        ratio: ratio(after_median, before_median, before.len().min(after.len())),
-        ci_low,
-        ci_high,
-        p_value,
-        p_adjusted: p_value,
-        verdict: Verdict::NoChange,
-        allowance: 0.0,
-        detectable: None,
-    }
-}
-
-/// The p-value of "after differs from before by more than `factor`": the two-sided Mann-Whitney
-/// U test of `before` against `after` divided by `factor` (when its median is above `factor`
-/// times before's) or multiplied by it (when below 1 / `factor` times); 1 in between. With a
-/// factor of 1, the plain test.
-fn p_beyond(before: &[f64], after: &[f64], factor: f64) -> f64 {
-    if factor <= 1.0 {
-        return stats::mann_whitney_p(before, after);
-    }
-    let r = ratio(
-        stats::median(after),
-        stats::median(before),
-        before.len().min(after.len()),
-    );
-    let scale = if r > factor {
-        1.0 / factor
-    } else if r < 1.0 / factor {
-        factor
-    } else {
-        return 1.0;
-    };
-    let scaled: Vec<f64> = after.iter().map(|x| x * scale).collect();
-    stats::mann_whitney_p(before, &scaled)
-}
-
-mod iteration;
 mod machine;
 mod runs;
 pub use runs::{diff_runs, runs_needed, Load, LOAD_ALPHA, LOAD_MARGIN, LOAD_MIN_RUNS};

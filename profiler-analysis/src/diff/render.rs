@@ -20,8 +20,9 @@ pub fn render(diff: &Diff, format: Format) -> String {
 }
 
 pub(super) const CSV_HEADER: &str =
-    "id,name,layer,phase,occurrence,before_n,after_n,before_median_ns,\
-after_median_ns,ratio,ci_low,ci_high,p_value,p_adjusted,verdict,allowance,detectable";
+    "id,name,layer,phase,occurrence,before_n,after_n,before_ns,after_ns,before_median_ns,\
+after_median_ns,ratio,ci_low,ci_high,p_value,p_adjusted,verdict,allowance,detectable,\
+typical_ratio,typical,share,matters";
 
 fn render_csv(diff: &Diff) -> String {
     let mut out = String::from(CSV_HEADER);
@@ -36,6 +37,8 @@ fn render_csv(diff: &Diff) -> String {
             occurrence,
             d.before_n.to_string(),
             d.after_n.to_string(),
+            text::num(d.before_ns),
+            text::num(d.after_ns),
             text::num(d.before_median_ns),
             text::num(d.after_median_ns),
             text::num(d.ratio),
@@ -46,6 +49,11 @@ fn render_csv(diff: &Diff) -> String {
             d.verdict.as_str().to_owned(),
             text::num(d.allowance),
             d.detectable.map_or_else(String::new, text::num),
+            text::num(d.typical_ratio),
+            d.typical
+                .map_or_else(String::new, |v| v.as_str().to_owned()),
+            text::num(d.share),
+            d.matters.to_string(),
         ];
         out.push_str(&fields.join(","));
         out.push('\n');
@@ -56,7 +64,7 @@ fn render_csv(diff: &Diff) -> String {
     ] {
         for m in list {
             out.push_str(&format!(
-                "{},{},,,{},,,,,,,,,,{verdict},,\n",
+                "{},{},,,{},,,,,,,,,,,,{verdict},,,,,,\n",
                 text::csv_field(&m.id),
                 text::csv_field(&m.name),
                 m.occurrence
@@ -98,11 +106,12 @@ fn p_text(p: f64) -> String {
     }
 }
 
-const TEXT_HEADERS: [&str; 11] = [
+const TEXT_HEADERS: [&str; 12] = [
     "layer",
     "phase",
     "name",
     "occ",
+    "share",
     "before",
     "after",
     "change",
@@ -136,15 +145,29 @@ fn text_cells(d: &EventDiff, iteration: bool) -> Vec<String> {
             crate::text::human_ns(v)
         }
     };
+    let share = if iteration {
+        "-".to_owned()
+    } else if d.share.is_finite() {
+        format!("{:.1}%", 100.0 * d.share)
+    } else {
+        "?".to_owned()
+    };
+    let verdict = if iteration || d.matters {
+        d.verdict.as_str().to_owned()
+    } else {
+        // Reported, never deciding the gate.
+        format!("({})", d.verdict.as_str())
+    };
     let mut cells = text::identity_cells(&d.identity, iteration);
     cells.extend([
-        times(d.before_median_ns, d.before_n),
-        times(d.after_median_ns, d.after_n),
+        share,
+        times(d.before_ns, d.before_n),
+        times(d.after_ns, d.after_n),
         change(d.ratio),
         ci,
         detectable_text(d),
         p_text(d.p_adjusted),
-        d.verdict.as_str().to_owned(),
+        verdict,
     ]);
     cells
 }
@@ -172,11 +195,14 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
         .chain(&diff.events)
         .collect();
     let count = |v: Verdict| diff.events.iter().filter(|d| d.verdict == v).count();
-    let intervals = if diff.runs_compared.is_some() {
-        "each interval is of the change between the runs' medians"
-    } else {
-        "each interval is of the event's own change, beyond the machine's, widened by its \
-         allowance"
+    let intervals = match (diff.runs_compared, diff.paired) {
+        (Some(_), true) => "each interval is of the rounds' ratios, paired".to_owned(),
+        (Some(_), false) => "each interval is of the runs' times, Welch's t".to_owned(),
+        (None, _) => format!(
+            "each interval is of the event's change, widened by how far these events moved \
+             between the runs (\u{b1}{:.1}%) and towards no change by their shared shift",
+            100.0 * diff.machine.spread
+        ),
     };
     out.push_str(&format!(
         "{bullet}iteration: {}; {} events: {} regressed, {} improved, {} within noise, {} no \
@@ -192,12 +218,31 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
         diff.alpha,
         all.len()
     ));
+    out.push_str(&format!(
+        "{bullet}before, after, change: the {} time of each run's samples (the code's cost, \
+         which a busy machine's delays cannot move; the typical time, the median, is in \
+         --format json); share: of the iteration's; a verdict in parentheses is of an event \
+         too small to matter (below {}% of the iteration, and its change did not move the \
+         iteration by {}%): shown, never deciding\n",
+        diff.estimator,
+        100.0 * diff.threshold,
+        100.0 * diff.threshold
+    ));
     if let Some((b, a)) = diff.runs_compared {
-        out.push_str(&format!(
-            "{bullet}runs: {b} before, {a} after; each event is compared by its median in each \
-             run (Welch's t on their logarithms: the run is the unit, so a shift of one run is \
-             measured as the runs' own spread; before and after are medians of the runs' medians)\n"
-        ));
+        out.push_str(&if diff.paired {
+            format!(
+                "{bullet}runs: {b} rounds, each a before and an after run adjacent; each event \
+                 is compared round by round (the ratio within a round, Student's t over the \
+                 rounds: a machine that changes over minutes falls on both runs of a round)\n"
+            )
+        } else {
+            format!(
+                "{bullet}runs: {b} before, {a} after; each event is compared by its time in \
+                 each run (Welch's t on their logarithms: the run is the unit, so a shift of \
+                 one run is measured as the runs' own spread); if the runs were made in rounds, \
+                 --paired compares them round by round\n"
+            )
+        });
     }
     if diff.runs_compared.is_none() {
         let how_many = match diff.runs_needed {
@@ -217,7 +262,18 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
              memory, what the machine did) cannot be told from a change of the code{how_many}\n"
         ));
     }
-    if let Some(load) = diff.load.as_ref().filter(|l| l.differs) {
+    if let Some(load) = diff.load.as_ref().filter(|l| l.differs && diff.paired) {
+        out.push_str(&format!(
+            "{bullet}load: the before runs' iterations took over {SLOW_ITERATION}x their \
+             fastest {:.1}% of the time (median of the runs), the after runs' {:.1}% \
+             (Mann-Whitney p {}); the runs were paired in rounds, each round's two runs under \
+             the same machine, so the verdicts stand\n",
+            100.0 * load.before_slow_share,
+            100.0 * load.after_slow_share,
+            p_text(load.p_value)
+        ));
+    }
+    if let Some(load) = diff.load.as_ref().filter(|l| l.differs && !diff.paired) {
         out.push_str(&format!(
             "{bullet}LOAD DIFFERS between the sides: the before runs' iterations took over \
              {SLOW_ITERATION}x their fastest {:.1}% of the time (median of the runs), the after \
@@ -256,25 +312,85 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
     for line in machine_lines(diff) {
         out.push_str(&format!("{bullet}{line}\n"));
     }
-    let listed = |v: Verdict| -> String {
-        let names: Vec<String> = all
+    for (v, which, meaning) in [
+        (
+            Verdict::Regressed,
+            "slower",
+            "occasional stalls, not the code's cost",
+        ),
+        (
+            Verdict::Improved,
+            "faster",
+            "occasional stalls gone, not the code's cost",
+        ),
+    ] {
+        let moved: Vec<String> = diff
+            .events
             .iter()
-            .filter(|d| d.verdict == v)
-            .map(|d| format!("{} ({})", text::label(&d.identity), change(d.ratio)))
+            .filter(|d| d.typical == Some(v) && d.matters)
+            .map(|d| format!("{} {}", text::label(&d.identity), change(d.typical_ratio)))
             .collect();
-        format!("{} {}: {}", names.len(), v.as_str(), names.join(", "))
+        if !moved.is_empty() {
+            out.push_str(&format!(
+                "{bullet}typical time {which}, fastest unchanged ({meaning}): {}\n",
+                moved.join(", ")
+            ));
+        }
+    }
+    let listed = |v: Verdict, deciding: bool| -> Vec<String> {
+        all.iter()
+            .filter(|d| d.verdict == v && (d.matters == deciding))
+            .map(|d| format!("{} ({})", text::label(&d.identity), change(d.ratio)))
+            .collect()
     };
-    let any = |v: Verdict| all.iter().any(|d| d.verdict == v);
-    if any(Verdict::Improved) {
-        out.push_str(&format!("{bullet}{}\n", listed(Verdict::Improved)));
+    for v in [Verdict::Improved, Verdict::Regressed] {
+        let names = listed(v, true);
+        // Regressions that matter are the closing line.
+        if !names.is_empty() && v == Verdict::Improved {
+            out.push_str(&format!(
+                "{bullet}{} {}: {}\n",
+                names.len(),
+                v.as_str(),
+                names.join(", ")
+            ));
+        }
+        let small = listed(v, false);
+        if !small.is_empty() {
+            out.push_str(&format!(
+                "{bullet}{} {}, too small to matter (not deciding): {}\n",
+                small.len(),
+                v.as_str(),
+                small.join(", ")
+            ));
+        }
     }
-    if any(Verdict::Regressed) {
-        out.push_str(&format!("{bullet}{}\n", listed(Verdict::Regressed)));
-    } else if diff.is_inconclusive() {
-        out.push_str(&format!("{bullet}{}\n", inconclusive_line(diff, &all)));
-    } else {
-        out.push_str(&format!("{bullet}no regression\n"));
-    }
+    let deciding: Vec<&EventDiff> = diff.deciding().collect();
+    out.push_str(&format!(
+        "{bullet}{}\n",
+        match diff.gate() {
+            Gate::Regressed => {
+                let names = listed(Verdict::Regressed, true);
+                format!("{} regressed: {}", names.len(), names.join(", "))
+            }
+            Gate::Inconclusive => inconclusive_line(diff, &deciding),
+            Gate::Pass => {
+                let small = diff
+                    .events
+                    .iter()
+                    .filter(|d| !d.matters && d.verdict == Verdict::Inconclusive)
+                    .count();
+                if small > 0 {
+                    format!(
+                        "no regression in what matters ({} rows decided; {small} events too \
+                         small to matter are inconclusive and do not decide)",
+                        deciding.len()
+                    )
+                } else {
+                    format!("no regression ({} rows decided)", deciding.len())
+                }
+            }
+        }
+    ));
     for line in super::memory::lines(&diff.memory) {
         out.push_str(&format!("{bullet}{line}\n"));
     }
@@ -287,13 +403,21 @@ fn machine_lines(diff: &Diff) -> Vec<String> {
     let mut lines = Vec::new();
     let m = &diff.machine;
     if m.events >= MIN_EVENTS_FOR_SPREAD {
-        lines.push(format!(
-            "machine: the events moved {} together (spread {:.1}%; they followed their \
-             iterations' wall-time drift {:.0}%); each event is judged on its change beyond that",
-            change(1.0 + m.shift),
-            100.0 * m.spread,
-            100.0 * m.follow
-        ));
+        lines.push(if diff.runs_compared.is_some() {
+            format!(
+                "machine: the events moved {} together (spread {:.1}%), reported only: with \
+                 several runs a side each event is judged on its own change",
+                change(1.0 + m.shift),
+                100.0 * m.spread
+            )
+        } else {
+            format!(
+                "machine: the events moved {} together (spread {:.1}%); each event is judged on \
+                 its change beyond that",
+                change(1.0 + m.shift),
+                100.0 * m.spread
+            )
+        });
     }
     let runs = [("before", &diff.runs.before), ("after", &diff.runs.after)];
     for (i, (which, run)) in runs.iter().enumerate() {
@@ -301,18 +425,14 @@ fn machine_lines(diff: &Diff) -> Vec<String> {
             continue;
         }
         let (other, other_run) = runs[1 - i];
-        let allowances: Vec<f64> = diff.events.iter().map(|e| e.allowance).collect();
         lines.push(format!(
             "{which} looks disturbed: {:.0}% of its iterations took over {SLOW_ITERATION}x its \
-             fastest (median {}, fastest 5% {}; {other}: {:.0}%); the iteration's interval was \
-             widened by \u{b1}{:.1}%; events are judged against one another and were widened by \
-             \u{b1}{:.1}% (median)",
+             fastest (median {}, fastest 5% {}; {other}: {:.0}%); the verdicts judge each \
+             event's fastest 5%, which such delays leave alone",
             100.0 * run.slow_share,
             crate::text::human_ns(run.median_ns),
             crate::text::human_ns(run.fastest_ns),
             100.0 * other_run.slow_share,
-            100.0 * diff.iteration.allowance,
-            100.0 * stats::median(&allowances),
         ));
     }
     lines

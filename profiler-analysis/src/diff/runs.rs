@@ -1,47 +1,37 @@
-//! Several runs a side: the run is the unit (`prof diff BEFORE... -- AFTER...`).
+//! Several runs a side: the run is the unit (`prof diff BEFORE... -- AFTER...`, and `prof ab`).
 //!
 //! Two runs of the same code differ by more than their samples say: where code and data land in
-//! memory, and what the machine did during each, shift whole runs (a steady event was seen 15%
-//! and 48% slower in one run of twenty). With one run a side that shift and a regression look
-//! the same, and the one-run comparison ([`diff`](super::diff)) can only allow for it. With
-//! several runs a side, the shift is measured: each event is summarised per run by the median of
-//! its samples, and the two sides' run medians are compared on the log scale by Welch's t
-//! (Kalibera and Jones's hierarchical view with the run as the unit: the spread between a side's
-//! run medians holds both the between-run and the within-run variance). So:
+//! memory, and what the machine did during each, shift whole runs. With several runs a side
+//! that shift is measured. Each event is summarised per run by its **fastest-5% time**
+//! ([`stats::fast`]: on a shared machine delays only add, and the fastest samples are what they
+//! cannot move) and by its median (the typical time, reported beside it). On the log scale:
 //!
-//! - **ratio**: `exp(mean(log after medians) - mean(log before medians))`, the geometric mean of
-//!   the after runs' medians over the before runs';
-//! - **interval**: `exp(d ± t(df, 1 - alpha/2) · se)`, with `se² = s_b²/m + s_a²/n` of the log
-//!   medians and the Welch-Satterthwaite degrees of freedom; a side of one run borrows the
-//!   other side's variance (there is none to measure in one run);
-//! - **p-value**: Welch's two-sided t test of the log medians, adjusted by Holm over the
-//!   iteration and every event, as in the one-run comparison;
-//! - **verdicts**: the same rule ([`Verdict`]): regressed beyond the threshold, no change within
-//!   it, inconclusive when the interval reaches past it; **detectable**: `(1 + t) · ratio / low -
-//!   1`, the smallest change these runs could call a regression.
+//! - **paired** (`prof ab`, `prof diff --paired`: the K-th before run and the K-th after run
+//!   ran adjacent, in one round): each round's `d_k = ln(after_k / before_k)` is the unit, and
+//!   the ratio is `exp(mean d)`, the interval `exp(mean d +- t(n - 1, 1 - alpha/2) sd(d) / sqrt n)`
+//!   and the p-value Student's one-sample t test (randomized multiple interleaved trials,
+//!   Abedi and Brecht, ICPE 2017): a machine that changes over minutes falls on both runs of a
+//!   round and cancels;
+//! - **unpaired** (runs made at other times): the two sides' log fastest-5% times by Welch's t
+//!   (Kalibera and Jones's hierarchical view with the run as the unit), the Welch-Satterthwaite
+//!   degrees of freedom; a side of one run borrows the other's variance.
 //!
-//! - **machine**: as in the one-run comparison, the events' shared change (the median of their
-//!   log ratios over at least [`MIN_EVENTS_FOR_SPREAD`] events) is the machine's and is left out
-//!   of each event's. Unlike there, the spread of the events' changes around it does not widen
-//!   the intervals: measured (scripts/ab_acceptance.py, docs/overhead.md), that allowance cut
-//!   the 5% slowdown found in dlrm from 40 of 40 comparisons to 10, and still named events
-//!   when one side's runs were all loaded. With the runs interleaved (as `prof ab` runs them)
-//!   the shift is near zero; a side whose runs are all loaded cannot be told from a change of
-//!   the events that load slows most (memory-bound ones), which is why the runs are
-//!   interleaved.
+//! `before_ns` and `after_ns` are the geometric means of the runs' fastest-5% times, so the
+//! ratio is their quotient and lies inside its interval. No shared shift of the events is taken
+//! out: measured on the recorded corpus (docs/overhead.md), taking it out let the small events
+//! that slow most under load pull every other event's change. The events' shared change and
+//! spread are still reported ([`Machine`]).
 //!
-//! The iteration is compared the same way, on each run's median measured iteration, without
-//! the events' shift (a change that slows every event alike shows there and only there).
-//!
+//! - **verdicts** and **gate**: as in the one-run comparison ([`Verdict`], [`Diff::gate`]);
+//!   **detectable**: `(1 + t) · ratio / low - 1`.
+//! - **typical time**: the runs' log medians compared the same way (paired or Welch); an event
+//!   whose typical time moved beyond the threshold (Bonferroni over the events) while its
+//!   fastest-5% time was not judged to move that way gets [`EventDiff::typical`].
 //! - **load**: each run's share of measured iterations that took over [`SLOW_ITERATION`](super::SLOW_ITERATION) times
-//!   its fastest 5% ([`RunShape::slow_share`]: near 0 on a quiet machine, a few percent to a
-//!   quarter under a CPU hog per core) is compared between the sides by the Mann-Whitney test.
-//!   When the sides differ ([`Load::differs`]: p below [`LOAD_ALPHA`] and medians at least
-//!   [`LOAD_MARGIN`] apart), the load fell on one side more than the other and a change cannot
-//!   be told from it: every verdict, the iteration's included, is inconclusive (the ratios
-//!   and intervals are still shown). Measured on recorded runs (docs/overhead.md, "Several runs
-//!   a side"): without this, 20 of 20 A/A comparisons of dlrm with one side all loaded named
-//!   events.
+//!   its fastest 5% ([`RunShape::slow_share`]) is compared between the sides by the Mann-Whitney
+//!   test ([`Load`]). For unpaired runs, made at different times, sides loaded differently
+//!   ([`Load::differs`]) make every verdict inconclusive. Paired runs ran under the same
+//!   machine round by round: the load is reported, never overrides them.
 
 use std::collections::HashMap;
 
@@ -105,11 +95,13 @@ impl Load {
 }
 
 /// Compares several runs of each side, event by event and for the iteration (see the module
-/// documentation); one run a side is [`diff`](super::diff)'s comparison.
+/// documentation); paired by round when `options.paired` and the sides have as many runs; one
+/// run a side is [`diff`](super::diff)'s comparison.
 pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -> Diff {
     if let ([b], [a]) = (before, after) {
         return super::diff(b, a, options);
     }
+    let paired = options.paired && before.len() == after.len();
     // The events, in the order of the first after run that has them.
     let mut keys: Vec<(String, u32)> = Vec::new();
     let mut identity: HashMap<(String, u32), Identity> = HashMap::new();
@@ -122,35 +114,43 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
             }
         }
     }
-    let medians = |side: &[Profile], k: &(String, u32)| -> Vec<f64> {
+    // Each run's (fastest-5%, median) of an event, `None` where the run lacks it.
+    let per_run = |side: &[Profile], k: &(String, u32)| -> Vec<Option<(f64, f64)>> {
         side.iter()
-            .filter_map(|p| p.events.iter().find(|e| &event_key(e) == k))
-            .filter_map(run_median)
+            .map(|p| {
+                p.events
+                    .iter()
+                    .find(|e| &event_key(e) == k)
+                    .and_then(run_times)
+            })
             .collect()
     };
     let mut sides = Vec::new();
     let (mut only_before, mut only_after) = (Vec::new(), Vec::new());
     for k in &keys {
-        let (b, a) = (medians(before, k), medians(after, k));
+        let (b, a) = (per_run(before, k), per_run(after, k));
         let id = identity[k].clone();
-        match (b.is_empty(), a.is_empty()) {
+        match (b.iter().all(Option::is_none), a.iter().all(Option::is_none)) {
             (false, false) => sides.push((id, b, a)),
             (true, false) => only_after.push(missing(&id)),
             (false, true) => only_before.push(missing(&id)),
             (true, true) => {}
         }
     }
-    // The machine: the events' shared change and the spread around it.
-    let logs: Vec<f64> = sides
+    let mut events: Vec<EventDiff> = sides
         .iter()
-        .filter_map(|(_, b, a)| Some(mean_log(a)? - mean_log(b)?))
+        .map(|(id, b, a)| compare(id.clone(), b, a, paired, options))
+        .collect();
+    // The machine, reported: the events' shared change and the spread around it.
+    let logs: Vec<f64> = events
+        .iter()
+        .filter_map(|e| super::log_ratio(e.before_ns, e.after_ns))
         .collect();
     let machine = if logs.len() >= MIN_EVENTS_FOR_SPREAD {
         Machine {
             events: logs.len(),
             shift: stats::median(&logs).exp_m1(),
             spread: robust_spread(&logs),
-            follow: 0.0,
         }
     } else {
         Machine {
@@ -158,35 +158,41 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
             ..Machine::default()
         }
     };
-    let judged = Judged {
-        shift: machine.shift.ln_1p(),
-    };
-    let mut events: Vec<EventDiff> = sides
-        .into_iter()
-        .map(|(id, b, a)| compare(id, &b, &a, options, &judged))
-        .collect();
-    let walls = |side: &[Profile]| -> Vec<f64> {
+    let walls = |side: &[Profile]| -> Vec<Option<(f64, f64)>> {
         side.iter()
-            .map(|p| stats::as_f64(crate::measured_walls(p)))
-            .filter(|w| !w.is_empty())
-            .map(|w| stats::median(&w))
+            .map(|p| {
+                let w = stats::as_f64(crate::measured_walls(p));
+                (!w.is_empty()).then(|| (stats::fast(&w), stats::median(&w)))
+            })
             .collect()
     };
     let mut iteration = compare(
         Identity::named("iteration"),
         &walls(before),
         &walls(after),
+        paired,
         options,
-        &Judged::default(),
     );
+    super::mark_matters(&mut iteration, &mut events, options.threshold);
     super::judge_family(
         &mut iteration,
         &mut events,
         options,
         before.iter().chain(after),
     );
+    // The typical time, after the verdicts (a finding only where they do not say the same).
+    let family = events.len().max(1) as f64;
+    for (row, (_, b, a)) in events.iter_mut().zip(&sides) {
+        if (row.typical_ratio - 1.0).abs() > options.threshold {
+            let typical = |v: &[Option<(f64, f64)>]| -> Vec<Option<f64>> {
+                v.iter().map(|x| x.map(|t| t.1)).collect()
+            };
+            let p = log_test(&typical(b), &typical(a), paired).map_or(1.0, |t| t.p);
+            super::mark_typical(row, p * family < options.alpha);
+        }
+    }
     let load = Load::of(before, after);
-    if load.differs {
+    if load.differs && !paired {
         for row in std::iter::once(&mut iteration).chain(events.iter_mut()) {
             row.verdict = Verdict::Inconclusive;
         }
@@ -198,6 +204,8 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
         only_after,
         threshold: options.threshold,
         alpha: options.alpha,
+        estimator: super::ESTIMATOR,
+        paired,
         memory: Vec::new(),
         machine,
         runs: Runs::default(),
@@ -226,9 +234,15 @@ pub fn runs_needed(spread: f64, threshold: f64, alpha: f64) -> Option<usize> {
     })
 }
 
-/// An event's median in one run (its recorded median when the samples were not kept).
-fn run_median(e: &Event) -> Option<f64> {
-    crate::event_time(e).filter(|&m| m > 0.0)
+/// An event's (fastest-5%, median) time in one run, from its samples; its recorded median for
+/// both when the samples were not kept; `None` when not positive.
+fn run_times(e: &Event) -> Option<(f64, f64)> {
+    if e.samples_ns.is_empty() {
+        return crate::event_time(e).filter(|&m| m > 0.0).map(|m| (m, m));
+    }
+    let samples = stats::as_f64(&e.samples_ns);
+    let (fast, median) = (stats::fast(&samples), stats::median(&samples));
+    (fast > 0.0 && median > 0.0).then_some((fast, median))
 }
 
 fn missing(id: &Identity) -> Missing {
@@ -239,35 +253,92 @@ fn missing(id: &Identity) -> Missing {
     }
 }
 
-/// The mean logarithm of the positive values, if any.
-fn mean_log(v: &[f64]) -> Option<f64> {
-    let logs: Vec<f64> = v.iter().filter(|&&x| x > 0.0).map(|x| x.ln()).collect();
-    (!logs.is_empty()).then(|| stats::mean(&logs))
+/// A comparison of log values: the mean difference (after - before), its standard error and
+/// degrees of freedom, and the two-sided p-value.
+struct LogTest {
+    diff: f64,
+    se: f64,
+    df: f64,
+    p: f64,
 }
 
-/// How an event is judged beyond its own runs' spread: the machine's shift (log scale).
-#[derive(Default)]
-struct Judged {
-    shift: f64,
+/// The logs of `before` and `after` (per run; `None` where a run lacks the event) compared:
+/// paired by round (one-sample t of the rounds with both) or by Welch's t; `None` when there is
+/// not enough to compare.
+fn log_test(before: &[Option<f64>], after: &[Option<f64>], paired: bool) -> Option<LogTest> {
+    let ln = |x: &f64| (*x > 0.0).then(|| x.ln());
+    let (diff, se, df) = if paired {
+        let d: Vec<f64> = before
+            .iter()
+            .zip(after)
+            .filter_map(|(b, a)| Some(ln(a.as_ref()?)? - ln(b.as_ref()?)?))
+            .collect();
+        if d.len() < 2 {
+            return None;
+        }
+        let n = d.len() as f64;
+        let mean = stats::mean(&d);
+        let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        (mean, (var / n).sqrt(), n - 1.0)
+    } else {
+        let logs = |v: &[Option<f64>]| -> Vec<f64> { v.iter().flatten().filter_map(ln).collect() };
+        let w = welch(&logs(before), &logs(after))?;
+        (w.diff, w.se, w.df)
+    };
+    let p = if diff == 0.0 {
+        1.0
+    } else if se > 0.0 {
+        2.0 * (1.0 - student_t_cdf(diff.abs() / se, df))
+    } else {
+        0.0
+    };
+    Some(LogTest { diff, se, df, p })
 }
 
-/// One row from the run medians of each side (p-adjustment and verdict come later).
+/// One row from each side's per-run (fastest-5%, median) times (p-adjustment and verdict come
+/// later).
 fn compare(
     identity: Identity,
-    before: &[f64],
-    after: &[f64],
+    before: &[Option<(f64, f64)>],
+    after: &[Option<(f64, f64)>],
+    paired: bool,
     options: &DiffOptions,
-    judged: &Judged,
 ) -> EventDiff {
-    let logs = |v: &[f64]| -> Vec<f64> { v.iter().filter(|&&x| x > 0.0).map(|x| x.ln()).collect() };
-    let (lb, la) = (logs(before), logs(after));
+    let fast = |v: &[Option<(f64, f64)>]| -> Vec<Option<f64>> {
+        v.iter().map(|x| x.map(|t| t.0)).collect()
+    };
+    let typical =
+        |v: &[Option<(f64, f64)>]| -> Vec<f64> { v.iter().flatten().map(|t| t.1).collect() };
+    let geo = |v: &[Option<f64>]| -> f64 {
+        let logs: Vec<f64> = v
+            .iter()
+            .flatten()
+            .filter(|&&x| x > 0.0)
+            .map(|x| x.ln())
+            .collect();
+        if logs.is_empty() {
+            f64::NAN
+        } else {
+            stats::mean(&logs).exp()
+        }
+    };
+    let (fb, fa) = (fast(before), fast(after));
+    let (tb, ta) = (typical(before), typical(after));
+    let (before_ns, after_ns) = (geo(&fb), geo(&fa));
+    let (before_median_ns, after_median_ns) = (stats::median(&tb), stats::median(&ta));
     let mut row = EventDiff {
         identity,
-        before_n: before.len(),
-        after_n: after.len(),
-        before_median_ns: stats::median(before),
-        after_median_ns: stats::median(after),
-        ratio: f64::NAN,
+        before_n: fb.iter().flatten().count(),
+        after_n: fa.iter().flatten().count(),
+        before_ns,
+        after_ns,
+        before_median_ns,
+        after_median_ns,
+        ratio: after_ns / before_ns,
+        typical_ratio: after_median_ns / before_median_ns,
+        typical: None,
+        share: f64::NAN,
+        matters: false,
         ci_low: f64::NAN,
         ci_high: f64::NAN,
         p_value: 1.0,
@@ -276,23 +347,15 @@ fn compare(
         allowance: 0.0,
         detectable: None,
     };
-    let Some(w) = welch(&lb, &la) else {
+    let Some(test) = log_test(&fb, &fa, paired) else {
         return row;
     };
-    let t = student_t_quantile(1.0 - options.alpha / 2.0, w.df);
-    // The event's own change, beyond the machine's.
-    let own = w.diff - judged.shift;
-    let reach = t * w.se;
-    row.ratio = w.diff.exp();
-    row.ci_low = (own - reach).exp();
-    row.ci_high = (own + reach).exp();
-    row.p_value = if own == 0.0 {
-        1.0
-    } else if w.se > 0.0 {
-        2.0 * (1.0 - student_t_cdf(own.abs() / w.se, w.df))
-    } else {
-        0.0
-    };
+    let t = student_t_quantile(1.0 - options.alpha / 2.0, test.df);
+    let reach = t * test.se;
+    row.ratio = test.diff.exp();
+    row.ci_low = (test.diff - reach).exp();
+    row.ci_high = (test.diff + reach).exp();
+    row.p_value = test.p;
     if reach.is_finite() {
         row.detectable = Some((1.0 + options.threshold) * reach.exp() - 1.0);
     }
