@@ -48,7 +48,9 @@ for line in sys.stdin:
   target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
   cp "$target/release/examples/cuda_mlp" "$target/release/prof" "$dir/" || exit 2
   cp "$hw" "$dir/cuda_hw" || exit 2
-  echo "gpu-check: binaries of $(git rev-parse --short HEAD) in $dir: $(ls "$dir" | tr '\n' ' ')"
+  dirty=
+  git diff --quiet HEAD 2>/dev/null || dirty=" with uncommitted changes"
+  echo "gpu-check: binaries of $(git rev-parse --short HEAD)$dirty in $dir: $(ls "$dir" | tr '\n' ' ')"
   exit 0
 fi
 bin=${GPU_CHECK_BIN:-}
