@@ -121,14 +121,17 @@ pub fn run(plan: &Plan, options: &DiffOptions) -> Result<(Vec<Profile>, Vec<Prof
                 }
             }
             None if round + 1 >= MIN_ROUNDS => {
-                // Resolved: every row that decides has an interval within the threshold of its
-                // own change (a rule on the intervals' widths, not on what they say, so that
-                // stopping does not pick a lucky moment).
+                // Resolved: no row that decides is inconclusive, and each has an interval within
+                // the threshold of its own change (a rule mostly on the intervals' widths, so
+                // that stopping does not pick a lucky moment).
                 let reach = d
                     .deciding()
                     .map(|e| spread_of(e.ci_low, e.ci_high))
                     .fold(0.0f64, f64::max);
-                if reach <= options.threshold {
+                let open = d
+                    .deciding()
+                    .any(|e| e.verdict == diff::Verdict::Inconclusive);
+                if !open && reach <= options.threshold {
                     eprintln!(
                         "prof ab: resolved after {} rounds: every row that matters is known \
                          within \u{b1}{:.1}% (the threshold {:.1}%)",

@@ -56,7 +56,10 @@ fn runs_interleaved_each_with_its_own_output_and_padding_then_compares() {
     // Only the slowed layer is named, with the round as the unit; every round the same, every
     // interval is exact, so the run stops resolved at the fewest rounds it takes (5 of 6).
     assert_eq!(out.status.code(), Some(1), "{text}\n{err}");
-    assert!(text.contains("runs: 5 rounds, each a before and an after run"), "{text}");
+    assert!(
+        text.contains("runs: 5 rounds, each a before and an after run"),
+        "{text}"
+    );
     assert!(err.contains("prof ab: resolved after 5 rounds"), "{err}");
     assert!(
         text.contains("1 regressed: top_mlp/bwd top_backward (+40.0%)"),
@@ -110,7 +113,11 @@ fn runs_interleaved_each_with_its_own_output_and_padding_then_compares() {
     assert_eq!(out.status.code(), Some(0), "{text}\n{err}");
     assert!(text.contains("runs: 2 rounds"), "{text}");
     assert!(
-        text.trim_end().lines().last().unwrap().starts_with("no regression"),
+        text.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("no regression"),
         "{text}"
     );
     assert!(err.contains("every interval is within"), "{err}");

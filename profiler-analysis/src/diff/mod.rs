@@ -121,7 +121,9 @@ pub struct EventDiff {
     pub share: f64,
     /// Whether the row decides the gate ([`Diff::gate`]): the iteration always; an event when
     /// its share of the iteration is at least the threshold, or its change moved the
-    /// iteration by the threshold (`share x |ratio - 1|`).
+    /// iteration by the threshold (`share x |ratio - 1|`), except when it is inconclusive and
+    /// what its interval leaves open could not move the iteration by the threshold
+    /// (`share x reach < threshold`, the reach being how far the interval goes from no change).
     pub matters: bool,
     /// Lower bound of the confidence interval of the ratio.
     pub ci_low: f64,
@@ -252,7 +254,7 @@ impl Diff {
 }
 
 /// Marks the rows that decide the gate (see [`EventDiff::matters`]) and each event's share of
-/// the iteration.
+/// the iteration; after the verdicts.
 pub(crate) fn mark_matters(iteration: &mut EventDiff, events: &mut [EventDiff], threshold: f64) {
     iteration.share = 1.0;
     iteration.matters = true;
@@ -264,7 +266,21 @@ pub(crate) fn mark_matters(iteration: &mut EventDiff, events: &mut [EventDiff], 
             f64::NAN
         };
         let moved = e.share * (e.ratio - 1.0).abs();
-        e.matters = e.share >= threshold || (moved.is_finite() && moved >= threshold);
+        let large = e.share >= threshold || (moved.is_finite() && moved >= threshold);
+        // Unresolved, it holds the gate only if what it leaves open could move the iteration
+        // by the threshold.
+        let open = e.share * reach(e);
+        e.matters = large && (e.verdict != Verdict::Inconclusive || open.is_nan() || open >= threshold);
+    }
+}
+
+/// How far a row's interval reaches from no change (infinite without one).
+pub(crate) fn reach(e: &EventDiff) -> f64 {
+    let r = (e.ci_high - 1.0).max(1.0 - e.ci_low);
+    if r.is_nan() {
+        f64::INFINITY
+    } else {
+        r
     }
 }
 
@@ -319,7 +335,9 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
         // the one whose fastest samples move most between runs: its own allowance grows with
         // its scatter.
         let own = Judged {
-            between: judged.between.hypot(SCATTER_FACTOR * scatter(b).max(scatter(a))),
+            between: judged
+                .between
+                .hypot(SCATTER_FACTOR * scatter(b).max(scatter(a))),
             ..judged
         };
         one_run_row(matched[i].1.identity(), b, a, &own, event_seeds[i])
@@ -340,9 +358,9 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
         &whole,
         seeds.next_u64(),
     );
-    mark_matters(&mut iteration, &mut events, options.threshold);
     // Holm over the whole family: the iteration and every event.
     judge_family(&mut iteration, &mut events, options, [before, after]);
+    mark_matters(&mut iteration, &mut events, options.threshold);
     typical_one_run(&matched, &mut events, options);
 
     Diff {

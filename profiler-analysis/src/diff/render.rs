@@ -221,12 +221,12 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
     out.push_str(&format!(
         "{bullet}before, after, change: the {} time of each run's samples (the code's cost, \
          which a busy machine's delays cannot move; the typical time, the median, is in \
-         --format json); share: of the iteration's; a verdict in parentheses is of an event \
-         too small to matter (below {}% of the iteration, and its change did not move the \
-         iteration by {}%): shown, never deciding\n",
+         --format json); share: of the iteration's; a verdict in parentheses does not decide \
+         the gate: the event is below {t}% of the iteration and its change did not move the \
+         iteration by {t}%, or it is inconclusive and what its interval leaves open could not \
+         move the iteration by {t}% (share x reach)\n",
         diff.estimator,
-        100.0 * diff.threshold,
-        100.0 * diff.threshold
+        t = 100.0 * diff.threshold,
     ));
     if let Some((b, a)) = diff.runs_compared {
         out.push_str(&if diff.paired {
@@ -327,7 +327,7 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
         let moved: Vec<String> = diff
             .events
             .iter()
-            .filter(|d| d.typical == Some(v) && d.matters)
+            .filter(|d| d.typical == Some(v) && d.share >= diff.threshold)
             .map(|d| format!("{} {}", text::label(&d.identity), change(d.typical_ratio)))
             .collect();
         if !moved.is_empty() {
@@ -462,6 +462,9 @@ fn inconclusive_line(diff: &Diff, all: &[&EventDiff]) -> String {
         reach.iter().copied().reduce(f64::min),
         reach.iter().copied().reduce(f64::max),
     ) {
+        (Some(lo), Some(_)) if reach.len() == 1 && rows.len() == 1 => {
+            format!("; its interval reaches \u{b1}{}", pct(lo))
+        }
         (Some(lo), Some(hi)) if reach.len() == rows.len() => {
             format!(
                 "; their intervals reach \u{b1}{} to \u{b1}{}",

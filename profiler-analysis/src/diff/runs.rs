@@ -173,7 +173,6 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
         paired,
         options,
     );
-    super::mark_matters(&mut iteration, &mut events, options.threshold);
     super::judge_family(
         &mut iteration,
         &mut events,
@@ -197,6 +196,7 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
             row.verdict = Verdict::Inconclusive;
         }
     }
+    super::mark_matters(&mut iteration, &mut events, options.threshold);
     Diff {
         iteration,
         events,
