@@ -270,7 +270,8 @@ pub(crate) fn mark_matters(iteration: &mut EventDiff, events: &mut [EventDiff], 
         // Unresolved, it holds the gate only if what it leaves open could move the iteration
         // by the threshold.
         let open = e.share * reach(e);
-        e.matters = large && (e.verdict != Verdict::Inconclusive || open.is_nan() || open >= threshold);
+        e.matters =
+            large && (e.verdict != Verdict::Inconclusive || open.is_nan() || open >= threshold);
     }
 }
 

@@ -825,3 +825,55 @@ fn a_drift_inside_a_run_that_every_event_follows_names_no_event() {
     let text = render(&d, Format::Table);
     assert!(d.events.iter().all(|e| !named(e.verdict)), "{text}");
 }
+
+/// The columns agree, whatever the data: the change lies inside its interval, and its sign is
+/// that of after - before (one run a side, several, paired), on runs with slowed and faster
+/// layers, a shifted machine and scattered samples.
+#[test]
+fn the_change_lies_inside_its_interval_and_agrees_with_before_and_after() {
+    let specs = model();
+    let mut checked = 0;
+    for seed in 0..6u64 {
+        // The after runs' machine 8% slower, or 8% faster.
+        let machine = if seed % 2 == 0 { 1.08 } else { 1.0 / 1.08 };
+        let side = |k: u64, slow: &[(&str, f64)], m: f64| {
+            (0..3)
+                .map(|r| {
+                    let speed = move |_: usize| m;
+                    simulate(&specs, 30, 0.02, speed, slow, 100 * k + r + seed)
+                })
+                .collect::<Vec<_>>()
+        };
+        let before = side(1, &[], 1.0);
+        let after = side(2, &[(specs[4].0, 1.3), (specs[7].0, 0.8)], machine);
+        let diffs = [
+            diff(&before[0], &after[0], &DiffOptions::default()),
+            diff_runs(&before, &after, &DiffOptions::default()),
+            diff_runs(
+                &before,
+                &after,
+                &DiffOptions {
+                    paired: true,
+                    ..DiffOptions::default()
+                },
+            ),
+        ];
+        for d in &diffs {
+            for e in std::iter::once(&d.iteration).chain(&d.events) {
+                if !e.ratio.is_finite() {
+                    continue;
+                }
+                assert!(e.ci_low <= e.ratio && e.ratio <= e.ci_high, "{e:?}");
+                if (e.ratio - 1.0).abs() > 1e-9 {
+                    assert_eq!(
+                        e.ratio > 1.0,
+                        e.after_ns > e.before_ns,
+                        "the sign of the change: {e:?}"
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 400, "{checked}");
+}
