@@ -111,9 +111,9 @@ pub struct EventDiff {
     /// `after_median_ns / before_median_ns`: the change of the typical time.
     pub typical_ratio: f64,
     /// `regressed` (or `improved`) when the typical time moved beyond the threshold,
-    /// significantly, while the fastest-5% time was not found to move that way: a new
-    /// occasional stall, or one gone. A finding of its own, never a verdict on the code's cost,
-    /// and no part of the gate; absent otherwise.
+    /// significantly, and beyond what the fastest-5% time's interval allows: a new occasional
+    /// stall, or one gone. A finding of its own, never a verdict on the code's cost, and no
+    /// part of the gate; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub typical: Option<Verdict>,
     /// The event's share of the iteration: its `before_ns` over the iteration's (1 for the
@@ -514,8 +514,8 @@ pub(crate) fn row_of(identity: Identity, before: &[f64], after: &[f64]) -> Event
 }
 
 /// One run a side: marks the events whose typical time moved beyond the threshold (the
-/// Mann-Whitney test of the samples, Bonferroni over the events) while their fastest-5% time
-/// was not judged to move that way.
+/// Mann-Whitney test of the samples, Bonferroni over the events) and beyond what their
+/// fastest-5% time's interval allows.
 fn typical_one_run(matched: &[(&Event, &Event)], events: &mut [EventDiff], options: &DiffOptions) {
     let family = events.len().max(1) as f64;
     for ((b, a), row) in matched.iter().zip(events.iter_mut()) {
@@ -528,19 +528,18 @@ fn typical_one_run(matched: &[(&Event, &Event)], events: &mut [EventDiff], optio
     }
 }
 
-/// Sets [`EventDiff::typical`] when `significant` and the fastest-5% verdict does not already
-/// say the same.
+/// Sets [`EventDiff::typical`] when `significant` and the typical time moved beyond anything the
+/// fastest-5% time's interval allows (slower than its high end, or faster than its low end): a
+/// change of the typical time that the code's cost cannot account for.
 pub(crate) fn mark_typical(row: &mut EventDiff, significant: bool) {
     if !significant || !row.typical_ratio.is_finite() {
         return;
     }
-    let (slower, already) = if row.typical_ratio > 1.0 {
-        (Verdict::Regressed, row.verdict == Verdict::Regressed)
-    } else {
-        (Verdict::Improved, row.verdict == Verdict::Improved)
-    };
-    if !already {
-        row.typical = Some(slower);
+    let (low, high) = (row.ci_low, row.ci_high);
+    if row.typical_ratio > 1.0 && high.is_finite() && row.typical_ratio > high {
+        row.typical = Some(Verdict::Regressed);
+    } else if row.typical_ratio < 1.0 && low.is_finite() && row.typical_ratio < low {
+        row.typical = Some(Verdict::Improved);
     }
 }
 

@@ -25,8 +25,8 @@
 //! - **verdicts** and **gate**: as in the one-run comparison ([`Verdict`], [`Diff::gate`]);
 //!   **detectable**: `(1 + t) · ratio / low - 1`.
 //! - **typical time**: the runs' log medians compared the same way (paired or Welch); an event
-//!   whose typical time moved beyond the threshold (Bonferroni over the events) while its
-//!   fastest-5% time was not judged to move that way gets [`EventDiff::typical`].
+//!   whose typical time moved beyond the threshold (Bonferroni over the events) and beyond what
+//!   its fastest-5% time's interval allows gets [`EventDiff::typical`].
 //! - **load**: each run's share of measured iterations that took over [`SLOW_ITERATION`](super::SLOW_ITERATION) times
 //!   its fastest 5% ([`RunShape::slow_share`]) is compared between the sides by the Mann-Whitney
 //!   test ([`Load`]). For unpaired runs, made at different times, sides loaded differently

@@ -392,7 +392,9 @@ fn delays_that_only_add_leave_the_verdict_to_the_fastest_samples() {
     assert_eq!(d.events[0].verdict, Verdict::Regressed, "{text}");
     assert!((d.events[0].ratio - 1.3).abs() < 0.05, "{text}");
     // Delayed in 10% of its runs before, 85% after: the typical time more than doubles, the
-    // fastest samples do not move.
+    // fastest samples do not move. One run a side cannot tell more (its samples scatter so
+    // widely that the fastest time's interval reaches past the typical change); five rounds,
+    // paired, show the typical time slower beyond anything the fastest time allows.
     let d = diff(
         &delayed(10, 1.0, 1),
         &delayed(85, 1.0, 2),
@@ -401,6 +403,17 @@ fn delays_that_only_add_leave_the_verdict_to_the_fastest_samples() {
     let text = render(&d, Format::Table);
     assert!(!named(d.events[0].verdict), "{text}");
     assert!(d.events[0].typical_ratio > 1.5, "{text}");
+    let rounds = |share: usize, seed: u64| -> Vec<Profile> {
+        (0..5).map(|r| delayed(share, 1.0, seed + 10 * r)).collect()
+    };
+    let paired = DiffOptions {
+        paired: true,
+        ..DiffOptions::default()
+    };
+    let d = diff_runs(&rounds(10, 1), &rounds(85, 2), &paired);
+    let text = render(&d, Format::Table);
+    assert!(!named(d.events[0].verdict), "{text}");
+    assert!(d.events[0].ci_high < 1.05, "{text}");
     assert_eq!(d.events[0].typical, Some(Verdict::Regressed), "{text}");
     assert!(
         text.contains("typical time slower, fastest unchanged (occasional stalls"),
