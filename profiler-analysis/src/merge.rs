@@ -487,7 +487,7 @@ fn intro(m: &Merged, iteration: &MergedEvent) -> String {
     let ranks: Vec<String> = m.ranks.iter().map(u32::to_string).collect();
     format!(
         "{} rank{} ({}); slowest median iteration: rank {} ({} vs {} on the fastest, spread \
-         {:.2}x); straggler = rank with the largest median, judged against the fastest rank as \
+         {:.2}x); straggler = rank with the largest fastest-5% time, judged against the fastest rank as \
          prof diff judges two runs (slower, same, or inconclusive, with the interval of its \
          time over the fastest's); spread = max / min\n",
         m.ranks.len(),
