@@ -14,8 +14,9 @@ The loads:
   missing);
 - `switching`: two CPU hogs, both busy for 2.5 s then idle for 2.5 s, in step with the wall
   clock (so that a run of a few seconds sees the load switch on and off within it);
-- `compile`: a `nice`d `cargo build --release` of a copy of a small registry crate (`memchr`,
-  else another crate found in ~/.cargo/registry/src), with its own target folder, in a loop (the
+- `compile`: a `nice`d `cargo build --release --offline` of a copy of a small registry crate
+  (`memchr`, else another crate found in ~/.cargo/registry/src; the copy without its optional
+  and dev-dependencies, so that it builds offline), with its own target folder, in a loop (the
   crate's `src/lib.rs` touched between builds, so that each build compiles it again).
 """
 
@@ -81,8 +82,25 @@ def _crate_copy():
                 dst = os.path.join(tempfile.mkdtemp(prefix="acceptance-compile-"),
                                    os.path.basename(src))
                 shutil.copytree(src, dst)
+                _standalone(os.path.join(dst, "Cargo.toml"))
                 return dst
     return None
+
+
+def _standalone(manifest):
+    """Drops the copy's dependency and feature tables (only optional dependencies and
+    dev-dependencies, for these crates): resolving them would need the registry's index, which an
+    offline build may lack. What remains builds on its own, offline."""
+    kept, skipping = [], False
+    with open(manifest) as f:
+        for line in f:
+            header = line.strip()
+            if header.startswith("["):
+                skipping = "dependencies" in header or header == "[features]"
+            if not skipping:
+                kept.append(line)
+    with open(manifest, "w") as f:
+        f.writelines(kept)
 
 
 class Load:
