@@ -166,11 +166,16 @@ def stop_all():
         load.stop()
 
 
-def install_cleanup():
-    """Stops the loads on SIGTERM and SIGHUP too (Ctrl-C raises KeyboardInterrupt, which the
-    scripts' `finally` handles): the loads never outlive the script."""
+def install_cleanup(also=None):
+    """Stops the loads (and calls `also`, e.g. to kill the runs in flight) on SIGTERM and SIGHUP;
+    Ctrl-C raises KeyboardInterrupt, which the scripts' `finally` handles, even where the script
+    was started with SIGINT ignored (a background job of a shell script): the loads never outlive
+    the script."""
     def handler(signum, _frame):
+        if also:
+            also()
         stop_all()
         sys.exit(128 + signum)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)

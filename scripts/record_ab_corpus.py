@@ -129,7 +129,7 @@ def main():
         gate.build()
     examples = os.path.join(ROOT, "target", "release", "examples")
     os.makedirs(args.out, exist_ok=True)
-    loads.install_cleanup()
+    loads.install_cleanup(also=gate.kill_children)
     recorder = Recorder(args, examples)
     load_before = os.getloadavg()[0]
     try:
@@ -144,6 +144,7 @@ def main():
                         else:
                             recorder.ranks(program, s)
     finally:
+        gate.kill_children()
         loads.stop_all()
 
     manifest_path = os.path.join(args.out, "rounds.json")
