@@ -269,6 +269,9 @@ class Harness:
                     r = self.merge(program, d, rng)
                 r.update(program=program, load=load, kind=kind, i=i, seed=seed, dir=d)
                 self.record(r)
+                if not self.args.keep:
+                    # A prof ab comparison leaves 20 profiles: a full table's would fill a disk.
+                    shutil.rmtree(d, ignore_errors=True)
                 results.append(r)
                 print(f"{program} {load} {kind} {i + 1}/{n}: exit {r['exit']}, named "
                       f"{r['named']} ({r['wall_s']:.0f} s)", file=sys.stderr, flush=True)
