@@ -42,6 +42,12 @@ Usage:
                              [--kinds aa,slow10,slow5,one,merge] [--seed 1] [--keep DIR]
                              [--prof PATH] [--no-build] [--ab-arg ARG]...
 
+How long: a `prof ab` comparison is 20 runs. On this project's shared 2-core VM a `waits` run
+took about 0.5 s, a `dlrm` run 2-4 s, an `mlp` run 6-10 s: a comparison about 10 s, 40-80 s and
+2-3 min. At the default `--n 20`, the three `prof ab` kinds of one load take about 10 min for
+waits, 1 h for dlrm and 3 h for mlp (`one` and `merge` add little); run the programs as separate
+invocations (`--programs mlp`), each with its own `--keep`.
+
 `--keep DIR` keeps every run's profile, prof's output and `comparisons.jsonl` (one record per
 comparison) in DIR. `--ab-arg` passes an argument on to every `prof ab` (e.g.
 `--ab-arg=--fail-on-regression` for a `prof` whose exit status needs it). `--no-build` uses the
