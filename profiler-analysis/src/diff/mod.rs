@@ -390,20 +390,26 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
 /// How far one event's fastest-5% time moves between two runs of the same code beyond the
 /// events' shared shift, in units of its samples' own scatter ([`scatter`]), with one run a
 /// side. Measured on the recorded corpus (tests/data/diff-corpus, every A/A pair of dlrm and
-/// waits, quiet, loaded and bursty: docs/overhead.md, "The estimator"): with 1.5, one change
-/// in a thousand of an event of 2% of the iteration or more falls outside its 95% interval
-/// before Holm's correction; with 1, nine; with 0, a hundred.
-pub const SCATTER_FACTOR: f64 = 1.5;
+/// waits, quiet, loaded and bursty: docs/overhead.md, "The estimator"): with 2, one change in a
+/// thousand of an event of 2% of the iteration or more falls outside its 95% interval before
+/// Holm's correction; with 1.5, three; with 1, fourteen.
+pub const SCATTER_FACTOR: f64 = 2.0;
 
-/// An event's scatter within a run: [`robust_spread`] of the logarithms of its positive
-/// samples (0.05: about 5%).
+/// An event's scatter within a run, on the log scale: the smaller of [`robust_spread`] of the
+/// logarithms of its positive samples and `ln(q30 / q5)`, how far its 30th percentile stands
+/// above its fastest 5% (0.05: about 5%). Delays only add, so the spread of the fastest part
+/// says what the code's own variation is when delays stretch most samples (a rank sharing its
+/// cores, a wait that a busy machine wakes late), where the spread of all the samples would
+/// say mostly how busy the machine was.
 pub fn scatter(samples: &[f64]) -> f64 {
-    let logs: Vec<f64> = samples
-        .iter()
-        .filter(|&&x| x > 0.0)
-        .map(|x| x.ln())
-        .collect();
-    robust_spread(&logs)
+    let mut positive: Vec<f64> = samples.iter().copied().filter(|&x| x > 0.0).collect();
+    if positive.len() < 2 {
+        return 0.0;
+    }
+    let logs: Vec<f64> = positive.iter().map(|x| x.ln()).collect();
+    positive.sort_by(f64::total_cmp);
+    let q = |p: f64| positive[(p * (positive.len() - 1) as f64).floor() as usize];
+    robust_spread(&logs).min((q(0.30) / q(0.05)).ln())
 }
 
 /// How the verdicts name their estimator.
