@@ -8,10 +8,15 @@
 //! # Why these choices
 //!
 //! - **The statistic**: for a split after `k` of `n` values, `|mean(right) - mean(left)|` over
-//!   its standard error with the variance *pooled* over both sides (`n - 2` degrees of freedom).
-//!   Pooled, so that a side of two windows does not get a variance of its own from two values
-//!   (its t would be anything); the split that maximises it is the least-squares step (the one
-//!   that leaves the smallest sum of squares within the two sides).
+//!   its standard error `sigma sqrt(1/k + 1/(n - k))`, with one `sigma` for the whole series:
+//!   the windows' scatter measured from *successive differences* (the median absolute
+//!   difference of neighbours, over 0.6745 sqrt 2), which a step, a second step or a ramp
+//!   barely touch (each adds one or a few large differences among `n - 1`), so that a series
+//!   that goes up and comes back (two changes) is not hidden by the variance its own steps add,
+//!   as it is when the variance is pooled within the two sides; one `sigma` also keeps a side
+//!   of two windows from getting a variance of its own from two values. A series whose
+//!   neighbours are mostly equal (a coarse clock) falls back to the root mean square of the
+//!   differences.
 //! - **Its significance**, two tests that must both pass:
 //!   - a **permutation test** (the same maximum over all splits, on the values shuffled): under
 //!     "no change" the windows are exchangeable whatever the shape of their noise, so it needs
@@ -22,8 +27,8 @@
 //!     `2 / C(n, k)` for a change with `k` windows on its short side (only the shuffles that put
 //!     those `k` windows together at an end reach the observed value): 1/150 for two windows of
 //!     25, which no adjustment over 25 events survives. So it is asked at `alpha` itself;
-//!   - the **Student max-t p-value** ([`max_t_p`]): the statistic's two-sided p-value with
-//!     `n - 2` degrees of freedom times the number of splits tried (Bonferroni: conservative,
+//!   - the **Student max-t p-value** ([`max_t_p`]): the statistic's two-sided p-value (the
+//!     degrees of freedom of the scatter) times the number of splits tried (Bonferroni: conservative,
 //!     the splits' statistics being strongly correlated); this one goes as low as the data
 //!     say, and is the one adjusted over the series (Holm).
 //! - **Its size**: Welch's interval of the difference of the two sides' mean logs, as a ratio.
@@ -47,41 +52,40 @@ pub const STOP_AFTER: usize = 20;
 pub struct Split {
     /// Position (in the series) of the first value after the change.
     pub at: usize,
-    /// The two-sample t statistic with pooled variance (infinite when both sides are constant
-    /// and differ).
+    /// The two-sample t statistic with the series' [`scatter`] (infinite when the scatter is 0
+    /// and the sides differ).
     pub t: f64,
 }
 
-/// The split of `x` that maximises the pooled two-sample t, at least [`MIN_SEGMENT`] values
+/// The split of `x` that maximises the two-sample t (see the module documentation), at least [`MIN_SEGMENT`] values
 /// each side; `None` for fewer than `2 MIN_SEGMENT` values. Ties go to the earliest split.
 pub fn best_split(x: &[f64]) -> Option<Split> {
+    best_split_with(x, scatter(x))
+}
+
+/// [`best_split`] with the scatter given: the permutation test keeps the observed series' for
+/// every shuffle (the scatter of a shuffle depends on its order, and a statistic whose scale
+/// moves with the order would let a shuffle with quieter neighbours beat a real step).
+fn best_split_with(x: &[f64], sigma: f64) -> Option<Split> {
     let n = x.len();
     if n < 2 * MIN_SEGMENT {
         return None;
     }
-    // Centred first, so that the sums of squares lose no precision to a large common level.
+    // Centred first, so that the sums lose no precision to a large common level.
     let centre = x.iter().sum::<f64>() / n as f64;
-    let (total, total_sq) = x.iter().fold((0.0, 0.0), |(s, q), &v| {
-        let c = v - centre;
-        (s + c, q + c * c)
-    });
-    let scale = total_sq.max(f64::MIN_POSITIVE);
-    let (mut sum, mut sq) = (0.0, 0.0);
+    let total: f64 = x.iter().map(|v| v - centre).sum();
+    let mut sum = 0.0;
     let mut best: Option<Split> = None;
     for k in 1..=n - MIN_SEGMENT {
-        let c = x[k - 1] - centre;
-        sum += c;
-        sq += c * c;
+        sum += x[k - 1] - centre;
         if k < MIN_SEGMENT {
             continue;
         }
         let (l, r) = (k as f64, (n - k) as f64);
-        let (rs, rq) = (total - sum, total_sq - sq);
-        let sse = ((sq - sum * sum / l) + (rq - rs * rs / r)).max(0.0);
-        let d = rs / r - sum / l;
-        let se2 = sse / (n - 2) as f64 * (1.0 / l + 1.0 / r);
-        let t = if se2 > 1e-15 * scale {
-            d.abs() / se2.sqrt()
+        let d = (total - sum) / r - sum / l;
+        let se = sigma * (1.0 / l + 1.0 / r).sqrt();
+        let t = if se > 0.0 {
+            d.abs() / se
         } else if d.abs() > 1e-12 {
             f64::INFINITY
         } else {
@@ -94,9 +98,28 @@ pub fn best_split(x: &[f64]) -> Option<Split> {
     best
 }
 
+/// The scatter of one window's value around its level, from the differences of neighbours: the
+/// median absolute difference over `0.6745 sqrt 2` (the standard deviation, for normal noise),
+/// or, when most neighbours are equal, the root mean square difference over `sqrt 2`.
+pub fn scatter(x: &[f64]) -> f64 {
+    let mut diffs: Vec<f64> = x.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    if diffs.is_empty() {
+        return 0.0;
+    }
+    let rms = (diffs.iter().map(|d| d * d).sum::<f64>() / diffs.len() as f64).sqrt();
+    let mad = crate::stats::median_mut(&mut diffs);
+    if mad > 0.0 {
+        mad / (0.674_489_75 * std::f64::consts::SQRT_2)
+    } else {
+        rms / std::f64::consts::SQRT_2
+    }
+}
+
 /// The Student max-t p-value of a best split of statistic `t` among `n` values: the two-sided
-/// p-value of Student's t with `n - 2` degrees of freedom, times the number of splits tried
-/// (`n - 2 MIN_SEGMENT + 1`), at most 1; 1 for fewer than `2 MIN_SEGMENT` values.
+/// p-value of Student's t times the number of splits tried (`n - 2 MIN_SEGMENT + 1`), at most
+/// 1; 1 for fewer than `2 MIN_SEGMENT` values. The degrees of freedom are those of the scatter:
+/// `(n - 1) / 3`, at least 1 (a median absolute deviation has about 37% of the efficiency of a
+/// standard deviation, so its `n - 1` differences count for about a third as many).
 pub fn max_t_p(t: f64, n: usize) -> f64 {
     if n < 2 * MIN_SEGMENT {
         return 1.0;
@@ -105,7 +128,8 @@ pub fn max_t_p(t: f64, n: usize) -> f64 {
         return 0.0;
     }
     let splits = (n - 2 * MIN_SEGMENT + 1) as f64;
-    let tail = 2.0 * (1.0 - super::student::cdf(t.abs(), (n - 2) as f64));
+    let df = ((n - 1) as f64 / 3.0).max(1.0);
+    let tail = 2.0 * (1.0 - super::student::cdf(t.abs(), df));
     (splits * tail.max(0.0)).min(1.0)
 }
 
@@ -119,6 +143,7 @@ pub fn permutation_p(x: &[f64], observed: f64, permutations: usize, seed: u64) -
     }
     let mut rng = SplitMix64::new(seed);
     let mut y = x.to_vec();
+    let sigma = scatter(x);
     let mut reached = 0usize;
     // A shuffle that ties the observed value counts; a hair of tolerance for rounding.
     let bar = observed * (1.0 - 1e-12);
@@ -127,7 +152,7 @@ pub fn permutation_p(x: &[f64], observed: f64, permutations: usize, seed: u64) -
             let j = rng.below(i + 1);
             y.swap(i, j);
         }
-        if best_split(&y).is_some_and(|s| s.t >= bar) {
+        if best_split_with(&y, sigma).is_some_and(|s| s.t >= bar) {
             reached += 1;
             if reached == STOP_AFTER {
                 return reached as f64 / done as f64;

@@ -791,9 +791,9 @@ fn recent_changes_and_files_without_baseline_windows() {
     let r = continuous_report(&[("lookup", 0.8, 16)]);
     let table = render(&r, Format::Table);
     assert!(
-        table.trim_end().ends_with(
-            "! drifted: embedding/fwd lookup (faster since the start) (1 of 25 events)"
-        ),
+        table
+            .trim_end()
+            .ends_with("! drifted: embedding/fwd lookup (faster since the start) (1 of 25 events)"),
         "{table}"
     );
     let old = crate::drift::tests::continuous(
