@@ -317,9 +317,10 @@ fn windows_line(w: &drift::Windows) -> String {
     )
 }
 
-/// `drift of the recent windows 38-39 (2): since the start, against the baseline windows 0-2
-/// (3); in the recent past, against windows 3-7 (5); by prof diff's statistics (...)`, and why a
-/// comparison is missing.
+/// `drift: the change points of each series of fastest-5% times per window (...); and the
+/// recent windows 38-39 (2): since the start, against the baseline windows 0-2 (3); in the
+/// recent past, against windows 3-7 (5); by prof diff's statistics`, and why a comparison is
+/// missing.
 pub fn drift_line(w: &drift::Windows) -> String {
     let changes = format!(
         "drift: the change points of each series of fastest-5% times per window (at least {} \
