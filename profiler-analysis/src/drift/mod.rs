@@ -1,5 +1,6 @@
-//! `continuous` mode: each event's median per window over time, and whether an event's recent
-//! windows *drift*, from the run's start and within its recent past. `prof report` and
+//! `continuous` mode: each event's median per window over time, where its fastest-5% time per
+//! window changes (the headline), and whether an event's recent windows *drift*, from the run's
+//! start and within its recent past. `prof report` and
 //! `prof html` show what [`windows`] computes.
 //!
 //! # The series
@@ -49,13 +50,25 @@
 //! could not: too few or too scattered samples), and **unknown** when a side has no sample (or
 //! the comparison cannot be made).
 //!
-//! # The verdict shown first
+//! # The verdict shown first: change points
 //!
-//! Each series carries both judgements ([`Series::since_start`], [`Series::recent_past`]) and
-//! one headline ([`Series::drift`], with [`Series::drift_against`] saying which comparison it
-//! is): the drift since the start if there is one, else the drift in the recent past, else
-//! `stable` (since the start when that is known), else `inconclusive` (likewise), else
-//! `unknown`.
+//! Each series also has the **fastest-5% time** of each kept window ([`Series::fast_ns`]:
+//! [`stats::fast`] of the window's samples; of its wall times for the iteration). Where at least
+//! [`MIN_CHANGE_WINDOWS`] windows have one, the headline ([`Series::drift`]) is where that
+//! series changes ([`change`]: the most likely split of its logs, a permutation test at alpha
+//! and a Student max-t p-value adjusted by Holm over the series, then binary segmentation; each
+//! change's size by Welch's interval between its neighbouring changes): `slower` or `faster`
+//! when a significant change's interval lies beyond `1 ± threshold` ([`Series::change_point`],
+//! all of them in [`Series::change_points`]); `stable` when none does and the most likely
+//! change's interval (Student's, variance pooled) and every significant change's lie inside
+//! `1 ± threshold`; else `inconclusive` ([`Series::most_likely_change`] says where and how much).
+//! [`Series::drift_basis`] is then [`Basis::ChangePoints`].
+//!
+//! With fewer windows, the headline is one of the two judgements ([`Series::since_start`],
+//! [`Series::recent_past`], with [`Series::drift_against`] saying which): the drift since the
+//! start if there is one, else the drift in the recent past, else `stable` (since the start when
+//! that is known), else `inconclusive` (likewise), else `unknown`. Both judgements are kept in
+//! every case, as secondary verdicts.
 
 use std::collections::HashMap;
 use std::ops::Range;
