@@ -93,9 +93,11 @@ fn report_shows_a_steady_run_window_by_window() {
     // A file written before the baseline windows were kept: the recent past only.
     assert_eq!(
         lines[1],
-        "drift of the recent windows 13-14 (2): in the recent past, against windows 5-9 (5); \
-         since the start: no baseline windows in this file (PROF_BASELINE_WINDOWS=0, or written \
-         before profiler-core kept them); by prof diff's statistics (threshold 2.0%, alpha 0.05)"
+        "drift: the change points of each series of fastest-5% times per window (at least 12 \
+         windows; threshold 2.0%, alpha 0.05, Holm over the series; intervals 95%); and the \
+         recent windows 13-14 (2): in the recent past, against windows 5-9 (5); since the \
+         start: no baseline windows in this file (PROF_BASELINE_WINDOWS=0, or written before \
+         profiler-core kept them); by prof diff's statistics"
     );
     // Header, the iteration, 25 events, the closing line.
     assert_eq!(lines.len(), 2 + 1 + 1 + 25 + 1, "{table}");
@@ -190,8 +192,10 @@ fn report_finds_a_slowdown_older_than_every_recent_window() {
     );
     assert!(
         lines[1].starts_with(
-            "drift of the recent windows 18-19 (2): since the start, against the baseline \
-             windows 0-2 (3); in the recent past, against windows 12-15 (4);"
+            "drift: the change points of each series of fastest-5% times per window (at least \
+             12 windows; threshold 2.0%, alpha 0.05, Holm over the series; intervals 95%); and \
+             the recent windows 18-19 (2): since the start, against the baseline windows 0-2 \
+             (3); in the recent past, against windows 12-15 (4);"
         ),
         "{}",
         lines[1]

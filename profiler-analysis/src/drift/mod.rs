@@ -1,5 +1,6 @@
-//! `continuous` mode: each event's median per window over time, and whether an event's recent
-//! windows *drift*, from the run's start and within its recent past. `prof report` and
+//! `continuous` mode: each event's median per window over time, where its fastest-5% time per
+//! window changes (the headline), and whether an event's recent windows *drift*, from the run's
+//! start and within its recent past. `prof report` and
 //! `prof html` show what [`windows`] computes.
 //!
 //! # The series
@@ -49,13 +50,25 @@
 //! could not: too few or too scattered samples), and **unknown** when a side has no sample (or
 //! the comparison cannot be made).
 //!
-//! # The verdict shown first
+//! # The verdict shown first: change points
 //!
-//! Each series carries both judgements ([`Series::since_start`], [`Series::recent_past`]) and
-//! one headline ([`Series::drift`], with [`Series::drift_against`] saying which comparison it
-//! is): the drift since the start if there is one, else the drift in the recent past, else
-//! `stable` (since the start when that is known), else `inconclusive` (likewise), else
-//! `unknown`.
+//! Each series also has the **fastest-5% time** of each kept window ([`Series::fast_ns`]:
+//! [`stats::fast`] of the window's samples; of its wall times for the iteration). Where at least
+//! [`MIN_CHANGE_WINDOWS`] windows have one, the headline ([`Series::drift`]) is where that
+//! series changes ([`change`]: the most likely split of its logs, a permutation test at alpha
+//! and a Student max-t p-value adjusted by Holm over the series, then binary segmentation; each
+//! change's size by Welch's interval between its neighbouring changes): `slower` or `faster`
+//! when a significant change's interval lies beyond `1 ± threshold` ([`Series::change_point`],
+//! all of them in [`Series::change_points`]); `stable` when none does and the most likely
+//! change's interval (Student's, variance pooled) and every significant change's lie inside
+//! `1 ± threshold`; else `inconclusive` ([`Series::most_likely_change`] says where and how much).
+//! [`Series::drift_basis`] is then [`Basis::ChangePoints`].
+//!
+//! With fewer windows, the headline is one of the two judgements ([`Series::since_start`],
+//! [`Series::recent_past`], with [`Series::drift_against`] saying which): the drift since the
+//! start if there is one, else the drift in the recent past, else `stable` (since the start when
+//! that is known), else `inconclusive` (likewise), else `unknown`. Both judgements are kept in
+//! every case, as secondary verdicts.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -66,8 +79,66 @@ use super::diff::{self, DiffOptions, EventDiff, Verdict};
 use super::{event_key, stats};
 use profiler_format::{Event, Identity, Iterations, Profile, Stats, Window};
 
+pub mod change;
+mod student;
+
 /// Fewest kept recent windows for the recent-past comparison.
 pub const MIN_WINDOWS: usize = 2;
+
+/// Fewest kept windows with a sample for the change points to be the headline: with fewer, a
+/// permutation test cannot find a change two windows from an end at alpha 0.05 (only
+/// `2 / C(n, 2)` of the shuffles put those two windows together at an end: 0.03 for 12).
+pub const MIN_CHANGE_WINDOWS: usize = 12;
+
+/// What a series' headline verdict rests on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// The change points of its fastest-5% times ([`MIN_CHANGE_WINDOWS`] windows or more).
+    ChangePoints,
+    /// The comparison `drift_against` names (too few windows for change points).
+    Comparison,
+    /// Nothing: no change points and no comparison.
+    None,
+}
+
+/// A change in a series of windows: the series steps between two kept windows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChangePoint {
+    /// `index` of the first window after the change.
+    pub index: u64,
+    /// The first iteration of that window.
+    pub first_iteration: u64,
+    /// `index` of the last kept window before the change (windows between the two, if any, were
+    /// not kept: the change happened in one of them or at `index`).
+    pub previous_index: u64,
+    /// Windows (with a sample) of the segment before: from the previous change, or the start.
+    pub before_windows: usize,
+    /// Windows (with a sample) of the segment after: up to the next change, or the end.
+    pub after_windows: usize,
+    /// The geometric mean of the fastest-5% times of the windows before.
+    pub before_fast_ns: u64,
+    /// The geometric mean of the fastest-5% times of the windows after.
+    pub after_fast_ns: u64,
+    /// `after / before` (of the geometric means).
+    pub ratio: f64,
+    /// Lower end of the interval (level `1 - alpha`) of the ratio: Welch's on the two segments'
+    /// logs (Student's with pooled variance for [`Series::most_likely_change`]).
+    pub ci_low: f64,
+    /// Upper end of that interval.
+    pub ci_high: f64,
+    /// The Student max-t p-value of the split within its segment ([`change::max_t_p`]).
+    pub p: f64,
+    /// `p` adjusted over the series: Holm for each series' most likely change, Bonferroni for
+    /// the further ones found inside a segment.
+    pub p_adjusted: f64,
+    /// The permutation p-value of the split within its segment ([`change::permutation_p`],
+    /// not adjusted: see [`change`] for why). Significant: `p_adjusted` and this below alpha.
+    pub p_permutation: f64,
+    /// `slower` or `faster`: significant and its interval beyond the threshold; `stable`: the
+    /// interval inside `1 ± threshold`; else `inconclusive`.
+    pub drift: DriftStatus,
+}
 
 /// What the comparison says about one event (or the iteration).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -181,8 +252,22 @@ pub struct Series {
     pub drift: DriftStatus,
     /// Which comparison the headline is; `None` when unknown.
     pub drift_against: Option<Against>,
-    /// The headline's comparison.
+    /// The headline's comparison (`None` when the headline rests on the change points).
     pub comparison: Option<EventDiff>,
+    /// What the headline rests on.
+    pub drift_basis: Basis,
+    /// The fastest-5% time ([`stats::fast`]) per kept window, oldest first; `None` where it had
+    /// no sample: the series the change points are found in.
+    pub fast_ns: Vec<Option<u64>>,
+    /// The change the headline names: the most likely single change of the series when it is
+    /// beyond the threshold, else the first such change in window order; `None` without one.
+    pub change_point: Option<ChangePoint>,
+    /// Every change beyond the threshold found (binary segmentation), in window order.
+    pub change_points: Vec<ChangePoint>,
+    /// The most likely single change of the whole series, significant or not, with the interval
+    /// that decides `stable` (Student's, the variance pooled over both sides); `None` under
+    /// [`MIN_CHANGE_WINDOWS`] windows with a sample.
+    pub most_likely_change: Option<ChangePoint>,
 }
 
 impl Series {
@@ -231,11 +316,9 @@ pub struct Windows {
 }
 
 impl Windows {
-    /// The events that drifted (slower or faster) in either comparison.
+    /// The events whose headline verdict is a drift (slower or faster).
     pub fn drifted(&self) -> impl Iterator<Item = &Series> {
-        self.events
-            .iter()
-            .filter(|s| s.since_start.drift.drifted() || s.recent_past.drift.drifted())
+        self.events.iter().filter(|s| s.drift.drifted())
     }
 
     /// The windows compared with the recent ones for `against`.
@@ -321,9 +404,14 @@ pub fn windows(profile: &Profile, options: &DiffOptions) -> Option<Windows> {
     }
     let measured = window_events(profile);
     let mut iteration = series(None, Identity::named("iteration"), wall_medians(kept));
+    iteration.fast_ns = wall_fast(kept);
     let mut events: Vec<Series> = measured
         .iter()
-        .map(|e| series(Some(e.order), e.identity(), event_medians(kept, e.order)))
+        .map(|e| {
+            let mut s = series(Some(e.order), e.identity(), event_medians(kept, e.order));
+            s.fast_ns = event_fast(kept, e.order);
+            s
+        })
         .collect();
     let sides = sides(kept);
     if let Some(recent) = &sides.recent {
@@ -341,6 +429,8 @@ pub fn windows(profile: &Profile, options: &DiffOptions) -> Option<Windows> {
     for s in std::iter::once(&mut iteration).chain(&mut events) {
         headline(s);
     }
+    let mut all: Vec<&mut Series> = std::iter::once(&mut iteration).chain(&mut events).collect();
+    change_points(kept, &mut all, options.threshold, options.alpha);
     let mut lengths: Vec<u64> = kept.iter().map(Window::iterations).collect();
     lengths.sort_unstable();
     Some(Windows {
@@ -362,6 +452,127 @@ pub fn windows(profile: &Profile, options: &DiffOptions) -> Option<Windows> {
     })
 }
 
+/// Shuffles of a permutation test (at most: it stops early, see [`change::STOP_AFTER`]).
+pub const PERMUTATIONS: usize = 999;
+
+/// Finds the change points of every series of `all` (the iteration first, then the events) and
+/// makes them the headline where the series has [`MIN_CHANGE_WINDOWS`] windows with a sample
+/// (see the module documentation).
+fn change_points(kept: &[Window], all: &mut [&mut Series], threshold: f64, alpha: f64) {
+    // Per series: the kept windows with a sample (positions in `kept`) and their logs.
+    let points: Vec<(Vec<usize>, Vec<f64>)> = all
+        .iter()
+        .map(|s| {
+            s.fast_ns
+                .iter()
+                .enumerate()
+                .filter_map(|(k, v)| v.filter(|&v| v > 0).map(|v| (k, (v as f64).ln())))
+                .unzip()
+        })
+        .collect();
+    let seed_of = |i: usize| change::SEED ^ (i as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    let tops: Vec<Option<change::Found>> = points
+        .iter()
+        .enumerate()
+        .map(|(i, (_, x))| {
+            (x.len() >= MIN_CHANGE_WINDOWS)
+                .then(|| change::test(x, PERMUTATIONS, seed_of(i)))
+                .flatten()
+        })
+        .collect();
+    let tested: Vec<usize> = (0..all.len()).filter(|&i| tops[i].is_some()).collect();
+    let family = tested.len();
+    let adjusted = stats::holm(
+        &tested
+            .iter()
+            .filter_map(|&i| tops[i].map(|t| t.p))
+            .collect::<Vec<_>>(),
+    );
+    for (&i, p_adjusted) in tested.iter().zip(adjusted) {
+        let (Some(top), (at_window, x)) = (tops[i], &points[i]) else {
+            continue;
+        };
+        let first = change::Found { p_adjusted, ..top };
+        let found = if first.significant(alpha) {
+            change::segment(x, first, family, alpha, PERMUTATIONS, seed_of(i))
+        } else {
+            Vec::new()
+        };
+        let point = |f: &change::Found, (from, to): (usize, usize), size: change::Size| {
+            let significant = f.significant(alpha);
+            let drift = match (significant, size.beyond(threshold)) {
+                (true, Some(true)) => DriftStatus::Slower,
+                (true, Some(false)) => DriftStatus::Faster,
+                _ if size.within(threshold) => DriftStatus::Stable,
+                _ => DriftStatus::Inconclusive,
+            };
+            let gmean = |r: &[f64]| (r.iter().sum::<f64>() / r.len() as f64).exp().round() as u64;
+            let (after, before) = (&kept[at_window[f.at]], &kept[at_window[f.at - 1]]);
+            ChangePoint {
+                index: after.index,
+                first_iteration: after.first_iteration,
+                previous_index: before.index,
+                before_windows: f.at - from,
+                after_windows: to - f.at,
+                before_fast_ns: gmean(&x[from..f.at]),
+                after_fast_ns: gmean(&x[f.at..to]),
+                ratio: size.ratio,
+                ci_low: size.ci_low,
+                ci_high: size.ci_high,
+                p: f.p,
+                p_adjusted: f.p_adjusted,
+                p_permutation: f.p_permutation,
+                drift,
+            }
+        };
+        // Each change measured between its neighbours: from the previous change (or the start)
+        // to the next (or the end).
+        let bounds: Vec<usize> = std::iter::once(0)
+            .chain(found.iter().map(|f| f.at))
+            .chain(std::iter::once(x.len()))
+            .collect();
+        let judged: Vec<ChangePoint> = found
+            .iter()
+            .enumerate()
+            .map(|(j, f)| {
+                let (from, to) = (bounds[j], bounds[j + 2]);
+                let size = change::welch(&x[from..f.at], &x[f.at..to], alpha);
+                point(f, (from, to), size)
+            })
+            .collect();
+        let most_likely = point(
+            &first,
+            (0, x.len()),
+            change::pooled(&x[..top.at], &x[top.at..], alpha),
+        );
+        let s = &mut *all[i];
+        s.change_points = judged
+            .iter()
+            .filter(|c| c.drift.drifted())
+            .cloned()
+            .collect();
+        s.change_point = found
+            .iter()
+            .zip(&judged)
+            .find(|(f, c)| f.at == top.at && c.drift.drifted())
+            .map(|(_, c)| c.clone())
+            .or_else(|| s.change_points.first().cloned());
+        // Stable: no change beyond the threshold, and neither the most likely change nor any
+        // significant one can be as large as the threshold.
+        let ruled_out = most_likely.drift == DriftStatus::Stable
+            && judged.iter().all(|c| c.drift == DriftStatus::Stable);
+        s.drift = match &s.change_point {
+            Some(c) => c.drift,
+            None if ruled_out => DriftStatus::Stable,
+            None => DriftStatus::Inconclusive,
+        };
+        s.most_likely_change = Some(most_likely);
+        s.drift_basis = Basis::ChangePoints;
+        s.drift_against = None;
+        s.comparison = None;
+    }
+}
+
 /// Sets the headline verdict of `s` from its two judgements (see the module documentation).
 fn headline(s: &mut Series) {
     let (start, past) = (s.since_start.drift, s.recent_past.drift);
@@ -381,6 +592,11 @@ fn headline(s: &mut Series) {
         None
     };
     s.drift_against = against;
+    s.drift_basis = if against.is_some() {
+        Basis::Comparison
+    } else {
+        Basis::None
+    };
     match against {
         Some(a) => {
             let j = s.judgement(a).clone();
@@ -423,6 +639,31 @@ fn event_medians(kept: &[Window], order: u32) -> Vec<Option<u64>> {
                 .map(|e| e.stats.median_ns)
         })
         .collect()
+}
+
+/// The fastest-5% time ([`stats::fast`]) of the event of `order` in each window; `None` where it
+/// had no sample.
+fn event_fast(kept: &[Window], order: u32) -> Vec<Option<u64>> {
+    kept.iter()
+        .map(|w| {
+            w.events
+                .iter()
+                .find(|e| e.order == order)
+                .filter(|e| !e.samples_ns.is_empty())
+                .map(|e| fast_ns(&e.samples_ns))
+        })
+        .collect()
+}
+
+/// The fastest-5% wall time of each window's iterations; `None` for a window without any.
+fn wall_fast(kept: &[Window]) -> Vec<Option<u64>> {
+    kept.iter()
+        .map(|w| (!w.wall_ns.is_empty()).then(|| fast_ns(&w.wall_ns)))
+        .collect()
+}
+
+fn fast_ns(samples: &[u64]) -> u64 {
+    stats::fast(&stats::as_f64(samples)).round() as u64
 }
 
 /// The median wall time of each window's iterations; `None` for a window without any.
@@ -517,6 +758,11 @@ fn series(order: Option<u32>, identity: Identity, medians_ns: Vec<Option<u64>>) 
         drift: DriftStatus::Unknown,
         drift_against: None,
         comparison: None,
+        drift_basis: Basis::None,
+        fast_ns: Vec::new(),
+        change_point: None,
+        change_points: Vec::new(),
+        most_likely_change: None,
     }
 }
 

@@ -261,8 +261,15 @@
   function isIteration(s) { return s.order === null || s.order === undefined; }
   function seriesLabel(s) { return isIteration(s) ? 'iteration' : eventLabel(s); }
   function spanText(b) { return b ? (b.first === b.last ? 'window ' + b.first : 'windows ' + b.first + '–' + b.last) : '–'; }
-  // What a drifted series drifted by: "slower since the start", "faster in the recent past".
+  // A change point: "slower from window 12 (iteration 3010): ×1.201, CI ×1.18–×1.22".
+  function changePointText(c) {
+    return c.drift + ' from window ' + c.index + ' (iteration ' + c.first_iteration + '): ' + fmtRatio(c.ratio) + ', CI ' + fmtCi(c.ci_low, c.ci_high);
+  }
+  function byChangePoints(s) { return !!s && s.drift_basis === 'change_points'; }
+  // What a drifted series drifted by: its change points (the headline where the series has
+  // enough windows), else "slower since the start", "faster in the recent past".
   function driftedHow(s) {
+    if (byChangePoints(s)) { return arr(s.change_points).map(changePointText).join('; '); }
     return AGAINST.filter(function (a) { return isDrifted(judgement(s, a[0])); })
       .map(function (a) { return judgement(s, a[0]).drift + ' ' + a[1]; }).join(', ');
   }
@@ -395,12 +402,13 @@
       tile('Window length', fmtNum(w.iterations_per_window), 'iterations (each event measured in ' + fmtNum(run.repeat) + ')'),
       tile('Recent windows', w.recent ? spanText(w.recent) : '–', w.recent ? compared.concat(arr(w.notes)).join(' · ') : arr(w.notes).join(' · ')),
       tile('Drifted events', w.recent ? fmtNum(drifted.length) : '–', w.recent ? 'of ' + series.length + ', by the statistics of prof diff' : 'needs more windows', drifted.length ? 'bad' : null),
+      byChangePoints(iterS) ? tile('Iteration', verdictText(iterS.drift) + (iterS.change_point ? ' from window ' + iterS.change_point.index : ''), iterS.change_point ? changePointText(iterS.change_point) : 'change points of the fastest-5% wall time per window', iterS.drift === 'slower' ? 'bad' : iterS.drift === 'faster' ? 'good' : null) :
       tile('Iteration', iterS.drift && iterS.drift !== 'unknown' ? verdictText(iterS.drift) + (iterS.drift_against === 'recent_past' ? ' in the recent past' : iterS.drift_against === 'start' ? ' since the start' : '') : '–', ic ? 'recent / ' + (iterS.drift_against === 'start' ? 'baseline ' : 'earlier ') + fmtRatio(ic.ratio) + ', CI ' + fmtCi(ic.ci_low, ic.ci_high) : 'median wall time per window', iterS.drift === 'slower' ? 'bad' : iterS.drift === 'faster' ? 'good' : null)
     ]);
   }
   function driftedChips(drifted, colorOf) {
     return el('ul', { 'class': 'chips drifted' }, drifted.map(function (s) {
-      var parts = AGAINST.filter(function (a) { return isDrifted(judgement(s, a[0])); }).map(function (a) {
+      var parts = byChangePoints(s) ? arr(s.change_points).map(changePointText) : AGAINST.filter(function (a) { return isDrifted(judgement(s, a[0])); }).map(function (a) {
         var c = judgement(s, a[0]).comparison || {};
         return judgement(s, a[0]).drift + ' ' + a[1] + ' (' + fmtRatio(c.ratio) + ', CI ' + fmtCi(c.ci_low, c.ci_high) + ')';
       });

@@ -285,7 +285,8 @@ fn sort_by_memory(rows: &mut [EventRow], key: fn(&MemoryRow) -> f64) {
 mod breakdown_section;
 mod render;
 pub use render::{
-    drift_cell, drift_line, drifted_line, human_ns, render, shape_table, summary, summary_unwritten,
+    change_point_text, drift_cell, drift_line, drifted_line, headline_cell, human_ns, render,
+    shape_table, summary, summary_unwritten,
 };
 
 #[cfg(test)]

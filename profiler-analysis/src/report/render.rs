@@ -284,7 +284,7 @@ fn render_table(report: &Report) -> String {
     lines.join("\n") + "\n"
 }
 
-const WINDOW_HEADERS: [&str; 10] = [
+const WINDOW_HEADERS: [&str; 11] = [
     "layer",
     "phase",
     "name",
@@ -293,6 +293,7 @@ const WINDOW_HEADERS: [&str; 10] = [
     "first",
     "last",
     "change",
+    "drift",
     "since start",
     "recent past",
 ];
@@ -316,12 +317,21 @@ fn windows_line(w: &drift::Windows) -> String {
     )
 }
 
-/// `drift of the recent windows 38-39 (2): since the start, against the baseline windows 0-2
-/// (3); in the recent past, against windows 3-7 (5); by prof diff's statistics (...)`, and why a
-/// comparison is missing.
+/// `drift: the change points of each series of fastest-5% times per window (...); and the
+/// recent windows 38-39 (2): since the start, against the baseline windows 0-2 (3); in the
+/// recent past, against windows 3-7 (5); by prof diff's statistics`, and why a comparison is
+/// missing.
 pub fn drift_line(w: &drift::Windows) -> String {
+    let changes = format!(
+        "drift: the change points of each series of fastest-5% times per window (at least {} \
+         windows; threshold {}, alpha {}, Holm over the series; intervals {:.0}%)",
+        drift::MIN_CHANGE_WINDOWS,
+        percent(w.threshold),
+        w.alpha,
+        100.0 * (1.0 - w.alpha)
+    );
     let Some(recent) = &w.recent else {
-        return format!("drift: {}", w.notes.join("; "));
+        return format!("{changes}; {}", w.notes.join("; "));
     };
     let mut parts = Vec::new();
     if let Some(start) = &w.start {
@@ -335,12 +345,84 @@ pub fn drift_line(w: &drift::Windows) -> String {
     }
     parts.extend(w.notes.iter().cloned());
     format!(
-        "drift of the recent {}: {}; by prof diff's statistics (threshold {}, alpha {})",
+        "{changes}; and the recent {}: {}; by prof diff's statistics",
         span(recent),
         parts.join("; "),
-        percent(w.threshold),
-        w.alpha
     )
+}
+
+/// A change point: `slower from window 12 (iteration 3010): +20.1% (95% CI +18.0% .. +22.3%)`,
+/// with `after window 2, the windows between not kept` when windows were dropped before it.
+pub fn change_point_text(c: &drift::ChangePoint, alpha: f64) -> String {
+    let change = crate::diff::change;
+    let gap = if c.index > c.previous_index + 1 {
+        format!(
+            ", after window {}: those between not kept",
+            c.previous_index
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{} from window {} (iteration {}{gap}): {} ({:.0}% CI {} .. {})",
+        c.drift.as_str(),
+        c.index,
+        c.first_iteration,
+        change(c.ratio),
+        100.0 * (1.0 - alpha),
+        change(c.ci_low),
+        change(c.ci_high)
+    )
+}
+
+/// The headline drift cell of a series, short enough for a table cell (the drifted line
+/// below the table has the full text): its change point (`SLOWER from window 12 (it. 3010):
+/// +20.1% (+18.0% .. +22.3%)`, the interval at `1 - alpha`; `, +1 more` when binary
+/// segmentation found others), `stable`, `inconclusive (window 7?: +1.2% (-0.8% .. +3.2%))`
+/// (the most likely change, not ruled out); where the series has too few windows for change
+/// points, the comparison's cell and which one it is; or `-`.
+pub fn headline_cell(s: &drift::Series, alpha: f64) -> String {
+    let change = crate::diff::change;
+    match s.drift_basis {
+        drift::Basis::ChangePoints => match (&s.change_point, &s.most_likely_change) {
+            (Some(c), _) => {
+                let more = s.change_points.len().saturating_sub(1);
+                format!(
+                    "{} from window {} (it. {}): {} ({} .. {}){}",
+                    c.drift.as_str().to_uppercase(),
+                    c.index,
+                    c.first_iteration,
+                    change(c.ratio),
+                    change(c.ci_low),
+                    change(c.ci_high),
+                    if more > 0 {
+                        format!(", +{more} more")
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            (None, Some(m)) if s.drift == drift::DriftStatus::Inconclusive => format!(
+                "inconclusive (window {}?: {} ({} .. {}))",
+                m.index,
+                change(m.ratio),
+                change(m.ci_low),
+                change(m.ci_high)
+            ),
+            _ => s.drift.as_str().to_owned(),
+        },
+        drift::Basis::Comparison => {
+            let j = drift::Judgement {
+                comparison: s.comparison.clone(),
+                drift: s.drift,
+            };
+            match s.drift_against {
+                Some(a) => format!("{} {}", drift_cell(&j, alpha), a.phrase()),
+                None => drift_cell(&j, alpha),
+            }
+        }
+        drift::Basis::None => "-".to_owned(),
+    }
 }
 
 fn span(s: &drift::Span) -> String {
@@ -391,6 +473,7 @@ fn windows_rows(w: &drift::Windows) -> Vec<Vec<String>> {
                 s.change
                     .map(signed_percent)
                     .unwrap_or_else(|| "-".to_owned()),
+                headline_cell(s, w.alpha),
                 drift_cell(&s.since_start, w.alpha),
                 drift_cell(&s.recent_past, w.alpha),
             ]);
@@ -399,14 +482,20 @@ fn windows_rows(w: &drift::Windows) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// What `s` drifted by: `slower since the start`, `faster in the recent past`, or both.
-fn drifted_how(s: &drift::Series) -> String {
-    [drift::Against::Start, drift::Against::RecentPast]
-        .into_iter()
-        .filter(|&a| s.judgement(a).drift.drifted())
-        .map(|a| format!("{} {}", s.judgement(a).drift.as_str(), a.phrase()))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// What `s` drifted by: `slower from window 12 (iteration 3010): +20.1% (...)` (each change
+/// point), or, with too few windows for change points, `slower since the start`.
+fn drifted_how(s: &drift::Series, alpha: f64) -> String {
+    if s.drift_basis == drift::Basis::ChangePoints {
+        return s
+            .change_points
+            .iter()
+            .map(|c| change_point_text(c, alpha))
+            .collect::<Vec<_>>()
+            .join("; ");
+    }
+    s.drift_against
+        .map(|a| format!("{} {}", s.drift.as_str(), a.phrase()))
+        .unwrap_or_default()
 }
 
 /// `! drifted: top_mlp/bwd top_backward (slower since the start), ... (2 of 25 events)` or
@@ -415,7 +504,7 @@ fn drifted_how(s: &drift::Series) -> String {
 pub fn drifted_line(w: &drift::Windows) -> String {
     let drifted: Vec<String> = w
         .drifted()
-        .map(|s| format!("{} ({})", text::label(&s.identity), drifted_how(s)))
+        .map(|s| format!("{} ({})", text::label(&s.identity), drifted_how(s, w.alpha)))
         .collect();
     let inconclusive: Vec<String> = w
         .events
@@ -513,12 +602,19 @@ fn drift_csv(windows: Option<&drift::Windows>, order: u32) -> Vec<String> {
         Some(s) => {
             let [drift, rest @ ..] = judgement_csv(s.drift, s.comparison.as_ref());
             cells.push(drift);
-            cells.push(match s.drift_against {
-                Some(drift::Against::Start) => "start".to_owned(),
-                Some(drift::Against::RecentPast) => "recent_past".to_owned(),
-                None => String::new(),
+            cells.push(match (s.drift_basis, s.drift_against) {
+                (drift::Basis::ChangePoints, _) => "change_point".to_owned(),
+                (_, Some(drift::Against::Start)) => "start".to_owned(),
+                (_, Some(drift::Against::RecentPast)) => "recent_past".to_owned(),
+                (_, None) => String::new(),
             });
-            cells.extend(rest);
+            // On change points: the headline change, else the most likely one.
+            match s.change_point.as_ref().or(s.most_likely_change.as_ref()) {
+                Some(c) if s.drift_basis == drift::Basis::ChangePoints => {
+                    cells.extend([c.ratio, c.ci_low, c.ci_high, c.p_adjusted].map(|v| num(v, 6)));
+                }
+                _ => cells.extend(rest),
+            }
             for j in [&s.since_start, &s.recent_past] {
                 cells.extend(judgement_csv(j.drift, j.comparison.as_ref()));
             }

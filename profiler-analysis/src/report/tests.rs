@@ -634,9 +634,10 @@ fn continuous_mode_has_a_windows_section_in_every_format() {
     );
     assert_eq!(
         lines[1],
-        "drift of the recent windows 18-19 (2): since the start, against the baseline windows \
-         0-2 (3); in the recent past, against windows 12-15 (4); by prof diff's statistics \
-         (threshold 2.0%, alpha 0.05)"
+        "drift: the change points of each series of fastest-5% times per window (at least 12 \
+         windows; threshold 2.0%, alpha 0.05, Holm over the series; intervals 95%); and the \
+         recent windows 18-19 (2): since the start, against the baseline windows 0-2 (3); in \
+         the recent past, against windows 12-15 (4); by prof diff's statistics"
     );
     assert!(lines[2].contains("median per window"), "{}", lines[2]);
     assert!(lines[2].contains("since start") && lines[2].ends_with("recent past"));
@@ -665,10 +666,11 @@ fn continuous_mode_has_a_windows_section_in_every_format() {
             .ends_with("inconclusive (95% CI -7.2% .. +8.1%)"),
         "{row}"
     );
+    // 11 windows, too few for change points: the headline is the comparison since the start.
     let steady = lines.iter().find(|l| l.contains(" lookup ")).unwrap();
     assert_eq!(
         steady.matches("inconclusive (95% CI ").count(),
-        2,
+        3,
         "{steady}"
     );
     assert_eq!(
@@ -768,7 +770,7 @@ fn continuous_mode_has_a_windows_section_in_every_format() {
     let md = render(&r, Format::Markdown);
     assert!(md.contains("**windows: 11 kept of 20 closed"), "{md}");
     assert!(
-        md.contains("drift of the recent windows 18-19 (2): since the start"),
+        md.contains("and the recent windows 18-19 (2): since the start"),
         "{md}"
     );
     assert!(
@@ -789,10 +791,9 @@ fn recent_changes_and_files_without_baseline_windows() {
     let r = continuous_report(&[("lookup", 0.8, 16)]);
     let table = render(&r, Format::Table);
     assert!(
-        table.trim_end().ends_with(
-            "! drifted: embedding/fwd lookup (faster since the start, faster in the recent past) \
-             (1 of 25 events)"
-        ),
+        table
+            .trim_end()
+            .ends_with("! drifted: embedding/fwd lookup (faster since the start) (1 of 25 events)"),
         "{table}"
     );
     let old = crate::drift::tests::continuous(
@@ -807,8 +808,8 @@ fn recent_changes_and_files_without_baseline_windows() {
     let table = render(&build(&old, &ReportOptions::default()), Format::Table);
     assert!(
         table.contains(
-            "\ndrift of the recent windows 18-19 (2): in the recent past, against windows 12-15 \
-             (4); since the start: no baseline windows in this file"
+            "intervals 95%); and the recent windows 18-19 (2): in the recent past, against \
+             windows 12-15 (4); since the start: no baseline windows in this file"
         ),
         "{table}"
     );
@@ -885,8 +886,10 @@ fn one_window_says_it_is_not_enough() {
     let table = render(&build(&p, &ReportOptions::default()), Format::Table);
     assert!(
         table.contains(
-            "windows: 1 kept of 1 closed (PROF_WINDOWS=5), 250 iterations each\ndrift: since \
-             the start: no baseline windows in this file (PROF_BASELINE_WINDOWS=0, or written \
+            "windows: 1 kept of 1 closed (PROF_WINDOWS=5), 250 iterations each\ndrift: the \
+             change points of each series of fastest-5% times per window (at least 12 windows; \
+             threshold 2.0%, alpha 0.05, Holm over the series; intervals 95%); since the start: \
+             no baseline windows in this file (PROF_BASELINE_WINDOWS=0, or written \
              before profiler-core kept them); in the recent past: not enough windows: 1 kept \
              after the baseline, 2 needed"
         ),

@@ -664,6 +664,28 @@ fn severity(status: Option<DriftStatus>) -> u8 {
 /// The sparkline, the headline drift cell (`prof report`'s, and against what), its status
 /// and the size of its change, of one series.
 fn verdict(w: &Windows, s: &Series) -> (String, String, Option<DriftStatus>, f64) {
+    // Where the headline rests on change points: `SLOWER +20.1% from window 12` (the report's
+    // cell, without the interval the column has no room for), `stable` or `inconclusive`.
+    if s.drift_basis == profiler_analysis::drift::Basis::ChangePoints {
+        let (cell, magnitude) = match &s.change_point {
+            Some(c) => (
+                format!(
+                    "{} {:+.1}% from window {}",
+                    c.drift.as_str().to_uppercase(),
+                    100.0 * (c.ratio - 1.0),
+                    c.index
+                ),
+                c.ratio.ln().abs(),
+            ),
+            None => (s.drift.as_str().to_owned(), 0.0),
+        };
+        let magnitude = if magnitude.is_finite() {
+            magnitude
+        } else {
+            0.0
+        };
+        return (w.sparkline(s), cell, Some(s.drift), magnitude);
+    }
     let mut cell = report::drift_cell(
         &profiler_analysis::drift::Judgement {
             comparison: s.comparison.clone(),
@@ -809,6 +831,6 @@ pub const HELP: [(&str, &str); 14] = [
     ("Up, Down, j, k", "scroll (PageUp, PageDown, Home, End)"),
     (
         "",
-        "drift: prof report's headline verdict (since start or recent past)",
+        "drift: prof report's headline verdict (change points; with few windows, since start or recent past)",
     ),
 ];
