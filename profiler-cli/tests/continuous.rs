@@ -206,8 +206,8 @@ fn report_finds_a_slowdown_older_than_every_recent_window() {
         .unwrap();
     assert!(row.contains("▁▁▁┊████████"), "{row}");
     assert!(row.contains("SLOWER +"), "{row}");
-    // In the recent past, nothing that these windows could tell.
-    assert!(row.contains("inconclusive (95% CI "), "{row}");
+    // In the recent past, stable: slow in every recent window.
+    assert!(row.trim_end().ends_with("stable"), "{row}");
     assert_eq!(
         *lines.last().unwrap(),
         "! drifted: bottom_mlp/bwd bottom_backward (slower since the start) (1 of 25 events)"
@@ -228,7 +228,7 @@ fn report_finds_a_slowdown_older_than_every_recent_window() {
     assert_eq!(bb["drift_against"], "start");
     assert_eq!(bb["since_start"]["comparison"]["verdict"], "regressed");
     assert!(bb["since_start"]["comparison"]["ci_low"].as_f64().unwrap() > 1.3);
-    assert_eq!(bb["recent_past"]["drift"], "inconclusive");
+    assert_eq!(bb["recent_past"]["drift"], "stable");
 
     let csv = ok(&prof(&["report", p(&file), "--format", "csv"]));
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
@@ -240,7 +240,7 @@ fn report_finds_a_slowdown_older_than_every_recent_window() {
         .split(',')
         .collect();
     assert_eq!(bb_row[col("start_drift")], "slower");
-    assert_eq!(bb_row[col("recent_past_drift")], "inconclusive");
+    assert_eq!(bb_row[col("recent_past_drift")], "stable");
     assert_eq!(bb_row[col("drift_against")], "start");
     let baseline_rows = csv
         .lines()

@@ -87,7 +87,7 @@ fn the_main_view_shows_the_layers_their_events_and_the_drift() {
     let watch = watch_of(&[SLOW]);
     let text = frame(&watch, Duration::from_secs(3));
     // What prof report computes, drawn.
-    assert!(text.contains("SLOWER +78.3%"), "{text}");
+    assert!(text.contains("SLOWER +79.4%"), "{text}");
     assert!(
         text.contains("! drifted: bottom_mlp/bwd bottom_backward"),
         "{text}"
