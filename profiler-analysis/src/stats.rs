@@ -127,7 +127,7 @@ pub fn fast_rank(n: usize) -> usize {
 ///
 /// Exact and in constant time per resample whatever the sample count: the value of rank k
 /// (0-based) of n values drawn with replacement from `sorted` is `sorted[floor(n U)]`, where U,
-/// the (k+1)-th smallest of n uniforms, follows Beta(k + 1, n - k) (see [`resampled_median`]).
+/// the (k+1)-th smallest of n uniforms, follows Beta(k + 1, n - k) (as the private `resampled_median` draws a median).
 pub fn bootstrap_fast_log_sd(before: &[f64], after: &[f64], resamples: usize, seed: u64) -> f64 {
     if before.is_empty() || after.is_empty() {
         return f64::NAN;
