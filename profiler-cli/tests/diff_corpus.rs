@@ -334,3 +334,89 @@ fn sides_under_different_load_are_inconclusive() {
         assert!(text.contains("too few runs a side to tell"), "{text}");
     }
 }
+
+/// The recorded noisy rounds (`tests/data/ab-corpus/*-{alternate,switching}-*`, `rounds.json`:
+/// 5 rounds a kind made as `prof ab` makes them; a hog on the sibling core in every other run,
+/// or two hogs switching on and off every 2.5 s; `dlrm` and the `mlp` example): judged as
+/// `prof ab` judges its rounds (paired). The A/A rounds never fail the gate; `dlrm`'s layer 10%
+/// and 5% slower is named regressed in each condition. And `prof merge` of the recorded 2-rank
+/// jobs, both ranks sharing the 2 cores with two switching hogs, names the 3x slower layer on
+/// its rank in every job.
+#[test]
+fn noisy_rounds_and_ranks_decide() {
+    let ab = root().join("tests/data/ab-corpus");
+    let paired = DiffOptions {
+        seed: 0x5eed,
+        paired: true,
+        ..DiffOptions::default()
+    };
+    let side = |program: &str, set: &str, kind: &str, which: &str| -> Vec<Profile> {
+        (0..5)
+            .map(|k| load_gz(&ab.join(format!("{program}-{set}-{kind}-{which}-{k}.json.gz"))))
+            .collect()
+    };
+    for program in ["dlrm", "mlp"] {
+        for set in ["alternate", "switching"] {
+            let d = diff::diff_runs(
+                &side(program, set, "base", "before"),
+                &side(program, set, "base", "after"),
+                &paired,
+            );
+            assert!(d.paired);
+            assert!(
+                !d.has_regression(),
+                "{program} {set} A/A: {}",
+                diff::render(&d, profiler_analysis::Format::Table)
+            );
+        }
+    }
+    for set in ["alternate", "switching"] {
+        for kind in ["slow10", "slow5"] {
+            let d = diff::diff_runs(
+                &side("dlrm", set, "base", "before"),
+                &side("dlrm", set, kind, "after"),
+                &paired,
+            );
+            let text = diff::render(&d, profiler_analysis::Format::Table);
+            assert!(d.has_regression(), "dlrm {set} {kind}: {text}");
+            assert!(
+                named(&d).contains(&"top_backward regressed".to_owned()),
+                "dlrm {set} {kind}: {text}"
+            );
+        }
+    }
+    let rounds: Value =
+        serde_json::from_str(&std::fs::read_to_string(ab.join("rounds.json")).unwrap()).unwrap();
+    let mut jobs = 0;
+    for program in ["dlrm", "mlp"] {
+        let layer = if program == "dlrm" {
+            "top_mlp"
+        } else {
+            "dense3"
+        };
+        for k in 0..5 {
+            let file = |r: u32| format!("{program}-switching-rank3x-r{r}-{k}.json.gz");
+            let slowed = rounds["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["file"] == file(0).as_str())
+                .and_then(|f| f["slowed_rank"].as_u64())
+                .unwrap() as u32;
+            let ranks: Vec<Profile> = (0..2).map(|r| load_gz(&ab.join(file(r)))).collect();
+            let m = profiler_analysis::merge::merge(&ranks).unwrap();
+            let slower: Vec<(String, u32)> = m
+                .events
+                .iter()
+                .filter(|e| e.straggler_verdict.as_deref() == Some("slower"))
+                .map(|e| (e.identity.layer.clone().unwrap_or_default(), e.straggler))
+                .collect();
+            assert!(
+                !slower.is_empty() && slower.iter().all(|(l, r)| l == layer && *r == slowed),
+                "{program} job {k}: slowed rank {slowed}, slower: {slower:?}"
+            );
+            jobs += 1;
+        }
+    }
+    assert_eq!(jobs, 10);
+}
