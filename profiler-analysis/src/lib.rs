@@ -23,6 +23,7 @@ pub mod scale;
 pub mod stats;
 pub mod trace;
 
+pub(crate) mod student;
 pub(crate) mod text;
 
 /// Reading `prof.json` with its schema checks: profiler-format's [`read`](profiler_format::read)

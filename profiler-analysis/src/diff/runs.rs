@@ -229,7 +229,7 @@ pub fn runs_needed(spread: f64, threshold: f64, alpha: f64) -> Option<usize> {
     }
     let target = threshold.ln_1p();
     (LOAD_MIN_RUNS..=1000usize).find(|&n| {
-        let t = student_t_quantile(1.0 - alpha / 2.0, (2 * n - 2) as f64);
+        let t = crate::student::quantile(1.0 - alpha / 2.0, (2 * n - 2) as f64);
         t * spread / (n as f64).sqrt() <= target
     })
 }
@@ -288,7 +288,7 @@ fn log_test(before: &[Option<f64>], after: &[Option<f64>], paired: bool) -> Opti
     let p = if diff == 0.0 {
         1.0
     } else if se > 0.0 {
-        2.0 * (1.0 - student_t_cdf(diff.abs() / se, df))
+        2.0 * (1.0 - crate::student::cdf(diff.abs() / se, df))
     } else {
         0.0
     };
@@ -350,7 +350,7 @@ fn compare(
     let Some(test) = log_test(&fb, &fa, paired) else {
         return row;
     };
-    let t = student_t_quantile(1.0 - options.alpha / 2.0, test.df);
+    let t = crate::student::quantile(1.0 - options.alpha / 2.0, test.df);
     let reach = t * test.se;
     row.ratio = test.diff.exp();
     row.ci_low = (test.diff - reach).exp();
@@ -404,116 +404,9 @@ fn welch(b: &[f64], a: &[f64]) -> Option<Welch> {
     })
 }
 
-/// The distribution function of Student's t with `df` degrees of freedom.
-fn student_t_cdf(t: f64, df: f64) -> f64 {
-    let x = df / (df + t * t);
-    let tail = 0.5 * incomplete_beta(0.5 * df, 0.5, x);
-    if t >= 0.0 {
-        1.0 - tail
-    } else {
-        tail
-    }
-}
-
-/// The quantile `q` (0.5 to 1) of Student's t with `df` degrees of freedom, by bisection.
-fn student_t_quantile(q: f64, df: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    while student_t_cdf(hi, df) < q && hi < 1e9 {
-        hi *= 2.0;
-    }
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if student_t_cdf(mid, df) < q {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    0.5 * (lo + hi)
-}
-
-/// The regularized incomplete beta function `I_x(a, b)` (continued fraction, Lentz).
-fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
-    if x <= 0.0 {
-        return 0.0;
-    }
-    if x >= 1.0 {
-        return 1.0;
-    }
-    let front =
-        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
-    if x < (a + 1.0) / (a + b + 2.0) {
-        front * beta_fraction(a, b, x) / a
-    } else {
-        1.0 - front * beta_fraction(b, a, 1.0 - x) / b
-    }
-}
-
-fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
-    let nonzero = |v: f64| if v.abs() < TINY { TINY } else { v };
-    // One step of Lentz's method with coefficient `aa`: returns the factor to multiply `h` by.
-    let step = |aa: f64, c: &mut f64, d: &mut f64| {
-        *d = 1.0 / nonzero(1.0 + aa * *d);
-        *c = nonzero(1.0 + aa / *c);
-        *d * *c
-    };
-    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
-    let mut c = 1.0;
-    let mut d = 1.0 / nonzero(1.0 - qab * x / qap);
-    let mut h = d;
-    for m in 1..300 {
-        let m = m as f64;
-        let m2 = 2.0 * m;
-        h *= step(m * (b - m) * x / ((qam + m2) * (a + m2)), &mut c, &mut d);
-        let del = step(
-            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
-            &mut c,
-            &mut d,
-        );
-        h *= del;
-        if (del - 1.0).abs() < 1e-14 {
-            break;
-        }
-    }
-    h
-}
-
-/// `ln Γ(x)` for `x > 0` (Lanczos).
-fn ln_gamma(x: f64) -> f64 {
-    const G: [f64; 6] = [
-        76.180_091_729_471_46,
-        -86.505_320_329_416_77,
-        24.014_098_240_830_91,
-        -1.231_739_572_450_155,
-        0.120_865_097_386_617_9e-2,
-        -0.539_523_938_495_3e-5,
-    ];
-    let mut y = x;
-    let tmp = x + 5.5;
-    let tmp = tmp - (x + 0.5) * tmp.ln();
-    let mut ser = 1.000_000_000_190_015;
-    for g in G {
-        y += 1.0;
-        ser += g / y;
-    }
-    -tmp + (2.506_628_274_631_000_5 * ser / x).ln()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Student's t against known quantiles.
-    #[test]
-    fn student_t_matches_its_tables() {
-        for (df, q975) in [(1.0, 12.706), (2.0, 4.303), (5.0, 2.571), (30.0, 2.042)] {
-            let t = student_t_quantile(0.975, df);
-            assert!((t - q975).abs() < 2e-3, "df {df}: {t}");
-        }
-        assert!((student_t_cdf(0.0, 7.0) - 0.5).abs() < 1e-12);
-        assert!((student_t_cdf(-2.571, 5.0) - 0.025).abs() < 1e-4);
-    }
 
     /// The runs a side that resolve the threshold grow with the square of the spread, start at
     /// the fewest that can see the load, and give up past 1,000.

@@ -129,7 +129,7 @@ pub fn max_t_p(t: f64, n: usize) -> f64 {
     }
     let splits = (n - 2 * MIN_SEGMENT + 1) as f64;
     let df = ((n - 1) as f64 / 3.0).max(1.0);
-    let tail = 2.0 * (1.0 - super::student::cdf(t.abs(), df));
+    let tail = 2.0 * (1.0 - crate::student::cdf(t.abs(), df));
     (splits * tail.max(0.0)).min(1.0)
 }
 
@@ -224,7 +224,7 @@ pub fn pooled(before: &[f64], after: &[f64], alpha: f64) -> Size {
 
 fn size(d: f64, se: f64, df: f64, alpha: f64) -> Size {
     let half = if se > 0.0 {
-        super::student::quantile(1.0 - alpha / 2.0, df) * se
+        crate::student::quantile(1.0 - alpha / 2.0, df) * se
     } else {
         0.0
     };

@@ -80,7 +80,6 @@ use super::{event_key, stats};
 use profiler_format::{Event, Identity, Iterations, Profile, Stats, Window};
 
 pub mod change;
-mod student;
 
 /// Fewest kept recent windows for the recent-past comparison.
 pub const MIN_WINDOWS: usize = 2;

@@ -1,7 +1,5 @@
-//! Student's t distribution, for the Welch interval of a change point.
-//!
-//! A copy of the functions `diff` keeps private (`diff/runs.rs`): the drift module must not
-//! depend on the inside of the comparison of runs, which changes on its own schedule.
+//! Student's t distribution: the intervals and p-values of several runs a side (`diff`) and of
+//! change points (`drift`).
 
 /// The quantile `q` (0.5 to 1) of Student's t with `df` degrees of freedom, by bisection.
 pub fn quantile(q: f64, df: f64) -> f64 {
