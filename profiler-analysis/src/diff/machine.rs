@@ -46,6 +46,22 @@ pub struct Machine {
 }
 
 impl Machine {
+    /// The machine of the events' changes `logs` (`ln(after / before)` of each): their median
+    /// and spread, from [`MIN_EVENTS_FOR_SPREAD`] events on; 0 below.
+    pub(super) fn of(logs: &[f64]) -> Machine {
+        if logs.len() < MIN_EVENTS_FOR_SPREAD {
+            return Machine {
+                events: logs.len(),
+                ..Machine::default()
+            };
+        }
+        Machine {
+            events: logs.len(),
+            shift: stats::median(logs).exp_m1(),
+            spread: robust_spread(logs),
+        }
+    }
+
     /// `ln(1 + shift)`.
     pub(super) fn log_shift(&self) -> f64 {
         self.shift.ln_1p()

@@ -299,18 +299,7 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
         .iter()
         .filter_map(|(b, a)| log_ratio(stats::fast(b), stats::fast(a)))
         .collect();
-    let machine = if logs.len() >= MIN_EVENTS_FOR_SPREAD {
-        Machine {
-            events: logs.len(),
-            shift: stats::median(&logs).exp_m1(),
-            spread: robust_spread(&logs),
-        }
-    } else {
-        Machine {
-            events: logs.len(),
-            ..Machine::default()
-        }
-    };
+    let machine = Machine::of(&logs);
     // How far one event moves between two runs beyond its samples' own scatter: as far as
     // these events moved around their shared shift; with too few events to tell, the floor.
     let between = if machine.events >= MIN_EVENTS_FOR_SPREAD {

@@ -38,8 +38,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::{
-    event_key, robust_spread, stats, Diff, DiffOptions, EventDiff, Machine, Missing, RunShape,
-    Runs, Verdict, MIN_EVENTS_FOR_SPREAD,
+    event_key, stats, Diff, DiffOptions, EventDiff, Machine, Missing, RunShape, Runs, Verdict,
 };
 use profiler_format::{Event, Identity, Profile};
 
@@ -146,18 +145,7 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
         .iter()
         .filter_map(|e| super::log_ratio(e.before_ns, e.after_ns))
         .collect();
-    let machine = if logs.len() >= MIN_EVENTS_FOR_SPREAD {
-        Machine {
-            events: logs.len(),
-            shift: stats::median(&logs).exp_m1(),
-            spread: robust_spread(&logs),
-        }
-    } else {
-        Machine {
-            events: logs.len(),
-            ..Machine::default()
-        }
-    };
+    let machine = Machine::of(&logs);
     let walls = |side: &[Profile]| -> Vec<Option<(f64, f64)>> {
         side.iter()
             .map(|p| {
