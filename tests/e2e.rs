@@ -537,8 +537,14 @@ fn prof_ab_writes_into_any_folder_and_its_padding_is_not_an_unknown_variable() {
             .output()
             .unwrap();
         let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(0), "{name}: {err}");
-        assert!(stdout(&out).contains("runs: 2 before, 2 after"), "{name}");
+        // What it decides depends on this machine's timing (the gate: 0, 1 or 3); that it
+        // ran, wrote where it was told and compared, does not (2 is an error).
+        assert!(
+            matches!(out.status.code(), Some(0 | 1 | 3)),
+            "{name}: {:?} {err}",
+            out.status
+        );
+        assert!(stdout(&out).contains("runs: 2 rounds"), "{name}");
         for k in 0..2 {
             for side in ["before", "after"] {
                 let path = runs.join(format!("{side}-{k}.json"));
