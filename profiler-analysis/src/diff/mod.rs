@@ -482,13 +482,27 @@ fn one_run_row(
 
 /// A row with both sides' times (fastest-5% and typical) and ratios, no interval yet.
 pub(crate) fn row_of(identity: Identity, before: &[f64], after: &[f64]) -> EventDiff {
-    let (before_ns, after_ns) = (stats::fast(before), stats::fast(after));
-    let (before_median_ns, after_median_ns) = (stats::median(before), stats::median(after));
-    let n = before.len().min(after.len());
+    unjudged(
+        identity,
+        (before.len(), after.len()),
+        (stats::fast(before), stats::fast(after)),
+        (stats::median(before), stats::median(after)),
+    )
+}
+
+/// A row of `nb` and `na` values a side with both sides' fastest-5% and typical times, and
+/// their ratios; no interval, p-value or verdict yet.
+pub(crate) fn unjudged(
+    identity: Identity,
+    (nb, na): (usize, usize),
+    (before_ns, after_ns): (f64, f64),
+    (before_median_ns, after_median_ns): (f64, f64),
+) -> EventDiff {
+    let n = nb.min(na);
     EventDiff {
         identity,
-        before_n: before.len(),
-        after_n: after.len(),
+        before_n: nb,
+        after_n: na,
         before_ns,
         after_ns,
         before_median_ns,

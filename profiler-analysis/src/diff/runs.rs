@@ -312,29 +312,12 @@ fn compare(
     };
     let (fb, fa) = (fast(before), fast(after));
     let (tb, ta) = (typical(before), typical(after));
-    let (before_ns, after_ns) = (geo(&fb), geo(&fa));
-    let (before_median_ns, after_median_ns) = (stats::median(&tb), stats::median(&ta));
-    let mut row = EventDiff {
+    let mut row = super::unjudged(
         identity,
-        before_n: fb.iter().flatten().count(),
-        after_n: fa.iter().flatten().count(),
-        before_ns,
-        after_ns,
-        before_median_ns,
-        after_median_ns,
-        ratio: after_ns / before_ns,
-        typical_ratio: after_median_ns / before_median_ns,
-        typical: None,
-        share: f64::NAN,
-        matters: false,
-        ci_low: f64::NAN,
-        ci_high: f64::NAN,
-        p_value: 1.0,
-        p_adjusted: 1.0,
-        verdict: Verdict::Inconclusive,
-        allowance: 0.0,
-        detectable: None,
-    };
+        (fb.iter().flatten().count(), fa.iter().flatten().count()),
+        (geo(&fb), geo(&fa)),
+        (stats::median(&tb), stats::median(&ta)),
+    );
     let Some(test) = log_test(&fb, &fa, paired) else {
         return row;
     };
