@@ -167,7 +167,10 @@ fn in_descriptor_dir(path: &Path) -> bool {
     parts.first().is_some_and(|p| p == "proc") && parts.last().is_some_and(|p| p == "fd")
 }
 
-/// The number of a descriptor this process has open on the file `meta` describes, if any.
+/// The number of a descriptor this process has open for writing on the file `meta` describes,
+/// if any. A descriptor open for reading only (a reader of the results in the same process)
+/// loses nothing when the file is replaced, and does not count: refusing then would leave the
+/// results unwritten for as long as someone reads them.
 #[cfg(target_os = "linux")]
 fn open_descriptor_of(meta: &std::fs::Metadata) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
@@ -179,7 +182,21 @@ fn open_descriptor_of(meta: &std::fs::Metadata) -> Option<u32> {
     fds.into_iter().find(|fd| {
         std::fs::metadata(format!("/proc/self/fd/{fd}"))
             .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
+            && !read_only(*fd)
     })
+}
+
+/// Whether descriptor `fd` is open for reading only (`/proc/self/fdinfo`: the access mode in
+/// the low bits of `flags`, 0 = `O_RDONLY`); false when it cannot be told.
+#[cfg(target_os = "linux")]
+fn read_only(fd: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
+        .ok()
+        .and_then(|info| {
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            u32::from_str_radix(flags.trim(), 8).ok()
+        })
+        .is_some_and(|flags| flags & 0o3 == 0)
 }
 
 /// Elsewhere only the standard descriptors can be asked about portably; the magic paths are
@@ -565,6 +582,14 @@ mod tests {
         assert!(write_atomic(&link, b"results").is_err());
         drop(open);
         assert_eq!(std::fs::read(&log).unwrap(), b"earlier lines\n");
+        // A file this process only reads (a reader of the results, between two writes) loses
+        // nothing when it is replaced: the write goes ahead.
+        let results = dir.join("prof.json");
+        std::fs::write(&results, b"old").unwrap();
+        let reader = std::fs::File::open(&results).unwrap();
+        write_atomic(&results, b"new").unwrap();
+        assert_eq!(std::fs::read(&results).unwrap(), b"new");
+        drop(reader);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
