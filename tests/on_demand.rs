@@ -267,6 +267,16 @@ fn a_trace_asked_through_the_control_file_starts_where_rank_0_says() {
         "{text}"
     );
     wait_for("the trace", || !traces(&dir).is_empty());
+    // The sampling goes on after the trace: wait for a window that starts after it (on a busy
+    // machine the job may not have closed one yet when the trace appears).
+    let traced_from = first_of(&traces(&dir)[0]);
+    wait_for("a window after the trace", || {
+        std::fs::read(dir.join("prof.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|p| p["windows"].as_array()?.last()?["first_iteration"].as_u64())
+            .is_some_and(|f| f > traced_from + 5)
+    });
     let err = stop(child);
     let found = traces(&dir);
     assert_eq!(found.len(), 1, "one request, one trace: {found:?}\n{err}");
