@@ -1,8 +1,8 @@
-//! Compile-time tests of the macros: what must compile (`ui-tests/pass`) and what must not, with
-//! the expected diagnostics (`ui-tests/fail/*.stderr`).
+//! Compile-time tests of the macros: what must compile (`pass/`) and what must not, with
+//! the expected diagnostics (`fail/*.stderr`).
 //!
-//! The same files pass in the enabled build (`cargo test --test ui`) and the disabled one
-//! (`cargo test --no-default-features --test ui`): argument validation, and so every error
+//! The same files pass in the enabled build (`cargo test -p profiler-ui-tests`) and the disabled one
+//! (`cargo test -p profiler-ui-tests --no-default-features`): argument validation, and so every error
 //! message, is the same in both. Regenerate the `.stderr` files with `TRYBUILD=overwrite`.
 
 // With `cuda`, `stream = <expr>` must name a stream (`pass/stream_key.rs` uses a type of its
@@ -22,6 +22,6 @@ fn ui() {
     // shorter on a fresh 2-core clone (the variable reaches only the cargo trybuild runs).
     std::env::set_var("CARGO_PROFILE_DEV_DEBUG", "false");
     let t = trybuild::TestCases::new();
-    t.pass("ui-tests/pass/*.rs");
-    t.compile_fail("ui-tests/fail/*.rs");
+    t.pass("pass/*.rs");
+    t.compile_fail("fail/*.rs");
 }
