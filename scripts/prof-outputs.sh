@@ -141,7 +141,7 @@ run err-flame-filter flame "$C" -o "$TMP/f.svg" --filter "layer=="
 run err-flame-group flame "$C" -o "$TMP/f.svg" --group stage
 run err-watch-none watch
 run err-watch-interval watch "$C" --interval 0
-run err-watch-missing watch --once "$TMP/missing.json"
+run err-watch-missing watch --once "$D/no-such.json"
 run err-html-no-output html "$C"
 run err-html-diff html "$C" --diff "$TMP/missing.json" -o "$TMP/h.html"
 run err-trigger-none trigger
