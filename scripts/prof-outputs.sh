@@ -156,5 +156,6 @@ run err-peak-size peak --size 8
 run err-peak-dtype peak --dtype bf16 -o "$TMP/p.json"
 run err-peak-format peak --format yaml
 run err-peak-output peak -o "$TMP/no/such/dir/peak.json"
+run err-peak-cuda-build peak --device cuda -o "$TMP/p.json"
 run err-peak-gpu-threads peak --device cuda --threads 2 -o "$TMP/p.json"
 echo "wrote $(ls "$OUT" | wc -l) files to $OUT"

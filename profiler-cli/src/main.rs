@@ -11,7 +11,7 @@
 //! the reports, with examples, in `docs/guide.md`.
 
 mod ab;
-mod peak;
+
 mod trigger;
 mod watch;
 
@@ -22,6 +22,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use profiler_analysis::{self as analysis, diff, flame, html, merge, report, scale, trace, Format};
 use profiler_format::Profile;
+use profiler_peak as peak;
 
 #[derive(Parser)]
 #[command(
