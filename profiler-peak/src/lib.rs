@@ -36,7 +36,7 @@ pub enum Dtype {
 pub struct Options {
     /// Threads: one GEMM each, on its own matrices; the STREAM arrays split among them.
     pub threads: usize,
-    /// The time budget, split evenly between the GEMM and STREAM (at least [`timing::MIN_REPS`]
+    /// The time budget, split evenly between the GEMM and STREAM (at least 3, `timing::MIN_REPS`,
     /// timed repetitions each, however long they take).
     pub seconds: f64,
     /// The GEMM's element type.
