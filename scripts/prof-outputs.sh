@@ -93,4 +93,69 @@ for bad in cut empty not; do
 done
 run bad-missing report "$TMP/missing.json"
 run bad-dir report "$TMP"
+# Help texts, the version and the parser's errors, through a link named `prof` (clap prints the
+# name it was run by).
+mkdir -p "$TMP/bin" && ln -s "$PROF" "$TMP/bin/prof"
+PROF="$TMP/bin/prof"
+run help-none
+run help --help
+run help-short -h
+run help-help help
+run version --version
+run bad-command reprot
+for cmd in report trace diff scale ab merge flame watch html trigger peak help; do
+    run "help-$cmd" "$cmd" --help
+    run "help-$cmd-short" "$cmd" -h
+    run "help-help-$cmd" help "$cmd"
+done
+C=$D/cli/batch32.json
+run err-report-none report
+run err-report-sort report "$C" --sort size
+run err-report-cv report "$C" --cv-threshold -1
+run err-report-drift report "$C" --drift-threshold 200%
+run err-report-peak report "$C" --peak "$TMP/missing.json"
+run err-trace-no-output trace "$C"
+run err-trace-iterations trace "$C" -o "$TMP/t.json" --iterations 5..2
+run err-trace-format trace "$C" -o "$TMP/t.json" --format svg
+run err-trace-dir trace "$C" -o "$TMP"
+run err-diff-none diff
+run err-diff-one diff "$C"
+run err-diff-three diff "$C" "$C" "$C"
+run err-diff-option-after diff "$C" -- "$C" --paired
+run err-diff-paired diff --paired "$C" -- "$C" "$C"
+run err-diff-alpha diff "$C" "$C" --alpha 1
+run err-diff-resamples diff "$C" "$C" --resamples 5
+run err-diff-threshold diff "$C" "$C" --threshold x
+run err-scale-one scale "$C" --param batch=32
+run err-scale-param scale "$C" "$C" --param batch
+run err-scale-count scale "$C" "$C" --param batch=1,2,3
+run err-scale-ideal scale "$C" "$C" --param batch=1,2 --ideal square
+run err-ab-none ab
+run err-ab-runs ab --before true --after true --runs 1
+run err-ab-split ab --before "'unclosed" --after true --dir "$TMP/ab"
+run err-merge-none merge
+run err-merge-output merge "$C" -o "$TMP"
+run err-flame-no-output flame "$C"
+run err-flame-conflict flame "$C" -o "$TMP/f.svg" --folded --icicle
+run err-flame-filter flame "$C" -o "$TMP/f.svg" --filter "layer=="
+run err-flame-group flame "$C" -o "$TMP/f.svg" --group stage
+run err-watch-none watch
+run err-watch-interval watch "$C" --interval 0
+run err-watch-missing watch --once "$D/no-such.json"
+run err-html-no-output html "$C"
+run err-html-diff html "$C" --diff "$TMP/missing.json" -o "$TMP/h.html"
+run err-trigger-none trigger
+run err-trigger-at trigger 1 --at 3
+run err-trigger-both trigger 1 --control "$TMP/control"
+run err-trigger-iterations trigger --control "$TMP/control" --iterations 0
+run err-peak-device peak --device tpu
+run err-peak-cuda peak --device cuda:x
+run err-peak-threads peak --threads 0
+run err-peak-seconds peak --seconds 9999
+run err-peak-size peak --size 8
+run err-peak-dtype peak --dtype bf16 -o "$TMP/p.json"
+run err-peak-format peak --format yaml
+run err-peak-output peak -o "$TMP/no/such/dir/peak.json"
+run err-peak-cuda-build peak --device cuda -o "$TMP/p.json"
+run err-peak-gpu-threads peak --device cuda --threads 2 -o "$TMP/p.json"
 echo "wrote $(ls "$OUT" | wc -l) files to $OUT"

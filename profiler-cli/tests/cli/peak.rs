@@ -127,7 +127,7 @@ fn bad_flags_are_refused() {
 #[test]
 fn a_gpu_is_measured_only_where_one_can_be() {
     // The tests' prof has no `cuda` feature: --device cuda says how to get one; a prof with it
-    // on a machine without a driver says that (profiler-cli's unit tests, `--features cuda`).
+    // on a machine without a driver says that (profiler-peak's unit tests, `--features cuda`).
     let dir = scratch("peak-gpu");
     let path = dir.join("peak.json");
     let out = quick_peak(&path, &["--device", "cuda"]);

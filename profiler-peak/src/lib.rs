@@ -1,7 +1,14 @@
-//! `prof peak`: this machine's achievable peak, measured: FLOP/s by a GEMM on every thread, and
-//! memory bandwidth by STREAM's copy and triad, each the median of the fastest tenth of many
-//! timed repetitions after a warmup, with its spread. The CPU's; a GPU's with `--device cuda`
-//! (`gpu.rs`, feature `cuda`).
+//! A machine's achievable peak, measured: FLOP/s by a GEMM on every thread, and memory
+//! bandwidth by STREAM's copy and triad, each the median of the fastest tenth of many timed
+//! repetitions after a warmup, with its spread. The CPU's ([`measure`]); a GPU's with the
+//! feature `cuda` (`gpu::measure`: cuBLAS's GEMM and a device copy, timed by CUDA events).
+//!
+//! What `prof peak` runs and writes as `peak.json` ([`Measured::peak`], schema
+//! `profiler-core/peak/v1`), the peak MFU is judged against. The `prof` command holds only its
+//! flags and the writing of the file; the benchmark is here, so that the report tool does not
+//! carry GEMM kernels in its source tree.
+
+#![warn(missing_docs)]
 
 mod affinity;
 mod gemm;
@@ -29,7 +36,7 @@ pub enum Dtype {
 pub struct Options {
     /// Threads: one GEMM each, on its own matrices; the STREAM arrays split among them.
     pub threads: usize,
-    /// The time budget, split evenly between the GEMM and STREAM (at least [`timing::MIN_REPS`]
+    /// The time budget, split evenly between the GEMM and STREAM (at least 3, `timing::MIN_REPS`,
     /// timed repetitions each, however long they take).
     pub seconds: f64,
     /// The GEMM's element type.

@@ -1,0 +1,33 @@
+//! `prof html`: one self-contained HTML report.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use profiler_analysis::html;
+
+use crate::common::{check_output, load, write_output, Failure};
+
+/// One self-contained HTML report (no network needed to view it).
+#[derive(clap::Args)]
+pub struct HtmlArgs {
+    /// The prof.json to read.
+    file: PathBuf,
+    /// A baseline run to compare against.
+    #[arg(long)]
+    diff: Option<PathBuf>,
+    /// Where to write the report.
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+/// Writes the report of `args.file`, against `--diff`'s baseline when given; the output is
+/// checked before any input is read.
+pub fn run(args: HtmlArgs) -> Result<ExitCode, Failure> {
+    check_output(&args.output)?;
+    let profile = load(&args.file)?;
+    let baseline = args.diff.as_deref().map(load).transpose()?;
+    let page = html::html_report(&profile, baseline.as_ref());
+    write_output(&args.output, page.as_bytes())?;
+    eprintln!("prof: wrote {}", args.output.display());
+    Ok(ExitCode::SUCCESS)
+}

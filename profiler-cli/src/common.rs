@@ -1,0 +1,115 @@
+//! What several `prof` commands share: the [`Failure`] every command returns, reading profiles,
+//! checking and writing an output, printing, and the flags' shared values (`--format`,
+//! fractions like `2%`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+use profiler_analysis::{self as analysis, Format};
+use profiler_format::Profile;
+
+/// A failure the user can fix: the message, which starts with `error:`, and exit status 2.
+pub struct Failure(pub String);
+
+impl Failure {
+    /// `message`, with `error: ` in front unless it starts with it already.
+    pub fn new(message: impl std::fmt::Display) -> Failure {
+        let message = message.to_string();
+        if message.starts_with("error:") {
+            Failure(message)
+        } else {
+            Failure(format!("error: {message}"))
+        }
+    }
+}
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Failure {
+        Failure::new(e)
+    }
+}
+
+/// `--format` of the commands that print a table: table, csv, json or markdown.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum FormatArg {
+    Table,
+    Csv,
+    Json,
+    Markdown,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Json => Format::Json,
+            FormatArg::Markdown => Format::Markdown,
+        }
+    }
+}
+
+/// `0.02` or `2%`.
+pub fn fraction(s: &str) -> Result<f64, String> {
+    let (text, scale) = match s.strip_suffix('%') {
+        Some(t) => (t, 0.01),
+        None => (s, 1.0),
+    };
+    match text.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() && v * scale < 1.0 => Ok(v * scale),
+        _ => Err(format!("`{s}` is not a fraction like 0.02 or 2%")),
+    }
+}
+
+/// The profile at `path`, or the failure that says why it cannot be read.
+pub fn load(path: &Path) -> Result<Profile, Failure> {
+    Ok(analysis::load_profile(path)?)
+}
+
+/// Every profile of `paths`, in order; the first that cannot be loaded is the failure.
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Profile>, Failure> {
+    paths.iter().map(|f| load(f)).collect()
+}
+
+/// `error: cannot write PATH: WHY`, with a help line.
+pub fn cannot_write(path: &Path, why: impl std::fmt::Display) -> Failure {
+    Failure(format!(
+        "error: cannot write {}: {why}\n  = help: -o takes the path of a regular file (new, or \
+         one to replace) in an existing, writable directory",
+        path.display()
+    ))
+}
+
+/// Checks, before any input is read, that `path` can take the output: it names a regular file
+/// or nothing yet (not a directory, a FIFO, a device or a link to one), in a directory that
+/// exists.
+pub fn check_output(path: &Path) -> Result<(), Failure> {
+    // Follows links, the kernel's too (`/dev/stdout` leads through `/proc/self/fd/1` to a pipe).
+    use profiler_format::write::OutputPathError as Why;
+    match profiler_format::write::check_output_path(path) {
+        Ok(_) => Ok(()),
+        Err(Why::Target(why)) => Err(cannot_write(path, why)),
+        Err(Why::NoDirectory(dir)) => Err(cannot_write(
+            path,
+            format_args!("the directory {} does not exist", dir.display()),
+        )),
+        Err(Why::NotWritable(_, e)) => Err(cannot_write(path, e)),
+    }
+}
+
+/// Writes `bytes` to `path` atomically (a temporary file, then a rename).
+pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    profiler_format::write_atomic(path, bytes).map_err(|e| cannot_write(path, e))
+}
+
+/// Prints `text` to stdout, with a final newline; a closed pipe is not an error.
+pub fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`prof report x | head`) is not an error worth a panic.
+    let _ = out.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
