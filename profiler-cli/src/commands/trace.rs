@@ -132,11 +132,7 @@ fn write_trace(
         profile.run.mode
     );
     if format == TraceFormatArg::Json && text_bytes > JSON_TRACE_WARN_BYTES {
-        eprintln!(
-            "warning: the JSON trace is {:.1} GB{}, more than Perfetto's UI can open (about 1              GB)\n  = help: write it with --format perfetto (or to a .pftrace) for Perfetto; keep              the JSON for HolisticTraceAnalysis",
-            text_bytes as f64 / 1e9,
-            if gz { " before compression" } else { "" }
-        );
+        eprintln!("{}", too_big_for_perfetto(text_bytes, gz));
     }
     Ok(())
 }
@@ -156,5 +152,30 @@ impl Write for Counted<'_> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
+    }
+}
+
+/// The warning for a JSON trace larger than Perfetto's UI opens.
+fn too_big_for_perfetto(text_bytes: u64, gz: bool) -> String {
+    format!(
+        "warning: the JSON trace is {:.1} GB{}, more than Perfetto's UI can open (about 1 GB)\n  \
+         = help: write it with --format perfetto (or to a .pftrace) for Perfetto; keep the JSON \
+         for HolisticTraceAnalysis",
+        text_bytes as f64 / 1e9,
+        if gz { " before compression" } else { "" }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_size_warning_reads_as_two_lines_without_runs_of_spaces() {
+        let text = super::too_big_for_perfetto(2_500_000_000, true);
+        assert_eq!(
+            text,
+            "warning: the JSON trace is 2.5 GB before compression, more than Perfetto's UI can \
+             open (about 1 GB)\n  = help: write it with --format perfetto (or to a .pftrace) for \
+             Perfetto; keep the JSON for HolisticTraceAnalysis"
+        );
     }
 }
