@@ -1,11 +1,10 @@
-//! Property tests of the `PROF_FILTER` language, through the public API.
-#![cfg(feature = "enable")]
+//! Property tests of the `PROF_FILTER` language (the module `filter`), through its public API.
 
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::select;
 
-use profiler_core::{Filter, FilterError, Key};
+use profiler_format::filter::{Filter, FilterError, Key};
 use unicode_width::UnicodeWidthChar;
 
 /// The reference glob: straightforward recursion on characters.
