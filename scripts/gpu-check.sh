@@ -134,8 +134,8 @@ else
   fi
   if command -v nvcc >/dev/null 2>&1; then
     cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
-    if CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-$cap} cargo build --release -p candle-example --features cuda; then
-      candle=target/release/candle-mlp
+    if CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-$cap} cargo build --release --manifest-path integrations/candle/Cargo.toml --features cuda; then
+      candle=integrations/candle/target/release/candle-mlp
     else
       environment "the candle example did not build with --features cuda"
     fi

@@ -143,25 +143,37 @@ mod profiled {
         assert_eq!(e["work"]["bytes"], serde_json::json!(vec![bytes; 3]), "{e}");
     }
 
-    /// The `prof` binary of profiler-cli for the profile this test was built in, built now only
-    /// when it is missing (as the root tests' `common::prof` does): `cargo test --workspace`
-    /// has built it already, and a `cargo build -p profiler-cli` resolves the features of the
-    /// shared dependencies for that package alone, which rebuilt them (about 20 s of a fresh
-    /// clone's test run).
+    /// The `prof` binary of the main workspace's profiler-cli, in the profile this test was
+    /// built in: built (or found up to date) by cargo in that workspace's own target directory,
+    /// and its path taken from cargo's messages.
     fn prof_binary() -> PathBuf {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap();
-        let path = profile_dir.join(format!("prof{}", std::env::consts::EXE_SUFFIX));
-        if !path.exists() {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let mut cmd = Command::new(cargo);
-            cmd.args(["build", "-q", "-p", "profiler-cli", "--bin", "prof"]);
-            if profile_dir.ends_with("release") {
-                cmd.arg("--release");
-            }
-            assert!(cmd.status().unwrap().success(), "building prof failed");
+        let release = exe.parent().unwrap().parent().unwrap().ends_with("release");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.arg("build")
+            .arg("--manifest-path")
+            .arg(root.join("Cargo.toml"))
+            .args([
+                "-p",
+                "profiler-cli",
+                "--bin",
+                "prof",
+                "--message-format=json",
+            ])
+            .stderr(std::process::Stdio::inherit());
+        if release {
+            cmd.arg("--release");
         }
-        path
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "building prof failed");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "prof")
+            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+            .expect("cargo did not report prof's executable")
     }
 
     /// (a) and (b): the annotated modules and the runtime-named blocks, each measured; the
