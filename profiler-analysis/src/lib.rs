@@ -3,7 +3,7 @@
 //! prints. It reads the file through `profiler-format` (reading and its checks are that crate's:
 //! [`load_profile`]), and needs neither the runtime nor the macros of profiler-core: a profiled
 //! program does not compile it. The rows of `prof report` and the end-of-run summary come from
-//! the same [`profiler_tables::measure`].
+//! the same [`profiler_tables::rows`].
 //!
 //! The exact definitions of `prof report`'s and `prof diff`'s figures are in the repository's
 //! `docs/reference.md` ("Definitions of `prof report`", "Definitions of `prof diff`"); those of
@@ -65,4 +65,4 @@ pub fn event_key(event: &profiler_format::Event) -> (String, u32) {
     (event.id.clone(), event.occurrence)
 }
 
-pub use profiler_tables::measure::{measured_walls, warmup_listed};
+pub use profiler_tables::rows::{measured_walls, warmup_listed};

@@ -3,7 +3,7 @@
 //! written. `prof report` (table, Markdown, CSV) and the summary both render from
 //! [`EVENT_COLUMNS`], so a new column is one entry here.
 
-use crate::measure::EventRow;
+use crate::rows::EventRow;
 use crate::table_text::{human_bytes, human_ns, opt, percent, signed_percent};
 use crate::work::{human_rate, utilization, Rate, WorkRow};
 
@@ -148,7 +148,7 @@ fn device_memory(
     e: &EventRow,
     place: Place,
     signed: bool,
-    figure: fn(&crate::measure::DeviceMemoryRow) -> f64,
+    figure: fn(&crate::rows::DeviceMemoryRow) -> f64,
 ) -> String {
     match (e.device_memory.as_ref().map(figure), place) {
         (Some(v), Place::Csv) => num(v, 1),
@@ -172,7 +172,7 @@ const fn device_row_column(csv: &'static str) -> Column {
 }
 
 /// A memory figure: bytes in the tables, plain numbers in CSV, `-` without figures.
-fn memory(e: &EventRow, place: Place, figure: fn(&crate::measure::MemoryRow) -> f64) -> String {
+fn memory(e: &EventRow, place: Place, figure: fn(&crate::rows::MemoryRow) -> f64) -> String {
     match (e.memory.as_ref(), place) {
         (Some(m), Place::Csv) => num(figure(m), 1),
         (None, Place::Csv) => String::new(),

@@ -7,7 +7,7 @@ use super::{Flame, Frame, FrameKey, Grouping, Stack};
 use profiler_format::filter::{Filter, Key};
 use profiler_format::{Event, Profile};
 use profiler_tables::breakdown::{breakdown, OTHER};
-use profiler_tables::measure::{measure, parent_indices};
+use profiler_tables::rows::{parent_indices, profile_rows};
 
 /// The stacks of one profile, before rounding.
 pub(super) struct Run {
@@ -57,8 +57,8 @@ pub(super) fn of_profile(
     group: Option<Grouping>,
 ) -> Option<Run> {
     let events = &profile.events;
-    let bd = breakdown(profile)?;
-    let measures = measure(profile, f64::INFINITY, f64::INFINITY);
+    let measures = profile_rows(profile, f64::INFINITY, f64::INFINITY);
+    let bd = breakdown(profile, &measures)?;
     let rows = &measures.events;
     let parents = parent_indices(events);
     let held = &bd.held_ns;

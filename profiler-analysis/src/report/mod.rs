@@ -1,6 +1,6 @@
 //! `prof report`: one row per event (and per group) of a `prof.json`, and the end-of-run summary
 //! printed on stderr. Both are built here, by [`build`] from the rows of
-//! [`profiler_tables::measure`], so that they never disagree; [`render`] prints a [`Report`] as
+//! [`profiler_tables::rows`], so that they never disagree; [`render`] prints a [`Report`] as
 //! a table, CSV, JSON or Markdown.
 //!
 //! Each figure (measured iterations, warmup baseline, calls per iteration, self, depth, share,
@@ -17,8 +17,8 @@ use super::{drift, text};
 use crate::Format;
 use profiler_format::{Event, Profile};
 use profiler_tables::breakdown::{breakdown, Breakdown};
-use profiler_tables::measure::{device_usage, measure, ratio_or_zero, Measures};
-pub use profiler_tables::measure::{
+use profiler_tables::rows::{device_usage, profile_rows, ratio_or_zero, ProfileRows};
+pub use profiler_tables::rows::{
     DeviceMemoryRow, DeviceUsageRow, EventRow, IterationRow, MemoryRow, Perturbation,
 };
 
@@ -223,16 +223,19 @@ fn group_rows(
 
 /// Computes the report of a profile (see the module documentation for every definition).
 pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
-    let Measures {
-        iteration,
-        perturbation,
-        events: mut rows,
-        ancestors: chains,
-    } = measure(
+    let measures = profile_rows(
         profile,
         options.cv_threshold,
         options.perturbation_threshold,
     );
+    // The breakdown from the same rows, before they are sorted (it reads them by event index).
+    let breakdown = breakdown(profile, &measures);
+    let ProfileRows {
+        iteration,
+        perturbation,
+        events: mut rows,
+        ancestors: chains,
+    } = measures;
     let groups = options.group_by.map_or_else(Vec::new, |by| {
         group_rows(&profile.events, &rows, &chains, by, iteration.mean_ns)
     });
@@ -257,7 +260,7 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
         perturbation,
         events: rows,
         groups,
-        breakdown: breakdown(profile),
+        breakdown,
         cv_threshold: options.cv_threshold,
         windows: options
             .windows

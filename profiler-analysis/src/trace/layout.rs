@@ -287,7 +287,8 @@ impl Drawing {
         if events.len() >= NONE as usize - 1 {
             return Err(TraceError::TooLarge(events.len() + 1));
         }
-        let breakdown = profiler_tables::breakdown::breakdown(profile);
+        let rows = profiler_tables::rows::profile_rows(profile, f64::INFINITY, f64::INFINITY);
+        let breakdown = profiler_tables::breakdown::breakdown(profile, &rows);
         let (step_len, iteration) = match &breakdown {
             Some(b) => (b.median_iteration_ns.round() as u64, b.median_iteration_ns),
             None => {
