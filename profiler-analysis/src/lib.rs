@@ -31,8 +31,9 @@ pub(crate) mod text;
 pub use profiler_format::read as load;
 pub use profiler_format::read::{load_profile, LoadError};
 /// Names made safe to show in a terminal or in XML (control characters as visible escapes):
-/// what every text output here uses, for the callers that print a name of their own.
-pub use profiler_tables::table_text::{printable, printable_lines};
+/// what every text output here uses, for the callers that print a name of their own; and
+/// fractions as the percentages every output writes (`6.7%`).
+pub use profiler_tables::table_text::{percent, printable, printable_lines};
 
 /// How a report, diff, scaling or merge is printed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

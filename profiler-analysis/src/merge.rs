@@ -407,18 +407,18 @@ fn render_csv(m: &Merged) -> String {
         out.push_str(&format!(
             "{},{},{},{},{},{},{},{},{}",
             text::identity_csv(&e.identity).join(","),
-            text::num(e.min_ns),
-            text::num(e.median_ns),
-            text::num(e.max_ns),
-            text::num(e.spread),
+            text::num_sci(e.min_ns),
+            text::num_sci(e.median_ns),
+            text::num_sci(e.max_ns),
+            text::num_sci(e.spread),
             e.straggler,
             e.straggler_verdict.as_deref().unwrap_or(""),
-            e.straggler_ci_low.map(text::num).unwrap_or_default(),
-            e.straggler_ci_high.map(text::num).unwrap_or_default()
+            e.straggler_ci_low.map(text::num_sci).unwrap_or_default(),
+            e.straggler_ci_high.map(text::num_sci).unwrap_or_default()
         ));
         for t in &e.per_rank_median_ns {
             out.push(',');
-            out.push_str(&t.map(text::num).unwrap_or_default());
+            out.push_str(&t.map(text::num_sci).unwrap_or_default());
         }
         out.push('\n');
     }

@@ -366,6 +366,8 @@ pub fn scaled_offset(profile: &Profile, i: usize, mean_iteration: f64) -> f64 {
 }
 
 /// The largest stretches of `[0, iteration_ns]` that `placed` leaves uncovered.
+/// Why not `prof trace`'s (`trace/other.rs`): these name the few largest of the average iteration
+/// with their neighbours and noise; those draw every one above a floor in each drawn step.
 fn gaps(profile: &Profile, placed: &[Placed], iteration_ns: f64) -> Vec<Gap> {
     // Every stretch first, with the events on either side (`None`: the iteration's start or
     // end); the noise only of those kept (each is a spread of an event's offsets).

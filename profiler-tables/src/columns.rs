@@ -4,7 +4,7 @@
 //! [`EVENT_COLUMNS`], so a new column is one entry here.
 
 use crate::rows::EventRow;
-use crate::table_text::{human_bytes, human_ns, opt, percent, signed_percent};
+use crate::table_text::{human_bytes, human_ns, num, opt, percent, signed_percent};
 use crate::work::{human_rate, utilization, Rate, WorkRow};
 
 /// Where a cell is written.
@@ -103,24 +103,6 @@ pub fn calls(v: f64) -> String {
         format!("{}", v.round() as i64)
     } else {
         format!("{v:.2}")
-    }
-}
-
-/// A number for CSV: at most `digits` decimals, trailing zeros dropped; empty when not finite.
-pub fn num(v: f64, digits: usize) -> String {
-    if !v.is_finite() {
-        return String::new();
-    }
-    let s = format!("{v:.digits$}");
-    let s = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        s
-    };
-    if s == "-0" {
-        "0".to_owned()
-    } else {
-        s
     }
 }
 

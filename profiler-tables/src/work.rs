@@ -160,7 +160,7 @@ pub fn utilization(v: f64) -> String {
         };
         format!("{figure}%>100%! check the peak or the flops key")
     } else {
-        format!("{:.1}%", 100.0 * v)
+        crate::table_text::percent(v)
     }
 }
 
