@@ -26,9 +26,6 @@ pub mod trace;
 pub(crate) mod student;
 pub(crate) mod text;
 
-/// Reading `prof.json` with its schema checks: profiler-format's [`read`](profiler_format::read)
-/// (this path kept for the callers that name it).
-pub use profiler_format::read as load;
 pub use profiler_format::read::{load_profile, LoadError};
 /// Names made safe to show in a terminal or in XML (control characters as visible escapes):
 /// what every text output here uses, for the callers that print a name of their own; and

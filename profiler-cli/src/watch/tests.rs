@@ -192,7 +192,7 @@ fn a_malformed_file_keeps_the_last_good_view() {
     let text = std::fs::read(data(LIVE)).unwrap();
     // Half of a rewrite, as a copy caught in the middle would leave it.
     let half = &text[..text.len() / 2];
-    let error = profiler_analysis::load::parse_profile(half, Path::new("prof-rank0.json"))
+    let error = profiler_format::read::parse_profile(half, Path::new("prof-rank0.json"))
         .unwrap_err()
         .to_string();
     let message = error.lines().next().unwrap().to_owned();

@@ -8,8 +8,8 @@ use crate::register::info::ProbeInfo;
 use crate::register::registry::registry;
 use crate::schedule::Measure;
 use crate::select::config::{Config, ConfigError, Mode};
-use crate::select::filter::{Filter, Key};
 use crate::session::{self, ActiveClock, Session};
+use profiler_format::filter::{Filter, Key};
 
 /// Returned by [`init`](crate::init): writes the results (marked incomplete if the schedule has
 /// not finished) when dropped, normally when `main` returns. If the results cannot be written
