@@ -82,7 +82,7 @@ enum Command {
         /// Only these iterations of a trace-mode profile: A..B (A to B-1), A..=B or A.., as
         /// numbered in the trace (`ProfilerStep#A`); to split a long run's trace.
         #[arg(long, value_parser = iteration_range)]
-        iterations: Option<trace::Iterations>,
+        iterations: Option<trace::IterationRange>,
     },
     /// Compare two runs: per event and for the whole iteration, the median ratio with a
     /// bootstrap 95% confidence interval, a Mann-Whitney p-value and a verdict. With several
@@ -392,7 +392,7 @@ enum FormatArg {
 }
 
 /// `--iterations`: `A..B`, `A..=B` or `A..`.
-fn iteration_range(s: &str) -> Result<trace::Iterations, String> {
+fn iteration_range(s: &str) -> Result<trace::IterationRange, String> {
     s.parse()
 }
 
@@ -779,7 +779,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             once,
             control,
         } => {
-            let options = watch::Options {
+            let options = watch::WatchOptions {
                 files,
                 interval: std::time::Duration::from_secs_f64(interval),
                 drift_threshold,
@@ -946,7 +946,7 @@ fn write_trace(
     file: &Path,
     output: &Path,
     format: TraceFormatArg,
-    iterations: Option<trace::Iterations>,
+    iterations: Option<trace::IterationRange>,
 ) -> Result<(), Failure> {
     check_output(output)?;
     let mut profile = load(file)?;

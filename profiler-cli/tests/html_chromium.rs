@@ -548,7 +548,7 @@ fn rates_are_drawn_in_the_events_table() {
     for (k, e) in profile.events.iter_mut().enumerate() {
         let n = e.samples_ns.len();
         let flops = if k == 0 { 1_000_000_000_000 } else { 10_000 };
-        e.work = Some(profiler_format::Work {
+        e.work = Some(profiler_format::SampleWork {
             flops: Some(vec![flops; n]),
             bytes: Some(vec![2_000; n]),
         });

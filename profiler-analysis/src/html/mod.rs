@@ -568,9 +568,11 @@ mod tests {
             offsets_ns: vec![0; 3],
             sample_iters: vec![2, 3, 4],
             stats: profiler_format::Stats::of(&[100; 3]),
-            work: (work && (flops.is_some() || bytes.is_some())).then(|| profiler_format::Work {
-                flops: flops.map(|f| vec![f; 3]),
-                bytes: bytes.map(|b| vec![b; 3]),
+            work: (work && (flops.is_some() || bytes.is_some())).then(|| {
+                profiler_format::SampleWork {
+                    flops: flops.map(|f| vec![f; 3]),
+                    bytes: bytes.map(|b| vec![b; 3]),
+                }
             }),
             ..Default::default()
         };

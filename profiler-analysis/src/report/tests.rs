@@ -1071,7 +1071,7 @@ fn device_memory_columns_and_lines_appear_with_device_figures_only() {
 /// whose FLOPs are part of A's; E (4,000 bytes in 40 ns) counts bytes only.
 fn with_work(peak: Option<profiler_format::peak::Peak>) -> Profile {
     let mut p = nested();
-    let work = |flops: Option<u64>, bytes: Option<u64>| profiler_format::Work {
+    let work = |flops: Option<u64>, bytes: Option<u64>| profiler_format::SampleWork {
         flops: flops.map(|f| vec![f]),
         bytes: bytes.map(|b| vec![b]),
     };

@@ -30,7 +30,7 @@ use profiler_format::{quantiles, Event, Profile};
 
 use layout::Drawing;
 
-pub use cut::{keep_iterations, CutError, Iterations};
+pub use cut::{keep_iterations, CutError, IterationRange};
 
 /// Prefix of the iteration spans, as PyTorch's profiler names them and HTA looks for them.
 pub const STEP_PREFIX: &str = "ProfilerStep#";

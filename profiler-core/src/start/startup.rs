@@ -6,7 +6,7 @@ use crate::instrument::clock::{Clock, CpuClock};
 use crate::instrument::device::Device;
 use crate::register::info::ProbeInfo;
 use crate::register::registry::registry;
-use crate::schedule::Measure;
+use crate::schedule::SessionMode;
 use crate::select::config::{Config, ConfigError, Mode};
 use crate::session::{self, ActiveClock, Session};
 use profiler_format::filter::{Filter, Key};
@@ -241,7 +241,7 @@ pub fn start(
 ) -> Result<InitGuard, ConfigError> {
     config.validate()?;
     // The mode, decided once: `off` runs no session at all.
-    let Some(mode) = Measure::of(config.mode) else {
+    let Some(mode) = SessionMode::of(config.mode) else {
         return Ok(InitGuard::inert());
     };
     config.check_output()?;
@@ -284,7 +284,7 @@ pub fn start(
     #[cfg(unix)]
     crate::start::signals::install();
     #[cfg(target_os = "linux")]
-    if mode == Measure::Continuous {
+    if mode == SessionMode::Continuous {
         crate::start::signals::install_trigger();
     }
     Ok(InitGuard {
