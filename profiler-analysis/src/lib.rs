@@ -29,8 +29,8 @@ pub(crate) mod text;
 pub use profiler_format::read::{load_profile, LoadError};
 /// Names made safe to show in a terminal or in XML (control characters as visible escapes):
 /// what every text output here uses, for the callers that print a name of their own; and
-/// fractions as the percentages every output writes (`6.7%`).
-pub use profiler_tables::table_text::{percent, printable, printable_lines};
+/// durations and fractions as every output writes them (`1.23ms`, `6.7%`).
+pub use profiler_tables::table_text::{human_ns, percent, printable, printable_lines};
 
 /// How a report, diff, scaling or merge is printed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,5 +62,3 @@ pub(crate) fn event_time(e: &profiler_format::Event) -> Option<f64> {
 pub fn event_key(event: &profiler_format::Event) -> (String, u32) {
     (event.id.clone(), event.occurrence)
 }
-
-pub use profiler_tables::rows::{measured_walls, warmup_listed};

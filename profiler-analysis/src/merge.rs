@@ -23,8 +23,8 @@
 //! - **spread** = max / min (min floored at 1 ns): 1 when every rank takes the same time.
 //! - **iteration**: per rank, the median wall time of its measured iterations (index >=
 //!   `run.warmup`; all of them when there is none; 0 when it has none; in `continuous` mode, its
-//!   last window's, see [`measured_walls`](super::measured_walls)); its straggler is the
-//!   rank with the slowest median iteration.
+//!   last window's, see [`measured_walls`](profiler_tables::rows::measured_walls)); its
+//!   straggler is the rank with the slowest median iteration.
 //!
 //! Warnings also note ranks that ran different programs, modes or filters, and events missing
 //! from some ranks.

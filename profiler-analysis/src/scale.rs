@@ -8,7 +8,7 @@
 //! the recorded `stats.median_ns` when the samples were not kept); the whole iteration is a row
 //! too, with the median wall time of the run's measured iterations (index >= `run.warmup`; all
 //! of them when there is none; in `continuous` mode, the last window's, see
-//! [`measured_walls`](super::measured_walls)).
+//! [`measured_walls`](profiler_tables::rows::measured_walls)).
 //!
 //! - **ratio** r_i = t_i / t_0: how the time grew from the first (smallest) value.
 //! - **efficiency** e_i: the ideal growth over the actual one, against run 0; 1 is ideal scaling,
@@ -108,7 +108,7 @@ pub struct Scaling {
 
 /// Median wall time of the measured iterations (index >= warmup; all when none is).
 pub(crate) fn iteration_time(p: &Profile) -> Option<f64> {
-    let measured = crate::measured_walls(p);
+    let measured = profiler_tables::rows::measured_walls(p);
     (!measured.is_empty()).then(|| stats::median(&stats::as_f64(measured)))
 }
 

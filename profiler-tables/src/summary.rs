@@ -58,8 +58,6 @@ pub fn status_in(mode: &str, complete: bool) -> &'static str {
     }
 }
 
-pub use crate::columns::occ;
-
 /// The line on the profiler's effect on the iteration time, in `mode`.
 pub fn perturbation_line(mode: &str, perturbation: Option<&Perturbation>) -> String {
     match perturbation {

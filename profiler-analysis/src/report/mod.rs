@@ -288,8 +288,7 @@ fn sort_by_memory(rows: &mut [EventRow], key: fn(&MemoryRow) -> f64) {
 mod breakdown_section;
 mod render;
 pub use render::{
-    change_point_text, drift_cell, drift_line, drifted_line, headline_cell, human_ns, render,
-    shape_table, summary, summary_unwritten,
+    change_point_text, drift_cell, drift_line, drifted_line, headline_cell, render, shape_table,
 };
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 
 use super::*;
 use profiler_format::{Iterations, Run, Stats};
+use profiler_tables::summary::summary;
+use profiler_tables::table_text::human_ns;
 
 /// An event with durations `samples` taken in iterations `iters`.
 fn ev(
@@ -570,7 +572,10 @@ fn iterations_are_numbered_from_first() {
     let mut p = profile(3, &walls, vec![e]);
     p.iterations.first = 1;
     p.iterations.count = 7;
-    assert_eq!(crate::measured_walls(&p), [120, 130, 140, 200]);
+    assert_eq!(
+        profiler_tables::rows::measured_walls(&p),
+        [120, 130, 140, 200]
+    );
     let r = build(&p, &ReportOptions::default());
     assert_eq!((r.iteration.first, r.iteration.measured), (1, 4));
     assert_eq!(r.iteration.median_ns, 135.0);
@@ -587,7 +592,7 @@ fn iterations_are_numbered_from_first() {
     p.run.mode = "continuous".to_owned();
     p.iterations.first = 40;
     p.iterations.count = 46;
-    assert_eq!(crate::measured_walls(&p), walls);
+    assert_eq!(profiler_tables::rows::measured_walls(&p), walls);
     let r = build(&p, &ReportOptions::default());
     assert_eq!((r.iteration.first, r.iteration.measured), (40, 6));
     assert_eq!(r.iteration.median_ns, 125.0);

@@ -292,7 +292,7 @@ impl Drawing {
         let (step_len, iteration) = match &breakdown {
             Some(b) => (b.median_iteration_ns.round() as u64, b.median_iteration_ns),
             None => {
-                let median = median(crate::measured_walls(profile));
+                let median = median(profiler_tables::rows::measured_walls(profile));
                 (median, median as f64)
             }
         };

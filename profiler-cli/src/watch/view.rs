@@ -14,8 +14,8 @@ use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row as TableRow, Table, Wr
 use ratatui::{Frame, Terminal};
 
 use profiler_analysis::drift::DriftStatus;
-use profiler_analysis::report::{self, human_ns};
-use profiler_analysis::{percent, printable};
+use profiler_analysis::report;
+use profiler_analysis::{human_ns, percent, printable};
 
 use super::model::{Rank, Row, RowKind, Snapshot, ViewMode, Watch, HELP};
 
