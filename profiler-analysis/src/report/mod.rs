@@ -228,6 +228,25 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
         options.cv_threshold,
         options.perturbation_threshold,
     );
+    build_from(profile, measures, options)
+}
+
+/// The groups of `by` (as [`build`] makes them) from `measures`, the rows that
+/// [`profile_rows`] computed for `profile`: for a caller that groups the same rows twice.
+pub fn groups(profile: &Profile, measures: &ProfileRows, by: GroupBy) -> Vec<GroupRow> {
+    group_rows(
+        &profile.events,
+        &measures.events,
+        &measures.ancestors,
+        by,
+        measures.iteration.mean_ns,
+    )
+}
+
+/// [`build`] from the rows that [`profile_rows`] computed for `profile` with `options`'
+/// thresholds (`cv_threshold`, `perturbation_threshold`), so that a caller that needs them too
+/// computes them once.
+pub fn build_from(profile: &Profile, measures: ProfileRows, options: &ReportOptions) -> Report {
     // The breakdown from the same rows, before they are sorted (it reads them by event index).
     let breakdown = breakdown(profile, &measures);
     let ProfileRows {

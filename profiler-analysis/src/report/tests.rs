@@ -179,6 +179,47 @@ fn depth_follows_parents_and_survives_cycles() {
     assert_eq!(by_name(&r, "me").self_ns, 10.0);
 }
 
+/// A caller that has the rows (`prof html`: the report and the layer groups beside it) hands
+/// them over, and the report and the groups are computed from them, not again.
+#[test]
+fn a_report_and_its_groups_are_built_from_the_rows_given() {
+    let p = nested();
+    let options = ReportOptions::default();
+    let mut rows = profiler_tables::rows::profile_rows(&p, 0.25, 0.05);
+    // `e`, at top level in layer m: 40 ns a run, made 400.
+    rows.events[4].total_ns = 400.0;
+    let layers = groups(&p, &rows, GroupBy::Layer);
+    assert_eq!(layers[0].total_ns, 500.0);
+    let r = build_from(&p, rows, &options);
+    assert_eq!(by_name(&r, "e").total_ns, 400.0);
+    let e = r
+        .breakdown
+        .as_ref()
+        .unwrap()
+        .categories
+        .iter()
+        .map(|c| c.total_ns);
+    assert_eq!(e.take(1).sum::<f64>(), 500.0);
+    // Unchanged rows: the groups `build` computes itself.
+    let fresh = profiler_tables::rows::profile_rows(&p, 0.25, 0.05);
+    let key_total = |g: &GroupRow| (g.key.clone(), g.total_ns);
+    let grouped = ReportOptions {
+        group_by: Some(GroupBy::Layer),
+        ..options
+    };
+    assert_eq!(
+        groups(&p, &fresh, GroupBy::Layer)
+            .iter()
+            .map(key_total)
+            .collect::<Vec<_>>(),
+        build(&p, &grouped)
+            .groups
+            .iter()
+            .map(key_total)
+            .collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn groups_do_not_count_nesting_twice() {
     let options = ReportOptions {
