@@ -3,7 +3,7 @@
 //! prints. It reads the file through `profiler-format` (reading and its checks are that crate's:
 //! [`load_profile`]), and needs neither the runtime nor the macros of profiler-core: a profiled
 //! program does not compile it. The rows of `prof report` and the end-of-run summary come from
-//! the same [`profiler_tables::measure`].
+//! the same [`profiler_tables::rows`].
 //!
 //! The exact definitions of `prof report`'s and `prof diff`'s figures are in the repository's
 //! `docs/reference.md` ("Definitions of `prof report`", "Definitions of `prof diff`"); those of
@@ -26,13 +26,11 @@ pub mod trace;
 pub(crate) mod student;
 pub(crate) mod text;
 
-/// Reading `prof.json` with its schema checks: profiler-format's [`read`](profiler_format::read)
-/// (this path kept for the callers that name it).
-pub use profiler_format::read as load;
 pub use profiler_format::read::{load_profile, LoadError};
 /// Names made safe to show in a terminal or in XML (control characters as visible escapes):
-/// what every text output here uses, for the callers that print a name of their own.
-pub use profiler_tables::table_text::{printable, printable_lines};
+/// what every text output here uses, for the callers that print a name of their own; and
+/// durations and fractions as every output writes them (`1.23ms`, `6.7%`).
+pub use profiler_tables::table_text::{human_ns, percent, printable, printable_lines};
 
 /// How a report, diff, scaling or merge is printed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -64,5 +62,3 @@ pub(crate) fn event_time(e: &profiler_format::Event) -> Option<f64> {
 pub fn event_key(event: &profiler_format::Event) -> (String, u32) {
     (event.id.clone(), event.occurrence)
 }
-
-pub use profiler_tables::measure::{measured_walls, warmup_listed};

@@ -23,8 +23,8 @@
 //! - **spread** = max / min (min floored at 1 ns): 1 when every rank takes the same time.
 //! - **iteration**: per rank, the median wall time of its measured iterations (index >=
 //!   `run.warmup`; all of them when there is none; 0 when it has none; in `continuous` mode, its
-//!   last window's, see [`measured_walls`](super::measured_walls)); its straggler is the
-//!   rank with the slowest median iteration.
+//!   last window's, see [`measured_walls`](profiler_tables::rows::measured_walls)); its
+//!   straggler is the rank with the slowest median iteration.
 //!
 //! Warnings also note ranks that ran different programs, modes or filters, and events missing
 //! from some ranks.
@@ -407,18 +407,18 @@ fn render_csv(m: &Merged) -> String {
         out.push_str(&format!(
             "{},{},{},{},{},{},{},{},{}",
             text::identity_csv(&e.identity).join(","),
-            text::num(e.min_ns),
-            text::num(e.median_ns),
-            text::num(e.max_ns),
-            text::num(e.spread),
+            text::num_sci(e.min_ns),
+            text::num_sci(e.median_ns),
+            text::num_sci(e.max_ns),
+            text::num_sci(e.spread),
             e.straggler,
             e.straggler_verdict.as_deref().unwrap_or(""),
-            e.straggler_ci_low.map(text::num).unwrap_or_default(),
-            e.straggler_ci_high.map(text::num).unwrap_or_default()
+            e.straggler_ci_low.map(text::num_sci).unwrap_or_default(),
+            e.straggler_ci_high.map(text::num_sci).unwrap_or_default()
         ));
         for t in &e.per_rank_median_ns {
             out.push(',');
-            out.push_str(&t.map(text::num).unwrap_or_default());
+            out.push_str(&t.map(text::num_sci).unwrap_or_default());
         }
         out.push('\n');
     }

@@ -8,7 +8,7 @@
 //! the recorded `stats.median_ns` when the samples were not kept); the whole iteration is a row
 //! too, with the median wall time of the run's measured iterations (index >= `run.warmup`; all
 //! of them when there is none; in `continuous` mode, the last window's, see
-//! [`measured_walls`](super::measured_walls)).
+//! [`measured_walls`](profiler_tables::rows::measured_walls)).
 //!
 //! - **ratio** r_i = t_i / t_0: how the time grew from the first (smallest) value.
 //! - **efficiency** e_i: the ideal growth over the actual one, against run 0; 1 is ideal scaling,
@@ -108,7 +108,7 @@ pub struct Scaling {
 
 /// Median wall time of the measured iterations (index >= warmup; all when none is).
 pub(crate) fn iteration_time(p: &Profile) -> Option<f64> {
-    let measured = crate::measured_walls(p);
+    let measured = profiler_tables::rows::measured_walls(p);
     (!measured.is_empty()).then(|| stats::median(&stats::as_f64(measured)))
 }
 
@@ -208,10 +208,11 @@ pub fn scale(runs: &[(f64, &Profile)], param: &str, ideal: Ideal) -> Result<Scal
 
 /// A parameter value without needless decimals: `256`, `0.5`.
 fn value_text(v: f64) -> String {
-    text::num(v)
+    text::num_sci(v)
 }
 
-fn percent(v: Option<f64>) -> String {
+/// An efficiency as a whole percentage (`85%`), `-` when there is none.
+fn whole_percent(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{:.0}%", 100.0 * v))
 }
 
@@ -233,13 +234,13 @@ fn render_csv(s: &Scaling) -> String {
         "id,name,layer,phase,occurrence,{},time_ns,ratio,efficiency,step_efficiency\n",
         text::csv_field(&s.param)
     );
-    let opt = |v: Option<f64>| v.map(text::num).unwrap_or_default();
+    let opt = |v: Option<f64>| v.map(text::num_sci).unwrap_or_default();
     for r in std::iter::once(&s.iteration).chain(&s.events) {
         for (i, v) in s.values.iter().enumerate() {
             out.push_str(&format!(
                 "{},{},{},{},{},{}\n",
                 text::identity_csv(&r.identity).join(","),
-                text::num(*v),
+                text::num_sci(*v),
                 opt(r.times_ns[i]),
                 opt(r.ratio[i]),
                 opt(r.efficiency[i]),
@@ -277,8 +278,8 @@ fn text_cells(r: &ScaleRow, iteration: bool) -> Vec<String> {
             .iter()
             .map(|t| t.map_or_else(|| "-".to_owned(), crate::text::human_ns)),
     );
-    c.extend(r.efficiency[1..].iter().map(|&e| percent(e)));
-    c.extend(r.step_efficiency[1..].iter().map(|&e| percent(e)));
+    c.extend(r.efficiency[1..].iter().map(|&e| whole_percent(e)));
+    c.extend(r.step_efficiency[1..].iter().map(|&e| whole_percent(e)));
     c
 }
 
@@ -316,7 +317,7 @@ fn footnotes(s: &Scaling, bullet: &str) -> String {
         let names: Vec<String> = worst
             .iter()
             .take(3)
-            .map(|(r, e)| format!("{} ({})", text::label(&r.identity), percent(Some(*e))))
+            .map(|(r, e)| format!("{} ({})", text::label(&r.identity), whole_percent(Some(*e))))
             .collect();
         out.push_str(&format!(
             "{bullet}least efficient at {}={}: {}\n",

@@ -5,25 +5,6 @@ use std::fmt::Write;
 
 use profiler_format::Identity;
 
-/// A number for CSV and the like: up to 6 significant decimals, trailing zeros dropped;
-/// empty when not finite.
-pub(crate) fn num(v: f64) -> String {
-    if !v.is_finite() {
-        return String::new();
-    }
-    let s = if v != 0.0 && v.abs() < 1e-3 {
-        format!("{v:e}")
-    } else {
-        let s = format!("{v:.6}");
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    };
-    if s == "-0" {
-        "0".to_owned()
-    } else {
-        s
-    }
-}
-
 /// A CSV field, quoted when it must be.
 pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -33,7 +14,7 @@ pub(crate) fn csv_field(s: &str) -> String {
     }
 }
 
-pub(crate) use profiler_tables::table_text::{aligned, human_ns, printable};
+pub(crate) use profiler_tables::table_text::{aligned, human_ns, num_sci, percent, printable};
 
 /// An event's label for a sentence of a table or Markdown output (`layer/phase name#occ`), its
 /// control characters as visible escapes ([`printable`]).

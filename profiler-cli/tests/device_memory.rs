@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use profiler_analysis::load::parse_profile;
 use profiler_analysis::load_profile;
+use profiler_format::read::parse_profile;
 use profiler_format::{
     schema_for, DeviceMemory, DeviceUsage, Gpu, Memory, Profile, SCHEMA, SCHEMA_V2,
 };

@@ -14,7 +14,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use profiler_analysis::diff::{self, DiffOptions, Verdict};
-use profiler_analysis::load::parse_profile;
+use profiler_format::read::parse_profile;
 use profiler_format::Profile;
 use serde_json::Value;
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use profiler_analysis::diff::{diff_runs, DiffOptions, Verdict};
 use profiler_analysis::flame::verdict_color;
-use profiler_analysis::load::parse_profile;
+use profiler_format::read::parse_profile;
 use profiler_format::Profile;
 
 mod common;

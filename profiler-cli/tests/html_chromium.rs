@@ -548,7 +548,7 @@ fn rates_are_drawn_in_the_events_table() {
     for (k, e) in profile.events.iter_mut().enumerate() {
         let n = e.samples_ns.len();
         let flops = if k == 0 { 1_000_000_000_000 } else { 10_000 };
-        e.work = Some(profiler_format::Work {
+        e.work = Some(profiler_format::SampleWork {
             flops: Some(vec![flops; n]),
             bytes: Some(vec![2_000; n]),
         });
@@ -620,7 +620,9 @@ fn timeline_draws_the_average_iteration_of_prof_trace() {
     let profile = load_profile(&path).unwrap();
     let html = html_report(&profile, None);
     let data: serde_json::Value = serde_json::from_str(data_block(&html)).unwrap();
-    let average = profiler_analysis::trace::average_iteration(&profile).unwrap();
+    let report = profiler_analysis::report::build(&profile, &Default::default());
+    let average =
+        profiler_analysis::trace::average_iteration(&profile, report.breakdown.as_ref()).unwrap();
     assert_eq!(data["average"]["step_ns"], average.step_ns);
     assert_eq!(data["average"]["other"], serde_json::json!(average.other));
     let rows = data["report"]["events"].as_array().unwrap();

@@ -177,8 +177,8 @@ mod enabled_api {
     pub use crate::probes::runtime::RuntimeProbe;
     pub use crate::probes::timer::ProbeGuard;
     pub use crate::select::config::{Config, ConfigError, Mode};
-    pub use crate::select::filter::{Filter, FilterError, Key};
     pub use crate::start::startup::InitGuard;
+    pub use profiler_format::filter::{Filter, FilterError, Key};
 
     /// Marks the end of one training iteration. Cheap once the schedule is complete (an atomic
     /// load and a branch).

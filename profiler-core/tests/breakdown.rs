@@ -6,6 +6,7 @@
 use profiler_core::testing::FakeClock;
 use profiler_core::{probe, Config, Filter, Mode};
 use profiler_tables::breakdown::{breakdown, OTHER};
+use profiler_tables::rows::profile_rows;
 
 fn run(mode: Mode, clock: &FakeClock, out: &str) -> profiler_core::Profile {
     let config = Config {
@@ -45,7 +46,7 @@ fn the_breakdown_adds_up_and_finds_the_uncovered_work() {
     let clock = FakeClock::new();
     for mode in [Mode::Sample, Mode::Trace] {
         let p = run(mode, &clock, mode.as_str());
-        let b = breakdown(&p).unwrap();
+        let b = breakdown(&p, &profile_rows(&p, 0.25, 0.05)).unwrap();
         assert_eq!(b.iteration_ns, 1450.0, "{mode:?}");
         let total: f64 = b.categories.iter().map(|c| c.total_ns).sum();
         assert_eq!(total, b.iteration_ns, "{mode:?}: {b:?}");

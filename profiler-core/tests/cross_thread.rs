@@ -130,7 +130,11 @@ fn a_worker_inside_a_layer_is_nested_in_it_and_a_free_thread_is_not() {
         assert!(load.concurrent, "{mode:?}");
         // In the breakdown the worker's time is inside l2_backward's, and the loader's, which
         // the loop waited for, inside the layers': the categories never exceed the iteration.
-        let b = profiler_tables::breakdown::breakdown(&p).expect("a breakdown");
+        let b = profiler_tables::breakdown::breakdown(
+            &p,
+            &profiler_tables::rows::profile_rows(&p, 0.25, 0.05),
+        )
+        .expect("a breakdown");
         assert_eq!(b.overlap_ns, 0.0, "{mode:?}: {b:?}");
         let data = b.categories.iter().find(|c| c.name == "data").unwrap();
         assert_eq!(data.total_ns, 0.0, "{mode:?}: {b:?}");

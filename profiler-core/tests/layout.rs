@@ -1,7 +1,8 @@
 //! The shape of the code, checked: `profiler-core/src` is one folder per stage of the pipeline
 //! and no stage imports one after it (so there is no cycle between them), the descriptor imports
 //! nothing from the crate; and no crate of the workspace has a cycle between its top-level
-//! modules, nor between the files of one folder.
+//! modules, nor between the files of one folder; no two public types of the workspace's crates
+//! share a name, and no re-export renames a path.
 //!
 //! The graph is read from the source: a file of module `m` depends on module `x` when it names
 //! `crate::x` outside a comment. Coarse, but it is what a reader follows.
@@ -307,4 +308,111 @@ fn no_crate_of_the_workspace_has_a_module_cycle() {
             }
         }
     }
+}
+
+/// Files whose public types are not the crate's public API of their own, with why.
+const NOT_API: [(&str, &str); 2] = [
+    // The disabled build's twins of the enabled API (`cfg(not(feature = "enable"))`): the same
+    // items, one build or the other, never both.
+    (
+        "profiler-core/src/disabled.rs",
+        "the disabled build of the same items",
+    ),
+    // Perfetto's message types as prost generates them, in a `pub(super)` module.
+    (
+        "profiler-analysis/src/trace/perfetto/protos.rs",
+        "generated from Perfetto's .proto, private",
+    ),
+];
+
+/// The `pub struct`, `enum`, `trait`, `type` and `union` names a source file declares (public
+/// ones only: `pub(crate)` and the like left out), outside its `#[cfg(test)] mod tests`.
+fn public_type_names(text: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+    let mut names = Vec::new();
+    for line in code.lines() {
+        let line = line.trim_start();
+        for kind in ["struct", "enum", "trait", "type", "union"] {
+            if let Some(rest) = line.strip_prefix(&format!("pub {kind} ")) {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
+/// One meaning per name: a public type name is declared once across the crates (a reader who
+/// meets `Filter` or `Run` knows which it is). profiler-macros is left out: a proc-macro crate
+/// exports only its macros (its `Kind` mirrors profiler-core's, which it expands to).
+#[test]
+fn no_two_public_types_of_the_workspace_share_a_name() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut declared: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for krate in CRATES.iter().filter(|&&k| k != "profiler-macros") {
+        for file in sources(&root.join(krate).join("src")) {
+            let rel = file
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if file.file_name().is_some_and(|n| n == "tests.rs")
+                || NOT_API.iter().any(|(f, _)| *f == rel)
+            {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for name in public_type_names(&text) {
+                declared.entry(name).or_default().push(rel.clone());
+            }
+        }
+    }
+    let repeated: Vec<String> = declared
+        .iter()
+        .filter(|(_, files)| files.len() > 1)
+        .map(|(name, files)| format!("{name}: {}", files.join(", ")))
+        .collect();
+    assert!(
+        repeated.is_empty(),
+        "public type names declared more than once (rename one, so that each names one thing):\n{}",
+        repeated.join("\n")
+    );
+}
+
+/// No alias of an old path: a re-export that renames (`pub use a::b as c`) leaves two names for
+/// one thing. The one kept: `profiler_core::format`, how a profiled program names `prof.json`'s
+/// types (what `snapshot` returns) without depending on profiler-format itself.
+#[test]
+fn no_re_export_renames_a_path() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut found = Vec::new();
+    for krate in CRATES {
+        for file in sources(&root.join(krate).join("src")) {
+            let rel = file
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let line = line.trim_start();
+                let re_export = line.starts_with("pub use ") || line.starts_with("pub(");
+                if re_export
+                    && line.contains(" use ")
+                    && line.contains(" as ")
+                    && line != "pub use profiler_format as format;"
+                {
+                    found.push(format!("{rel}:{}: {line}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "re-exports under another name (import the item's own path instead):\n{}",
+        found.join("\n")
+    );
 }

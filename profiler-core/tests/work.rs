@@ -665,9 +665,9 @@ mod rate {
             assert!(ns > 0 && ns <= around, "sample {ns} ns, call {around} ns");
         }
 
-        // The rates as `prof report` computes them (the rows of `profiler_tables::measure`, with
+        // The rates as `prof report` computes them (the rows of `profiler_tables::rows`, with
         // the run's peak)...
-        let measures = profiler_tables::measure::measure(&profile, 0.1, 0.1);
+        let measures = profiler_tables::rows::profile_rows(&profile, 0.1, 0.1);
         let index = profile
             .events
             .iter()

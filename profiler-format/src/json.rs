@@ -342,7 +342,7 @@ pub struct Event {
     /// Present when the annotation has a `flops` or `bytes` key: the work each sample's run
     /// did, as the keys counted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub work: Option<Work>,
+    pub work: Option<SampleWork>,
     /// Present when the annotation has a `shape` key: each sample's input shape, so that the
     /// reports split the event by shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -369,7 +369,7 @@ pub struct Shapes {
 /// one value per sample in the order of `samples_ns`. Each list is present only when the
 /// annotation has that key.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Work {
+pub struct SampleWork {
     /// Floating-point operations of each sample's run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops: Option<Vec<u64>>,

@@ -3,7 +3,7 @@
 //! top-level event covers; and the largest stretches of the iteration that no probe covers,
 //! with the probes on either side, so that a user knows where to put the next `probe!`.
 //!
-//! Built on the same [`measure`] rows as the summary and `prof report`:
+//! Built on the same [`profile_rows`](crate::rows::profile_rows) as the summary and `prof report`:
 //! - a category's time is the sum of its top-level events' time per iteration (`total_ns`: mean
 //!   × calls per iteration); a nested event is inside its parent's time and counts there;
 //! - `other` is the mean measured iteration minus the categories (never below 0), so that the
@@ -41,13 +41,13 @@
 //! a device stream): a layer that hands work to several workers and waits for them holds their
 //! runs side by side, so together they fill at most its time less its own-thread children's.
 //! Children that do not fit are scaled down together, each keeping its share; an event's self
-//! time (`total_ns` less its children's, [`measure`]) is scaled as the event is. So the events
+//! time (`total_ns` less its children's, [`profile_rows`](crate::rows::profile_rows)) is scaled as the event is. So the events
 //! and `other` add up to the mean iteration, as the categories do.
 
 use serde::Serialize;
 
 use crate::descriptive_stats as stats;
-use crate::measure::{measure, EventRow};
+use crate::rows::{EventRow, ProfileRows};
 use crate::table_text::{human_ns, percent, printable};
 use profiler_format::Profile;
 
@@ -151,9 +151,11 @@ pub struct Placed {
     pub end: f64,
 }
 
-/// The breakdown of `profile`'s mean iteration; `None` without a measured iteration.
-pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
-    let measures = measure(profile, f64::INFINITY, f64::INFINITY);
+/// The breakdown of `profile`'s mean iteration from its rows (`measures`: what
+/// [`profile_rows`](crate::rows::profile_rows) computed for `profile`, with any thresholds, which
+/// the breakdown does not read), so that the caller computes them once; `None` without a measured
+/// iteration.
+pub fn breakdown(profile: &Profile, measures: &ProfileRows) -> Option<Breakdown> {
     let iteration_ns = measures.iteration.mean_ns;
     if iteration_ns.is_nan() || iteration_ns <= 0.0 {
         return None;
@@ -169,7 +171,7 @@ pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
     // only what nothing already counted covers.
     let mut time: Vec<f64> = measures.events.iter().map(|r| r.total_ns).collect();
     let mut covered_spans: Vec<(f64, f64)> = placed.iter().map(|p| (p.start, p.end)).collect();
-    let mean_iteration = stats::mean(&stats::as_f64(crate::measure::measured_walls(profile)));
+    let mean_iteration = stats::mean(&stats::as_f64(crate::rows::measured_walls(profile)));
     for &i in &beside {
         let start = scaled_offset(profile, i, mean_iteration);
         let row = &measures.events[i];
@@ -203,7 +205,7 @@ pub fn breakdown(profile: &Profile) -> Option<Breakdown> {
 /// down the nesting, each parent's held time shared among its children (module documentation).
 fn held(profile: &Profile, rows: &[EventRow], top: &[usize], counted: &[f64]) -> Vec<f64> {
     let events = &profile.events;
-    let parents = crate::measure::parent_indices(events);
+    let parents = crate::rows::parent_indices(events);
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); events.len()];
     for (i, p) in parents.iter().enumerate() {
         if let Some(j) = *p {
@@ -364,6 +366,8 @@ pub fn scaled_offset(profile: &Profile, i: usize, mean_iteration: f64) -> f64 {
 }
 
 /// The largest stretches of `[0, iteration_ns]` that `placed` leaves uncovered.
+/// Why not `prof trace`'s (`trace/other.rs`): these name the few largest of the average iteration
+/// with their neighbours and noise; those draw every one above a floor in each drawn step.
 fn gaps(profile: &Profile, placed: &[Placed], iteration_ns: f64) -> Vec<Gap> {
     // Every stretch first, with the events on either side (`None`: the iteration's start or
     // end); the noise only of those kept (each is a spread of an event's offsets).
@@ -400,9 +404,7 @@ fn gaps(profile: &Profile, placed: &[Placed], iteration_ns: f64) -> Vec<Gap> {
         .map(|(start_ns, len, after, before)| {
             let end = match before {
                 Some(p) => scatter(p),
-                None => {
-                    stats::robust_spread(&stats::as_f64(crate::measure::measured_walls(profile)))
-                }
+                None => stats::robust_spread(&stats::as_f64(crate::rows::measured_walls(profile))),
             };
             let noise_ns = after.map_or(0.0, scatter).hypot(end);
             Gap {
@@ -509,6 +511,11 @@ mod tests {
         }
     }
 
+    /// The rows the breakdown is computed from, as the summary computes them.
+    fn rows_of(p: &Profile) -> ProfileRows {
+        crate::rows::profile_rows(p, 0.25, 0.05)
+    }
+
     fn profile(events: Vec<Event>, wall: u64) -> Profile {
         Profile {
             schema: SCHEMA.to_owned(),
@@ -556,7 +563,7 @@ mod tests {
             ],
             1000,
         );
-        let b = breakdown(&p).unwrap();
+        let b = breakdown(&p, &rows_of(&p)).unwrap();
         let names: Vec<&str> = b.categories.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["data", "fwd", "bwd", NO_PHASE, OTHER]);
         let total: f64 = b.categories.iter().map(|c| c.total_ns).sum();
@@ -574,6 +581,28 @@ mod tests {
         assert_eq!((b.gaps[1].start_ns, b.gaps[1].len_ns), (960.0, 40.0));
         assert!(b.gaps[1].before.is_none());
         assert!(b.gaps[1].describe().ends_with("until step()"));
+    }
+
+    /// The breakdown reads the rows its caller computed (the summary's and `prof report`'s,
+    /// computed once for both) and computes none of its own: a row changed before the call
+    /// is the one it counts.
+    #[test]
+    fn the_breakdown_is_built_from_the_rows_it_is_given() {
+        let p = profile(
+            vec![
+                event(0, "forward", Some("fwd"), 0, 300),
+                event(1, "backward", Some("bwd"), 400, 250),
+            ],
+            1000,
+        );
+        let mut rows = rows_of(&p);
+        rows.events[1].total_ns = 100.0;
+        rows.iteration.mean_ns = 2000.0;
+        let b = breakdown(&p, &rows).unwrap();
+        assert_eq!(b.iteration_ns, 2000.0);
+        let bwd = b.categories.iter().find(|c| c.name == "bwd").unwrap();
+        assert_eq!((bwd.total_ns, bwd.share), (100.0, 0.05));
+        assert_eq!(b.categories.last().unwrap().total_ns, 2000.0 - 400.0);
     }
 
     /// What the mean iteration holds of each event: a nested event of its parent's thread in
@@ -594,7 +623,7 @@ mod tests {
         let mut events = vec![event(0, "forward", Some("fwd"), 0, 1000), inner];
         events.extend(workers);
         let p = profile(events, 1500);
-        let b = breakdown(&p).unwrap();
+        let b = breakdown(&p, &rows_of(&p)).unwrap();
         // forward: 1000 ns, inner (own thread) 200 ns in full, three workers of 600 ns share
         // the 800 ns left: 800/1800 of each.
         assert_eq!(b.held_ns[0], 1000.0);
@@ -607,7 +636,7 @@ mod tests {
         // One worker fits beside inner: held in full.
         let mut one = p.clone();
         one.events.truncate(3);
-        let b = breakdown(&one).unwrap();
+        let b = breakdown(&one, &rows_of(&one)).unwrap();
         assert_eq!(b.held_ns, vec![1000.0, 200.0, 600.0]);
         // A loader beside the loop at top level: held as its category counts it (the part of
         // its run that no event of the stepping thread covers), its child scaled alike.
@@ -618,7 +647,7 @@ mod tests {
         batch.concurrent = true;
         let mut two = one.clone();
         two.events.extend([loader, batch]);
-        let b = breakdown(&two).unwrap();
+        let b = breakdown(&two, &rows_of(&two)).unwrap();
         assert_eq!(b.held_ns[3], 300.0);
         assert_eq!(b.held_ns[4], 75.0);
         let data = b.categories.iter().find(|c| c.name == "data").unwrap();
@@ -639,7 +668,7 @@ mod tests {
         b.stats = Stats::of(&b.samples_ns);
         a.offsets_ns = vec![0; 4];
         let p = profile(vec![a, b], 640);
-        let bd = breakdown(&p).unwrap();
+        let bd = breakdown(&p, &rows_of(&p)).unwrap();
         let g = &bd.gaps[0];
         assert!((g.len_ns - 42.5).abs() < 1e-9, "{g:?}");
         assert!(!g.reliable && 2.0 * g.noise_ns > g.len_ns, "{g:?}");
@@ -651,7 +680,7 @@ mod tests {
         // The same stretch with steady offsets is named.
         let mut steady = p.clone();
         steady.events[1].offsets_ns = vec![338; 8];
-        let bd = breakdown(&steady).unwrap();
+        let bd = breakdown(&steady, &rows_of(&steady)).unwrap();
         assert!(bd.gaps[0].reliable, "{:?}", bd.gaps[0]);
         assert!(
             bd.line()
@@ -673,7 +702,7 @@ mod tests {
         p.iterations.wall_ns = walls;
         p.iterations.count = 50;
         p.events[0].sample_iters = vec![10, 11, 12, 13];
-        let m = crate::measure::measure(&p, 0.25, 0.05);
+        let m = crate::rows::profile_rows(&p, 0.25, 0.05);
         let pert = m.perturbation.unwrap();
         assert!(!pert.flagged && !pert.reliable, "{pert:?}");
         assert_eq!(pert.warmup_iterations, 9);
@@ -684,7 +713,7 @@ mod tests {
         );
         // A steady warmup at 1000: +30%, flagged.
         p.iterations.wall_ns[1..10].copy_from_slice(&[1000; 9]);
-        let pert = crate::measure::measure(&p, 0.25, 0.05)
+        let pert = crate::rows::profile_rows(&p, 0.25, 0.05)
             .perturbation
             .unwrap();
         assert!(pert.flagged && pert.reliable, "{pert:?}");
@@ -700,7 +729,7 @@ mod tests {
             ],
             1000,
         );
-        let b = breakdown(&p).unwrap();
+        let b = breakdown(&p, &rows_of(&p)).unwrap();
         assert_eq!(b.categories.last().unwrap().total_ns, 0.0);
         assert_eq!(b.overlap_ns, 400.0);
     }

@@ -3,8 +3,8 @@
 //! written. `prof report` (table, Markdown, CSV) and the summary both render from
 //! [`EVENT_COLUMNS`], so a new column is one entry here.
 
-use crate::measure::EventRow;
-use crate::table_text::{human_bytes, human_ns, opt, percent, signed_percent};
+use crate::rows::EventRow;
+use crate::table_text::{human_bytes, human_ns, num, opt, percent, signed_percent};
 use crate::work::{human_rate, utilization, Rate, WorkRow};
 
 /// Where a cell is written.
@@ -106,24 +106,6 @@ pub fn calls(v: f64) -> String {
     }
 }
 
-/// A number for CSV: at most `digits` decimals, trailing zeros dropped; empty when not finite.
-pub fn num(v: f64, digits: usize) -> String {
-    if !v.is_finite() {
-        return String::new();
-    }
-    let s = format!("{v:.digits$}");
-    let s = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        s
-    };
-    if s == "-0" {
-        "0".to_owned()
-    } else {
-        s
-    }
-}
-
 /// An event's occurrence, `+` marking a merged event.
 pub fn occ(e: &EventRow) -> String {
     if e.merged {
@@ -148,7 +130,7 @@ fn device_memory(
     e: &EventRow,
     place: Place,
     signed: bool,
-    figure: fn(&crate::measure::DeviceMemoryRow) -> f64,
+    figure: fn(&crate::rows::DeviceMemoryRow) -> f64,
 ) -> String {
     match (e.device_memory.as_ref().map(figure), place) {
         (Some(v), Place::Csv) => num(v, 1),
@@ -172,7 +154,7 @@ const fn device_row_column(csv: &'static str) -> Column {
 }
 
 /// A memory figure: bytes in the tables, plain numbers in CSV, `-` without figures.
-fn memory(e: &EventRow, place: Place, figure: fn(&crate::measure::MemoryRow) -> f64) -> String {
+fn memory(e: &EventRow, place: Place, figure: fn(&crate::rows::MemoryRow) -> f64) -> String {
     match (e.memory.as_ref(), place) {
         (Some(m), Place::Csv) => num(figure(m), 1),
         (None, Place::Csv) => String::new(),

@@ -1,5 +1,5 @@
 //! The tables computed from a `prof.json` (read through `profiler-format`): the measures of each
-//! event and of the iteration ([`measure`]), the one table of columns every output renders
+//! event and of the iteration ([`rows`]), the one table of columns every output renders
 //! ([`columns`]), where the mean iteration goes ([`breakdown`]), and the end-of-run summary
 //! ([`summary`]), with the descriptive statistics ([`descriptive_stats`]) and the text for people
 //! ([`table_text`]) they need. The profiled program prints its summary from here (through
@@ -13,7 +13,7 @@
 pub mod breakdown;
 pub mod columns;
 pub mod descriptive_stats;
-pub mod measure;
+pub mod rows;
 pub mod shapes;
 pub mod step_work;
 pub mod summary;

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::work::WorkRow;
 use profiler_format::peak::Peak;
-use profiler_format::{Event, Stats, Work};
+use profiler_format::{Event, SampleWork, Stats};
 
 /// The label of the row holding the samples of the shapes past the bound.
 pub const OTHERS: &str = "others";
@@ -54,7 +54,7 @@ pub fn shape_rows(e: &Event, peak: Option<&Peak>) -> Vec<ShapeRow> {
                 .map(|l| idx.iter().map(|&i| l[i]).collect())
         };
         let part = Event {
-            work: e.work.as_ref().map(|w| Work {
+            work: e.work.as_ref().map(|w| SampleWork {
                 flops: pick_list(&w.flops),
                 bytes: pick_list(&w.bytes),
             }),
@@ -93,7 +93,7 @@ mod tests {
         let e = Event {
             samples_ns: vec![10, 20, 12, 40, 14],
             stats: Stats::of(&[10, 20, 12, 40, 14]),
-            work: Some(Work {
+            work: Some(SampleWork {
                 flops: Some(vec![100, 400, 100, 1600, 100]),
                 bytes: None,
             }),

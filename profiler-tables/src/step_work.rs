@@ -1,7 +1,7 @@
 //! The work of a whole iteration, from the event rows' achieved rates ([`crate::work`]): the
 //! step's FLOPs and MFU, and the line the reports print below their tables.
 
-use crate::measure::EventRow;
+use crate::rows::EventRow;
 use crate::work::{human_rate, utilization};
 use profiler_format::peak::Peak;
 

@@ -1,10 +1,10 @@
 //! The end-of-run summary printed on stderr: one row per event in execution order, built from
-//! the same [`measure`] as `prof report`, so that the two never disagree.
+//! the same [`profile_rows`](crate::rows::profile_rows) as `prof report`, so that the two never disagree.
 
 use std::fmt::Write;
 
 use crate::columns::{self, Place};
-use crate::measure::{measure, EventRow, Measures, Perturbation};
+use crate::rows::{profile_rows, EventRow, Perturbation, ProfileRows};
 use crate::table_text::{
     aligned, clip, human_ns, percent, printable, printable_lines, signed_percent, MAX_CELL,
 };
@@ -57,8 +57,6 @@ pub fn status_in(mode: &str, complete: bool) -> &'static str {
         _ => status(complete),
     }
 }
-
-pub use crate::columns::occ;
 
 /// The line on the profiler's effect on the iteration time, in `mode`.
 pub fn perturbation_line(mode: &str, perturbation: Option<&Perturbation>) -> String {
@@ -161,12 +159,15 @@ pub fn before_loop_line(profile: &Profile) -> Option<String> {
 }
 
 fn summary_with(profile: &Profile, last_line: &str) -> String {
-    let Measures {
+    let rows = profile_rows(profile, CV_THRESHOLD, PERTURBATION_THRESHOLD);
+    // The breakdown from the same rows, before they are sorted (it reads them by event index).
+    let breakdown = crate::breakdown::breakdown(profile, &rows);
+    let ProfileRows {
         iteration,
         perturbation,
         mut events,
         ..
-    } = measure(profile, CV_THRESHOLD, PERTURBATION_THRESHOLD);
+    } = rows;
     events.sort_by_key(|e| e.order);
     let mut out = String::new();
     let _ = writeln!(
@@ -223,7 +224,7 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
         "  {}",
         perturbation_line(&profile.run.mode, perturbation.as_ref())
     );
-    if let Some(breakdown) = crate::breakdown::breakdown(profile).filter(|_| !events.is_empty()) {
+    if let Some(breakdown) = breakdown.filter(|_| !events.is_empty()) {
         let _ = writeln!(out, "  {}", breakdown.line());
     }
     if let Some(line) = before_loop_line(profile) {

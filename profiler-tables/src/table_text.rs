@@ -148,6 +148,35 @@ pub fn human_bytes(bytes: f64) -> String {
     }
 }
 
+/// A number for CSV: at most `digits` decimals, trailing zeros dropped; empty when not finite.
+pub fn num(v: f64, digits: usize) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    let s = format!("{v:.digits$}");
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    };
+    if s == "-0" {
+        "0".to_owned()
+    } else {
+        s
+    }
+}
+
+/// A number for CSV that keeps a small one's figures: below 1e-3 (and not 0) in scientific
+/// notation (`2.5e-7`: a p-value), otherwise [`num`] with 6 decimals (`0.000123` would lose
+/// them); empty when not finite.
+pub fn num_sci(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && v.abs() < 1e-3 {
+        format!("{v:e}")
+    } else {
+        num(v, 6)
+    }
+}
+
 /// A fraction as a percentage with one decimal: `0.067` → `6.7%`.
 pub fn percent(v: f64) -> String {
     format!("{:.1}%", 100.0 * v)
@@ -166,6 +195,31 @@ pub fn opt(v: &Option<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The two CSV number formats are one: [`num_sci`] is [`num`] with 6 decimals but for the
+    /// small figures it writes in scientific notation.
+    #[test]
+    fn numbers_for_csv() {
+        assert_eq!(num(2.50, 2), "2.5");
+        assert_eq!(num(3.0, 0), "3");
+        assert_eq!(num(-0.0001, 2), "0");
+        assert_eq!(num(f64::NAN, 2), "");
+        for v in [
+            0.0,
+            -0.0,
+            1.5,
+            0.001,
+            123456.789_012_3,
+            -7.25,
+            f64::INFINITY,
+        ] {
+            assert_eq!(num_sci(v), num(v, 6), "{v}");
+        }
+        assert_eq!(num_sci(2.5e-7), "2.5e-7");
+        assert_eq!(num_sci(-0.000_123), "-1.23e-4");
+        assert_eq!(num_sci(0.0), "0");
+        assert_eq!(num_sci(f64::NAN), "");
+    }
 
     #[test]
     fn sizes_for_people() {

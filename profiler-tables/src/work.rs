@@ -160,7 +160,7 @@ pub fn utilization(v: f64) -> String {
         };
         format!("{figure}%>100%! check the peak or the flops key")
     } else {
-        format!("{:.1}%", 100.0 * v)
+        crate::table_text::percent(v)
     }
 }
 
@@ -198,7 +198,7 @@ pub fn human_rate(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use profiler_format::{Stats, Work};
+    use profiler_format::{SampleWork, Stats};
 
     fn event(ns: &[u64], flops: Option<&[u64]>, bytes: Option<&[u64]>) -> Event {
         Event {
@@ -206,7 +206,7 @@ mod tests {
             offsets_ns: vec![0; ns.len()],
             sample_iters: (0..ns.len() as u32).collect(),
             stats: Stats::of(ns),
-            work: Some(Work {
+            work: Some(SampleWork {
                 flops: flops.map(<[u64]>::to_vec),
                 bytes: bytes.map(<[u64]>::to_vec),
             }),

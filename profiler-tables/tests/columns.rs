@@ -3,7 +3,7 @@
 
 use profiler_format::Profile;
 use profiler_tables::columns::EVENT_COLUMNS;
-use profiler_tables::measure::{measure, DeviceMemoryRow};
+use profiler_tables::rows::{profile_rows, DeviceMemoryRow};
 
 #[test]
 fn every_json_key_of_the_column_table_is_a_field_of_an_event_row() {
@@ -12,7 +12,7 @@ fn every_json_key_of_the_column_table_is_a_field_of_an_event_row() {
         "/tests/data/summary/memory.json"
     );
     let profile: Profile = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let rows = measure(&profile, 0.25, 0.05).events;
+    let rows = profile_rows(&profile, 0.25, 0.05).events;
     let mut row = rows
         .iter()
         .find(|e| e.memory.is_some())

@@ -28,7 +28,7 @@ pub const DISTURBED_SHARE: f64 = 0.10;
 /// See [`DISTURBED_SHARE`].
 pub const DISTURBED_MARGIN: f64 = 0.05;
 
-pub use profiler_tables::descriptive_stats::robust_spread;
+use profiler_tables::descriptive_stats::robust_spread;
 
 /// How far the events moved together between the two runs: the part of every event's change that
 /// is the machine's rather than the event's own.

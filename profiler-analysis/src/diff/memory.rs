@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use profiler_format::{Event, Identity};
-use profiler_tables::measure::MemoryRow;
+use profiler_tables::rows::MemoryRow;
 use profiler_tables::table_text::human_bytes;
 
 /// One event's memory, before and after.

@@ -17,10 +17,11 @@ use serde::Serialize;
 use super::stats::{self, SplitMix64};
 use super::{event_key, text, Format};
 pub use machine::{
-    normal_quantile, robust_spread, Machine, RunShape, DISTURBED_MARGIN, DISTURBED_SHARE,
-    MIN_EVENTS_FOR_SPREAD, MIN_INSTABILITY, SLOW_ITERATION,
+    normal_quantile, Machine, RunShape, DISTURBED_MARGIN, DISTURBED_SHARE, MIN_EVENTS_FOR_SPREAD,
+    MIN_INSTABILITY, SLOW_ITERATION,
 };
 use profiler_format::{Event, Identity, Profile};
+use profiler_tables::descriptive_stats::robust_spread;
 
 /// Settings of a comparison.
 #[derive(Clone, Debug)]
@@ -332,8 +333,8 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
         };
         one_run_row(matched[i].1.identity(), b, a, &own, event_seeds[i])
     });
-    let wb = stats::as_f64(crate::measured_walls(before));
-    let wa = stats::as_f64(crate::measured_walls(after));
+    let wb = stats::as_f64(profiler_tables::rows::measured_walls(before));
+    let wa = stats::as_f64(profiler_tables::rows::measured_walls(after));
     let (run_before, run_after) = machine::shapes(&wb, &wa);
     // The iteration is judged on its whole change: a change that slows every event alike shows
     // there, and only there.

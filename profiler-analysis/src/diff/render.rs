@@ -37,22 +37,22 @@ fn render_csv(diff: &Diff) -> String {
             occurrence,
             d.before_n.to_string(),
             d.after_n.to_string(),
-            text::num(d.before_ns),
-            text::num(d.after_ns),
-            text::num(d.before_median_ns),
-            text::num(d.after_median_ns),
-            text::num(d.ratio),
-            text::num(d.ci_low),
-            text::num(d.ci_high),
-            text::num(d.p_value),
-            text::num(d.p_adjusted),
+            text::num_sci(d.before_ns),
+            text::num_sci(d.after_ns),
+            text::num_sci(d.before_median_ns),
+            text::num_sci(d.after_median_ns),
+            text::num_sci(d.ratio),
+            text::num_sci(d.ci_low),
+            text::num_sci(d.ci_high),
+            text::num_sci(d.p_value),
+            text::num_sci(d.p_adjusted),
             d.verdict.as_str().to_owned(),
-            text::num(d.allowance),
-            d.detectable.map_or_else(String::new, text::num),
-            text::num(d.typical_ratio),
+            text::num_sci(d.allowance),
+            d.detectable.map_or_else(String::new, text::num_sci),
+            text::num_sci(d.typical_ratio),
             d.typical
                 .map_or_else(String::new, |v| v.as_str().to_owned()),
-            text::num(d.share),
+            text::num_sci(d.share),
             d.matters.to_string(),
         ];
         out.push_str(&fields.join(","));
@@ -126,7 +126,7 @@ const TEXT_HEADERS: [&str; 12] = [
 fn detectable_text(d: &EventDiff) -> String {
     match d.detectable {
         Some(x) if x >= 9.0 => change(1.0 + x),
-        Some(x) => format!("{:.1}%", 100.0 * x),
+        Some(x) => crate::text::percent(x),
         None if d.before_n > 0 && d.after_n > 0 => "none".to_owned(),
         None => "-".to_owned(),
     }
@@ -148,7 +148,7 @@ fn text_cells(d: &EventDiff, iteration: bool) -> Vec<String> {
     let share = if iteration {
         "-".to_owned()
     } else if d.share.is_finite() {
-        format!("{:.1}%", 100.0 * d.share)
+        crate::text::percent(d.share)
     } else {
         "?".to_owned()
     };
@@ -494,6 +494,6 @@ fn pct(x: f64) -> String {
     if x >= 9.0 {
         change(1.0 + x)
     } else {
-        format!("{:.1}%", 100.0 * x)
+        crate::text::percent(x)
     }
 }

@@ -75,7 +75,7 @@ impl Load {
     pub fn of(before: &[Profile], after: &[Profile]) -> Load {
         let shares = |side: &[Profile]| -> Vec<f64> {
             side.iter()
-                .map(|p| stats::as_f64(crate::measured_walls(p)))
+                .map(|p| stats::as_f64(profiler_tables::rows::measured_walls(p)))
                 .filter(|w| !w.is_empty())
                 .map(|w| RunShape::of(&w).slow_share)
                 .collect()
@@ -149,7 +149,7 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
     let walls = |side: &[Profile]| -> Vec<Option<(f64, f64)>> {
         side.iter()
             .map(|p| {
-                let w = stats::as_f64(crate::measured_walls(p));
+                let w = stats::as_f64(profiler_tables::rows::measured_walls(p));
                 (!w.is_empty()).then(|| (stats::fast(&w), stats::median(&w)))
             })
             .collect()

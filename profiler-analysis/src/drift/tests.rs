@@ -674,7 +674,7 @@ fn recorded(name: &str) -> Profile {
     flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
         .read_to_end(&mut bytes)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    crate::load::parse_profile(&bytes, &path).unwrap_or_else(|e| panic!("{e}"))
+    profiler_format::read::parse_profile(&bytes, &path).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `dlrm --slow top_mlp --slow-by 20 --slow-from 3000`, quiet, under two switching hogs and

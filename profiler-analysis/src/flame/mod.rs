@@ -14,7 +14,7 @@
 //! **Widths.** A stack's weight is its last frame's self time per mean measured iteration, in
 //! nanoseconds, so a frame is as wide as its event's total time per iteration (`mean × calls per
 //! iteration`; calls per iteration from `count` for a merged event) and the whole graph as wide
-//! as the mean iteration: the numbers are those of `prof report` (`profiler_tables::measure`)
+//! as the mean iteration: the numbers are those of `prof report` (`profiler_tables::rows`)
 //! and of its step breakdown (`profiler_tables::breakdown`), which says how the mean iteration
 //! holds each event ([`Breakdown::held_ns`](profiler_tables::breakdown::Breakdown::held_ns)): a
 //! top-level event on another thread (`concurrent`: a data loader beside the loop) only for the

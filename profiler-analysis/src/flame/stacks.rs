@@ -7,10 +7,10 @@ use super::{Flame, Frame, FrameKey, Grouping, Stack};
 use profiler_format::filter::{Filter, Key};
 use profiler_format::{Event, Profile};
 use profiler_tables::breakdown::{breakdown, OTHER};
-use profiler_tables::measure::{measure, parent_indices};
+use profiler_tables::rows::{parent_indices, profile_rows};
 
 /// The stacks of one profile, before rounding.
-pub(super) struct Run {
+pub(super) struct ProfileStacks {
     /// Frames by key, with the name they would have (before names are made unique).
     pub frames: Vec<Frame>,
     /// Each stack: frame indices (into `frames`) from the root, and its weight in ns.
@@ -55,10 +55,10 @@ pub(super) fn of_profile(
     profile: &Profile,
     filter: Option<&Filter>,
     group: Option<Grouping>,
-) -> Option<Run> {
+) -> Option<ProfileStacks> {
     let events = &profile.events;
-    let bd = breakdown(profile)?;
-    let measures = measure(profile, f64::INFINITY, f64::INFINITY);
+    let measures = profile_rows(profile, f64::INFINITY, f64::INFINITY);
+    let bd = breakdown(profile, &measures)?;
     let rows = &measures.events;
     let parents = parent_indices(events);
     let held = &bd.held_ns;
@@ -227,7 +227,7 @@ pub(super) fn of_profile(
             f.self_ns = f.total_ns;
         }
     }
-    Some(Run {
+    Some(ProfileStacks {
         frames,
         stacks,
         iteration_ns: bd.iteration_ns,
@@ -236,7 +236,7 @@ pub(super) fn of_profile(
 
 /// The mean of several runs' stacks (matched by their frames' keys), rounded to nanoseconds so
 /// that every running sum of the weights is its exact value rounded; names made unique.
-pub(super) fn mean(runs: Vec<Run>) -> Flame {
+pub(super) fn mean(runs: Vec<ProfileStacks>) -> Flame {
     let n = runs.len().max(1) as f64;
     let mut frames: Vec<Frame> = Vec::new();
     let mut index_of: HashMap<FrameKey, usize> = HashMap::new();

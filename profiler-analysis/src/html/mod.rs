@@ -52,6 +52,7 @@ use super::trace::{self, AverageIteration};
 use super::{event_key, stats};
 use profiler_format::{Event, Profile, Run};
 use profiler_tables::columns::{Families, Family, Place};
+use profiler_tables::rows::profile_rows;
 
 /// The most iteration wall times embedded in a page.
 pub const MAX_ITERATIONS: usize = 5000;
@@ -237,17 +238,15 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
         group_by: Some(GroupBy::Phase),
         ..ReportOptions::default()
     };
-    let by_phase = report::build(profile, &options);
-    // Only its groups are used: no need for the windows' comparison (as costly as a diff).
-    let by_layer = report::build(
+    // The rows once, for the report (grouped by phase) and the layer groups beside it.
+    let rows = profile_rows(
         profile,
-        &ReportOptions {
-            group_by: Some(GroupBy::Layer),
-            windows: false,
-            ..options.clone()
-        },
+        options.cv_threshold,
+        options.perturbation_threshold,
     );
-    let average = trace::average_iteration(profile).ok();
+    let layer_groups = report::groups(profile, &rows, GroupBy::Layer);
+    let by_phase = report::build_from(profile, rows, &options);
+    let average = trace::average_iteration(profile, by_phase.breakdown.as_ref()).ok();
     let rows = event_data(profile, &by_phase.events, average.as_ref());
     let shapes = report::shape_table(&by_phase).map(|(headers, rows)| ShapeTable { headers, rows });
     let mut report = serde_json::to_value(&by_phase).unwrap_or(Value::Null);
@@ -281,7 +280,7 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
         report,
         groups: Groups {
             phase: by_phase.groups,
-            layer: by_layer.groups,
+            layer: layer_groups,
         },
         iterations: IterationData {
             wall_ns,
@@ -568,9 +567,11 @@ mod tests {
             offsets_ns: vec![0; 3],
             sample_iters: vec![2, 3, 4],
             stats: profiler_format::Stats::of(&[100; 3]),
-            work: (work && (flops.is_some() || bytes.is_some())).then(|| profiler_format::Work {
-                flops: flops.map(|f| vec![f; 3]),
-                bytes: bytes.map(|b| vec![b; 3]),
+            work: (work && (flops.is_some() || bytes.is_some())).then(|| {
+                profiler_format::SampleWork {
+                    flops: flops.map(|f| vec![f; 3]),
+                    bytes: bytes.map(|b| vec![b; 3]),
+                }
             }),
             ..Default::default()
         };

@@ -1,6 +1,6 @@
 //! `prof report`: one row per event (and per group) of a `prof.json`, and the end-of-run summary
 //! printed on stderr. Both are built here, by [`build`] from the rows of
-//! [`profiler_tables::measure`], so that they never disagree; [`render`] prints a [`Report`] as
+//! [`profiler_tables::rows`], so that they never disagree; [`render`] prints a [`Report`] as
 //! a table, CSV, JSON or Markdown.
 //!
 //! Each figure (measured iterations, warmup baseline, calls per iteration, self, depth, share,
@@ -17,8 +17,8 @@ use super::{drift, text};
 use crate::Format;
 use profiler_format::{Event, Profile};
 use profiler_tables::breakdown::{breakdown, Breakdown};
-use profiler_tables::measure::{device_usage, measure, ratio_or_zero, Measures};
-pub use profiler_tables::measure::{
+use profiler_tables::rows::{device_usage, profile_rows, ratio_or_zero, ProfileRows};
+pub use profiler_tables::rows::{
     DeviceMemoryRow, DeviceUsageRow, EventRow, IterationRow, MemoryRow, Perturbation,
 };
 
@@ -223,16 +223,38 @@ fn group_rows(
 
 /// Computes the report of a profile (see the module documentation for every definition).
 pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
-    let Measures {
-        iteration,
-        perturbation,
-        events: mut rows,
-        ancestors: chains,
-    } = measure(
+    let measures = profile_rows(
         profile,
         options.cv_threshold,
         options.perturbation_threshold,
     );
+    build_from(profile, measures, options)
+}
+
+/// The groups of `by` (as [`build`] makes them) from `measures`, the rows that
+/// [`profile_rows`] computed for `profile`: for a caller that groups the same rows twice.
+pub fn groups(profile: &Profile, measures: &ProfileRows, by: GroupBy) -> Vec<GroupRow> {
+    group_rows(
+        &profile.events,
+        &measures.events,
+        &measures.ancestors,
+        by,
+        measures.iteration.mean_ns,
+    )
+}
+
+/// [`build`] from the rows that [`profile_rows`] computed for `profile` with `options`'
+/// thresholds (`cv_threshold`, `perturbation_threshold`), so that a caller that needs them too
+/// computes them once.
+pub fn build_from(profile: &Profile, measures: ProfileRows, options: &ReportOptions) -> Report {
+    // The breakdown from the same rows, before they are sorted (it reads them by event index).
+    let breakdown = breakdown(profile, &measures);
+    let ProfileRows {
+        iteration,
+        perturbation,
+        events: mut rows,
+        ancestors: chains,
+    } = measures;
     let groups = options.group_by.map_or_else(Vec::new, |by| {
         group_rows(&profile.events, &rows, &chains, by, iteration.mean_ns)
     });
@@ -257,7 +279,7 @@ pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
         perturbation,
         events: rows,
         groups,
-        breakdown: breakdown(profile),
+        breakdown,
         cv_threshold: options.cv_threshold,
         windows: options
             .windows
@@ -285,8 +307,7 @@ fn sort_by_memory(rows: &mut [EventRow], key: fn(&MemoryRow) -> f64) {
 mod breakdown_section;
 mod render;
 pub use render::{
-    change_point_text, drift_cell, drift_line, drifted_line, headline_cell, human_ns, render,
-    shape_table, summary, summary_unwritten,
+    change_point_text, drift_cell, drift_line, drifted_line, headline_cell, render, shape_table,
 };
 
 #[cfg(test)]

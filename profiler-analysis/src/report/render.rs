@@ -1,11 +1,10 @@
 //! Rendering a [`Report`] as a table, CSV, JSON or Markdown, and the end-of-run summary.
 
 use super::*;
-use profiler_tables::columns::{self, calls, num, Families, Place};
+use profiler_tables::columns::{self, calls, Families, Place};
 use profiler_tables::summary::{perturbation_line, status, status_in};
-pub use profiler_tables::summary::{summary, summary_unwritten};
-pub use profiler_tables::table_text::human_ns;
-use profiler_tables::table_text::{percent, signed_percent};
+use profiler_tables::table_text::human_ns;
+use profiler_tables::table_text::{num, percent, signed_percent};
 
 /// Aligned lines: the first `left` columns left-aligned, the others right-aligned; each line
 /// starts with two spaces.

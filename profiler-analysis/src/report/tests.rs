@@ -2,6 +2,8 @@
 
 use super::*;
 use profiler_format::{Iterations, Run, Stats};
+use profiler_tables::summary::summary;
+use profiler_tables::table_text::human_ns;
 
 /// An event with durations `samples` taken in iterations `iters`.
 fn ev(
@@ -175,6 +177,47 @@ fn depth_follows_parents_and_survives_cycles() {
     assert_eq!(depths, [1, 1, 0, 0]);
     assert_eq!(by_name(&r, "orphan").self_ns, 10.0);
     assert_eq!(by_name(&r, "me").self_ns, 10.0);
+}
+
+/// A caller that has the rows (`prof html`: the report and the layer groups beside it) hands
+/// them over, and the report and the groups are computed from them, not again.
+#[test]
+fn a_report_and_its_groups_are_built_from_the_rows_given() {
+    let p = nested();
+    let options = ReportOptions::default();
+    let mut rows = profiler_tables::rows::profile_rows(&p, 0.25, 0.05);
+    // `e`, at top level in layer m: 40 ns a run, made 400.
+    rows.events[4].total_ns = 400.0;
+    let layers = groups(&p, &rows, GroupBy::Layer);
+    assert_eq!(layers[0].total_ns, 500.0);
+    let r = build_from(&p, rows, &options);
+    assert_eq!(by_name(&r, "e").total_ns, 400.0);
+    let e = r
+        .breakdown
+        .as_ref()
+        .unwrap()
+        .categories
+        .iter()
+        .map(|c| c.total_ns);
+    assert_eq!(e.take(1).sum::<f64>(), 500.0);
+    // Unchanged rows: the groups `build` computes itself.
+    let fresh = profiler_tables::rows::profile_rows(&p, 0.25, 0.05);
+    let key_total = |g: &GroupRow| (g.key.clone(), g.total_ns);
+    let grouped = ReportOptions {
+        group_by: Some(GroupBy::Layer),
+        ..options
+    };
+    assert_eq!(
+        groups(&p, &fresh, GroupBy::Layer)
+            .iter()
+            .map(key_total)
+            .collect::<Vec<_>>(),
+        build(&p, &grouped)
+            .groups
+            .iter()
+            .map(key_total)
+            .collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -570,7 +613,10 @@ fn iterations_are_numbered_from_first() {
     let mut p = profile(3, &walls, vec![e]);
     p.iterations.first = 1;
     p.iterations.count = 7;
-    assert_eq!(crate::measured_walls(&p), [120, 130, 140, 200]);
+    assert_eq!(
+        profiler_tables::rows::measured_walls(&p),
+        [120, 130, 140, 200]
+    );
     let r = build(&p, &ReportOptions::default());
     assert_eq!((r.iteration.first, r.iteration.measured), (1, 4));
     assert_eq!(r.iteration.median_ns, 135.0);
@@ -587,7 +633,7 @@ fn iterations_are_numbered_from_first() {
     p.run.mode = "continuous".to_owned();
     p.iterations.first = 40;
     p.iterations.count = 46;
-    assert_eq!(crate::measured_walls(&p), walls);
+    assert_eq!(profiler_tables::rows::measured_walls(&p), walls);
     let r = build(&p, &ReportOptions::default());
     assert_eq!((r.iteration.first, r.iteration.measured), (40, 6));
     assert_eq!(r.iteration.median_ns, 125.0);
@@ -1071,7 +1117,7 @@ fn device_memory_columns_and_lines_appear_with_device_figures_only() {
 /// whose FLOPs are part of A's; E (4,000 bytes in 40 ns) counts bytes only.
 fn with_work(peak: Option<profiler_format::peak::Peak>) -> Profile {
     let mut p = nested();
-    let work = |flops: Option<u64>, bytes: Option<u64>| profiler_format::Work {
+    let work = |flops: Option<u64>, bytes: Option<u64>| profiler_format::SampleWork {
         flops: flops.map(|f| vec![f]),
         bytes: bytes.map(|b| vec![b]),
     };

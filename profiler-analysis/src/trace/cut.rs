@@ -10,22 +10,22 @@ use std::str::FromStr;
 
 use profiler_format::{Event, Profile};
 
-/// Iterations `start..end` (`end` excluded), as `A..B`, `A..=B` or `A..` say them.
+/// The iterations `start..end` (`end` excluded), as `A..B`, `A..=B` or `A..` say them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Iterations {
+pub struct IterationRange {
     /// The first iteration kept.
     pub start: u64,
     /// The first iteration after those kept (`u64::MAX`: every one from `start` on).
     pub end: u64,
 }
 
-impl Iterations {
+impl IterationRange {
     fn range(&self) -> Range<u64> {
         self.start..self.end
     }
 }
 
-impl fmt::Display for Iterations {
+impl fmt::Display for IterationRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.end == u64::MAX {
             write!(f, "{}..", self.start)
@@ -35,7 +35,7 @@ impl fmt::Display for Iterations {
     }
 }
 
-impl FromStr for Iterations {
+impl FromStr for IterationRange {
     type Err = String;
 
     /// `A..B` (A to B-1), `A..=B` (A to B) or `A..` (A on), A and B whole numbers.
@@ -58,7 +58,7 @@ impl FromStr for Iterations {
         if end <= start {
             return Err(format!("`{s}` holds no iteration: B must be above A"));
         }
-        Ok(Iterations { start, end })
+        Ok(IterationRange { start, end })
     }
 }
 
@@ -68,7 +68,7 @@ pub enum CutError {
     /// Only a `trace`-mode profile has iterations to cut (the mode is given).
     NotTraceMode(String),
     /// No iteration of the range is drawn: the range, and the iterations that are.
-    Empty(Iterations, Option<(u64, u64)>),
+    Empty(IterationRange, Option<(u64, u64)>),
 }
 
 impl fmt::Display for CutError {
@@ -98,7 +98,7 @@ impl std::error::Error for CutError {}
 /// Cuts `profile` (in `trace` mode) to `iterations`: the samples of other iterations are
 /// dropped, and the window of measured iterations (`run.warmup`, `run.repeat`) is narrowed to
 /// the range, so that only the kept iterations are drawn as steps.
-pub fn keep_iterations(profile: &mut Profile, iterations: Iterations) -> Result<(), CutError> {
+pub fn keep_iterations(profile: &mut Profile, iterations: IterationRange) -> Result<(), CutError> {
     if profile.run.mode != "trace" {
         return Err(CutError::NotTraceMode(profile.run.mode.clone()));
     }

@@ -77,7 +77,7 @@ pub(super) fn counters(
                 }
             }
         } else {
-            let measured = crate::measured_walls(profile).len();
+            let measured = profiler_tables::rows::measured_walls(profile).len();
             let listed = usage.used_bytes.len();
             let readings: Vec<f64> = usage.used_bytes[listed.saturating_sub(measured)..]
                 .iter()

@@ -204,7 +204,7 @@ impl<'a> Document<'a> {
                 ..StepArgs::default()
             };
         }
-        let measured = crate::measured_walls(self.profile);
+        let measured = profiler_tables::rows::measured_walls(self.profile);
         StepArgs {
             average: Some(true),
             measured_iterations: Some(measured.len()),

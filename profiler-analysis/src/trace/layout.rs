@@ -13,7 +13,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use profiler_format::{Event, Iterations, Profile};
-use profiler_tables::breakdown::scaled_offset;
+use profiler_tables::breakdown::{scaled_offset, Breakdown};
 
 use super::{duration_stats, median, Streams, TraceError, Track};
 
@@ -110,25 +110,36 @@ impl Drawing {
 
     /// Lays out `profile` (see the module documentation).
     pub(super) fn of(profile: &Profile, streams: &Streams) -> Result<Drawing, TraceError> {
-        Drawing::laid_out(profile, streams, profile.run.mode == "trace")
+        if profile.run.mode == "trace" {
+            return Drawing::laid_out(profile, streams, None);
+        }
+        let rows = profiler_tables::rows::profile_rows(profile, f64::INFINITY, f64::INFINITY);
+        let breakdown = profiler_tables::breakdown::breakdown(profile, &rows);
+        Drawing::average(profile, streams, breakdown.as_ref())
     }
 
-    /// Lays out `profile`'s average iteration, as `sample` mode draws it, whatever its mode.
-    pub(super) fn average(profile: &Profile, streams: &Streams) -> Result<Drawing, TraceError> {
-        Drawing::laid_out(profile, streams, false)
+    /// Lays out `profile`'s average iteration, as `sample` mode draws it, whatever its mode,
+    /// where `breakdown` (the profile's, as its caller computed it) places the stepping
+    /// thread's top-level events.
+    pub(super) fn average(
+        profile: &Profile,
+        streams: &Streams,
+        breakdown: Option<&Breakdown>,
+    ) -> Result<Drawing, TraceError> {
+        Drawing::laid_out(profile, streams, Some(breakdown))
     }
 
-    /// Lays out the real iterations (`iterations`) or the average one.
+    /// Lays out the real iterations (`average` `None`) or the average one, from the
+    /// profile's breakdown.
     fn laid_out(
         profile: &Profile,
         streams: &Streams,
-        iterations: bool,
+        average: Option<Option<&Breakdown>>,
     ) -> Result<Drawing, TraceError> {
         let mut d = Drawing::skeleton(profile, streams);
-        if iterations {
-            d.trace_slices(profile)?;
-        } else {
-            d.average_slices(profile)?;
+        match average {
+            None => d.trace_slices(profile)?,
+            Some(breakdown) => d.average_slices(profile, breakdown)?,
         }
         // Time 0: the first step (so readers that shift times to their first event shift by 0).
         d.time_zero = d.slices.iter().map(|s| s.start).min().unwrap_or(0);
@@ -282,16 +293,19 @@ impl Drawing {
     /// stretches they leave uncovered (the `other` slices) are the breakdown's gaps; every other
     /// event at its scaled median offset ([`scaled_offset`]), a nested one at its distance
     /// from its parent's, then made consistent with the events already placed.
-    fn average_slices(&mut self, profile: &Profile) -> Result<(), TraceError> {
+    fn average_slices(
+        &mut self,
+        profile: &Profile,
+        breakdown: Option<&Breakdown>,
+    ) -> Result<(), TraceError> {
         let events = &profile.events;
         if events.len() >= NONE as usize - 1 {
             return Err(TraceError::TooLarge(events.len() + 1));
         }
-        let breakdown = profiler_tables::breakdown::breakdown(profile);
-        let (step_len, iteration) = match &breakdown {
+        let (step_len, iteration) = match breakdown {
             Some(b) => (b.median_iteration_ns.round() as u64, b.median_iteration_ns),
             None => {
-                let median = median(crate::measured_walls(profile));
+                let median = median(profiler_tables::rows::measured_walls(profile));
                 (median, median as f64)
             }
         };

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::layout::{Drawing, What};
 use super::Counter;
 use profiler_format::Event;
-use profiler_tables::measure::MemoryRow;
+use profiler_tables::rows::MemoryRow;
 
 /// The counter track's name.
 pub const COUNTER: &str = "memory";

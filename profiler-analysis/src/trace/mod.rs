@@ -27,10 +27,11 @@ use std::fmt;
 use serde_json::Value;
 
 use profiler_format::{quantiles, Event, Profile};
+use profiler_tables::breakdown::Breakdown;
 
 use layout::Drawing;
 
-pub use cut::{keep_iterations, CutError, Iterations};
+pub use cut::{keep_iterations, CutError, IterationRange};
 
 /// Prefix of the iteration spans, as PyTorch's profiler names them and HTA looks for them.
 pub const STEP_PREFIX: &str = "ProfilerStep#";
@@ -144,10 +145,16 @@ pub struct AverageIteration {
     pub other: Vec<[u64; 2]>,
 }
 
-/// The average iteration of `profile` (see [`AverageIteration`]).
-pub fn average_iteration(profile: &Profile) -> Result<AverageIteration, TraceError> {
+/// The average iteration of `profile` (see [`AverageIteration`]), its stepping thread's
+/// top-level events where `breakdown` places them: the profile's
+/// ([`Report::breakdown`](crate::report::Report::breakdown), computed once for the report and
+/// the drawing).
+pub fn average_iteration(
+    profile: &Profile,
+    breakdown: Option<&Breakdown>,
+) -> Result<AverageIteration, TraceError> {
     let streams = Streams::of(&profile.events);
-    let drawing = Drawing::average(profile, &streams)?;
+    let drawing = Drawing::average(profile, &streams, breakdown)?;
     let step = drawing
         .step_at
         .first()

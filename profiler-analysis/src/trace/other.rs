@@ -91,6 +91,8 @@ fn step_gaps<'a>(
 
 /// The gaps of the step of `iteration` spanning `step` between its top-level `children`'s
 /// spans.
+/// Why not the breakdown's (`profiler_tables::breakdown`): these draw every one above a floor in each
+/// drawn step; those name the few largest of the average iteration with their neighbours and noise.
 pub(super) fn gaps_between(
     iteration: u64,
     step: (u64, u64),

@@ -618,13 +618,18 @@ fn sample_mode_other_slices_are_the_stepping_threads_gaps() {
         .map(|s| (s.2, s.3))
         .collect();
     assert_eq!(other, vec![(0, 10_000), (40_000, 100_000)]);
-    let gaps = profiler_tables::breakdown::breakdown(&p).unwrap().gaps;
+    let breakdown = profiler_tables::breakdown::breakdown(
+        &p,
+        &profiler_tables::rows::profile_rows(&p, 0.25, 0.05),
+    )
+    .unwrap();
+    let gaps = &breakdown.gaps;
     let mut gaps: Vec<(u64, u64)> = (gaps.iter())
         .map(|g| (g.start_ns as u64, (g.start_ns + g.len_ns) as u64))
         .collect();
     gaps.sort_unstable();
     assert_eq!(other, gaps);
-    let average = average_iteration(&p).unwrap();
+    let average = average_iteration(&p, Some(&breakdown)).unwrap();
     assert_eq!(average.step_ns, 100_000);
     assert_eq!(average.other, vec![[0, 10_000], [40_000, 100_000]]);
     assert_eq!(

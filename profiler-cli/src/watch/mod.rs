@@ -30,7 +30,7 @@ pub const ONCE_WIDTH: u16 = 140;
 
 /// What `prof watch` was asked for.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct WatchOptions {
     /// The files to follow, one per rank.
     pub files: Vec<PathBuf>,
     /// How often the files are polled.
@@ -39,7 +39,7 @@ pub struct Options {
     pub drift_threshold: f64,
 }
 
-impl Options {
+impl WatchOptions {
     fn watch(&self, trigger: Trigger) -> Watch {
         let paths: Vec<String> = self.files.iter().map(|p| p.display().to_string()).collect();
         Watch::new(&paths, self.interval, trigger)
@@ -48,7 +48,7 @@ impl Options {
 
 /// Runs the interactive view until the user quits; `t` calls `trigger`. An error when the
 /// standard output is not a terminal (`--once` is for that) or the terminal fails.
-pub fn run(options: &Options, trigger: Trigger) -> Result<(), String> {
+pub fn run(options: &WatchOptions, trigger: Trigger) -> Result<(), String> {
     if !std::io::stdout().is_terminal() {
         return Err(
             "error: prof watch needs a terminal on its standard output\n  = help: \
@@ -64,7 +64,7 @@ pub fn run(options: &Options, trigger: Trigger) -> Result<(), String> {
 /// One frame per file, as text, from one read of each (`--once`): at the terminal's width,
 /// else [`ONCE_WIDTH`], each as tall as what it shows (every row of its table, no blank lines
 /// filling a screen). The second value is the first file's error, if any could not be read.
-pub fn once(options: &Options) -> (String, Option<String>) {
+pub fn once(options: &WatchOptions) -> (String, Option<String>) {
     let no_trigger: Trigger = Box::new(|_| Err("not in --once".to_owned()));
     let mut watch = options.watch(no_trigger);
     let mut first_error = None;

@@ -196,7 +196,7 @@ pub enum ViewMode {
 
 /// Which events are shown; every part that is set must match.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Filter {
+pub struct ViewFilter {
     /// Only the events of this layer (as grouped: inherited from ancestors).
     pub layer: Option<String>,
     /// Only the events of this phase (`-`: without one).
@@ -205,7 +205,7 @@ pub struct Filter {
     pub text: String,
 }
 
-impl Filter {
+impl ViewFilter {
     /// `layer=top_mlp phase=bwd "loss"`, or `none`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
@@ -239,7 +239,7 @@ impl Filter {
 
 /// A key, as the model sees it (`term.rs` translates the terminal's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Key {
+pub enum KeyPress {
     /// A printable character.
     Char(char),
     /// A character with Ctrl held.
@@ -332,7 +332,7 @@ pub struct Watch {
     /// Layers or events.
     pub view: ViewMode,
     /// Which events are shown.
-    pub filter: Filter,
+    pub filter: ViewFilter,
     /// The view is frozen (files are still read; what they hold is shown on resume).
     pub paused: bool,
     /// The help is shown.
@@ -356,7 +356,7 @@ impl Watch {
             selected: 0,
             sort: Sort::default(),
             view: ViewMode::default(),
-            filter: Filter::default(),
+            filter: ViewFilter::default(),
             paused: false,
             help: false,
             editing: None,
@@ -396,28 +396,28 @@ impl Watch {
     }
 
     /// Handles one key; see the help ([`HELP`]) for what each does.
-    pub fn handle_key(&mut self, key: Key) -> Action {
-        if key == Key::Ctrl('c') {
+    pub fn handle_key(&mut self, key: KeyPress) -> Action {
+        if key == KeyPress::Ctrl('c') {
             return Action::Quit;
         }
         if let Some(text) = &mut self.editing {
             match key {
-                Key::Char(c) => text.push(c),
-                Key::Backspace => {
+                KeyPress::Char(c) => text.push(c),
+                KeyPress::Backspace => {
                     text.pop();
                 }
-                Key::Enter => {
+                KeyPress::Enter => {
                     self.filter.text = self.editing.take().unwrap_or_default();
                     self.scroll = 0;
                 }
-                Key::Esc => self.editing = None,
+                KeyPress::Esc => self.editing = None,
                 _ => {}
             }
             return Action::Continue;
         }
         if self.help {
             return match key {
-                Key::Char('q') => Action::Quit,
+                KeyPress::Char('q') => Action::Quit,
                 _ => {
                     self.help = false;
                     Action::Continue
@@ -425,41 +425,43 @@ impl Watch {
             };
         }
         match key {
-            Key::Char('q') | Key::Esc => return Action::Quit,
-            Key::Char('?') | Key::Char('h') => self.help = true,
-            Key::Tab => self.select((self.selected + 1) % self.ranks.len()),
-            Key::BackTab => self.select((self.selected + self.ranks.len() - 1) % self.ranks.len()),
-            Key::Char(c @ '0'..='9') => self.select_rank(u32::from(c as u8 - b'0')),
-            Key::Char('s') => self.sort = self.sort.step(1),
-            Key::Char('S') => self.sort = self.sort.step(-1),
-            Key::Char('v') => {
+            KeyPress::Char('q') | KeyPress::Esc => return Action::Quit,
+            KeyPress::Char('?') | KeyPress::Char('h') => self.help = true,
+            KeyPress::Tab => self.select((self.selected + 1) % self.ranks.len()),
+            KeyPress::BackTab => {
+                self.select((self.selected + self.ranks.len() - 1) % self.ranks.len())
+            }
+            KeyPress::Char(c @ '0'..='9') => self.select_rank(u32::from(c as u8 - b'0')),
+            KeyPress::Char('s') => self.sort = self.sort.step(1),
+            KeyPress::Char('S') => self.sort = self.sort.step(-1),
+            KeyPress::Char('v') => {
                 self.view = match self.view {
                     ViewMode::Layers => ViewMode::Events,
                     ViewMode::Events => ViewMode::Layers,
                 };
                 self.scroll = 0;
             }
-            Key::Char('l') => {
+            KeyPress::Char('l') => {
                 self.filter.layer = next_of(&self.layers(), self.filter.layer.take());
                 self.scroll = 0;
             }
-            Key::Char('p') => {
+            KeyPress::Char('p') => {
                 self.filter.phase = next_of(&self.phases(), self.filter.phase.take());
                 self.scroll = 0;
             }
-            Key::Char('/') => self.editing = Some(self.filter.text.clone()),
-            Key::Char('c') => {
-                self.filter = Filter::default();
+            KeyPress::Char('/') => self.editing = Some(self.filter.text.clone()),
+            KeyPress::Char('c') => {
+                self.filter = ViewFilter::default();
                 self.scroll = 0;
             }
-            Key::Char(' ') => self.toggle_pause(),
-            Key::Char('t') => self.request_trace(),
-            Key::Up | Key::Char('k') => self.scroll = self.scroll.saturating_sub(1),
-            Key::Down | Key::Char('j') => self.scroll_to(self.scroll + 1),
-            Key::PageUp => self.scroll = self.scroll.saturating_sub(10),
-            Key::PageDown => self.scroll_to(self.scroll + 10),
-            Key::Home => self.scroll = 0,
-            Key::End => self.scroll_to(usize::MAX),
+            KeyPress::Char(' ') => self.toggle_pause(),
+            KeyPress::Char('t') => self.request_trace(),
+            KeyPress::Up | KeyPress::Char('k') => self.scroll = self.scroll.saturating_sub(1),
+            KeyPress::Down | KeyPress::Char('j') => self.scroll_to(self.scroll + 1),
+            KeyPress::PageUp => self.scroll = self.scroll.saturating_sub(10),
+            KeyPress::PageDown => self.scroll_to(self.scroll + 10),
+            KeyPress::Home => self.scroll = 0,
+            KeyPress::End => self.scroll_to(usize::MAX),
             _ => {}
         }
         Action::Continue

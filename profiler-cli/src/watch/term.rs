@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::{cursor, execute};
 
-use super::model::{Action, Key, Update, Watch};
+use super::model::{Action, KeyPress, Update, Watch};
 use super::source::Source;
 use super::view;
 
@@ -81,24 +81,24 @@ pub fn run(watch: &mut Watch, paths: Vec<PathBuf>, drift_threshold: f64) -> io::
 }
 
 /// The model's key for a terminal key press (releases and repeats of other platforms left out).
-fn key(k: KeyEvent) -> Option<Key> {
+fn key(k: KeyEvent) -> Option<KeyPress> {
     if k.kind != KeyEventKind::Press {
         return None;
     }
     Some(match k.code {
-        KeyCode::Char(c) if k.modifiers.contains(KeyModifiers::CONTROL) => Key::Ctrl(c),
-        KeyCode::Char(c) => Key::Char(c),
-        KeyCode::Enter => Key::Enter,
-        KeyCode::Esc => Key::Esc,
-        KeyCode::Backspace => Key::Backspace,
-        KeyCode::Tab => Key::Tab,
-        KeyCode::BackTab => Key::BackTab,
-        KeyCode::Up => Key::Up,
-        KeyCode::Down => Key::Down,
-        KeyCode::PageUp => Key::PageUp,
-        KeyCode::PageDown => Key::PageDown,
-        KeyCode::Home => Key::Home,
-        KeyCode::End => Key::End,
+        KeyCode::Char(c) if k.modifiers.contains(KeyModifiers::CONTROL) => KeyPress::Ctrl(c),
+        KeyCode::Char(c) => KeyPress::Char(c),
+        KeyCode::Enter => KeyPress::Enter,
+        KeyCode::Esc => KeyPress::Esc,
+        KeyCode::Backspace => KeyPress::Backspace,
+        KeyCode::Tab => KeyPress::Tab,
+        KeyCode::BackTab => KeyPress::BackTab,
+        KeyCode::Up => KeyPress::Up,
+        KeyCode::Down => KeyPress::Down,
+        KeyCode::PageUp => KeyPress::PageUp,
+        KeyCode::PageDown => KeyPress::PageDown,
+        KeyCode::Home => KeyPress::Home,
+        KeyCode::End => KeyPress::End,
         _ => return None,
     })
 }
@@ -112,15 +112,15 @@ mod tests {
         let press = |code, modifiers| KeyEvent::new(code, modifiers);
         assert_eq!(
             key(press(KeyCode::Char('c'), KeyModifiers::CONTROL)),
-            Some(Key::Ctrl('c'))
+            Some(KeyPress::Ctrl('c'))
         );
         assert_eq!(
             key(press(KeyCode::Char('q'), KeyModifiers::NONE)),
-            Some(Key::Char('q'))
+            Some(KeyPress::Char('q'))
         );
         assert_eq!(
             key(press(KeyCode::BackTab, KeyModifiers::SHIFT)),
-            Some(Key::BackTab)
+            Some(KeyPress::BackTab)
         );
         let mut release = press(KeyCode::Char('q'), KeyModifiers::NONE);
         release.kind = KeyEventKind::Release;

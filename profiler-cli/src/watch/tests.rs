@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use profiler_analysis::load_profile;
 use profiler_format::Run;
 
-use super::model::{Action, Key, Snapshot, Sort, Update, ViewMode, Watch};
+use super::model::{Action, KeyPress, Snapshot, Sort, Update, ViewMode, Watch};
 use super::source::Source;
 use super::view::render_text;
 
@@ -113,9 +113,9 @@ fn a_live_file_says_its_age_and_goes_stale() {
 #[test]
 fn sorted_by_drift_in_the_events_view() {
     let mut watch = watch_of(&[SLOW]);
-    watch.handle_key(Key::Char('v'));
-    watch.handle_key(Key::Char('s'));
-    watch.handle_key(Key::Char('s'));
+    watch.handle_key(KeyPress::Char('v'));
+    watch.handle_key(KeyPress::Char('s'));
+    watch.handle_key(KeyPress::Char('s'));
     assert_eq!((watch.view, watch.sort), (ViewMode::Events, Sort::Drift));
     let rows = watch.rows();
     assert_eq!(rows[0].name, "iteration");
@@ -128,17 +128,17 @@ fn filtered_by_layer_then_by_text() {
     let mut watch = watch_of(&[SLOW]);
     let layers = watch.layers();
     // `l` cycles: the first layer, the second, ..., none.
-    watch.handle_key(Key::Char('l'));
+    watch.handle_key(KeyPress::Char('l'));
     assert_eq!(watch.filter.layer.as_ref(), layers.first());
     for _ in 1..layers.len() {
-        watch.handle_key(Key::Char('l'));
+        watch.handle_key(KeyPress::Char('l'));
     }
     assert_eq!(watch.filter.layer.as_ref(), layers.last());
-    watch.handle_key(Key::Char('l'));
+    watch.handle_key(KeyPress::Char('l'));
     assert_eq!(watch.filter.layer, None);
     // bottom_mlp, by cycling to it.
     while watch.filter.layer.as_deref() != Some("bottom_mlp") {
-        watch.handle_key(Key::Char('l'));
+        watch.handle_key(KeyPress::Char('l'));
     }
     let rows = watch.rows();
     assert!(
@@ -148,20 +148,20 @@ fn filtered_by_layer_then_by_text() {
     golden("filter-layer", &frame(&watch, Duration::from_secs(3)));
     // Text: typed after `/`, applied by Enter, on top of the layer.
     for key in [
-        Key::Char('/'),
-        Key::Char('S'),
-        Key::Char('g'),
-        Key::Char('d'),
+        KeyPress::Char('/'),
+        KeyPress::Char('S'),
+        KeyPress::Char('g'),
+        KeyPress::Char('d'),
     ] {
         watch.handle_key(key);
     }
     let typing = frame(&watch, Duration::from_secs(3));
     assert!(typing.contains("filter: /Sgd_"), "{typing}");
-    watch.handle_key(Key::Enter);
+    watch.handle_key(KeyPress::Enter);
     let names: Vec<String> = watch.rows().iter().map(|r| r.name.clone()).collect();
     assert_eq!(names, ["iteration", "bottom_mlp", "sgd", "sgd#1"]);
     golden("filter-text", &frame(&watch, Duration::from_secs(3)));
-    watch.handle_key(Key::Char('c'));
+    watch.handle_key(KeyPress::Char('c'));
     assert_eq!(watch.rows().len(), 1 + 4 + 25);
 }
 
@@ -170,17 +170,17 @@ fn several_ranks_have_tabs() {
     let mut watch = watch_of(&[LIVE, LIVE1]);
     let first = frame(&watch, Duration::from_secs(1));
     assert!(first.contains(" rank 0   rank 1"), "{first}");
-    watch.handle_key(Key::Tab);
+    watch.handle_key(KeyPress::Tab);
     assert_eq!(watch.selected, 1);
     let second = frame(&watch, Duration::from_secs(1));
     assert!(second.contains("rank 1  pid"), "{second}");
     golden("ranks", &second);
     // Number keys pick the rank, Shift-Tab goes back round.
-    watch.handle_key(Key::Char('0'));
+    watch.handle_key(KeyPress::Char('0'));
     assert_eq!(watch.selected, 0);
-    watch.handle_key(Key::BackTab);
+    watch.handle_key(KeyPress::BackTab);
     assert_eq!(watch.selected, 1);
-    watch.handle_key(Key::Char('7'));
+    watch.handle_key(KeyPress::Char('7'));
     assert_eq!(watch.selected, 1);
     assert!(watch.status.as_deref().unwrap().contains("no rank 7"));
 }
@@ -192,7 +192,7 @@ fn a_malformed_file_keeps_the_last_good_view() {
     let text = std::fs::read(data(LIVE)).unwrap();
     // Half of a rewrite, as a copy caught in the middle would leave it.
     let half = &text[..text.len() / 2];
-    let error = profiler_analysis::load::parse_profile(half, Path::new("prof-rank0.json"))
+    let error = profiler_format::read::parse_profile(half, Path::new("prof-rank0.json"))
         .unwrap_err()
         .to_string();
     let message = error.lines().next().unwrap().to_owned();
@@ -241,35 +241,35 @@ fn a_sample_profile_is_a_static_view() {
 #[test]
 fn the_help_lists_every_key() {
     let mut watch = watch_of(&[SLOW]);
-    watch.handle_key(Key::Char('?'));
+    watch.handle_key(KeyPress::Char('?'));
     let text = frame(&watch, Duration::from_secs(3));
     for (key, _) in super::model::HELP {
         assert!(text.contains(key), "{key} is not in the help:\n{text}");
     }
     golden("help", &text);
     // Any key closes it, and does nothing else.
-    assert_eq!(watch.handle_key(Key::Char('s')), Action::Continue);
+    assert_eq!(watch.handle_key(KeyPress::Char('s')), Action::Continue);
     assert!(!watch.help);
     assert_eq!(watch.sort, Sort::Share);
 }
 
 #[test]
 fn quit_keys_quit() {
-    for key in [Key::Char('q'), Key::Esc, Key::Ctrl('c')] {
+    for key in [KeyPress::Char('q'), KeyPress::Esc, KeyPress::Ctrl('c')] {
         let mut watch = watch_of(&[SLOW]);
         assert_eq!(watch.handle_key(key), Action::Quit, "{key:?}");
     }
     // Ctrl-C quits while typing a filter too; Esc there only cancels it.
     let mut watch = watch_of(&[SLOW]);
-    watch.handle_key(Key::Char('/'));
-    watch.handle_key(Key::Char('x'));
-    assert_eq!(watch.handle_key(Key::Esc), Action::Continue);
+    watch.handle_key(KeyPress::Char('/'));
+    watch.handle_key(KeyPress::Char('x'));
+    assert_eq!(watch.handle_key(KeyPress::Esc), Action::Continue);
     assert_eq!(
         (watch.editing.as_deref(), watch.filter.text.as_str()),
         (None, "")
     );
-    watch.handle_key(Key::Char('/'));
-    assert_eq!(watch.handle_key(Key::Ctrl('c')), Action::Quit);
+    watch.handle_key(KeyPress::Char('/'));
+    assert_eq!(watch.handle_key(KeyPress::Ctrl('c')), Action::Quit);
 }
 
 #[test]
@@ -277,7 +277,7 @@ fn sort_keys_cycle_both_ways() {
     let mut watch = watch_of(&[SLOW]);
     let mut seen = vec![watch.sort];
     for _ in 0..4 {
-        watch.handle_key(Key::Char('s'));
+        watch.handle_key(KeyPress::Char('s'));
         seen.push(watch.sort);
     }
     assert_eq!(
@@ -290,14 +290,14 @@ fn sort_keys_cycle_both_ways() {
             Sort::Order
         ]
     );
-    watch.handle_key(Key::Char('s'));
+    watch.handle_key(KeyPress::Char('s'));
     assert_eq!(watch.sort, Sort::Share);
-    watch.handle_key(Key::Char('S'));
+    watch.handle_key(KeyPress::Char('S'));
     assert_eq!(watch.sort, Sort::Order);
     // Sorted by median, each layer's events are in descending median under it.
-    watch.handle_key(Key::Char('S'));
-    watch.handle_key(Key::Char('S'));
-    watch.handle_key(Key::Char('S'));
+    watch.handle_key(KeyPress::Char('S'));
+    watch.handle_key(KeyPress::Char('S'));
+    watch.handle_key(KeyPress::Char('S'));
     assert_eq!(watch.sort, Sort::Median);
     let rows = watch.rows();
     for pair in rows[1..].windows(2) {
@@ -323,7 +323,7 @@ fn the_trace_key_calls_the_trigger_with_the_run_shown() {
     let paths = vec![LIVE.to_owned(), LIVE1.to_owned()];
     let mut watch = Watch::new(&paths, Duration::from_secs(1), trigger);
     // Before anything is read there is no process to ask.
-    watch.handle_key(Key::Char('t'));
+    watch.handle_key(KeyPress::Char('t'));
     assert!(calls.borrow().is_empty());
     assert!(watch
         .status
@@ -332,14 +332,14 @@ fn the_trace_key_calls_the_trigger_with_the_run_shown() {
         .contains("no profile read yet"));
     watch.apply(0, loaded(LIVE));
     watch.apply(1, loaded(LIVE1));
-    watch.handle_key(Key::Char('t'));
+    watch.handle_key(KeyPress::Char('t'));
     let pid = watch.ranks[0].shown.as_ref().unwrap().run.pid;
     assert_eq!(
         watch.status.as_deref(),
         Some(format!("trace requested from pid {pid}").as_str())
     );
-    watch.handle_key(Key::Tab);
-    watch.handle_key(Key::Char('t'));
+    watch.handle_key(KeyPress::Tab);
+    watch.handle_key(KeyPress::Char('t'));
     assert_eq!(
         watch.status.as_deref(),
         Some("trace not requested: the job refused")
@@ -356,7 +356,7 @@ fn the_trace_key_calls_the_trigger_with_the_run_shown() {
 #[test]
 fn pause_freezes_the_view_while_files_are_read() {
     let mut watch = watch_of(&[LIVE]);
-    watch.handle_key(Key::Char(' '));
+    watch.handle_key(KeyPress::Char(' '));
     assert!(watch.paused);
     let frozen = watch.rows();
     watch.apply(0, loaded(SLOW));
@@ -366,7 +366,7 @@ fn pause_freezes_the_view_while_files_are_read() {
         text.contains("PAUSED (space resumes: newer data read"),
         "{text}"
     );
-    watch.handle_key(Key::Char(' '));
+    watch.handle_key(KeyPress::Char(' '));
     assert_ne!(watch.rows(), frozen);
     assert_eq!(watch.current().shown.as_ref().unwrap().run.pid, {
         load_profile(data(SLOW)).unwrap().run.pid
@@ -376,17 +376,17 @@ fn pause_freezes_the_view_while_files_are_read() {
 #[test]
 fn scrolling_stops_at_the_last_row() {
     let mut watch = watch_of(&[SLOW]);
-    watch.handle_key(Key::End);
+    watch.handle_key(KeyPress::End);
     let last = watch.scroll;
     assert_eq!(last, watch.rows().len() - 2);
-    watch.handle_key(Key::Down);
+    watch.handle_key(KeyPress::Down);
     assert_eq!(watch.scroll, last);
-    watch.handle_key(Key::Home);
+    watch.handle_key(KeyPress::Home);
     assert_eq!(watch.scroll, 0);
-    watch.handle_key(Key::Up);
+    watch.handle_key(KeyPress::Up);
     assert_eq!(watch.scroll, 0);
     // A short screen shows the iteration and the rows from the scroll on.
-    watch.handle_key(Key::PageDown);
+    watch.handle_key(KeyPress::PageDown);
     let text = render_text(&watch, WIDTH, 20, written());
     assert!(text.contains("iteration"), "{text}");
 }
@@ -469,7 +469,7 @@ fn once_prints_every_row_and_no_filler() {
         tall.clone(),
     ];
     for file in &files {
-        let options = super::Options {
+        let options = super::WatchOptions {
             files: vec![file.clone()],
             interval: Duration::from_secs(1),
             drift_threshold: 0.02,
@@ -500,7 +500,7 @@ fn once_prints_every_row_and_no_filler() {
         );
     }
     // Two files: two frames, one blank line between them.
-    let options = super::Options {
+    let options = super::WatchOptions {
         files: files[..2].to_vec(),
         interval: Duration::from_secs(1),
         drift_threshold: 0.02,

@@ -14,8 +14,8 @@ use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row as TableRow, Table, Wr
 use ratatui::{Frame, Terminal};
 
 use profiler_analysis::drift::DriftStatus;
-use profiler_analysis::printable;
-use profiler_analysis::report::{self, human_ns};
+use profiler_analysis::report;
+use profiler_analysis::{human_ns, percent, printable};
 
 use super::model::{Rank, Row, RowKind, Snapshot, ViewMode, Watch, HELP};
 
@@ -174,10 +174,6 @@ pub fn age_text(d: Duration) -> String {
     } else {
         format!("{}h {:02}m", s / 3600, (s % 3600) / 60)
     }
-}
-
-fn percent(share: f64) -> String {
-    format!("{:.1}%", 100.0 * share)
 }
 
 fn bold() -> Style {

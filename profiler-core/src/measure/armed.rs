@@ -258,7 +258,7 @@ impl Measuring {
 
     /// Stores the work of a measured run of `event` about to start (before its start mark) into
     /// `slot`, where its sample will go, before the sample is published (as
-    /// [`Samples::write_used`](crate::store::samples::Samples::write_used) does). Nothing for a
+    /// [`SampleSlots::write_used`](crate::store::samples::SampleSlots::write_used) does). Nothing for a
     /// merged event (whose reservoir slot is drawn at the run's end), nor for an event with no
     /// work storage. Out of line: only probes with keys call it.
     #[inline(never)]

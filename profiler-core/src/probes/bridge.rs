@@ -41,7 +41,7 @@ use tracing_core::{Event, Metadata};
 use crate::probes::runtime::{counted, register, Site};
 use crate::probes::timer::{self, Count, ProbeGuard, Work};
 use crate::register::descriptor::{Descriptor, Kind, WORK_BYTES, WORK_FLOPS, WORK_SHAPE};
-use crate::select::filter::Key;
+use profiler_format::filter::Key;
 
 /// A `tracing` subscriber that turns spans into probes. Install it once, after the profiler has
 /// started (`#[profiler_core::main]` or `init()`), so that it knows `PROF_FILTER`:

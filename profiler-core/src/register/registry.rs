@@ -5,8 +5,8 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::register::descriptor::{Descriptor, Kind, Registration};
 use crate::register::info::ProbeInfo;
-use crate::select::filter::{Filter, Key};
 use crate::sync::lock;
+use profiler_format::filter::{Filter, Key};
 
 /// One registered descriptor and its start-up facts.
 #[derive(Clone, Debug)]

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
-use super::Measure;
+use super::SessionMode;
 use super::{lane_stream, Plan, Schedule};
 use crate::instrument::device::Device;
 use crate::register::descriptor::State;
@@ -28,7 +28,7 @@ impl Schedule {
         let repeat = u64::from(self.repeat);
         self.cur_iter.store(iter, Relaxed);
         match self.mode {
-            Measure::Sample | Measure::Continuous => {
+            SessionMode::Sample | SessionMode::Continuous => {
                 let event = c.order[(k / repeat) as usize];
                 let entry = self.events[event as usize].get().map(|e| e.entry);
                 if let (Some(old), true) = (c.armed_entry, c.armed_entry != entry) {
@@ -42,7 +42,7 @@ impl Schedule {
                 c.armed_entry = entry;
                 c.armed.push(event);
             }
-            Measure::Trace => {
+            SessionMode::Trace => {
                 self.cur_slot.store(k as u32, Relaxed);
                 for &event in &c.order {
                     if let Some(e) = self.events[event as usize].get() {
@@ -137,9 +137,9 @@ impl Schedule {
     pub(crate) fn total_armed_iterations(&self, c: &Plan) -> u64 {
         let repeat = u64::from(self.repeat);
         match self.mode {
-            Measure::Sample | Measure::Continuous => c.order.len() as u64 * repeat,
-            Measure::Trace if c.order.is_empty() => 0,
-            Measure::Trace => repeat,
+            SessionMode::Sample | SessionMode::Continuous => c.order.len() as u64 * repeat,
+            SessionMode::Trace if c.order.is_empty() => 0,
+            SessionMode::Trace => repeat,
         }
     }
 

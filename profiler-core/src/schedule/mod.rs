@@ -226,7 +226,7 @@ pub(crate) struct Schedule {
     /// The hooks runs open.
     pub hooks: Hooks,
     /// What is measured after warmup: `PROF_MODE`, decided once at start-up.
-    pub mode: Measure,
+    pub mode: SessionMode,
     /// `PROF_WARMUP`.
     pub warmup: u32,
     /// `PROF_REPEAT`.
@@ -247,7 +247,7 @@ pub(crate) struct Schedule {
 /// What a session measures after warmup: `PROF_MODE` as a session runs it, decided once at
 /// start-up (`off` never starts a session).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Measure {
+pub(crate) enum SessionMode {
     /// One event per iteration, `repeat` iterations per event.
     Sample,
     /// Every selected event in each of `repeat` iterations.
@@ -256,13 +256,13 @@ pub(crate) enum Measure {
     Continuous,
 }
 
-impl Measure {
+impl SessionMode {
     /// The session's mode for `mode`; `None` for `off`, which runs no session.
-    pub(crate) fn of(mode: Mode) -> Option<Measure> {
+    pub(crate) fn of(mode: Mode) -> Option<SessionMode> {
         match mode {
-            Mode::Sample => Some(Measure::Sample),
-            Mode::Trace => Some(Measure::Trace),
-            Mode::Continuous => Some(Measure::Continuous),
+            Mode::Sample => Some(SessionMode::Sample),
+            Mode::Trace => Some(SessionMode::Trace),
+            Mode::Continuous => Some(SessionMode::Continuous),
             Mode::Off => None,
         }
     }
@@ -270,9 +270,9 @@ impl Measure {
     /// The name `prof.json` gives it (`run.mode`).
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Measure::Sample => Mode::Sample,
-            Measure::Trace => Mode::Trace,
-            Measure::Continuous => Mode::Continuous,
+            SessionMode::Sample => Mode::Sample,
+            SessionMode::Trace => Mode::Trace,
+            SessionMode::Continuous => Mode::Continuous,
         }
         .as_str()
     }
@@ -320,11 +320,11 @@ pub(crate) struct Plan {
 impl Schedule {
     /// The schedule of a session measuring as `mode` says, over at most `config.max_probes`
     /// probes, those registered while it runs included.
-    pub(crate) fn new(config: &Config, mode: Measure, hooks: Hooks, linear: bool) -> Schedule {
+    pub(crate) fn new(config: &Config, mode: SessionMode, hooks: Hooks, linear: bool) -> Schedule {
         // One merged event per probe taking part beyond the bound on events.
         let max_probes = config.max_probes as usize;
         let capacity = config.max_events as usize + max_probes;
-        let measure_first = mode == Measure::Trace && config.warmup == 0;
+        let measure_first = mode == SessionMode::Trace && config.warmup == 0;
         Schedule {
             events: (0..capacity).map(|_| OnceLock::new()).collect(),
             // Indexed by registry entry: room for `max_probes` registrations after this one
@@ -333,7 +333,7 @@ impl Schedule {
                 .map(|_| ProbeRoute::default())
                 .collect(),
             armed_event: AtomicU32::new(NONE),
-            every_event: AtomicBool::new(mode == Measure::Trace),
+            every_event: AtomicBool::new(mode == SessionMode::Trace),
             cur_slot: AtomicU32::new(0),
             cur_iter: AtomicU32::new(0),
             learning: AtomicBool::new(config.warmup > 0 || measure_first),
@@ -346,7 +346,7 @@ impl Schedule {
             repeat: config.repeat,
             sample_budget_bytes: config.sample_budget_bytes,
             memory: crate::instrument::alloc::installed(),
-            records: mode == Measure::Trace && linear,
+            records: mode == SessionMode::Trace && linear,
             exiting: AtomicU64::new(0),
         }
     }
@@ -369,7 +369,7 @@ impl Schedule {
     /// runs are recorded without them (its events get no storage for them, and probes that
     /// must take the armed path there are [`State::Traced`], which evaluates no key).
     pub(crate) fn keeps_work(&self) -> bool {
-        self.mode != Measure::Trace
+        self.mode != SessionMode::Trace
     }
 
     /// The descriptor of probe `entry`.

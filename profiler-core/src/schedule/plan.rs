@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
-use super::Measure;
+use super::SessionMode;
 use super::{
     lane_stream, Event, FirstRun, Key, Parent, Plan, Planned, Route, Routes, Schedule, MERGED, NONE,
 };
@@ -329,7 +329,7 @@ impl Schedule {
                 let stream = *lane_stream(&c.streams, lane)?;
                 // `continuous` mode may arm every event too, in a trace taken on demand.
                 let armed = match self.mode {
-                    Measure::Trace | Measure::Continuous => events,
+                    SessionMode::Trace | SessionMode::Continuous => events,
                     _ => 1,
                 };
                 Some((stream, (2 * armed + 1) * POOL_ITERATIONS))

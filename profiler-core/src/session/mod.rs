@@ -33,7 +33,7 @@ use crate::instrument::device::Device;
 use crate::measure::Measuring;
 use crate::register::descriptor::State;
 use crate::register::registry::registry;
-use crate::schedule::{Hooks, Measure, Plan, Schedule};
+use crate::schedule::{Hooks, Plan, Schedule, SessionMode};
 use crate::select::config::Config;
 use crate::store::buffer::{Buffers, CHUNK_BYTES};
 use crate::store::samples::Resolved;
@@ -197,7 +197,7 @@ impl Session {
     /// selects.
     pub(crate) fn new(
         config: Config,
-        mode: Measure,
+        mode: SessionMode,
         clock: ActiveClock,
         device: Option<Box<dyn Device>>,
     ) -> Session {

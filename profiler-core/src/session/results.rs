@@ -375,7 +375,7 @@ impl Session {
             max_events: self.config.max_events,
             timer_floor_ns: self.floor_ns,
             profiler_version: env!("CARGO_PKG_VERSION").to_owned(),
-            windows: (self.measuring.schedule.mode == crate::schedule::Measure::Continuous)
+            windows: (self.measuring.schedule.mode == crate::schedule::SessionMode::Continuous)
                 .then_some(self.config.windows),
             on_demand: None,
             peak: self.config.peak(),
@@ -470,12 +470,12 @@ fn signed(bytes: u64) -> i64 {
 /// Each sample's work as `prof.json` lists it: a list per key the annotation has (`keys`, its
 /// `WORK_*` bits), when every sample has its work (not so for a merged event, which keeps
 /// none).
-fn work_json(keys: u8, work: &[(u64, u64)], samples: usize) -> Option<json::Work> {
+fn work_json(keys: u8, work: &[(u64, u64)], samples: usize) -> Option<json::SampleWork> {
     use crate::register::descriptor::{WORK_BYTES, WORK_FLOPS};
     if keys == 0 || work.len() != samples {
         return None;
     }
-    Some(json::Work {
+    Some(json::SampleWork {
         flops: (keys & WORK_FLOPS != 0).then(|| work.iter().map(|w| w.0).collect()),
         bytes: (keys & WORK_BYTES != 0).then(|| work.iter().map(|w| w.1).collect()),
     })

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::{lock, Control, Session};
 use crate::register::descriptor::State;
-use crate::schedule::Measure;
+use crate::schedule::SessionMode;
 use crate::schedule::POOL_ITERATIONS;
 use crate::store::samples::{resolve_slot, IterationStarts, Outcome, Resolved};
 
@@ -66,7 +66,7 @@ impl Session {
                 c.trace.records.start_after(completed - 1);
                 c.iterations.window_first = completed;
                 self.begin_measuring();
-                if self.measuring.schedule.mode == Measure::Continuous {
+                if self.measuring.schedule.mode == SessionMode::Continuous {
                     self.start_watching();
                 }
                 if self.measuring.schedule.measure_first {
@@ -97,14 +97,14 @@ impl Session {
         self.gather_kernels(&mut c, false);
         self.resolve(&mut c, false);
         self.discover_late(&mut c);
-        if self.measuring.schedule.mode == Measure::Continuous
+        if self.measuring.schedule.mode == SessionMode::Continuous
             && self.on_demand_step(&mut c, completed)
         {
             return; // a trace on demand armed this iteration; the sampling schedule waits
         }
         let total = self.measuring.schedule.total_armed_iterations(&c.plan);
         if total > 0 && c.plan.armed_iterations >= total {
-            if self.measuring.schedule.mode != Measure::Continuous {
+            if self.measuring.schedule.mode != SessionMode::Continuous {
                 self.finish(&mut c);
                 return;
             }
@@ -411,7 +411,7 @@ impl Session {
         }
         // In continuous mode, the run is complete when the program ends by itself after a window
         // closed; a signal cuts it short.
-        let complete = if self.measuring.schedule.mode == Measure::Continuous {
+        let complete = if self.measuring.schedule.mode == SessionMode::Continuous {
             mark_done && c.iterations.windows_closed > 0
         } else {
             c.end.finished

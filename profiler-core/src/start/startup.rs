@@ -6,10 +6,10 @@ use crate::instrument::clock::{Clock, CpuClock};
 use crate::instrument::device::Device;
 use crate::register::info::ProbeInfo;
 use crate::register::registry::registry;
-use crate::schedule::Measure;
+use crate::schedule::SessionMode;
 use crate::select::config::{Config, ConfigError, Mode};
-use crate::select::filter::{Filter, Key};
 use crate::session::{self, ActiveClock, Session};
+use profiler_format::filter::{Filter, Key};
 
 /// Returned by [`init`](crate::init): writes the results (marked incomplete if the schedule has
 /// not finished) when dropped, normally when `main` returns. If the results cannot be written
@@ -241,7 +241,7 @@ pub fn start(
 ) -> Result<InitGuard, ConfigError> {
     config.validate()?;
     // The mode, decided once: `off` runs no session at all.
-    let Some(mode) = Measure::of(config.mode) else {
+    let Some(mode) = SessionMode::of(config.mode) else {
         return Ok(InitGuard::inert());
     };
     config.check_output()?;
@@ -284,7 +284,7 @@ pub fn start(
     #[cfg(unix)]
     crate::start::signals::install();
     #[cfg(target_os = "linux")]
-    if mode == Measure::Continuous {
+    if mode == SessionMode::Continuous {
         crate::start::signals::install_trigger();
     }
     Ok(InitGuard {

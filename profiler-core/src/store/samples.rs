@@ -45,7 +45,7 @@ type DeviceCell = [AtomicU64; 4];
 
 /// Raw marks of one event's samples, one slot per measured iteration.
 #[derive(Debug)]
-pub(crate) struct Samples {
+pub(crate) struct SampleSlots {
     start: Box<[AtomicU64]>,
     stop: Box<[AtomicU64]>,
     /// The iteration index plus one; 0 while the slot is empty.
@@ -82,9 +82,9 @@ fn atomics64(n: usize) -> Box<[AtomicU64]> {
     (0..n).map(|_| AtomicU64::new(0)).collect()
 }
 
-impl Samples {
-    pub fn new(slots: usize, device: bool) -> Samples {
-        Samples {
+impl SampleSlots {
+    pub fn new(slots: usize, device: bool) -> SampleSlots {
+        SampleSlots {
             start: atomics64(slots),
             stop: atomics64(slots),
             iter: (0..slots).map(|_| AtomicU32::new(0)).collect(),
@@ -96,7 +96,7 @@ impl Samples {
     }
 
     /// These samples keep each run's work (`counts`), its shape (`shape`), or both.
-    fn with_work(mut self, counts: bool, shape: bool) -> Samples {
+    fn with_work(mut self, counts: bool, shape: bool) -> SampleSlots {
         let n = self.iter.len();
         if counts {
             self.work = Some((0..n).map(|_| Default::default()).collect());
@@ -140,7 +140,7 @@ impl Samples {
     }
 
     /// These samples keep each run's memory figures too.
-    fn with_memory(mut self) -> Samples {
+    fn with_memory(mut self) -> SampleSlots {
         self.mem = Some(atomics64(self.iter.len() * MEMORY_FIGURES));
         self
     }
@@ -278,7 +278,7 @@ impl Totals {
 /// One event's storage.
 #[derive(Debug)]
 pub(crate) struct Store {
-    pub samples: Samples,
+    pub samples: SampleSlots,
     /// Present for a merged event, whose samples are a bounded reservoir.
     pub totals: Option<Totals>,
 }
@@ -291,7 +291,7 @@ impl Store {
     /// when the run ends, after the run stored its work).
     pub fn new(slots: usize, merged: bool, device: bool, memory: bool, work: u8) -> Store {
         use crate::register::descriptor::{WORK_BYTES, WORK_FLOPS, WORK_SHAPE};
-        let samples = Samples::new(if merged { RESERVOIR } else { slots }, device && !merged);
+        let samples = SampleSlots::new(if merged { RESERVOIR } else { slots }, device && !merged);
         let samples = if memory {
             samples.with_memory()
         } else {
@@ -311,7 +311,7 @@ impl Store {
     }
 
     /// Stores one run: its CPU marks and, for an event timed on a stream, its device marks
-    /// (its device memory is stored by the run, [`Samples::write_used`]), and what it allocated
+    /// (its device memory is stored by the run, [`SampleSlots::write_used`]), and what it allocated
     /// when that was counted. `linear` says whether raw CPU deltas can be summed. Always
     /// inlined: the armed path's two callers (runs on the CPU and on a stream) would otherwise
     /// share it out of line, a call on the path of every armed run.
@@ -649,7 +649,7 @@ mod tests {
 
     #[test]
     fn slots_fill_and_clear() {
-        let s = Samples::new(2, false);
+        let s = SampleSlots::new(2, false);
         assert_eq!(s.read(0), None);
         s.write(1, 10, 25, 7);
         s.write(5, 1, 2, 3); // out of range: ignored, never a panic

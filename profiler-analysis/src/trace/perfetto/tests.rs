@@ -463,13 +463,13 @@ fn an_empty_profile_still_has_its_tracks() {
 /// step's start; a track may take another lane number where a sample cut away made one).
 #[test]
 fn a_cut_profile_draws_the_whole_ones_slices_of_its_iterations() {
-    use crate::trace::{keep_iterations, Iterations};
+    use crate::trace::{keep_iterations, IterationRange};
     let mut checked = 0;
     for seed in 0..300 {
         let whole = random_profile(seed, "trace");
         let (start, end) = (seed % 3, seed % 3 + 1 + seed % 4);
         let mut cut = whole.clone();
-        if keep_iterations(&mut cut, Iterations { start, end }).is_err() {
+        if keep_iterations(&mut cut, IterationRange { start, end }).is_err() {
             continue;
         }
         checked += 1;
@@ -511,21 +511,21 @@ fn a_cut_profile_draws_the_whole_ones_slices_of_its_iterations() {
 /// What cannot be cut is said: a sample-mode profile, a range outside the drawn iterations.
 #[test]
 fn what_cannot_be_cut_is_said() {
-    use crate::trace::{keep_iterations, CutError, Iterations};
+    use crate::trace::{keep_iterations, CutError, IterationRange};
     let mut p = random_profile(1, "sample");
-    let r: Iterations = "2..".parse().unwrap();
+    let r: IterationRange = "2..".parse().unwrap();
     assert_eq!(
         keep_iterations(&mut p, r),
         Err(CutError::NotTraceMode("sample".into()))
     );
     let mut p = profile("trace", 1, 2, vec![1_000, 1_000, 1_000], vec![]);
-    let r: Iterations = "5..=6".parse().unwrap();
-    assert_eq!(r, Iterations { start: 5, end: 7 });
+    let r: IterationRange = "5..=6".parse().unwrap();
+    assert_eq!(r, IterationRange { start: 5, end: 7 });
     let e = keep_iterations(&mut p, r).unwrap_err();
     assert_eq!(e, CutError::Empty(r, Some((1, 2))));
     assert!(e.to_string().contains("draws iterations 1 to 2"), "{e}");
     for bad in ["", "3", "a..b", "4..2", "2..2", "..3", "-1..2"] {
-        assert!(bad.parse::<Iterations>().is_err(), "{bad}");
+        assert!(bad.parse::<IterationRange>().is_err(), "{bad}");
     }
 }
 

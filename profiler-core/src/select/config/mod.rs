@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use crate::select::filter::{render_error, Filter};
+use profiler_format::filter::{render_error, Filter};
 pub(crate) use profiler_format::write::shorten;
 
 pub(crate) mod vars;

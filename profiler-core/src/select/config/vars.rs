@@ -7,7 +7,7 @@ use super::{
     Config, ConfigError, Mode, MAX_BASELINE_WINDOWS, MAX_EVENTS, MAX_PROBES, MAX_REPEAT,
     MAX_SHAPES, MAX_WINDOWS,
 };
-use crate::select::filter::Filter;
+use profiler_format::filter::Filter;
 use profiler_format::write::shorten;
 
 /// One `PROF_*` variable.
@@ -484,7 +484,7 @@ pub fn unknown_vars() -> Vec<(String, Option<&'static str>)> {
     unknown
         .into_iter()
         .map(|k| {
-            let near = crate::select::filter::nearest(&k, &names);
+            let near = profiler_format::filter::nearest(&k, &names);
             (k, near)
         })
         .collect()
@@ -500,7 +500,7 @@ fn parse_mode(value: &str) -> Result<Mode, ConfigError> {
         _ => {
             const MODES: [&str; 4] = ["sample", "trace", "continuous", "off"];
             let mut problem = format!("unknown mode `{value}`");
-            if let Some(near) = crate::select::filter::nearest(value.trim(), &MODES) {
+            if let Some(near) = profiler_format::filter::nearest(value.trim(), &MODES) {
                 problem.push_str(&format!("; did you mean `{near}`?"));
             }
             return Err(ConfigError::at(

@@ -10,9 +10,9 @@ use serde::Serialize;
 use crate::descriptive_stats as stats;
 use profiler_format::{Event, Identity, Profile};
 
-/// What [`measure`] finds in a profile.
+/// What [`profile_rows`] finds in a profile.
 #[derive(Clone, Debug)]
-pub struct Measures {
+pub struct ProfileRows {
     /// The measured iterations.
     pub iteration: IterationRow,
     /// Measured iterations against warmup; `None` without a usable warmup iteration.
@@ -315,7 +315,11 @@ pub fn ratio_or_zero(a: f64, b: f64) -> f64 {
 
 /// Computes the measures of `profile`: events are `noisy` above `cv_threshold` (a fraction), and
 /// the overall perturbation is flagged above `perturbation_threshold`.
-pub fn measure(profile: &Profile, cv_threshold: f64, perturbation_threshold: f64) -> Measures {
+pub fn profile_rows(
+    profile: &Profile,
+    cv_threshold: f64,
+    perturbation_threshold: f64,
+) -> ProfileRows {
     let iteration = iteration_row(profile);
     let baseline = warmup_baseline(profile);
     let after_warmup = profile.iterations.wall_ns.len() > warmup_listed(profile);
@@ -369,7 +373,7 @@ pub fn measure(profile: &Profile, cv_threshold: f64, perturbation_threshold: f64
     for (row, children) in rows.iter_mut().zip(&children_total) {
         row.self_ns = (row.total_ns - children).max(0.0);
     }
-    Measures {
+    ProfileRows {
         iteration,
         perturbation,
         events: rows,
