@@ -178,7 +178,7 @@ impl Measured {
 
     /// The slots the armed iteration's runs stored (or will store: a run may still be going on
     /// another thread), for resolution; recorded events queue theirs as they store them.
-    pub(crate) fn queue_armed(&mut self, m: &Measuring, armed: &[u32]) {
+    fn queue_armed(&mut self, m: &Measuring, armed: &[u32]) {
         let slot = m.schedule.cur_slot.load(Relaxed);
         let iter = m.schedule.cur_iter.load(Relaxed);
         let stored_directly = |e: &u32| !m.schedule.event(*e).is_some_and(|ev| ev.recorded);
@@ -190,14 +190,17 @@ impl Measured {
         );
     }
 
-    /// Turns stored marks into samples where the clocks can already tell; the samples of the
-    /// iterations kept `apart` (a trace on demand's) go there.
+    /// Queues the slots of the events `armed` in the iteration that ended, then turns stored
+    /// marks into samples where the clocks can already tell; the samples of the iterations kept
+    /// `apart` (a trace on demand's) go there.
     pub(crate) fn resolve(
         &mut self,
         m: &Measuring,
+        armed: &[u32],
         mut apart: Option<Apart<'_>>,
         last_chance: bool,
     ) {
+        self.queue_armed(m, armed);
         let pending = std::mem::take(&mut self.samples.pending);
         let stream_marks = std::mem::take(&mut self.device.stream_marks);
         let mut kept = Vec::with_capacity(pending.len());

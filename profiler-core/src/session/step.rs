@@ -33,12 +33,12 @@ impl Session {
             self.learned(c, now, completed);
             return;
         }
+        let mut armed = Vec::new();
         if !run.plan.armed.is_empty() {
             // Recorded events' samples come from the buffers, as their slots are stored.
             c.fold_records(m, true);
             let run = &mut c.measured;
-            let armed = std::mem::take(&mut run.plan.armed);
-            run.queue_armed(m, &armed);
+            armed = std::mem::take(&mut run.plan.armed);
             if c.on_demand.tracing() {
                 c.on_demand.iteration_done(m, &mut run.plan);
             } else {
@@ -47,7 +47,7 @@ impl Session {
         }
         let run = &mut c.measured;
         run.device.gather_kernels(config, m, false);
-        run.resolve(m, c.on_demand.apart(), false);
+        run.resolve(m, &armed, c.on_demand.apart(), false);
         run.discover_late(m);
         let continuous = m.schedule.mode == Measure::Continuous;
         if continuous
@@ -86,7 +86,7 @@ impl Session {
             self.writer.start_watching(config);
         }
         if m.schedule.measure_first && self.schedule_complete(&c.measured.plan) {
-            c.measured.resolve(m, c.on_demand.apart(), false);
+            c.measured.resolve(m, &[], c.on_demand.apart(), false);
             self.finish(c);
             return;
         }
@@ -172,10 +172,11 @@ impl Session {
             c.fold_records(m, true);
         }
         let run = &mut c.measured;
-        if !run.plan.armed.is_empty() && last_chance {
-            let armed = run.plan.armed.clone();
-            run.queue_armed(m, &armed);
-        }
+        let armed = if last_chance {
+            run.plan.armed.clone()
+        } else {
+            Vec::new()
+        };
         if last_chance {
             m.clock.settle();
             if let Some(device) = &m.device {
@@ -183,7 +184,7 @@ impl Session {
             }
         }
         run.device.gather_kernels(config, m, last_chance);
-        run.resolve(m, c.on_demand.apart(), last_chance);
+        run.resolve(m, &armed, c.on_demand.apart(), last_chance);
         let results = self.results();
         let archive = self.writer.archive_now(config, m);
         if let Some(shown) = &archive.shown {
