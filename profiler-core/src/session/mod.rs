@@ -82,6 +82,7 @@ impl Control {
 /// How the run ended.
 #[derive(Debug, Default)]
 struct EndState {
+    /// The schedule is complete.
     finished: bool,
     /// The results are on disk.
     written: bool,
@@ -99,12 +100,15 @@ impl EndState {
 /// One profiling run.
 #[derive(Debug)]
 pub struct Session {
+    /// The run's configuration.
     pub(crate) config: Config,
     /// What the hot path is given: the schedule, the clock, the device, the buffers.
     pub(crate) measuring: Measuring,
+    /// True once the schedule is complete, or the run ended.
     pub(crate) done: AtomicBool,
     /// Median of an empty measurement: what every sample includes besides the code measured.
     floor_ns: u64,
+    /// The cold-path state, behind one lock.
     control: Mutex<Control>,
     /// `continuous` mode: the writer thread, and what it made of the closed windows.
     writer: Writer,

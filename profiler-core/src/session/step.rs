@@ -33,18 +33,7 @@ impl Session {
             self.learned(c, now, completed);
             return;
         }
-        let mut armed = Vec::new();
-        if !run.plan.armed.is_empty() {
-            // Recorded events' samples come from the buffers, as their slots are stored.
-            c.fold_records(m, true);
-            let run = &mut c.measured;
-            armed = std::mem::take(&mut run.plan.armed);
-            if c.on_demand.tracing() {
-                c.on_demand.iteration_done(m, &mut run.plan);
-            } else {
-                run.plan.armed_iterations += 1;
-            }
-        }
+        let armed = self.armed_iteration_ended(c);
         let run = &mut c.measured;
         run.device.gather_kernels(config, m, false);
         run.resolve(m, &armed, c.on_demand.apart(), false);
@@ -65,6 +54,26 @@ impl Session {
                 .close((config, m), &self.writer, &mut c.measured, completed);
         }
         c.measured.arm(m, completed);
+    }
+
+    /// The iteration that ended was armed (if any event was): its events, taken from the plan;
+    /// `trace` mode's records are settled, and the iteration counts for the sampling schedule
+    /// or for the trace on demand under way.
+    fn armed_iteration_ended(&self, c: &mut Control) -> Vec<u32> {
+        if c.measured.plan.armed.is_empty() {
+            return Vec::new();
+        }
+        let m = &self.measuring;
+        // Recorded events' samples come from the buffers, as their slots are stored.
+        c.fold_records(m, true);
+        let plan = &mut c.measured.plan;
+        let armed = std::mem::take(&mut plan.armed);
+        if c.on_demand.tracing() {
+            c.on_demand.iteration_done(m, plan);
+        } else {
+            plan.armed_iterations += 1;
+        }
+        armed
     }
 
     /// A learning iteration ended (at mark `now`; `completed` iterations so far): its runs are
