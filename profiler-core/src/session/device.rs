@@ -76,12 +76,13 @@ impl DeviceState {
         let Some(device) = m.device.as_deref() else {
             return;
         };
+        let mut devices = self.step_memory.devices_list();
         if m.schedule.learning.load(Relaxed) {
             let learner = crate::sync::lock(&m.schedule.learner);
-            self.step_memory
-                .record_step(iter, learner.streams(), device);
+            devices.extend(learner.streams().iter().map(|s| s.device()));
         } else {
-            self.step_memory.record_step(iter, planned, device);
+            devices.extend(planned.iter().map(|s| s.device()));
         }
+        self.step_memory.record_step(iter, devices, device);
     }
 }

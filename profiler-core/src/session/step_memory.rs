@@ -5,7 +5,7 @@
 //! Memory stays bounded as the marks' does: one value per device per iteration, for the
 //! iterations the file lists (`continuous` mode drops those before the window shown).
 
-use crate::instrument::device::{Device, Stream};
+use crate::instrument::device::Device;
 use crate::store::samples::NO_BYTES;
 use profiler_format::DeviceUsage;
 
@@ -95,12 +95,16 @@ impl StepMemory {
 }
 
 impl StepMemory {
-    /// The step that ended iteration `iter`: the memory in use on each device that one of
-    /// `streams` is on.
-    pub(crate) fn record_step(&mut self, iter: u32, streams: &[Stream], device: &dyn Device) {
+    /// An empty list to gather the devices in use at a step into (its room kept from the last).
+    pub(crate) fn devices_list(&mut self) -> Vec<u32> {
         let mut devices = std::mem::take(&mut self.scratch);
         devices.clear();
-        devices.extend(streams.iter().map(|s| s.device()));
+        devices
+    }
+
+    /// The step that ended iteration `iter`: the memory in use on each of `devices` (a list
+    /// from [`StepMemory::devices_list`], in any order, repeats allowed).
+    pub(crate) fn record_step(&mut self, iter: u32, mut devices: Vec<u32>, device: &dyn Device) {
         devices.sort_unstable();
         devices.dedup();
         if !devices.is_empty() {
