@@ -416,3 +416,113 @@ fn no_re_export_renames_a_path() {
         found.join("\n")
     );
 }
+
+/// A file's code: comments left out, and test code (what follows a `#[cfg(test)]` line).
+fn code_of(text: &str) -> String {
+    let mut code = String::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        code.push_str(line.split("//").next().unwrap_or(""));
+        code.push('\n');
+    }
+    code
+}
+
+/// The identifiers of `code`, in order.
+fn identifiers(code: &str) -> Vec<&str> {
+    code.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// The names a file takes from `prefix` (`super::`, `crate::session::`): `super::{a, b::C}`
+/// gives `a`, `b`, `C`; `super::x::Y` gives `x`, `Y`.
+fn names_taken_from<'a>(code: &'a str, prefix: &str) -> Vec<&'a str> {
+    let mut names = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find(prefix) {
+        let boundary = rest[..at]
+            .chars()
+            .last()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        rest = &rest[at + prefix.len()..];
+        if !boundary {
+            continue;
+        }
+        let end = if rest.starts_with('{') {
+            let mut depth = 0;
+            rest.char_indices()
+                .find_map(|(i, c)| {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    (depth == 0).then_some(i + 1)
+                })
+                .unwrap_or(rest.len())
+        } else {
+            rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(rest.len())
+        };
+        names.extend(identifiers(&rest[..end]));
+    }
+    names
+}
+
+/// The files of `profiler-core/src/session` that are `Session`'s own; every other file there is
+/// a component (a mode or a service of the run).
+const SESSION_FILES: [&str; 2] = ["mod.rs", "step.rs"];
+
+/// `Session` is its configuration, its `Measuring` and its components: its methods (and the
+/// traits it implements) are in its own files only, and a component never imports the session
+/// back (`use super::{.., Session, ..}`, `super::Control`): it is given what it needs.
+#[test]
+fn the_session_is_made_of_components() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/session");
+    let mut components = 0;
+    for file in sources(&dir) {
+        let name = file
+            .strip_prefix(&dir)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if SESSION_FILES.contains(&name.as_str()) {
+            continue;
+        }
+        components += 1;
+        let code = code_of(&std::fs::read_to_string(&file).unwrap());
+        // An `impl` header: from `impl` to its `{`.
+        for (at, _) in code.match_indices("impl") {
+            let before = code[..at].chars().last();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let header = &code[at..];
+            let header = &header[..header.find(['{', ';']).unwrap_or(header.len())];
+            let words = identifiers(header);
+            assert!(
+                words.first() != Some(&"impl") || !words.contains(&"Session"),
+                "session/{name}: `{}`: `impl Session` belongs in {} only; a component is a \
+                 struct of its own, given what it needs",
+                header.trim(),
+                SESSION_FILES.map(|f| format!("session/{f}")).join(" and ")
+            );
+        }
+        for prefix in ["super::", "crate::session::"] {
+            let back: Vec<&str> = names_taken_from(&code, prefix)
+                .into_iter()
+                .filter(|n| matches!(*n, "Session" | "Control"))
+                .collect();
+            assert!(
+                back.is_empty(),
+                "session/{name} imports {} from the session ({prefix}): a component takes \
+                 the config, the Measuring and what it acts on as arguments",
+                back.join(", ")
+            );
+        }
+    }
+    assert!(components >= 6, "the session's components were not found");
+}

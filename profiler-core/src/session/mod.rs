@@ -1,16 +1,24 @@
-//! One profiling run: its configuration, clock, events and the state the schedule keeps.
+//! One profiling run: its configuration, what it measures with ([`Measuring`]), and the
+//! modes and services that make its results, each a component in a file of its own that owns
+//! its part of the cold-path state ([`Control`]) and is given what else it needs:
 //!
-//! The hot path (`probes/timer.rs`) reaches a session only for probes the schedule has armed, hooked
-//! or is learning. The stages of the schedule (`schedule/`) extend [`Session`] with learning,
-//! planning and arming; beside this file: `step.rs` (the end of each iteration, resolution, the
-//! end of the run), `results.rs` (what was stored, as a [`Profile`](crate::Profile)),
-//! `windows.rs` (`continuous` mode's windows), `writer.rs` (its writer thread), `kernels.rs`
-//! (kernel attribution), `trace_records.rs` (`trace` mode's records, from the threads' buffers to the
-//! events), `warmup_records.rs` (the records of `trace` mode's learning iterations, to the learner)
-//! `step_memory.rs` (the devices' memory at each step) and `on_demand.rs` (`continuous` mode's
-//! traces taken on demand).
+//! - `measured.rs`: what the cold path gathered (the plan, the iteration marks, the samples,
+//!   the device's part in `device.rs`: stream marks, capture, `kernels.rs`, `step_memory.rs`),
+//!   and the resolution of samples;
+//! - `warmup_records.rs`: `trace` mode's learning iterations, from the records to the learner;
+//! - `trace_records.rs`: `trace` mode's measured records, to the events;
+//! - `windows.rs`: `continuous` mode's windows, closed and handed to `writer.rs`, the writer
+//!   thread; `on_demand.rs`: its traces taken on demand;
+//! - `results.rs`: what was stored, as a [`Profile`](crate::Profile).
+//!
+//! `Session` itself is this file (start-up, probes adopted at run time) and `step.rs` (the end
+//! of each iteration, as one pipeline over the components, and the end of the run). The hot
+//! path (`probes/timer.rs`) reaches a session only for probes the schedule has armed, hooked or
+//! is learning.
 
+pub(crate) mod device;
 pub(crate) mod kernels;
+mod measured;
 pub(crate) mod on_demand;
 mod results;
 mod step;
@@ -33,114 +41,85 @@ use crate::instrument::device::Device;
 use crate::measure::Measuring;
 use crate::register::descriptor::State;
 use crate::register::registry::registry;
-use crate::schedule::{Hooks, Plan, Schedule, SessionMode};
+use crate::schedule::{Hooks, Schedule, SessionMode};
 use crate::select::config::Config;
 use crate::store::buffer::{Buffers, CHUNK_BYTES};
-use crate::store::samples::Resolved;
+use measured::Measured;
+use on_demand::{OnDemand, Outbox};
+use results::Results;
+use trace_records::{Traced, FOLD_AT};
+use warmup_records::WarmupRecords;
+use windows::Windows;
+use writer::Writer;
 
-/// Cold-path state, behind one lock, by the stage that owns it.
+/// Cold-path state, behind one lock: what was gathered, and each component's own part.
 #[derive(Debug, Default)]
 pub(crate) struct Control {
-    /// The schedule's cold-path state.
-    pub(crate) plan: Plan,
-    /// Where each iteration began, and `continuous` mode's windows.
-    pub(crate) iterations: Iterations,
-    /// The samples between their stores and the results.
-    pub(crate) samples: Samples,
-    /// What the device adds: stream marks, kernels, memory, the focused capture.
-    pub(crate) device: DeviceState,
-    /// `trace` mode's records on their way to the events.
-    pub(crate) trace: TraceState,
+    /// The plan, the iteration marks, the samples, the device's part.
+    measured: Measured,
+    /// `trace` mode's learning iterations' records.
+    warmup: WarmupRecords,
+    /// `trace` mode's measured records on their way to the events.
+    traced: Traced,
+    /// `continuous` mode's windows.
+    windows: Windows,
     /// `continuous` mode's traces taken on demand.
-    pub(crate) on_demand: on_demand::OnDemand,
+    on_demand: OnDemand,
     /// How the run ended.
-    pub(crate) end: EndState,
+    end: EndState,
 }
 
-/// Where each iteration began, and `continuous` mode's windows.
-#[derive(Debug, Default)]
-pub(crate) struct Iterations {
-    /// `marks[i]` is the mark at which iteration `base + i` began; one more than completed.
-    pub(crate) marks: Vec<u64>,
-    /// The iteration `marks[0]` began: 0, except in `continuous` mode, where marks older than
-    /// the current window (and than any pending sample) are dropped.
-    pub(crate) base: u32,
-    /// `continuous` mode: windows closed so far (handed to the writer).
-    pub(crate) windows_closed: u64,
-    /// `continuous` mode: the first iteration of the window now running.
-    pub(crate) window_first: u32,
-}
-
-/// The samples between their stores and the results.
-#[derive(Debug, Default)]
-pub(crate) struct Samples {
-    /// Slots written (or about to be) and not yet resolved: (event, slot, iteration).
-    pub(crate) pending: Vec<(u32, u32, u32)>,
-    /// Resolved samples, per event.
-    pub(crate) resolved: Vec<Resolved>,
-}
-
-/// What the device adds.
-#[derive(Debug, Default)]
-pub(crate) struct DeviceState {
-    /// Per-stream iteration starts on the device: (iteration, lane, mark), not yet released.
-    pub(crate) stream_marks: Vec<(u32, u32, u64)>,
-    /// Kernel attribution (`PROF_KERNELS`).
-    pub(crate) kernels: kernels::Attribution,
-    /// The memory in use on each device in use, at each step.
-    pub(crate) step_memory: step_memory::StepMemory,
-    /// `cuProfilerStop` was called.
-    pub(crate) capture_stopped: bool,
-}
-
-/// `trace` mode's records on their way to the events.
-#[derive(Debug, Default)]
-pub(crate) struct TraceState {
-    /// The records drained so far after warmup.
-    pub(crate) records: trace_records::Traced,
-    /// The learning iterations': runs carried to the next, and the first iteration's.
-    pub(crate) warmup: warmup_records::WarmupRecords,
+impl Control {
+    /// After warmup: `trace` mode's records, drained from the buffers into the events
+    /// ([`Traced::fold`]).
+    fn fold_records(&mut self, m: &Measuring, settle: bool) {
+        let run = &mut self.measured;
+        let marks = (&run.iterations.marks[..], run.iterations.base);
+        self.traced.fold(m, marks, &mut run.samples.pending, settle);
+    }
 }
 
 /// How the run ended.
 #[derive(Debug, Default)]
-pub(crate) struct EndState {
-    pub(crate) finished: bool,
+struct EndState {
+    /// The schedule is complete.
+    finished: bool,
     /// The results are on disk.
-    pub(crate) written: bool,
+    written: bool,
     /// Results whose write failed, kept to try once more at the end.
-    pub(crate) unwritten: Option<Box<profiler_format::Profile>>,
+    unwritten: Option<Box<profiler_format::Profile>>,
+}
+
+impl EndState {
+    /// The schedule is complete or the results are written: nothing more is measured.
+    fn over(&self) -> bool {
+        self.finished || self.written
+    }
 }
 
 /// One profiling run.
 #[derive(Debug)]
 pub struct Session {
+    /// The run's configuration.
     pub(crate) config: Config,
     /// What the hot path is given: the schedule, the clock, the device, the buffers.
     pub(crate) measuring: Measuring,
+    /// True once the schedule is complete, or the run ended.
     pub(crate) done: AtomicBool,
     /// Median of an empty measurement: what every sample includes besides the code measured.
-    pub(crate) floor_ns: u64,
-    pub(crate) control: Mutex<Control>,
-    /// Serializes writes of the results (the end's and `continuous` mode's writer's),
-    /// holding the generation last written so that an older profile never replaces a newer.
-    pub(crate) written_generation: Mutex<u64>,
-    /// `continuous` mode: what the writer made of the closed windows.
-    pub(crate) archive: Mutex<writer::Archive>,
-    /// `continuous` mode: the queue to the writer thread.
-    pub(crate) writer: writer::Handoff,
+    floor_ns: u64,
+    /// The cold-path state, behind one lock.
+    control: Mutex<Control>,
+    /// `continuous` mode: the writer thread, and what it made of the closed windows.
+    writer: Writer,
     /// `continuous` mode: traces taken on demand, waiting for the writer thread.
-    pub(crate) traces: Mutex<std::collections::VecDeque<on_demand::Taken>>,
-    /// `continuous` mode: what the writer last saw of the control file (`PROF_CONTROL`).
-    pub(crate) control_watch: Mutex<on_demand::ControlWatch>,
-    /// A background write failed (said once).
-    pub(crate) background_failed: AtomicBool,
+    traces: Outbox,
     /// More probes were registered at run time than `PROF_MAX_PROBES` leaves room for (said
     /// once).
-    pub(crate) too_many_runtime: AtomicBool,
+    too_many_runtime: AtomicBool,
     /// How many probes the registry held when the session started: those were selected (or
     /// not) then; a later one is adopted when it registers.
-    pub(crate) registered_at_start: usize,
+    registered_at_start: usize,
 }
 
 static CURRENT: AtomicPtr<Session> = AtomicPtr::new(std::ptr::null_mut());
@@ -172,6 +151,7 @@ pub(crate) fn install(session: Session) -> &'static Session {
     if let Some(old) = unsafe { old.as_ref() } {
         old.done.store(true, Relaxed);
     }
+    leaked.writer.serve(leaked);
     leaked.arm_initial();
     leaked
 }
@@ -213,27 +193,13 @@ impl Session {
         let hooks = Self::hooks(&config, device.as_deref());
         let schedule = Schedule::new(&config, mode, hooks, clock.is_linear());
         let learning = schedule.learning.load(Relaxed);
-        let origin = clock.mark();
         let control = Control {
-            plan: Plan {
-                selected: selected.clone(),
-                late: if learning {
-                    Vec::new()
-                } else {
-                    selected.clone()
-                },
-                origin,
-                ..Plan::default()
-            },
-            iterations: Iterations {
-                marks: vec![origin],
-                ..Iterations::default()
-            },
+            measured: Measured::starting(clock.mark(), selected, learning),
             ..Control::default()
         };
         // The records waiting in the threads' buffers may take a quarter of the sample budget.
         let max_chunks = (config.sample_budget_bytes / 4 / CHUNK_BYTES).max(8);
-        let control_watch = on_demand::ControlWatch::at_start(config.control.as_deref());
+        let traces = Outbox::at_start(config.control.as_deref());
         let plain = Measuring::is_plain(&schedule, device.as_deref());
         Session {
             floor_ns: clock.empty_measurement_ns(),
@@ -250,12 +216,8 @@ impl Session {
             config,
             done: AtomicBool::new(false),
             control: Mutex::new(control),
-            written_generation: Mutex::new(0),
-            archive: Mutex::default(),
-            writer: writer::Handoff::default(),
-            traces: Mutex::default(),
-            control_watch: Mutex::new(control_watch),
-            background_failed: AtomicBool::new(false),
+            writer: Writer::default(),
+            traces,
             too_many_runtime: AtomicBool::new(false),
             registered_at_start,
         }
@@ -292,7 +254,7 @@ impl Session {
 
     /// How many registered probes the filter selected.
     pub fn selected_count(&self) -> usize {
-        lock(&self.control).plan.selected.len()
+        lock(&self.control).measured.plan.selected.len()
     }
 
     /// A probe was registered at run time (`registry` index `entry`): if the filter selects it,
@@ -308,12 +270,12 @@ impl Session {
             return;
         }
         let mut c = lock(&self.control);
-        if c.end.finished || c.end.written {
+        if c.end.over() {
             return;
         }
         let max = self.config.max_probes as usize;
         let no_room = entry >= self.measuring.schedule.routes.len();
-        if no_room || c.plan.selected.len() >= max {
+        if no_room || c.measured.plan.selected.len() >= max {
             drop(c);
             if !self.too_many_runtime.swap(true, Relaxed) {
                 let name = profiler_tables::table_text::clip(e.desc.info.name, 80);
@@ -338,16 +300,16 @@ impl Session {
             }
             return;
         }
-        c.plan.selected.push(entry);
+        c.measured.plan.selected.push(entry);
         if !self.measuring.schedule.learning.load(Relaxed) {
-            c.plan.late.push(entry);
+            c.measured.plan.late.push(entry);
         }
         e.desc.state.store(State::Learn, Release);
     }
 
     /// Puts every selected probe in learning state.
     fn arm_initial(&self) {
-        for &entry in &lock(&self.control).plan.selected {
+        for &entry in &lock(&self.control).measured.plan.selected {
             self.measuring
                 .schedule
                 .desc(entry)
@@ -360,5 +322,80 @@ impl Session {
     #[inline]
     pub(crate) fn is_done(&self) -> bool {
         self.done.load(Relaxed)
+    }
+
+    /// A thread handed a full chunk over and `held` wait: past [`FOLD_AT`] (and after warmup,
+    /// whose records are kept whole until `step()`), it folds them into the events itself.
+    #[cold]
+    pub(crate) fn handed_over(&self, held: usize) {
+        if held < FOLD_AT || self.measuring.schedule.learning.load(Relaxed) {
+            return;
+        }
+        let mut c = lock(&self.control);
+        if !c.end.over() {
+            c.fold_records(&self.measuring, false);
+        }
+    }
+
+    /// How many iterations' device memory readings are kept.
+    pub(crate) fn device_memory_kept(&self) -> usize {
+        lock(&self.control).measured.device.step_memory.kept()
+    }
+
+    /// What this session's profiles are made with.
+    fn results(&self) -> Results<'_> {
+        Results {
+            config: &self.config,
+            measuring: &self.measuring,
+            floor_ns: self.floor_ns,
+        }
+    }
+}
+
+/// The writer thread serves the session: between its looks at the queue it reads the control
+/// file and writes the traces on demand handed over; it writes the latest windows as
+/// [`Results`] makes them.
+impl writer::Served for Session {
+    fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn measuring(&self) -> &Measuring {
+        &self.measuring
+    }
+
+    fn between_looks(&self) {
+        if let Some(request) = self.traces.look(&self.config) {
+            let line = {
+                let mut c = lock(&self.control);
+                let c = &mut *c;
+                if c.end.over() {
+                    None
+                } else {
+                    c.on_demand
+                        .ask(request, &self.measuring, &c.measured.iterations)
+                }
+            };
+            if let Some(line) = line {
+                on_demand::name_start(&self.config, &line);
+            }
+        }
+        self.traces.write_queued(&self.results());
+    }
+
+    fn latest(&self) -> Option<(profiler_format::Profile, u64)> {
+        let c = lock(&self.control);
+        if c.end.written {
+            return None;
+        }
+        let archive = self.writer.archive_now(&self.config, &self.measuring);
+        let shown = archive.shown.as_ref()?;
+        let results = self.results();
+        let live = results.live(&c.measured, shown);
+        drop(c);
+        Some((
+            results.assemble(&archive, live, false),
+            archive.generation(),
+        ))
     }
 }

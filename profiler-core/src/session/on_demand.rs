@@ -19,14 +19,20 @@
 //!   copied) to the writer thread, which makes it a `trace`-mode [`Profile`] and writes it to
 //!   `PROF_TRACE_OUT` (atomically, as every output): the training thread never serializes it.
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 use std::time::SystemTime;
 
-use super::results::EventContext;
-use super::{lock, Control, Session};
+use super::measured::{Apart, Iterations, Measured};
+use super::results::{EventContext, Results};
 use crate::instrument::clock::Reading;
+use crate::measure::Measuring;
+use crate::schedule::Plan;
+use crate::select::config::Config;
 use crate::store::samples::Resolved;
+use crate::sync::lock;
 use profiler_format::{self as json, Profile};
 
 /// Iterations asked for by SIGUSR2 (the value `sigqueue` carried, 1 to `u32::MAX`;
@@ -72,25 +78,13 @@ pub(crate) struct TraceWindow {
     resolved: Vec<Resolved>,
 }
 
-impl TraceWindow {
-    /// Whether a sample of iteration `iter` belongs to this trace.
-    pub(crate) fn covers(&self, iter: u32) -> bool {
-        iter >= self.first && iter - self.first < self.len
-    }
-
-    /// The samples of event `e`.
-    pub(crate) fn resolved_mut(&mut self, e: usize) -> Option<&mut Resolved> {
-        self.resolved.get_mut(e)
-    }
-}
-
 /// The cold-path state of traces on demand.
 #[derive(Debug, Default)]
 pub(crate) struct OnDemand {
     /// A request not yet started.
-    pub request: Option<Request>,
+    request: Option<Request>,
     /// The trace under way.
-    pub window: Option<TraceWindow>,
+    window: Option<TraceWindow>,
 }
 
 impl OnDemand {
@@ -132,7 +126,7 @@ impl ControlWatch {
     /// earlier run, and is not acted on. It is read as every later look reads it (without
     /// blocking, at most `MAX_CONTROL_BYTES`); one that cannot be read counts as empty, and
     /// its problem is reported at the writer's first look if it lasts.
-    pub(crate) fn at_start(path: Option<&str>) -> ControlWatch {
+    fn at_start(path: Option<&str>) -> ControlWatch {
         let seen = path.map(|p| match profiler_format::control::read(Path::new(p)) {
             Ok(c) => (c.modified, c.text),
             Err(_) => (None, String::new()),
@@ -145,55 +139,53 @@ impl ControlWatch {
     }
 }
 
-impl Session {
+impl OnDemand {
     /// `step()` in `continuous` mode, once the iteration's samples are queued: starts, arms or
-    /// ends a trace on demand. True when it armed the iteration `completed` begins (the
-    /// sampling schedule then arms nothing).
-    pub(super) fn on_demand_step(&'static self, c: &mut Control, completed: u32) -> bool {
+    /// ends a trace on demand (a trace that ends goes to `hand`). True when it armed the
+    /// iteration `completed` begins (the sampling schedule then arms nothing).
+    pub(crate) fn step(
+        &mut self,
+        (config, m): (&Config, &Measuring),
+        run: &mut Measured,
+        completed: u32,
+        hand: impl FnOnce(Taken),
+    ) -> bool {
         let signalled = SIGNALLED.swap(0, Relaxed);
         if signalled != 0 {
-            c.on_demand.request = Some(Request {
+            self.request = Some(Request {
                 iterations: u32::try_from(signalled).ok(),
                 at: None,
                 source: "signal",
                 id: None,
             });
         }
-        if let Some(window) = &mut c.on_demand.window {
+        if let Some(window) = &mut self.window {
             if window.armed < window.len {
-                let slot = window.armed;
-                let Control { plan, device, .. } = c;
-                self.measuring.schedule.arm_every(
-                    plan,
-                    completed,
-                    slot,
-                    self.measuring.device.as_deref(),
-                    &mut device.stream_marks,
-                );
+                run.arm_every(m, completed, window.armed);
                 return true;
             }
             let last = window.first + window.len;
-            let waiting = c.samples.pending.iter().any(|&(_, _, i)| i < last);
+            let waiting = run.samples.pending.iter().any(|&(_, _, i)| i < last);
             if waiting && window.drained < DRAIN_STEPS {
                 window.drained += 1;
                 return false;
             }
-            if let Some(taken) = self.take_trace(c) {
-                self.hand_to_writer(taken);
+            if let Some(taken) = self.take(m, run) {
+                hand(taken);
             }
         }
-        let due = match &c.on_demand.request {
+        let due = match &self.request {
             Some(r) => r.at.is_none_or(|at| at <= completed),
             None => false,
         };
         // The slots a trace writes may still hold a pending sample of the window under way.
-        if !due || !c.samples.pending.is_empty() {
+        if !due || !run.samples.pending.is_empty() {
             return false;
         }
-        let Some(request) = c.on_demand.request.take() else {
+        let Some(request) = self.request.take() else {
             return false;
         };
-        let repeat = self.config.repeat;
+        let repeat = config.repeat;
         let len = profiler_format::control::iterations_taken(request.iterations, repeat);
         if let Some(asked) = request.iterations.filter(|&n| n > len) {
             eprintln!(
@@ -208,168 +200,128 @@ impl Session {
                  {completed}: the trace begins there"
             );
         }
-        c.on_demand.window = Some(TraceWindow {
+        self.window = Some(TraceWindow {
             request,
             first: completed,
             len,
             armed: 0,
             drained: 0,
-            resolved: vec![Resolved::default(); c.plan.allocated],
+            resolved: vec![Resolved::default(); run.plan.allocated],
         });
         // The sampling schedule pauses: its armed probe rests with the others after the trace.
-        let Control { plan, device, .. } = c;
-        self.measuring.schedule.arm_every(
-            plan,
-            completed,
-            0,
-            self.measuring.device.as_deref(),
-            &mut device.stream_marks,
-        );
+        run.arm_every(m, completed, 0);
         true
     }
 
     /// A trace's iteration completed.
-    pub(super) fn on_demand_iteration(&self, c: &mut Control) {
-        if let Some(window) = &mut c.on_demand.window {
+    pub(crate) fn iteration_done(&mut self, m: &Measuring, plan: &mut Plan) {
+        if let Some(window) = &mut self.window {
             window.armed += 1;
             if window.armed == window.len {
-                self.measuring.schedule.rest_every(&mut c.plan);
+                m.schedule.rest_every(plan);
             }
         }
     }
 
+    /// The iterations of the trace under way, whose samples are kept apart.
+    pub(crate) fn apart(&mut self) -> Option<Apart<'_>> {
+        let w = self.window.as_mut()?;
+        Some(Apart {
+            first: w.first,
+            len: w.len,
+            resolved: &mut w.resolved,
+        })
+    }
+
     /// Takes the trace out of the cold-path state, to be written (by the writer thread, or by
     /// the end of the run, which marks it incomplete if it was cut short).
-    pub(super) fn take_trace(&self, c: &mut Control) -> Option<Taken> {
-        let window = c.on_demand.window.take()?;
+    pub(crate) fn take(&mut self, m: &Measuring, run: &mut Measured) -> Option<Taken> {
+        let window = self.window.take()?;
         if window.armed < window.len {
-            self.measuring.schedule.rest_every(&mut c.plan);
+            m.schedule.rest_every(&mut run.plan);
         }
-        let from = window.first.saturating_sub(c.iterations.base) as usize;
-        let to = (from + window.armed as usize + 1).min(c.iterations.marks.len());
         let taken = Taken {
-            marks: c
+            marks: run
                 .iterations
-                .marks
-                .get(from..to)
-                .unwrap_or_default()
+                .span(window.first, window.armed as usize)
                 .to_vec(),
-            order: c.plan.order.clone(),
-            streams: c.plan.streams.clone(),
+            order: run.plan.order.clone(),
+            streams: run.plan.streams.clone(),
             complete: window.armed == window.len,
             window,
         };
         Some(taken)
     }
 
-    /// Hands a trace to the writer thread (written here if there is none).
-    pub(super) fn hand_to_writer(&'static self, taken: Taken) {
-        if self.writer_running() {
-            lock(&self.traces).push_back(taken);
+    /// A request read from the control file (by the writer thread): one that names its
+    /// iteration waits for it; one that does not is completed by rank 0, which names an
+    /// iteration a little ahead of its own and returns the line to write back.
+    pub(crate) fn ask(
+        &mut self,
+        request: Request,
+        m: &Measuring,
+        iterations: &Iterations,
+    ) -> Option<profiler_format::control::Request> {
+        if request.at.is_some() {
+            self.request = Some(request);
+            return None;
+        }
+        if crate::output::rank() != 0 {
+            return None; // rank 0 names the iteration: its line with `at=` comes next
+        }
+        let at = iterations
+            .completed()
+            .saturating_add(lead_iterations(m, &iterations.marks));
+        Some(profiler_format::control::Request {
+            iterations: request.iterations,
+            at: Some(at),
+            id: request.id,
+        })
+    }
+}
+
+/// `continuous` mode's traces on their way out: those taken and waiting for the writer
+/// thread, and what the writer last saw of the control file (`PROF_CONTROL`).
+#[derive(Debug, Default)]
+pub(crate) struct Outbox {
+    /// Traces taken, waiting for the writer thread.
+    queue: Mutex<VecDeque<Taken>>,
+    /// What the writer last saw of the control file.
+    watch: Mutex<ControlWatch>,
+}
+
+impl Outbox {
+    /// The outbox of a run whose control file (if any) is at `control`.
+    pub(crate) fn at_start(control: Option<&str>) -> Outbox {
+        Outbox {
+            queue: Mutex::default(),
+            watch: Mutex::new(ControlWatch::at_start(control)),
+        }
+    }
+
+    /// Hands a trace to the writer thread when one runs (`to_writer`), or writes it now.
+    pub(crate) fn post(&self, taken: Taken, to_writer: bool, results: &Results<'_>) {
+        if to_writer {
+            lock(&self.queue).push_back(taken);
         } else {
-            self.write_trace(taken);
+            write_trace(results, taken);
         }
     }
 
     /// The writer thread (or the end of the run): writes the traces handed over.
-    pub(super) fn write_queued_traces(&self) {
+    pub(crate) fn write_queued(&self, results: &Results<'_>) {
         loop {
-            let Some(taken) = lock(&self.traces).pop_front() else {
+            let Some(taken) = lock(&self.queue).pop_front() else {
                 return;
             };
-            self.write_trace(taken);
+            write_trace(results, taken);
         }
     }
 
-    /// The writer thread: makes a taken trace a `trace`-mode profile and writes it.
-    pub(super) fn write_trace(&self, taken: Taken) {
-        let Taken {
-            mut window,
-            marks,
-            order,
-            streams,
-            complete,
-        } = taken;
-        let wall_ns: Vec<u64> = marks
-            .windows(2)
-            .map(|w| match self.measuring.clock.elapsed(w[0], w[1]) {
-                Reading::Ready(ns) => ns,
-                _ => 0,
-            })
-            .collect();
-        let order_of = self.order_of(&order);
-        let context = EventContext {
-            order_of: &order_of,
-            streams: &streams,
-            kernels: None,
-        };
-        let mut events: Vec<json::Event> = order
-            .iter()
-            .filter_map(|&e| {
-                let ev = self.measuring.schedule.event(e)?;
-                if ev.store.totals.is_some() {
-                    return None; // merged: its runs went to the run's exact totals
-                }
-                let resolved = std::mem::take(window.resolved.get_mut(e as usize)?);
-                Some(self.event_json(e, resolved, None, &context))
-            })
-            .collect();
-        events.sort_by_key(|e| e.order);
-        let first = u64::from(window.first);
-        let iterations = json::Iterations {
-            count: first + wall_ns.len() as u64,
-            first,
-            device_memory: Vec::new(),
-            wall_ns,
-        };
-        let mut run = self.run_json();
-        run.mode = "trace".into();
-        run.repeat = window.len;
-        run.windows = None;
-        run.on_demand = Some(json::OnDemand {
-            source: window.request.source.to_owned(),
-            asked_iterations: window.request.iterations.unwrap_or(self.config.repeat),
-            asked_at: window.request.at.map(u64::from),
-            id: window.request.id.clone(),
-        });
-        let profile = Profile {
-            schema: json::schema_for(&events, &iterations).to_owned(),
-            complete,
-            run,
-            iterations,
-            events,
-            windows: Vec::new(),
-            before_loop: Vec::new(),
-        };
-        let path = self.config.trace_output_path(window.first);
-        let last = window.first + window.armed;
-        match crate::output::write_profile(&profile, &path) {
-            Ok(()) => eprintln!(
-                "profiler-core: trace on demand ({}): iterations {}..{last}{} in {}",
-                window.request.source,
-                window.first,
-                if complete {
-                    ""
-                } else {
-                    " (cut short: the run ended)"
-                },
-                path.display()
-            ),
-            Err(why) => eprintln!(
-                "profiler-core: error: the trace on demand of iterations {}..{last} could not be \
-                 written to {} ({why})",
-                window.first,
-                path.display()
-            ),
-        }
-    }
-
-    /// The writer thread: looks at the control file, and takes a new request from it.
-    pub(super) fn poll_control(&self) {
-        let Some(path) = self.config.control.as_deref().map(Path::new) else {
-            return;
-        };
-        let mut watch = lock(&self.control_watch);
+    /// The writer thread: looks at the control file; a new request in it is returned.
+    pub(crate) fn look(&self, config: &Config) -> Option<Request> {
+        let path = Path::new(config.control.as_deref()?);
+        let mut watch = lock(&self.watch);
         // Read at every look (a line, every 100 ms, off the training thread): the modification
         // time alone can miss a write, since a file created and then written within one tick of
         // the file system's clock keeps the time it had when the look found it empty. Read
@@ -390,7 +342,7 @@ impl Session {
                     );
                     watch.unreadable = Some(why);
                 }
-                return;
+                return None;
             }
         };
         // A new text is a new request; so is the same one written again.
@@ -400,16 +352,16 @@ impl Session {
             .is_none_or(|(m, t)| *t != text || (*m != modified && !text.trim().is_empty()));
         watch.seen = Some((modified, text.clone()));
         if !changed {
-            return;
+            return None;
         }
-        let request = match profiler_format::control::parse(&text) {
-            Ok(Some(asked)) => Request {
+        match profiler_format::control::parse(&text) {
+            Ok(Some(asked)) => Some(Request {
                 iterations: asked.iterations,
                 at: asked.at,
                 source: "control file",
                 id: asked.id,
-            },
-            Ok(None) => return,
+            }),
+            Ok(None) => None,
             Err(why) => {
                 if watch.reported.as_deref() != Some(&text) {
                     watch.reported = Some(text);
@@ -419,54 +371,124 @@ impl Session {
                         path.display()
                     );
                 }
-                return;
+                None
             }
-        };
-        let mut c = lock(&self.control);
-        if c.end.finished || c.end.written {
-            return;
         }
-        if request.at.is_some() {
-            c.on_demand.request = Some(request);
-            return;
-        }
-        if crate::output::rank() != 0 {
-            return; // rank 0 names the iteration: its line with `at=` comes next
-        }
-        let now = c.iterations.base + (c.iterations.marks.len() as u32).saturating_sub(1);
-        let at = now.saturating_add(self.lead_iterations(&c));
-        drop(c);
-        let line = profiler_format::control::Request {
-            iterations: request.iterations,
-            at: Some(at),
-            id: request.id,
-        }
-        .line();
-        if let Err(why) = profiler_format::write_atomic(path, line.as_bytes()) {
-            eprintln!(
-                "profiler-core: warning: PROF_CONTROL={}: cannot name the iteration the trace \
-                 starts at ({why}); the request is ignored",
-                path.display()
-            );
-        }
-        // The rewritten line is read at the next look, by every rank alike.
     }
+}
 
-    /// Iterations in half a second at the recent pace (at least two): how far ahead rank 0
-    /// sets a request's start, so that every rank sees the request before it.
-    fn lead_iterations(&self, c: &Control) -> u32 {
-        let marks = &c.iterations.marks;
-        let recent = &marks[marks.len().saturating_sub(9)..];
-        let mut ns: Vec<u64> = recent
-            .windows(2)
-            .filter_map(|w| match self.measuring.clock.elapsed(w[0], w[1]) {
-                Reading::Ready(ns) => Some(ns),
-                _ => None,
-            })
-            .collect();
-        ns.sort_unstable();
-        let median = ns.get(ns.len() / 2).copied().unwrap_or(0).max(1);
-        let lead = 500_000_000u64.div_ceil(median) + 2;
-        lead.min(1_000_000) as u32
+/// Rank 0 names the iteration a request starts at: `line` replaces the control file, and is
+/// read at the next look, by every rank alike.
+pub(crate) fn name_start(config: &Config, line: &profiler_format::control::Request) {
+    let Some(path) = config.control.as_deref().map(Path::new) else {
+        return;
+    };
+    if let Err(why) = profiler_format::write_atomic(path, line.line().as_bytes()) {
+        eprintln!(
+            "profiler-core: warning: PROF_CONTROL={}: cannot name the iteration the trace \
+             starts at ({why}); the request is ignored",
+            path.display()
+        );
     }
+}
+
+/// Makes a taken trace a `trace`-mode profile and writes it.
+pub(crate) fn write_trace(results: &Results<'_>, taken: Taken) {
+    let Taken {
+        mut window,
+        marks,
+        order,
+        streams,
+        complete,
+    } = taken;
+    let m = results.measuring;
+    let wall_ns: Vec<u64> = marks
+        .windows(2)
+        .map(|w| match m.clock.elapsed(w[0], w[1]) {
+            Reading::Ready(ns) => ns,
+            _ => 0,
+        })
+        .collect();
+    let order_of = results.order_of(&order);
+    let context = EventContext {
+        order_of: &order_of,
+        streams: &streams,
+        kernels: None,
+    };
+    let mut events: Vec<json::Event> = order
+        .iter()
+        .filter_map(|&e| {
+            let ev = m.schedule.event(e)?;
+            if ev.store.totals.is_some() {
+                return None; // merged: its runs went to the run's exact totals
+            }
+            let resolved = std::mem::take(window.resolved.get_mut(e as usize)?);
+            Some(results.event_json(e, resolved, None, &context))
+        })
+        .collect();
+    events.sort_by_key(|e| e.order);
+    let first = u64::from(window.first);
+    let iterations = json::Iterations {
+        count: first + wall_ns.len() as u64,
+        first,
+        device_memory: Vec::new(),
+        wall_ns,
+    };
+    let mut run = results.run_json();
+    run.mode = "trace".into();
+    run.repeat = window.len;
+    run.windows = None;
+    run.on_demand = Some(json::OnDemand {
+        source: window.request.source.to_owned(),
+        asked_iterations: window.request.iterations.unwrap_or(results.config.repeat),
+        asked_at: window.request.at.map(u64::from),
+        id: window.request.id.clone(),
+    });
+    let profile = Profile {
+        schema: json::schema_for(&events, &iterations).to_owned(),
+        complete,
+        run,
+        iterations,
+        events,
+        windows: Vec::new(),
+        before_loop: Vec::new(),
+    };
+    let path = results.config.trace_output_path(window.first);
+    let last = window.first + window.armed;
+    match crate::output::write_profile(&profile, &path) {
+        Ok(()) => eprintln!(
+            "profiler-core: trace on demand ({}): iterations {}..{last}{} in {}",
+            window.request.source,
+            window.first,
+            if complete {
+                ""
+            } else {
+                " (cut short: the run ended)"
+            },
+            path.display()
+        ),
+        Err(why) => eprintln!(
+            "profiler-core: error: the trace on demand of iterations {}..{last} could not be \
+             written to {} ({why})",
+            window.first,
+            path.display()
+        ),
+    }
+}
+
+/// Iterations in half a second at the recent pace (at least two): how far ahead rank 0 sets a
+/// request's start, so that every rank sees the request before it.
+fn lead_iterations(m: &Measuring, marks: &[u64]) -> u32 {
+    let recent = &marks[marks.len().saturating_sub(9)..];
+    let mut ns: Vec<u64> = recent
+        .windows(2)
+        .filter_map(|w| match m.clock.elapsed(w[0], w[1]) {
+            Reading::Ready(ns) => Some(ns),
+            _ => None,
+        })
+        .collect();
+    ns.sort_unstable();
+    let median = ns.get(ns.len() / 2).copied().unwrap_or(0).max(1);
+    let lead = 500_000_000u64.div_ceil(median) + 2;
+    lead.min(1_000_000) as u32
 }

@@ -4,28 +4,41 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 
+use super::measured::Measured;
 use super::writer::{Archive, Shown};
-use super::{lock, Control, Session};
 use crate::instrument::clock::Reading;
 use crate::instrument::device::Stream;
+use crate::measure::Measuring;
 use crate::register::registry::registry;
 use crate::schedule::Event;
 use crate::schedule::{Key, MERGED};
+use crate::select::config::Config;
 use crate::store::samples::{resolve_slot, IterationStarts, Resolved, NO_BYTES, RESERVOIR};
 use profiler_format::{self as json, Profile, Stats};
 
+/// What a profile is made with: the configuration, what the run measured with, and the timer's
+/// floor.
+pub(crate) struct Results<'a> {
+    /// The run's configuration.
+    pub config: &'a Config,
+    /// The schedule, clock and device the run measured with.
+    pub measuring: &'a Measuring,
+    /// Median of an empty measurement.
+    pub floor_ns: u64,
+}
+
 /// What an event's JSON is made with besides its samples.
-pub(super) struct EventContext<'a> {
+pub(crate) struct EventContext<'a> {
     /// Learner key -> order, to name each event's parent.
     pub order_of: &'a HashMap<Key, u32>,
     /// The plan's streams, to name each event's stream.
     pub streams: &'a [Stream],
-    /// Where its kernels are read (`None`: added later, see [`Session::live`]).
+    /// Where its kernels are read (`None`: added later, see [`Results::live`]).
     pub kernels: Option<&'a super::kernels::Attribution>,
 }
 
-/// What a `continuous`-mode profile takes from the cold-path state ([`Session::live`]).
-pub(super) struct Live {
+/// What a `continuous`-mode profile takes from the cold-path state ([`Results::live`]).
+pub(crate) struct Live {
     /// Iterations completed.
     count: u64,
     /// The merged events, whole.
@@ -38,42 +51,10 @@ pub(super) struct Live {
     before_loop: Vec<json::BeforeLoop>,
 }
 
-impl Session {
-    /// The results so far.
-    pub(crate) fn snapshot(&self) -> Profile {
-        let mut c = lock(&self.control);
-        let complete = c.end.finished;
-        self.profile(&mut c, complete, false)
-    }
-
-    /// The results as `prof.json` holds them; `last_chance`: the run is ending, so the armed
-    /// iteration's samples count and the clocks are settled first. In `continuous` mode, once a
-    /// window has closed, what the writer keeps ([`Archive`]): the last closed window's samples
-    /// and the windows kept.
-    pub(super) fn profile(&self, c: &mut Control, complete: bool, last_chance: bool) -> Profile {
-        if last_chance && !c.end.finished && !self.measuring.schedule.learning.load(Relaxed) {
-            // The iteration under way counts: what its runs recorded so far is settled.
-            self.fold_records(c, true);
-        }
-        if !c.plan.armed.is_empty() && last_chance {
-            let armed = c.plan.armed.clone();
-            self.queue_armed(c, &armed);
-        }
-        if last_chance {
-            self.measuring.clock.settle();
-            if let Some(device) = &self.measuring.device {
-                device.settle();
-            }
-        }
-        self.gather_kernels(c, last_chance);
-        self.resolve(c, last_chance);
-        let archive = self.archive_now();
-        if let Some(shown) = &archive.shown {
-            let live = self.live(c, shown);
-            return self.assemble(&archive, live, complete);
-        }
-        drop(archive);
-        // No window closed yet (or not `continuous` mode): the samples stored so far.
+impl Results<'_> {
+    /// The results as `prof.json` holds them before any window closed (or not in `continuous`
+    /// mode): the samples stored so far.
+    pub(crate) fn stored(&self, c: &Measured, complete: bool) -> Profile {
         let order_of = self.order_of(&c.plan.order);
         let mut events: Vec<json::Event> = c
             .plan
@@ -119,7 +100,7 @@ impl Session {
 
     /// The events that ran only before the loop, each with its first run's duration and start
     /// (from start-up), when it was timed and the clock can say.
-    fn before_loop_json(&self, c: &Control) -> Vec<json::BeforeLoop> {
+    fn before_loop_json(&self, c: &Measured) -> Vec<json::BeforeLoop> {
         let ns = |start: u64, stop: u64| match self.measuring.clock.elapsed(start, stop) {
             Reading::Ready(ns) => Some(ns),
             _ => None,
@@ -159,7 +140,7 @@ impl Session {
     }
 
     /// Learner key -> order of the events of `order`, to name each event's parent.
-    pub(super) fn order_of(&self, order: &[u32]) -> HashMap<Key, u32> {
+    pub(crate) fn order_of(&self, order: &[u32]) -> HashMap<Key, u32> {
         order
             .iter()
             .filter_map(|&e| self.measuring.schedule.events[e as usize].get())
@@ -170,7 +151,7 @@ impl Session {
     /// What a `continuous`-mode profile needs from the cold-path state (taken under its lock,
     /// kept short): the iterations completed, the merged events (exact totals over the whole
     /// run), and the kernels attributed to the samples `shown`.
-    pub(super) fn live(&self, c: &Control, shown: &Shown) -> Live {
+    pub(crate) fn live(&self, c: &Measured, shown: &Shown) -> Live {
         let count =
             u64::from(c.iterations.base) + (c.iterations.marks.len() as u64).saturating_sub(1);
         let order_of = self.order_of(&c.plan.order);
@@ -213,7 +194,7 @@ impl Session {
 
     /// A `continuous`-mode profile: the last closed window's events (with `live`'s kernels and
     /// merged events), its iterations, and every window kept.
-    pub(super) fn assemble(&self, archive: &Archive, live: Live, complete: bool) -> Profile {
+    pub(crate) fn assemble(&self, archive: &Archive, live: Live, complete: bool) -> Profile {
         let mut events = Vec::new();
         let (mut first, mut wall_ns) = (0, Vec::new());
         if let Some(shown) = &archive.shown {
@@ -259,7 +240,7 @@ impl Session {
     }
 
     /// The iterations completed and the wall times of all of them (those since `iter_base`).
-    fn iterations_json(&self, c: &Control) -> json::Iterations {
+    fn iterations_json(&self, c: &Measured) -> json::Iterations {
         let marks = &c.iterations.marks;
         let count = u64::from(c.iterations.base) + (marks.len() as u64).saturating_sub(1);
         let wall_ns: Vec<u64> = marks
@@ -281,7 +262,7 @@ impl Session {
     /// Event `e` as `prof.json` writes it, with `resolved` as its samples (sorted here by
     /// iteration) and `stats` (computed from them when `None`, as for every event but a merged
     /// one).
-    pub(super) fn event_json(
+    pub(crate) fn event_json(
         &self,
         e: u32,
         mut resolved: Resolved,
@@ -358,7 +339,7 @@ impl Session {
     }
 
     /// How the run was made.
-    pub(super) fn run_json(&self) -> json::Run {
+    pub(crate) fn run_json(&self) -> json::Run {
         json::Run {
             program: program_name(),
             pid: std::process::id(),

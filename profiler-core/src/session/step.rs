@@ -1,294 +1,151 @@
-//! The end of each iteration (`step()`): handing over from warmup to the plan, keeping what the
-//! armed iteration measured, resolving samples, arming the next (the stages themselves are in
-//! `schedule/`); and the end of the run: the last resolution and the write.
+//! The end of each iteration (`step()`), one pipeline over the session's components (the stages
+//! of the schedule themselves are in `schedule/`), and the end of the run: the last resolution
+//! and the write.
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{lock, Control, Session};
+use super::device::DeviceState;
+use super::{lock, on_demand, Control, Session};
 use crate::register::descriptor::State;
-use crate::schedule::SessionMode;
-use crate::schedule::POOL_ITERATIONS;
-use crate::store::samples::{resolve_slot, IterationStarts, Outcome, Resolved};
-
-/// Where each iteration began, for one event's offsets.
-struct Starts<'a> {
-    /// `cpu[k]` is the start of iteration `base + k`.
-    cpu: &'a [u64],
-    base: u32,
-    stream_marks: &'a [(u32, u32, u64)],
-    lane: u32,
-}
-
-impl IterationStarts for Starts<'_> {
-    fn cpu(&self, iter: u32) -> Option<u64> {
-        let k = iter.checked_sub(self.base)?;
-        self.cpu.get(k as usize).copied()
-    }
-
-    fn cpu_marks(&self) -> (&[u64], u32) {
-        (self.cpu, self.base)
-    }
-
-    fn device(&self, iter: u32) -> Option<u64> {
-        self.stream_marks
-            .iter()
-            .find(|&&(i, lane, _)| i == iter && lane == self.lane)
-            .map(|&(_, _, mark)| mark)
-    }
-}
+use crate::schedule::{SessionMode, Plan};
+use profiler_format::Profile;
 
 impl Session {
-    // ---- the cold path ----
-
     /// The end of an iteration.
     pub(crate) fn step(&'static self) {
-        if let (Some(device), true) = (&self.measuring.device, self.config.sync >= 1) {
+        let (config, m) = (&self.config, &self.measuring);
+        if let (Some(device), true) = (&m.device, config.sync >= 1) {
             // PROF_SYNC=1: the iteration ends when the device's work for it is done.
             device.synchronize();
         }
-        let now = self.measuring.clock.mark();
-        let mut c = lock(&self.control);
-        if c.end.finished || c.end.written {
+        let now = m.clock.mark();
+        let mut guard = lock(&self.control);
+        let c = &mut *guard;
+        if c.end.over() {
             return;
         }
-        c.iterations.marks.push(now);
-        let completed = c.iterations.base + (c.iterations.marks.len() - 1) as u32;
-        self.record_device_memory(&mut c, completed - 1);
-        if self.measuring.schedule.learning.load(Relaxed) {
-            self.fold_learning(&mut c, Some(now));
-            self.measuring.schedule.end_first_iteration();
-            lock(&self.measuring.schedule.learner).next_iteration();
-            self.measuring.schedule.reset_calls(&c.plan);
-            if completed >= self.config.warmup {
-                self.measuring.schedule.learning.store(false, Relaxed);
-                self.plan(&mut c);
-                self.end_learning_records(&mut c);
-                c.trace.records.start_after(completed - 1);
-                c.iterations.window_first = completed;
-                self.begin_measuring();
-                if self.measuring.schedule.mode == SessionMode::Continuous {
-                    self.start_watching();
-                }
-                if self.measuring.schedule.measure_first {
-                    let first = self.absorb_first_iteration(&mut c);
-                    c.samples.pending.extend(first);
-                    let total = self.measuring.schedule.total_armed_iterations(&c.plan);
-                    if total > 0 && c.plan.armed_iterations >= total {
-                        self.resolve(&mut c, false);
-                        self.finish(&mut c);
-                        return;
-                    }
-                }
-                self.arm(&mut c, completed);
-            }
+        let run = &mut c.measured;
+        run.iterations.marks.push(now);
+        let completed = run.iterations.completed();
+        run.device
+            .record_memory(m, &run.plan.streams, completed - 1);
+        if m.schedule.learning.load(Relaxed) {
+            self.learned(c, now, completed);
             return;
         }
-        if !c.plan.armed.is_empty() {
-            // Recorded events' samples come from the buffers, as their slots are stored.
-            self.fold_records(&mut c, true);
-            let armed = std::mem::take(&mut c.plan.armed);
-            self.queue_armed(&mut c, &armed);
-            if c.on_demand.tracing() {
-                self.on_demand_iteration(&mut c);
-            } else {
-                c.plan.armed_iterations += 1;
-            }
-        }
-        self.gather_kernels(&mut c, false);
-        self.resolve(&mut c, false);
-        self.discover_late(&mut c);
-        if self.measuring.schedule.mode == SessionMode::Continuous
-            && self.on_demand_step(&mut c, completed)
+        let armed = self.armed_iteration_ended(c);
+        let run = &mut c.measured;
+        run.device.gather_kernels(config, m, false);
+        run.resolve(m, &armed, c.on_demand.apart(), false);
+        run.discover_late(m);
+        let continuous = m.schedule.mode == SessionMode::Continuous;
+        if continuous
+            && c.on_demand
+                .step((config, m), run, completed, |taken| self.hand_trace(taken))
         {
             return; // a trace on demand armed this iteration; the sampling schedule waits
         }
-        let total = self.measuring.schedule.total_armed_iterations(&c.plan);
-        if total > 0 && c.plan.armed_iterations >= total {
-            if self.measuring.schedule.mode != SessionMode::Continuous {
-                self.finish(&mut c);
+        if self.schedule_complete(&run.plan) {
+            if !continuous {
+                self.finish(c);
                 return;
             }
-            self.close_window(&mut c, completed);
+            c.windows
+                .close((config, m), &self.writer, &mut c.measured, completed);
         }
-        self.arm(&mut c, completed);
+        c.measured.arm(m, completed);
     }
 
-    /// The slots the armed iteration's runs stored (or will store: a run may still be going on
-    /// another thread), for resolution; recorded events queue theirs as they store them.
-    pub(super) fn queue_armed(&self, c: &mut Control, armed: &[u32]) {
-        let slot = self.measuring.schedule.cur_slot.load(Relaxed);
-        let iter = self.measuring.schedule.cur_iter.load(Relaxed);
-        let stored_directly = |e: &u32| {
-            !self
-                .measuring
-                .schedule
-                .event(*e)
-                .is_some_and(|ev| ev.recorded)
-        };
-        c.samples.pending.extend(
-            armed
-                .iter()
-                .filter(|e| stored_directly(e))
-                .map(|&e| (e, slot, iter)),
-        );
-    }
-
-    /// Warmup is over (or a program that never called `step()` ends): the events are planned,
-    /// and everything the measured iterations need is reserved now.
-    fn plan(&self, c: &mut Control) {
-        self.measuring
-            .schedule
-            .plan_after_warmup(&mut c.plan, self.measuring.device.as_deref());
-        let events = c.plan.order.len().max(1);
-        let iterations = self.config.warmup as usize + events * self.config.repeat as usize + 2;
-        c.iterations.marks.reserve(iterations);
-        c.samples.pending.reserve(events * 2);
-        c.device
-            .stream_marks
-            .reserve(2 * POOL_ITERATIONS * c.plan.streams.len());
-        c.samples
-            .resolved
-            .resize(c.plan.allocated, Resolved::default());
-    }
-
-    /// Probes first seen after warmup are planned, after the others.
-    fn discover_late(&self, c: &mut Control) {
-        self.measuring.schedule.discover_late(&mut c.plan);
-        c.samples
-            .resolved
-            .resize(c.plan.allocated, Resolved::default());
-    }
-
-    /// Arms what iteration `iter` measures.
-    fn arm(&self, c: &mut Control, iter: u32) {
-        let Control { plan, device, .. } = c;
-        self.measuring.schedule.arm(
-            plan,
-            iter,
-            self.measuring.device.as_deref(),
-            &mut device.stream_marks,
-        );
-    }
-
-    /// Warmup is over: the focused capture and the kernel records start.
-    fn begin_measuring(&self) {
-        let Some(device) = &self.measuring.device else {
-            return;
-        };
-        if self.config.capture {
-            device.capture(true);
+    /// The iteration that ended was armed (if any event was): its events, taken from the plan;
+    /// `trace` mode's records are settled, and the iteration counts for the sampling schedule
+    /// or for the trace on demand under way.
+    fn armed_iteration_ended(&self, c: &mut Control) -> Vec<u32> {
+        if c.measured.plan.armed.is_empty() {
+            return Vec::new();
         }
-        if self.config.kernels {
-            let on = device.kernels_enable(true);
-            self.measuring.kernels_on.store(on, Relaxed);
+        let m = &self.measuring;
+        // Recorded events' samples come from the buffers, as their slots are stored.
+        c.fold_records(m, true);
+        let plan = &mut c.measured.plan;
+        let armed = std::mem::take(&mut plan.armed);
+        if c.on_demand.tracing() {
+            c.on_demand.iteration_done(m, plan);
+        } else {
+            plan.armed_iterations += 1;
         }
+        armed
     }
 
-    /// The schedule is complete (or the program ends): the capture and the kernel records stop.
-    fn end_measuring(&self, c: &mut Control) {
-        let Some(device) = &self.measuring.device else {
-            return;
-        };
-        if self.config.capture && !c.device.capture_stopped {
-            c.device.capture_stopped = true;
-            device.capture(false);
-        }
-        if self.measuring.kernels_on.swap(false, Relaxed) {
-            device.kernels_enable(false);
-        }
-    }
-
-    /// Moves the device's activity records into the attribution (`PROF_KERNELS`).
-    pub(super) fn gather_kernels(&self, c: &mut Control, last: bool) {
-        let Some(device) = &self.measuring.device else {
-            return;
-        };
-        if !self.config.kernels {
+    /// A learning iteration ended (at mark `now`; `completed` iterations so far): its runs are
+    /// learned, and after the last of them the measured iterations begin.
+    fn learned(&'static self, c: &mut Control, now: u64, completed: u32) {
+        let (config, m) = (&self.config, &self.measuring);
+        c.warmup.fold(m, Some(now));
+        m.schedule.end_first_iteration();
+        lock(&m.schedule.learner).next_iteration();
+        m.schedule.reset_calls(&c.measured.plan);
+        if completed < config.warmup {
             return;
         }
-        let mut kernels = Vec::new();
-        let mut correlations = Vec::new();
-        device.drain_kernels(&mut kernels, &mut correlations);
-        c.device.kernels.absorb(kernels, correlations, last);
+        m.schedule.learning.store(false, Relaxed);
+        self.end_learning(c, completed - 1);
+        c.windows.first = completed;
+        DeviceState::begin_measuring(config, m);
+        if m.schedule.mode == SessionMode::Continuous {
+            self.writer.start_watching(config);
+        }
+        if m.schedule.measure_first && self.schedule_complete(&c.measured.plan) {
+            c.measured.resolve(m, &[], c.on_demand.apart(), false);
+            self.finish(c);
+            return;
+        }
+        c.measured.arm(m, completed);
     }
 
-    /// Turns stored marks into samples where the clocks can already tell.
-    pub(super) fn resolve(&self, c: &mut Control, last_chance: bool) {
-        let pending = std::mem::take(&mut c.samples.pending);
-        let marks = std::mem::take(&mut c.iterations.marks);
-        let stream_marks = std::mem::take(&mut c.device.stream_marks);
-        let mut kept = Vec::with_capacity(pending.len());
-        let current = self.measuring.schedule.cur_iter.load(Relaxed);
-        for (event, slot, iter) in pending {
-            let Some(ev) = self.measuring.schedule.events[event as usize].get() else {
-                continue;
-            };
-            if ev.store.totals.is_some() {
-                continue; // merged events are read whole at the end
-            }
-            let starts = Starts {
-                cpu: &marks,
-                base: c.iterations.base,
-                stream_marks: &stream_marks,
-                lane: ev.lane,
-            };
-            // A trace on demand keeps its iterations' samples apart from the window's.
-            let into = match &mut c.on_demand.window {
-                Some(w) if w.covers(iter) => w.resolved_mut(event as usize),
-                _ => c.samples.resolved.get_mut(event as usize),
-            };
-            let Some(into) = into else {
-                continue;
-            };
-            let outcome = resolve_slot(
-                &self.measuring.clock,
-                self.measuring.device.as_deref(),
-                &ev.store,
-                slot as usize,
-                &starts,
-                true,
-                into,
-            );
-            let keep = match outcome {
-                Outcome::Done => false,
-                // Empty: the event did not run, or a thread still inside the run has not
-                // written yet: one more chance at the next step, then it did not run (so that
-                // an event skipped in its iteration holds nothing back).
-                Outcome::Empty => !last_chance && iter >= current,
-                Outcome::Pending => !last_chance,
-            };
-            if keep {
-                kept.push((event, slot, iter));
-            }
-        }
-        c.iterations.marks = marks;
-        c.samples.pending = kept;
-        // An iteration's marks on the streams are read by that iteration's samples only: give
-        // them back once none is pending (and the iteration is over).
-        let oldest_pending = c.samples.pending.iter().map(|&(_, _, i)| i).min();
-        let (done, live): (Vec<_>, Vec<_>) = stream_marks.into_iter().partition(|&(i, _, _)| {
-            last_chance || (i < current && oldest_pending.is_none_or(|p| i < p))
-        });
-        c.device.stream_marks = live;
-        if let Some(device) = &self.measuring.device {
-            for (_, _, mark) in done {
-                device.release(mark);
-            }
+    /// Learning is over after iteration `last_learned`: the events are planned, and without
+    /// warmup the first iteration's runs become their first samples.
+    fn end_learning(&self, c: &mut Control, last_learned: u32) {
+        let m = &self.measuring;
+        c.measured.plan(&self.config, m);
+        c.warmup.end();
+        c.traced.start_after(last_learned);
+        if m.schedule.measure_first {
+            let first = c.warmup.take_first(m, &mut c.measured.plan);
+            c.measured.samples.pending.extend(first);
         }
     }
 
-    fn finish(&self, c: &mut Control) {
-        c.end.finished = true;
-        self.done.store(true, Relaxed);
-        self.end_measuring(c);
-        for &entry in &c.plan.selected {
+    /// Every armed iteration the schedule asks for was measured.
+    fn schedule_complete(&self, plan: &Plan) -> bool {
+        let total = self.measuring.schedule.total_armed_iterations(plan);
+        total > 0 && plan.armed_iterations >= total
+    }
+
+    /// A trace on demand is complete: to the writer thread (written here if there is none).
+    fn hand_trace(&'static self, taken: on_demand::Taken) {
+        let to_writer = self.writer.running(&self.config);
+        self.traces.post(taken, to_writer, &self.results());
+    }
+
+    /// No selected probe is measured any more.
+    fn switch_off(&self, plan: &Plan) {
+        for &entry in &plan.selected {
             self.measuring
                 .schedule
                 .desc(entry)
                 .state
                 .store(State::Off, Relaxed);
         }
-        c.plan.armed.clear();
+    }
+
+    fn finish(&self, c: &mut Control) {
+        c.end.finished = true;
+        self.done.store(true, Relaxed);
+        c.measured
+            .device
+            .end_measuring(&self.config, &self.measuring);
+        self.switch_off(&c.measured.plan);
+        c.measured.plan.armed.clear();
         // Spans are judged again: none is selected any more, so they cost nothing from now on.
         #[cfg(feature = "tracing")]
         tracing_core::callsite::rebuild_interest_cache();
@@ -306,6 +163,47 @@ impl Session {
         }
     }
 
+    /// The results so far.
+    pub(crate) fn snapshot(&self) -> Profile {
+        let mut c = lock(&self.control);
+        let complete = c.end.finished;
+        self.profile(&mut c, complete, false)
+    }
+
+    /// The results as `prof.json` holds them; `last_chance`: the run is ending, so the armed
+    /// iteration's samples count and the clocks are settled first. In `continuous` mode, once a
+    /// window has closed, what the writer keeps: the last closed window's samples and the
+    /// windows kept.
+    fn profile(&self, c: &mut Control, complete: bool, last_chance: bool) -> Profile {
+        let (config, m) = (&self.config, &self.measuring);
+        if last_chance && !c.end.finished && !m.schedule.learning.load(Relaxed) {
+            // The iteration under way counts: what its runs recorded so far is settled.
+            c.fold_records(m, true);
+        }
+        let run = &mut c.measured;
+        let armed = if last_chance {
+            run.plan.armed.clone()
+        } else {
+            Vec::new()
+        };
+        if last_chance {
+            m.clock.settle();
+            if let Some(device) = &m.device {
+                device.settle();
+            }
+        }
+        run.device.gather_kernels(config, m, last_chance);
+        run.resolve(m, &armed, c.on_demand.apart(), last_chance);
+        let results = self.results();
+        let archive = self.writer.archive_now(config, m);
+        if let Some(shown) = &archive.shown {
+            let live = results.live(run, shown);
+            return results.assemble(&archive, live, complete);
+        }
+        drop(archive);
+        results.stored(run, complete)
+    }
+
     /// Writes the results once; `false` when they are not on disk. A failed write keeps them
     /// for one more try at the end of the program.
     fn write(&self, c: &mut Control, complete: bool) -> bool {
@@ -314,8 +212,7 @@ impl Session {
         }
         let path = self.config.output_path();
         // The final write: no background write may land after it.
-        let mut generation = lock(&self.written_generation);
-        *generation = u64::MAX;
+        let _last = self.writer.last_write();
         if let Some(profile) = c.end.unwritten.take() {
             // The earlier write failed: the same results, once more, without the table.
             return match crate::output::write_profile(&profile, &path) {
@@ -342,10 +239,22 @@ impl Session {
         // The writer thread, if any, has nothing left to do; traces on demand it has not
         // written yet, and one under way, are written here.
         self.writer.stop();
-        self.write_queued_traces();
-        if let Some(taken) = self.take_trace(c) {
-            self.write_trace(taken);
+        let results = self.results();
+        self.traces.write_queued(&results);
+        if let Some(taken) = c.on_demand.take(&self.measuring, &mut c.measured) {
+            on_demand::write_trace(&results, taken);
         }
+        self.warn_unmeasured();
+        c.end.written = crate::output::emit(&profile, &path, self.config.summary);
+        if !c.end.written {
+            c.end.unwritten = Some(Box::new(profile));
+        }
+        c.end.written
+    }
+
+    /// Says how many runs the buffers could not keep, and how many ran while their thread was
+    /// exiting.
+    fn warn_unmeasured(&self) {
         let dropped = self.measuring.buffers.dropped();
         if dropped > 0 {
             eprintln!(
@@ -365,11 +274,6 @@ impl Session {
                  profiler's own per-thread state was gone); the rest of the profile is complete"
             );
         }
-        c.end.written = crate::output::emit(&profile, &path, self.config.summary);
-        if !c.end.written {
-            c.end.unwritten = Some(Box::new(profile));
-        }
-        c.end.written
     }
 
     /// The program is ending: write what there is, marked incomplete if the schedule is not
@@ -386,37 +290,27 @@ impl Session {
     }
 
     fn end_as(&self, mark_done: bool) -> bool {
-        let mut c = lock(&self.control);
+        let m = &self.measuring;
+        let mut guard = lock(&self.control);
+        let c = &mut *guard;
         if mark_done {
             self.done.store(true, Relaxed);
         }
-        for &entry in &c.plan.selected {
-            self.measuring
-                .schedule
-                .desc(entry)
-                .state
-                .store(State::Off, Relaxed);
-        }
-        if self.measuring.schedule.measure_first
-            && self.measuring.schedule.learning.swap(false, Relaxed)
-        {
+        self.switch_off(&c.measured.plan);
+        if m.schedule.measure_first && m.schedule.learning.swap(false, Relaxed) {
             // A program that never called step(): what its one iteration ran is measured.
-            self.fold_learning(&mut c, None);
-            lock(&self.measuring.schedule.learner).next_iteration();
-            self.plan(&mut c);
-            self.end_learning_records(&mut c);
-            c.trace.records.start_after(0);
-            let first = self.absorb_first_iteration(&mut c);
-            c.samples.pending.extend(first);
+            c.warmup.fold(m, None);
+            lock(&m.schedule.learner).next_iteration();
+            self.end_learning(c, 0);
         }
         // In continuous mode, the run is complete when the program ends by itself after a window
         // closed; a signal cuts it short.
-        let complete = if self.measuring.schedule.mode == SessionMode::Continuous {
-            mark_done && c.iterations.windows_closed > 0
+        let complete = if m.schedule.mode == SessionMode::Continuous {
+            mark_done && c.windows.closed > 0
         } else {
             c.end.finished
         };
-        self.end_measuring(&mut c);
-        self.write(&mut c, complete)
+        c.measured.device.end_measuring(&self.config, m);
+        self.write(c, complete)
     }
 }

@@ -5,7 +5,6 @@
 //! Memory stays bounded as the marks' does: one value per device per iteration, for the
 //! iterations the file lists (`continuous` mode drops those before the window shown).
 
-use super::{lock, Control, Session};
 use crate::instrument::device::Device;
 use crate::store::samples::NO_BYTES;
 use profiler_format::DeviceUsage;
@@ -95,39 +94,23 @@ impl StepMemory {
     }
 }
 
-impl Session {
-    /// How many iterations' device memory readings are kept.
-    pub(crate) fn device_memory_kept(&self) -> usize {
-        lock(&self.control).device.step_memory.kept()
+impl StepMemory {
+    /// An empty list to gather the devices in use at a step into (its room kept from the last).
+    pub(crate) fn devices_list(&mut self) -> Vec<u32> {
+        let mut devices = std::mem::take(&mut self.scratch);
+        devices.clear();
+        devices
     }
 
-    /// The step that ended iteration `iter`: the memory in use on every device in use, when a
-    /// run was seen on a device's stream (the streams the warmup saw, then those planned). Out
-    /// of line: `step()`'s frame (which every call sets up) stays as it was.
-    #[inline(never)]
-    pub(super) fn record_device_memory(&self, c: &mut Control, iter: u32) {
-        let Some(device) = self.measuring.device.as_deref() else {
-            return;
-        };
-        let mut devices = std::mem::take(&mut c.device.step_memory.scratch);
-        devices.clear();
-        if self
-            .measuring
-            .schedule
-            .learning
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            let learner = lock(&self.measuring.schedule.learner);
-            devices.extend(learner.streams().iter().map(|s| s.device()));
-        } else {
-            devices.extend(c.plan.streams.iter().map(|s| s.device()));
-        }
+    /// The step that ended iteration `iter`: the memory in use on each of `devices` (a list
+    /// from [`StepMemory::devices_list`], in any order, repeats allowed).
+    pub(crate) fn record_step(&mut self, iter: u32, mut devices: Vec<u32>, device: &dyn Device) {
         devices.sort_unstable();
         devices.dedup();
         if !devices.is_empty() {
-            c.device.step_memory.record(iter, &devices, device);
+            self.record(iter, &devices, device);
         }
-        c.device.step_memory.scratch = devices;
+        self.scratch = devices;
     }
 }
 

@@ -17,8 +17,9 @@
 use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{lock, Control, Session};
+use super::measured::Pending;
 use crate::instrument::device::NO_MARK;
+use crate::measure::Measuring;
 use crate::store::buffer::{runs, tag};
 use crate::store::samples::{iteration_of, Tally};
 
@@ -79,42 +80,28 @@ impl Traced {
     }
 }
 
-impl Session {
-    /// A thread handed a full chunk over and `held` wait: past [`FOLD_AT`] (and after warmup,
-    /// whose records are kept whole until `step()`), it folds them into the events itself.
-    #[cold]
-    pub(crate) fn handed_over(&self, held: usize) {
-        if held < FOLD_AT || self.measuring.schedule.learning.load(Relaxed) {
+impl Traced {
+    /// After warmup: drains the buffers into the events (`marks`: where each iteration began,
+    /// from `base`); the samples stored are queued in `pending`. `settle`: the iteration being
+    /// gathered is over (`step()`, or the end of the run): its occurrences are settled, its
+    /// samples stored and queued for resolution.
+    pub(crate) fn fold(
+        &mut self,
+        m: &Measuring,
+        marks: (&[u64], u32),
+        pending: &mut Pending,
+        settle: bool,
+    ) {
+        if !m.schedule.records {
             return;
         }
-        let mut c = lock(&self.control);
-        if !(c.end.finished || c.end.written) {
-            self.fold_records(&mut c, false);
+        let routes = m.schedule.routes.len();
+        if self.probes.len() < routes {
+            self.probes.resize_with(routes, ProbeRuns::default);
         }
-    }
-
-    /// After warmup: drains the buffers into the events. `settle`: the iteration being gathered
-    /// is over (`step()`, or the end of the run): its occurrences are settled, its samples
-    /// stored and queued for resolution.
-    pub(super) fn fold_records(&self, c: &mut Control, settle: bool) {
-        if !self.measuring.schedule.records {
-            return;
-        }
-        let Control {
-            trace,
-            iterations,
-            samples,
-            ..
-        } = c;
-        let (traced, pending) = (&mut trace.records, &mut samples.pending);
-        let marks = (&iterations.marks[..], iterations.base);
-        let routes = self.measuring.schedule.routes.len();
-        if traced.probes.len() < routes {
-            traced.probes.resize_with(routes, ProbeRuns::default);
-        }
-        traced.pass += 1;
-        let recorded = self.measuring.schedule.cur_iter.load(Relaxed);
-        self.measuring.buffers.drain(|_, records| {
+        self.pass += 1;
+        let recorded = m.schedule.cur_iter.load(Relaxed);
+        m.buffers.drain(|_, records| {
             for p in runs(records) {
                 if p.tag & tag::LEARN != 0 {
                     continue; // began during warmup, ended after it
@@ -125,26 +112,26 @@ impl Session {
                     discard: p.tag & tag::DISCARD != 0,
                 };
                 let it = iteration_of(marks, p.start, recorded);
-                traced.add(self, (p.tag & tag::ENTRY) as usize, it, run, pending);
+                self.add(m, (p.tag & tag::ENTRY) as usize, it, run, pending);
             }
         });
         if settle {
-            traced.settle(self, pending);
-            for (entry, it, run) in std::mem::take(&mut traced.carry) {
-                traced.add(self, entry, it, run, pending);
+            self.settle(m, pending);
+            for (entry, it, run) in std::mem::take(&mut self.carry) {
+                self.add(m, entry, it, run, pending);
             }
         }
-        traced.commit(self);
+        self.commit(m);
     }
 }
 
 impl Traced {
     /// One run read from the buffers, of probe `entry`, in iteration `it`.
     #[inline]
-    fn add(&mut self, s: &Session, entry: usize, it: u32, run: Run, pending: &mut Pending) {
+    fn add(&mut self, m: &Measuring, entry: usize, it: u32, run: Run, pending: &mut Pending) {
         // Only the measured iterations count (a run may start just past the last one).
-        let measured = it.checked_sub(s.measuring.schedule.warmup);
-        if measured.is_none_or(|k| k >= s.measuring.schedule.repeat) {
+        let measured = it.checked_sub(m.schedule.warmup);
+        if measured.is_none_or(|k| k >= m.schedule.repeat) {
             return;
         }
         let pass = self.pass;
@@ -152,7 +139,7 @@ impl Traced {
             return;
         };
         if probe.pass != pass {
-            let route = s.measuring.schedule.route(entry);
+            let route = m.schedule.route(entry);
             probe.pass = pass;
             probe.keep = route.events.load(Relaxed);
             probe.first_event = route.first_event.load(Relaxed);
@@ -173,7 +160,7 @@ impl Traced {
                 Some(mut latest) if run < *latest => std::mem::replace(&mut *latest, run),
                 _ => run,
             };
-            merge(s, probe, it, spilled);
+            merge(m, probe, it, spilled);
         } else if it > gathering {
             self.carry.push((entry, it, run));
         } else if it == self.done_through {
@@ -184,18 +171,18 @@ impl Traced {
             let occurrence = probe.settled;
             probe.settled += 1;
             if occurrence < probe.keep {
-                store(s, probe.first_event + occurrence, it, run, pending);
+                store(m, probe.first_event + occurrence, it, run, pending);
             } else {
-                merge(s, probe, it, run);
+                merge(m, probe, it, run);
             }
         } else {
-            merge(s, probe, it, run);
+            merge(m, probe, it, run);
         }
     }
 
     /// The iteration being gathered is over: each probe's earliest runs become its events'
     /// samples, in start order.
-    fn settle(&mut self, s: &Session, pending: &mut Pending) {
+    fn settle(&mut self, m: &Measuring, pending: &mut Pending) {
         let it = self.done_through + 1;
         for entry in self.settled_touched.drain(..) {
             self.probes[entry].settled = 0;
@@ -209,19 +196,17 @@ impl Traced {
             probe.settled = std::mem::take(&mut probe.count);
             self.settled_touched.push(entry);
             for (occurrence, &run) in order.iter().enumerate() {
-                store(s, probe.first_event + occurrence as u32, it, run, pending);
+                store(m, probe.first_event + occurrence as u32, it, run, pending);
             }
         }
         self.done_through = it;
     }
 
     /// This pass's merged runs into their events' totals.
-    fn commit(&mut self, s: &Session) {
+    fn commit(&mut self, m: &Measuring) {
         for entry in self.in_pass.drain(..) {
             let probe = &mut self.probes[entry];
-            if let (Some(tally), Some(ev)) =
-                (probe.tally.take(), s.measuring.schedule.event(probe.merged))
-            {
+            if let (Some(tally), Some(ev)) = (probe.tally.take(), m.schedule.event(probe.merged)) {
                 ev.store.commit(tally);
             }
         }
@@ -230,11 +215,11 @@ impl Traced {
 
 /// A run into its probe's merged event, if it has one.
 #[inline]
-fn merge(s: &Session, probe: &mut ProbeRuns, it: u32, run: Run) {
+fn merge(m: &Measuring, probe: &mut ProbeRuns, it: u32, run: Run) {
     if run.discard {
         return;
     }
-    let Some(ev) = s.measuring.schedule.event(probe.merged) else {
+    let Some(ev) = m.schedule.event(probe.merged) else {
         return; // no merged event (NONE)
     };
     let tally = match &mut probe.tally {
@@ -245,27 +230,24 @@ fn merge(s: &Session, probe: &mut ProbeRuns, it: u32, run: Run) {
         },
     };
     ev.store
-        .tally_run(tally, it, (run.start, run.stop), s.measuring.linear);
+        .tally_run(tally, it, (run.start, run.stop), m.linear);
 }
 
-/// Slots stored and not resolved yet: (event, slot, iteration).
-type Pending = Vec<(u32, u32, u32)>;
-
 /// A run's sample into its event's slot for iteration `it`, queued for resolution.
-fn store(s: &Session, event: u32, it: u32, run: Run, pending: &mut Pending) {
+fn store(m: &Measuring, event: u32, it: u32, run: Run, pending: &mut Pending) {
     if run.discard {
         return;
     }
-    let Some(ev) = s.measuring.schedule.event(event) else {
+    let Some(ev) = m.schedule.event(event) else {
         return;
     };
-    let slot = it - s.measuring.schedule.warmup;
+    let slot = it - m.schedule.warmup;
     ev.store.record(
         slot,
         it,
         (run.start, run.stop),
         (NO_MARK, NO_MARK),
-        s.measuring.linear,
+        m.linear,
         None,
     );
     pending.push((event, slot, it));

@@ -15,9 +15,10 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use super::{lock, Control, Session};
-use crate::schedule::{FirstRun, MERGED};
+use crate::measure::Measuring;
+use crate::schedule::{FirstRun, Plan, MERGED};
 use crate::store::buffer::{runs, tag};
+use crate::sync::lock;
 
 /// No run (an index that means none).
 const NO_RUN: u32 = u32::MAX;
@@ -102,28 +103,28 @@ struct Learned {
     origins: Vec<(u32, u32)>,
 }
 
-impl Session {
+impl WarmupRecords {
     /// A learning iteration of `trace` mode ends (`now`: the mark that ended it; `None` at the
     /// end of the run): its runs, in start order, are fed to the learner, and with no warmup
     /// kept as the first iteration's samples.
-    pub(super) fn fold_learning(&self, c: &mut Control, now: Option<u64>) {
-        if !self.measuring.schedule.records {
+    pub(crate) fn fold(&mut self, m: &Measuring, now: Option<u64>) {
+        if !m.schedule.records {
             return;
         }
-        let mut learned = self.drain_learning(&mut c.trace.warmup, now);
+        let mut learned = self.drain(m, now);
         find_async_parents(&mut learned.runs, &learned.origins);
         // At a step, the stepping thread is this one: runs with no parent on other threads
         // are inside its run open when they started, if any.
-        let stepping_log = now.and_then(|_| self.measuring.buffers.log_index());
+        let stepping_log = now.and_then(|_| m.buffers.log_index());
         let across = match stepping_log {
             Some(log) => find_cross_thread_parents(&mut learned.runs, log),
             None => Vec::new(),
         };
         let order = learned.start_order();
         learned.next = Vec::new();
-        let occurrences = self.observe(&learned.runs, &order, (&across, stepping_log));
-        if self.measuring.schedule.measure_first {
-            c.trace.warmup.first = Some(First {
+        let occurrences = observe(m, &learned.runs, &order, (&across, stepping_log));
+        if m.schedule.measure_first {
+            self.first = Some(First {
                 runs: learned.runs,
                 order,
                 occurrences,
@@ -133,8 +134,8 @@ impl Session {
 
     /// `trace` mode without warmup, once the events are planned: the first iteration's runs
     /// become their first samples. Returns the slots to resolve.
-    pub(super) fn absorb_first_iteration(&self, c: &mut Control) -> Vec<(u32, u32, u32)> {
-        let first = c.trace.warmup.first.take().unwrap_or_default();
+    pub(crate) fn take_first(&mut self, m: &Measuring, plan: &mut Plan) -> Vec<(u32, u32, u32)> {
+        let first = self.first.take().unwrap_or_default();
         let runs = (first.order.iter()).filter_map(|&i| {
             let r = &first.runs[i as usize];
             let occurrence = first.occurrences[i as usize];
@@ -146,31 +147,29 @@ impl Session {
                 stop: r.stop,
             })
         });
-        self.measuring
-            .schedule
-            .absorb_first_runs(&mut c.plan, self.measuring.linear, runs)
+        m.schedule.absorb_first_runs(plan, m.linear, runs)
     }
 
     /// Learning is over: runs carried for a next learning iteration will not be learned.
-    pub(super) fn end_learning_records(&self, c: &mut Control) {
-        c.trace.warmup.carry = Vec::new();
+    pub(crate) fn end(&mut self) {
+        self.carry = Vec::new();
     }
 
     /// The learning runs in the buffers, each thread's linked in start order with their parents.
-    fn drain_learning(&self, records: &mut WarmupRecords, now: Option<u64>) -> Learned {
+    fn drain(&mut self, m: &Measuring, now: Option<u64>) -> Learned {
         let mut l = Learned::default();
         // Carried runs began after the last learning step: their parents are not known.
-        for run in std::mem::take(&mut records.carry) {
+        for run in std::mem::take(&mut self.carry) {
             l.loose.push(l.runs.len() as u32);
             l.runs.push(run);
             l.next.push(NO_RUN);
         }
-        let carried = &mut records.carry;
+        let carried = &mut self.carry;
         // Per depth, this thread's subtrees (first and last run in start order) waiting for
         // the run one level up.
         let mut waiting: Vec<Vec<(u32, u32)>> = vec![Vec::new(); tag::MAX_DEPTH as usize + 2];
         let mut current = None;
-        self.measuring.buffers.drain(|log, records| {
+        m.buffers.drain(|log, records| {
             if current != Some(log) {
                 current = Some(log);
                 l.end_thread(&mut waiting);
@@ -303,59 +302,56 @@ impl Learned {
     }
 }
 
-impl Session {
-    /// Feeds the learner the runs in `order`: returns each run's occurrence (`MERGED` for one
-    /// that folds into its probe's merged event; `NOT_LEARNED` for one not learned). Once a probe's
-    /// runs fold into its merged event, they all do for the rest of the iteration (the bound
-    /// never loosens within one), so only the last of them is reported: it places the merged
-    /// event and names its parent, as it would have, run by run.
-    /// `across`: per run, whether its parent is on another thread; `stepping_log`: the log of
-    /// the thread that calls `step()`, if known.
-    fn observe(
-        &self,
-        runs: &[LearnRun],
-        order: &[u32],
-        (across, stepping_log): (&Across, Option<u32>),
-    ) -> Vec<u32> {
-        let mut keys: Vec<u32> = vec![NOT_LEARNED; runs.len()];
-        let mut plain: Vec<Occurrences> = Vec::new();
-        plain.resize_with(self.measuring.schedule.routes.len(), Occurrences::default);
-        let mut on_lanes: HashMap<(u32, u32), Occurrences> = HashMap::new();
-        for (at, &i) in order.iter().enumerate() {
-            if let Some(o) = occurrences(&mut plain, &mut on_lanes, &runs[i as usize]) {
-                o.last = at as u32;
-            }
+/// Feeds the learner the runs in `order`: returns each run's occurrence (`MERGED` for one
+/// that folds into its probe's merged event; `NOT_LEARNED` for one not learned). Once a probe's
+/// runs fold into its merged event, they all do for the rest of the iteration (the bound
+/// never loosens within one), so only the last of them is reported: it places the merged
+/// event and names its parent, as it would have, run by run.
+/// `across`: per run, whether its parent is on another thread; `stepping_log`: the log of
+/// the thread that calls `step()`, if known.
+fn observe(
+    m: &Measuring,
+    runs: &[LearnRun],
+    order: &[u32],
+    (across, stepping_log): (&Across, Option<u32>),
+) -> Vec<u32> {
+    let mut keys: Vec<u32> = vec![NOT_LEARNED; runs.len()];
+    let mut plain: Vec<Occurrences> = Vec::new();
+    plain.resize_with(m.schedule.routes.len(), Occurrences::default);
+    let mut on_lanes: HashMap<(u32, u32), Occurrences> = HashMap::new();
+    for (at, &i) in order.iter().enumerate() {
+        if let Some(o) = occurrences(&mut plain, &mut on_lanes, &runs[i as usize]) {
+            o.last = at as u32;
         }
-        let mut learner = lock(&self.measuring.schedule.learner);
-        // The first iteration's runs time the events that may have run only before the loop.
-        let first = learner.iteration() == 0;
-        for (at, &i) in order.iter().enumerate() {
-            let r = &runs[i as usize];
-            let Some(o) = occurrences(&mut plain, &mut on_lanes, r) else {
-                continue;
-            };
-            let occurrence = o.count;
-            o.count += 1;
-            if o.merged && o.last != at as u32 {
-                keys[i as usize] = MERGED;
-                continue;
-            }
-            let parent = runs.get(r.parent as usize).and_then(|p| {
-                let occurrence = keys[r.parent as usize];
-                let cross = across.get(i as usize).copied().unwrap_or(false);
-                (occurrence != NOT_LEARNED)
-                    .then_some(((p.entry() as usize, p.lane, occurrence), cross))
-            });
-            let off_thread = stepping_log.is_some_and(|log| r.log != log);
-            let key = learner.observe((r.entry() as usize, r.lane, occurrence), parent, off_thread);
-            if first && r.lane == 0 && !r.discard() {
-                learner.time_first(key, (r.start, r.stop));
-            }
-            o.merged = key.2 == MERGED;
-            keys[i as usize] = key.2;
-        }
-        keys
     }
+    let mut learner = lock(&m.schedule.learner);
+    // The first iteration's runs time the events that may have run only before the loop.
+    let first = learner.iteration() == 0;
+    for (at, &i) in order.iter().enumerate() {
+        let r = &runs[i as usize];
+        let Some(o) = occurrences(&mut plain, &mut on_lanes, r) else {
+            continue;
+        };
+        let occurrence = o.count;
+        o.count += 1;
+        if o.merged && o.last != at as u32 {
+            keys[i as usize] = MERGED;
+            continue;
+        }
+        let parent = runs.get(r.parent as usize).and_then(|p| {
+            let occurrence = keys[r.parent as usize];
+            let cross = across.get(i as usize).copied().unwrap_or(false);
+            (occurrence != NOT_LEARNED).then_some(((p.entry() as usize, p.lane, occurrence), cross))
+        });
+        let off_thread = stepping_log.is_some_and(|log| r.log != log);
+        let key = learner.observe((r.entry() as usize, r.lane, occurrence), parent, off_thread);
+        if first && r.lane == 0 && !r.discard() {
+            learner.time_first(key, (r.start, r.stop));
+        }
+        o.merged = key.2 == MERGED;
+        keys[i as usize] = key.2;
+    }
+    keys
 }
 
 /// The occurrences of `r`'s probe on its lane.

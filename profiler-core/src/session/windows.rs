@@ -6,78 +6,87 @@
 //! close then drops the iteration marks nothing needs any more, so memory stays bounded however
 //! long the run.
 
-use super::{Control, Session};
+use super::measured::Measured;
+use super::writer::{Handed, Writer};
+use crate::measure::Measuring;
+use crate::select::config::Config;
 
-impl Session {
-    /// The pass of the schedule that began at `c.iterations.window_first` is complete: iteration
-    /// `completed` begins the next one.
-    pub(super) fn close_window(&'static self, c: &mut Control, completed: u32) {
-        let first = c.iterations.window_first;
-        let kernels_from = self.kernels_needed_from(c, first);
-        let Control {
-            iterations,
-            plan,
-            samples,
-            ..
-        } = c;
-        self.hand_over(
-            iterations.windows_closed,
-            (first, completed),
-            (&iterations.marks, iterations.base),
-            (&plan.order, &plan.streams),
-            &mut samples.resolved,
+/// `continuous` mode's windows.
+#[derive(Debug, Default)]
+pub(crate) struct Windows {
+    /// Windows closed so far (handed to the writer).
+    pub closed: u64,
+    /// The first iteration of the window now running.
+    pub first: u32,
+}
+
+impl Windows {
+    /// The pass of the schedule that began at `self.first` is complete: iteration `completed`
+    /// begins the next one. The window goes to `writer`.
+    pub(crate) fn close(
+        &mut self,
+        (config, m): (&Config, &Measuring),
+        writer: &'static Writer,
+        run: &mut Measured,
+        completed: u32,
+    ) {
+        let first = self.first;
+        let kernels_from = kernels_needed_from(config, run, first);
+        writer.hand_over(
+            (config, m),
+            Handed {
+                index: self.closed,
+                iterations: (first, completed),
+                marks: (&run.iterations.marks, run.iterations.base),
+                plan: (&run.plan.order, &run.plan.streams),
+            },
+            &mut run.samples.resolved,
         );
-        c.iterations.windows_closed += 1;
+        self.closed += 1;
         // The devices' memory is listed for the window shown, as its wall times are.
-        c.device.step_memory.forget_before(first);
-        c.iterations.window_first = completed;
-        c.plan.armed_iterations = 0;
-        self.forget_before(c, completed, kernels_from);
-        if c.iterations.windows_closed == 1 {
+        run.device.step_memory.forget_before(first);
+        self.first = completed;
+        run.plan.armed_iterations = 0;
+        forget_before(run, completed, kernels_from);
+        if self.closed == 1 {
             eprintln!(
                 "profiler-core: continuous mode: first window closed after {} iterations; {} is \
                  rewritten as windows close (at most once a second), keeping the first {} and \
                  the last {}",
                 completed - first,
-                self.config.output_path().display(),
-                self.config.baseline_windows,
-                self.config.windows
+                config.output_path().display(),
+                config.baseline_windows,
+                config.windows
             );
         }
     }
+}
 
-    /// The oldest iteration whose kernel records a profile may still read once the window that
-    /// began at `first` closes: that of the oldest sample it holds (a device sample pending at
-    /// the previous close was resolved into it) or that is still pending (it will be shown with
-    /// the next window). Only with `PROF_KERNELS`; else `first`.
-    fn kernels_needed_from(&self, c: &Control, first: u32) -> u32 {
-        if !self.config.kernels {
-            return first;
-        }
-        let held = c
-            .samples
-            .resolved
-            .iter()
-            .flat_map(|r| r.iters.iter().copied());
-        let pending = c.samples.pending.iter().map(|&(_, _, i)| i);
-        held.chain(pending).fold(first, u32::min)
+/// The oldest iteration whose kernel records a profile may still read once the window that
+/// began at `first` closes: that of the oldest sample it holds (a device sample pending at the
+/// previous close was resolved into it) or that is still pending (it will be shown with the
+/// next window). Only with `PROF_KERNELS`; else `first`.
+fn kernels_needed_from(config: &Config, run: &Measured, first: u32) -> u32 {
+    if !config.kernels {
+        return first;
     }
+    let held = run
+        .samples
+        .resolved
+        .iter()
+        .flat_map(|r| r.iters.iter().copied());
+    let pending = run.samples.pending.iter().map(|&(_, _, i)| i);
+    held.chain(pending).fold(first, u32::min)
+}
 
-    /// Drops what no sample will read again: iteration marks before `iter` (and before any
-    /// pending sample), and the kernel records of runs before `kernels_from`.
-    fn forget_before(&self, c: &mut Control, iter: u32, kernels_from: u32) {
-        let oldest = c
-            .samples
-            .pending
-            .iter()
-            .map(|&(_, _, i)| i)
-            .min()
-            .unwrap_or(iter)
-            .min(iter);
-        let drop = oldest.saturating_sub(c.iterations.base) as usize;
-        let drop = drop.min(c.iterations.marks.len().saturating_sub(1));
-        c.iterations.marks.drain(..drop);
-        c.iterations.base += drop as u32;
-        c.device.kernels.forget_before(kernels_from);
-    }
+/// Drops what no sample will read again: iteration marks before `iter` (and before any pending
+/// sample), and the kernel records of runs before `kernels_from`.
+fn forget_before(run: &mut Measured, iter: u32, kernels_from: u32) {
+    let oldest = run.samples.oldest_pending().unwrap_or(iter).min(iter);
+    let marks = &mut run.iterations;
+    let drop = oldest.saturating_sub(marks.base) as usize;
+    let drop = drop.min(marks.marks.len().saturating_sub(1));
+    marks.marks.drain(..drop);
+    marks.base += drop as u32;
+    run.device.kernels.forget_before(kernels_from);
 }

@@ -14,18 +14,20 @@
 //! goes (merged events, kernels, the iteration count). A window is taken from the queue only
 //! with the archive locked, so whoever holds the archive and has emptied the queue has every
 //! window handed over: the end of the run and a snapshot absorb what is still queued
-//! themselves ([`Session::archive_now`]) and never wait for the writer.
+//! themselves ([`Writer::archive_now`]) and never wait for the writer.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{lock, Session};
 use crate::instrument::clock::Reading;
 use crate::instrument::device::Stream;
+use crate::measure::Measuring;
+use crate::select::config::Config;
 use crate::store::samples::Resolved;
-use profiler_format::{Stats, Window, WindowEvent};
+use crate::sync::lock;
+use profiler_format::{Profile, Stats, Window, WindowEvent};
 
 /// The least time between two rewrites of the file.
 const WRITE_INTERVAL: Duration = Duration::from_secs(1);
@@ -99,6 +101,11 @@ impl Archive {
     pub fn windows(&self) -> Vec<Window> {
         self.baseline.iter().chain(&self.recent).cloned().collect()
     }
+
+    /// The generation of a write of what is absorbed now: the windows absorbed so far.
+    pub fn generation(&self) -> u64 {
+        self.absorbed
+    }
 }
 
 /// The queue between the training thread and the writer.
@@ -116,35 +123,94 @@ struct Queue {
     stopped: bool,
 }
 
-/// The handoff to the writer: its queue, and the condition variable it sleeps on between looks
-/// (woken only to stop).
-#[derive(Debug, Default)]
-pub(crate) struct Handoff {
-    queue: Mutex<Queue>,
-    wake: Condvar,
+/// What the writer thread asks of the run it serves.
+pub(crate) trait Served: Sync {
+    /// The run's configuration.
+    fn config(&self) -> &Config;
+    /// What the run measures with (the clock, the schedule's events).
+    fn measuring(&self) -> &Measuring;
+    /// Between two looks at the queue: the control file read, the traces on demand handed
+    /// over written.
+    fn between_looks(&self);
+    /// The profile of the windows absorbed as the run stands, and its generation
+    /// ([`Archive::generation`]), unless the run's last write was made or no window is shown.
+    /// Locks, in order: the cold path's, then [`Writer::archive_now`].
+    fn latest(&self) -> Option<(Profile, u64)>;
 }
 
-impl Handoff {
+/// A closed window as the training thread hands it over (its samples aside).
+pub(crate) struct Handed<'a> {
+    /// The window's index (0 for the run's first).
+    pub index: u64,
+    /// Its first iteration, and the iteration that ended it.
+    pub iterations: (u32, u32),
+    /// The iteration marks, and the iteration the first of them began.
+    pub marks: (&'a [u64], u32),
+    /// The plan's events in execution order, and its streams.
+    pub plan: (&'a [u32], &'a [Stream]),
+}
+
+/// `continuous` mode's writer: the queue to its thread, the condition variable it sleeps on
+/// between looks (woken only to stop), and what it made of the windows.
+#[derive(Default)]
+pub(crate) struct Writer {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    /// What the writer made of the closed windows.
+    archive: Mutex<Archive>,
+    /// Serializes writes of the results (the end's and the writer's), holding the generation
+    /// last written so that an older profile never replaces a newer.
+    written_generation: Mutex<u64>,
+    /// A background write failed (said once).
+    failed: AtomicBool,
+    /// The run the thread serves (set once the session is installed).
+    served: OnceLock<&'static dyn Served>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("queue", &self.queue)
+            .field("archive", &self.archive)
+            .field("written_generation", &self.written_generation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Writer {
+    /// The run whose windows the thread writes, once it starts.
+    pub(crate) fn serve(&self, served: &'static dyn Served) {
+        let _ = self.served.set(served);
+    }
+
     /// The writer stops: the results were written for the last time.
     pub(crate) fn stop(&self) {
         lock(&self.queue).stopped = true;
         self.wake.notify_one();
     }
-}
 
-impl Session {
-    /// Hands the window that began at `first` and ended with iteration `completed` (the
-    /// `index`th) to the writer: its samples are moved out of `resolved` (which gets empty
-    /// buffers back) and its marks copied from `marks` (which begin at iteration `base`).
-    pub(super) fn hand_over(
+    /// The final write begins: no background write may land after it (held while it lasts).
+    pub(crate) fn last_write(&self) -> MutexGuard<'_, u64> {
+        let mut generation = lock(&self.written_generation);
+        *generation = u64::MAX;
+        generation
+    }
+
+    /// Hands a closed window to the writer: its samples are moved out of `resolved` (which
+    /// gets empty buffers back) and its marks copied.
+    pub(crate) fn hand_over(
         &'static self,
-        index: u64,
-        (first, completed): (u32, u32),
-        (marks, base): (&[u64], u32),
-        (order, streams): (&[u32], &[Stream]),
+        (config, m): (&Config, &Measuring),
+        handed: Handed<'_>,
         resolved: &mut Vec<Resolved>,
     ) {
-        let mut q = lock(&self.writer.queue);
+        let Handed {
+            index,
+            iterations: (first, completed),
+            marks: (marks, base),
+            plan: (order, streams),
+        } = handed;
+        let mut q = lock(&self.queue);
         let mut closed = q.spare.pop().unwrap_or_default();
         closed.index = index;
         closed.first_iteration = first;
@@ -165,32 +231,35 @@ impl Session {
             .resize_with(resolved.len(), Resolved::default);
         std::mem::swap(&mut closed.resolved, resolved);
         q.closed.push_back(closed);
-        self.bound_queue(&mut q);
-        self.start_writer(&mut q);
+        bound_queue(config, &mut q);
+        self.start(config, &mut q);
         if q.inline {
             // No writer: absorb here, so that memory stays bounded (no lock order issue: the
             // archive is taken after the queue is released).
             drop(q);
-            drop(self.archive_now());
+            drop(self.archive_now(config, m));
         }
     }
 
     /// Starts the writer thread, once: at the first window closed, or at the end of warmup when
     /// a control file is to be watched (`PROF_CONTROL`).
-    fn start_writer(&'static self, q: &mut MutexGuard<'_, Queue>) {
+    fn start(&'static self, config: &Config, q: &mut MutexGuard<'_, Queue>) {
         if q.started {
             return;
         }
         q.started = true;
-        q.inline = std::thread::Builder::new()
-            .name("profiler-writer".into())
-            .spawn(move || self.writer_loop())
-            .is_err();
+        q.inline = match self.served.get().copied() {
+            Some(served) => std::thread::Builder::new()
+                .name("profiler-writer".into())
+                .spawn(move || self.run(served))
+                .is_err(),
+            None => true,
+        };
         if q.inline {
             eprintln!(
                 "profiler-core: warning: cannot start the thread that writes continuous mode's \
                  results; they are written when the program ends{}",
-                if self.config.control.is_some() {
+                if config.control.is_some() {
                     ", and PROF_CONTROL is not read"
                 } else {
                     ""
@@ -200,118 +269,57 @@ impl Session {
     }
 
     /// Warmup is over in `continuous` mode: with a control file to watch, the writer starts now.
-    pub(super) fn start_watching(&'static self) {
-        if self.config.control.is_some() {
-            self.start_writer(&mut lock(&self.writer.queue));
+    pub(crate) fn start_watching(&'static self, config: &Config) {
+        if config.control.is_some() {
+            self.start(config, &mut lock(&self.queue));
         }
     }
 
     /// Makes sure the writer thread runs; false when there is none to hand work to (it could
     /// not be started, or the run's last write was made).
-    pub(super) fn writer_running(&'static self) -> bool {
-        let mut q = lock(&self.writer.queue);
-        self.start_writer(&mut q);
+    pub(crate) fn running(&'static self, config: &Config) -> bool {
+        let mut q = lock(&self.queue);
+        self.start(config, &mut q);
         !(q.inline || q.stopped)
     }
 
-    /// Keeps the queue bounded when the writer falls behind: a window that `PROF_WINDOWS`
-    /// newer ones already follow would be dropped from the archive at once, so it is dropped
-    /// from the queue now (its buffers go back to the pool). Baseline windows are never dropped.
-    fn bound_queue(&self, q: &mut MutexGuard<'_, Queue>) {
-        let baseline = u64::from(self.config.baseline_windows);
-        let recent = q.closed.iter().filter(|c| c.index >= baseline).count();
-        if recent > self.config.windows as usize {
-            if let Some(k) = q.closed.iter().position(|c| c.index >= baseline) {
-                if let Some(stale) = q.closed.remove(k) {
-                    q.spare.push(stale);
-                }
-            }
-        }
-    }
-
     /// The archive, with every window handed over absorbed (by the writer, or here).
-    pub(super) fn archive_now(&self) -> MutexGuard<'_, Archive> {
+    pub(crate) fn archive_now(&self, config: &Config, m: &Measuring) -> MutexGuard<'_, Archive> {
         let mut archive = lock(&self.archive);
-        let queued: Vec<Closed> = lock(&self.writer.queue).closed.drain(..).collect();
-        self.absorb_all(&mut archive, queued);
+        let queued: Vec<Closed> = lock(&self.queue).closed.drain(..).collect();
+        self.absorb_all((config, m), &mut archive, queued);
         archive
     }
 
     /// Absorbs `batch` (oldest first) and gives the buffers it no longer needs back to the pool.
-    fn absorb_all(&self, archive: &mut Archive, batch: impl IntoIterator<Item = Closed>) {
+    fn absorb_all(
+        &self,
+        (config, m): (&Config, &Measuring),
+        archive: &mut Archive,
+        batch: impl IntoIterator<Item = Closed>,
+    ) {
         let mut emptied = Vec::new();
         for closed in batch {
             // Emptied by the training thread when it takes them again.
-            emptied.extend(self.absorb(archive, closed));
+            emptied.extend(absorb((config, m), archive, closed));
         }
         if !emptied.is_empty() {
-            lock(&self.writer.queue).spare.extend(emptied);
+            lock(&self.queue).spare.extend(emptied);
         }
-    }
-
-    /// Keeps a closed window's statistics as a [`Window`] and makes it the one `events` shows;
-    /// returns the one shown before.
-    fn absorb(&self, archive: &mut Archive, mut closed: Closed) -> Option<Closed> {
-        let wall_ns: Vec<u64> = closed
-            .marks
-            .windows(2)
-            .map(|w| match self.measuring.clock.elapsed(w[0], w[1]) {
-                Reading::Ready(ns) => ns,
-                _ => 0,
-            })
-            .collect();
-        let mut measured = Vec::new();
-        for &e in &closed.order {
-            let Some(ev) = self.measuring.schedule.events[e as usize].get() else {
-                continue;
-            };
-            if ev.store.totals.is_some() {
-                continue; // merged: exact totals over the whole run, in `events`
-            }
-            let Some(resolved) = closed.resolved.get_mut(e as usize) else {
-                continue;
-            };
-            resolved.sort_by_iteration();
-            measured.push(WindowEvent {
-                order: ev.order,
-                stats: Stats::of(&resolved.durations),
-                samples_ns: resolved.durations.clone(),
-            });
-        }
-        measured.sort_by_key(|e| e.order);
-        let window = Window {
-            index: closed.index,
-            first_iteration: u64::from(closed.first_iteration),
-            wall_ns: wall_ns.clone(),
-            events: measured,
-            baseline: closed.index < u64::from(self.config.baseline_windows),
-        };
-        archive.absorbed = closed.index + 1;
-        if window.baseline {
-            archive.baseline.push(window);
-        } else {
-            archive.recent.push_back(window);
-            while archive.recent.len() > self.config.windows as usize {
-                archive.recent.pop_front();
-            }
-        }
-        closed.marks.clear();
-        let shown = archive.shown.replace(Shown { closed, wall_ns });
-        shown.map(|s| s.closed)
     }
 
     /// The writer thread: absorbs the windows as they are handed over, and rewrites the file
     /// with the latest of them at most once every [`WRITE_INTERVAL`], until the run's last
     /// write.
-    fn writer_loop(&'static self) {
+    fn run(&'static self, served: &'static dyn Served) {
         yield_to_the_training_thread();
+        let (config, m) = (served.config(), served.measuring());
         let mut last_write: Option<Instant> = None;
         let mut news = false;
         let mut batch: VecDeque<Closed> = VecDeque::new();
         loop {
-            self.poll_control();
-            self.write_queued_traces();
-            let mut q = lock(&self.writer.queue);
+            served.between_looks();
+            let mut q = lock(&self.queue);
             loop {
                 if q.stopped {
                     return;
@@ -326,63 +334,51 @@ impl Session {
                     break;
                 }
                 let nap = if news { due_in.min(POLL) } else { POLL };
-                let waited = self.writer.wake.wait_timeout(q, nap);
+                let waited = self.wake.wait_timeout(q, nap);
                 drop(waited.unwrap_or_else(PoisonError::into_inner).0);
                 // Not under the queue's lock: the control file's request takes `control`.
-                self.poll_control();
-                self.write_queued_traces();
-                q = lock(&self.writer.queue);
+                served.between_looks();
+                q = lock(&self.queue);
             }
             drop(q);
             {
                 let mut archive = lock(&self.archive);
                 // Taken with the archive locked: see the module's documentation.
-                std::mem::swap(&mut lock(&self.writer.queue).closed, &mut batch);
+                std::mem::swap(&mut lock(&self.queue).closed, &mut batch);
                 news |= !batch.is_empty();
-                self.absorb_all(&mut archive, batch.drain(..));
+                self.absorb_all((config, m), &mut archive, batch.drain(..));
             }
             let due = last_write.is_none_or(|t| t.elapsed() >= WRITE_INTERVAL);
             if news && due {
                 news = false;
                 last_write = Some(Instant::now());
-                self.write_latest();
+                self.write_latest(served);
             }
         }
     }
 
     /// Writes the latest windows, unless the run's last write was made. A window handed over
-    /// since the writer last looked is absorbed first (under the cold-path lock, so rarely that
-    /// it does not matter): the kernel records kept in the cold-path state are those of the last
-    /// window closed, which must be the one shown.
-    fn write_latest(&self) {
-        let (profile, generation) = {
-            let c = lock(&self.control);
-            if c.end.written {
-                return;
-            }
-            let archive = self.archive_now();
-            let Some(shown) = &archive.shown else {
-                return;
-            };
-            let live = self.live(&c, shown);
-            drop(c);
-            (self.assemble(&archive, live, false), archive.absorbed)
-        };
-        self.write_generation(generation, &profile);
+    /// since the writer last looked is absorbed first (under the cold-path lock, taken by
+    /// [`Served::latest`], so rarely that it does not matter): the kernel records kept in the
+    /// cold-path state are those of the last window closed, which must be the one shown.
+    fn write_latest(&self, served: &dyn Served) {
+        if let Some((profile, generation)) = served.latest() {
+            self.write_generation(served.config(), generation, &profile);
+        }
     }
 
     /// Writes `profile` unless a newer generation is on disk already. Failures are reported
     /// once; the end's write reports its own.
-    fn write_generation(&self, generation: u64, profile: &profiler_format::Profile) {
+    fn write_generation(&self, config: &Config, generation: u64, profile: &Profile) {
         let mut last = lock(&self.written_generation);
         if generation <= *last {
             return;
         }
-        let path = self.config.output_path();
+        let path = config.output_path();
         match crate::output::write_profile(profile, &path) {
             Ok(()) => *last = generation,
             Err(why) => {
-                if !self.background_failed.swap(true, Relaxed) {
+                if !self.failed.swap(true, Relaxed) {
                     eprintln!(
                         "profiler-core: error: cannot write the results to {}: {why} (continuous \
                          mode goes on, and tries again as the next windows close)",
@@ -392,6 +388,76 @@ impl Session {
             }
         }
     }
+}
+
+/// Keeps the queue bounded when the writer falls behind: a window that `PROF_WINDOWS` newer
+/// ones already follow would be dropped from the archive at once, so it is dropped from the
+/// queue now (its buffers go back to the pool). Baseline windows are never dropped.
+fn bound_queue(config: &Config, q: &mut MutexGuard<'_, Queue>) {
+    let baseline = u64::from(config.baseline_windows);
+    let recent = q.closed.iter().filter(|c| c.index >= baseline).count();
+    if recent > config.windows as usize {
+        if let Some(k) = q.closed.iter().position(|c| c.index >= baseline) {
+            if let Some(stale) = q.closed.remove(k) {
+                q.spare.push(stale);
+            }
+        }
+    }
+}
+
+/// Keeps a closed window's statistics as a [`Window`] and makes it the one `events` shows;
+/// returns the one shown before.
+fn absorb(
+    (config, m): (&Config, &Measuring),
+    archive: &mut Archive,
+    mut closed: Closed,
+) -> Option<Closed> {
+    let wall_ns: Vec<u64> = closed
+        .marks
+        .windows(2)
+        .map(|w| match m.clock.elapsed(w[0], w[1]) {
+            Reading::Ready(ns) => ns,
+            _ => 0,
+        })
+        .collect();
+    let mut measured = Vec::new();
+    for &e in &closed.order {
+        let Some(ev) = m.schedule.events[e as usize].get() else {
+            continue;
+        };
+        if ev.store.totals.is_some() {
+            continue; // merged: exact totals over the whole run, in `events`
+        }
+        let Some(resolved) = closed.resolved.get_mut(e as usize) else {
+            continue;
+        };
+        resolved.sort_by_iteration();
+        measured.push(WindowEvent {
+            order: ev.order,
+            stats: Stats::of(&resolved.durations),
+            samples_ns: resolved.durations.clone(),
+        });
+    }
+    measured.sort_by_key(|e| e.order);
+    let window = Window {
+        index: closed.index,
+        first_iteration: u64::from(closed.first_iteration),
+        wall_ns: wall_ns.clone(),
+        events: measured,
+        baseline: closed.index < u64::from(config.baseline_windows),
+    };
+    archive.absorbed = closed.index + 1;
+    if window.baseline {
+        archive.baseline.push(window);
+    } else {
+        archive.recent.push_back(window);
+        while archive.recent.len() > config.windows as usize {
+            archive.recent.pop_front();
+        }
+    }
+    closed.marks.clear();
+    let shown = archive.shown.replace(Shown { closed, wall_ns });
+    shown.map(|s| s.closed)
 }
 
 /// Makes the calling thread (the writer) `SCHED_BATCH` on Linux: the scheduler then never
