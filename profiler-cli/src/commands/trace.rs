@@ -28,11 +28,11 @@ pub struct TraceArgs {
     /// Only these iterations of a trace-mode profile: A..B (A to B-1), A..=B or A.., as
     /// numbered in the trace (`ProfilerStep#A`); to split a long run's trace.
     #[arg(long, value_parser = iteration_range)]
-    iterations: Option<trace::Iterations>,
+    iterations: Option<trace::IterationRange>,
 }
 
 /// `--iterations`: `A..B`, `A..=B` or `A..`.
-fn iteration_range(s: &str) -> Result<trace::Iterations, String> {
+fn iteration_range(s: &str) -> Result<trace::IterationRange, String> {
     s.parse()
 }
 
@@ -82,7 +82,7 @@ fn write_trace(
     file: &Path,
     output: &Path,
     format: TraceFormatArg,
-    iterations: Option<trace::Iterations>,
+    iterations: Option<trace::IterationRange>,
 ) -> Result<(), Failure> {
     check_output(output)?;
     let mut profile = load(file)?;

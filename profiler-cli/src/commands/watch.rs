@@ -44,7 +44,7 @@ fn seconds(s: &str) -> Result<f64, String> {
 
 /// Runs the view until the user quits it (`--once`: prints one frame per file and returns).
 pub fn run(args: WatchArgs) -> Result<ExitCode, Failure> {
-    let options = watch::Options {
+    let options = watch::WatchOptions {
         files: args.files,
         interval: std::time::Duration::from_secs_f64(args.interval),
         drift_threshold: args.drift_threshold,

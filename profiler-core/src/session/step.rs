@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::device::DeviceState;
 use super::{lock, on_demand, Control, Session};
 use crate::register::descriptor::State;
-use crate::schedule::{SessionMode, Plan};
+use crate::schedule::{Plan, SessionMode};
 use profiler_format::Profile;
 
 impl Session {
