@@ -120,6 +120,12 @@ impl Phase {
     }
 }
 
+/// An op's name, its layer and its phase, as [`op_counts`] counts them.
+pub type OpKey = (&'static str, Option<&'static str>, Option<&'static str>);
+
+/// The layers' names by number, and their numbers by name.
+type Names = (Vec<&'static str>, HashMap<String, LayerId>);
+
 /// This thread's state.
 #[derive(Default)]
 struct Thread {
@@ -134,7 +140,7 @@ struct Thread {
     /// The `<layer>/fwd` and `<layer>/bwd` probes.
     layer_probes: HashMap<(LayerId, Phase), RuntimeProbe>,
     /// Ops seen per (op name, layer name, phase), when counting is on (tests).
-    counts: Option<HashMap<(&'static str, Option<&'static str>, Option<&'static str>), u64>>,
+    counts: Option<HashMap<OpKey, u64>>,
 }
 
 thread_local! {
@@ -142,12 +148,12 @@ thread_local! {
 }
 
 /// The layers' names, by number (index 0 is unused).
-fn names() -> &'static Mutex<(Vec<&'static str>, HashMap<String, LayerId>)> {
-    static NAMES: OnceLock<Mutex<(Vec<&'static str>, HashMap<String, LayerId>)>> = OnceLock::new();
+fn names() -> &'static Mutex<Names> {
+    static NAMES: OnceLock<Mutex<Names>> = OnceLock::new();
     NAMES.get_or_init(|| Mutex::new((vec![""], HashMap::new())))
 }
 
-fn lock_names() -> std::sync::MutexGuard<'static, (Vec<&'static str>, HashMap<String, LayerId>)> {
+fn lock_names() -> std::sync::MutexGuard<'static, Names> {
     names()
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -351,10 +357,7 @@ pub fn count_ops() {
 
 /// The op counts since [`count_ops`], sorted, and stops counting.
 #[doc(hidden)]
-pub fn op_counts() -> Vec<(
-    (&'static str, Option<&'static str>, Option<&'static str>),
-    u64,
-)> {
+pub fn op_counts() -> Vec<(OpKey, u64)> {
     let counts = THREAD.with(|thread| thread.borrow_mut().counts.take());
     let mut counts: Vec<_> = counts.unwrap_or_default().into_iter().collect();
     counts.sort();

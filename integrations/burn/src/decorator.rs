@@ -277,7 +277,7 @@ macro_rules! op {
         }
     };
     ($rk:ident fn $name:ident($($a:ident : $k:ident $ty:ty),* $(,)?) -> $rty:ty) => {
-        #[allow(unused_mut, unused_variables)]
+        #[allow(unused_mut, unused_variables, clippy::vec_init_then_push)]
         fn $name($($a: $ty),*) -> $rty {
             let run = {
                 let mut ins = $crate::attribution::Inputs::new();

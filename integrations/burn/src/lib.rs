@@ -30,7 +30,7 @@ mod decorator;
 mod ops;
 
 #[cfg(feature = "enable")]
-pub use attribution::{backward, count_ops, layer, op_counts};
+pub use attribution::{backward, count_ops, layer, op_counts, OpKey};
 #[cfg(feature = "enable")]
 pub use decorator::{Profiled, Tagged};
 

@@ -1,3 +1,4 @@
+#![cfg(feature = "enable")]
 //! The backward pass's attribution to layers, checked by counting ops (no timing): which layer
 //! and phase each op of a small model's forward and backward pass is measured under.
 
