@@ -1,0 +1,185 @@
+//! A small CNN trained with burn on `Autodiff<Profiled<NdArray>>`: three conv blocks (two convs
+//! 3x3 with ReLUs, max-pool 2x2) and two linear layers, Adam, on random images (the data phase makes
+//! them). Each layer's forward runs in `profiler_burn::layer`, the backward pass in
+//! `profiler_burn::backward`, so the summary shows `block1/bwd`, `block2/bwd`, ... beside the
+//! forward events.
+//!
+//! ```text
+//! cargo run --release --example cnn                       # sample mode, summary on stderr
+//! PROF_MODE=trace cargo run --release --example cnn
+//! cargo run --release --example cnn -- --wide 2           # block 2 twice as wide inside
+//! ```
+
+use burn::backend::NdArray;
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
+use burn::nn::{Linear, LinearConfig, PaddingConfig2d, Relu};
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Distribution, Int, Tensor, TensorData};
+use profiler_core::{probe, profiled};
+
+/// The backend: burn's autodiff over the profiling decorator over ndarray.
+type B = profiler_burn::Backend<NdArray>;
+
+/// Two convs 3x3 (same padding) with ReLUs, `in -> hidden -> out` channels, and a max-pool
+/// 2x2: doubling `hidden` changes this block's work and no other's.
+#[derive(Module, Debug)]
+struct ConvBlock<B: Backend> {
+    conv_a: Conv2d<B>,
+    conv_b: Conv2d<B>,
+    pool: MaxPool2d,
+    relu: Relu,
+}
+
+impl<B: Backend> ConvBlock<B> {
+    fn new([input, hidden, output]: [usize; 3], device: &B::Device) -> Self {
+        let conv = |channels| {
+            Conv2dConfig::new(channels, [3, 3])
+                .with_padding(PaddingConfig2d::Same)
+                .init(device)
+        };
+        ConvBlock {
+            conv_a: conv([input, hidden]),
+            conv_b: conv([hidden, output]),
+            pool: MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init(),
+            relu: Relu::new(),
+        }
+    }
+
+    #[profiled(phase = "fwd")]
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let x = self.relu.forward(self.conv_a.forward(x));
+        self.pool.forward(self.relu.forward(self.conv_b.forward(x)))
+    }
+}
+
+#[derive(Module, Debug)]
+struct Cnn<B: Backend> {
+    block1: ConvBlock<B>,
+    block2: ConvBlock<B>,
+    block3: ConvBlock<B>,
+    fc1: Linear<B>,
+    fc2: Linear<B>,
+    relu: Relu,
+}
+
+/// Input images: 3 channels, 16x16; 10 classes.
+const SIDE: usize = 16;
+const CLASSES: usize = 10;
+
+impl<B: Backend> Cnn<B> {
+    /// `hidden`: the hidden channels of the three blocks (whose outputs have 16, 32 and 64).
+    fn new(hidden: [usize; 3], device: &B::Device) -> Self {
+        let [h1, h2, h3] = hidden;
+        let flat = 64 * (SIDE / 8) * (SIDE / 8);
+        Cnn {
+            block1: ConvBlock::new([3, h1, 16], device),
+            block2: ConvBlock::new([16, h2, 32], device),
+            block3: ConvBlock::new([32, h3, 64], device),
+            fc1: LinearConfig::new(flat, 128).init(device),
+            fc2: LinearConfig::new(128, CLASSES).init(device),
+            relu: Relu::new(),
+        }
+    }
+
+    #[profiled(phase = "fwd")]
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 2> {
+        let x = profiler_burn::layer("block1", || self.block1.forward(x));
+        let x = profiler_burn::layer("block2", || self.block2.forward(x));
+        let x = profiler_burn::layer("block3", || self.block3.forward(x));
+        let x: Tensor<B, 2> = x.flatten(1, 3);
+        let x = profiler_burn::layer("fc1", || self.relu.forward(self.fc1.forward(x)));
+        profiler_burn::layer("fc2", || self.fc2.forward(x))
+    }
+}
+
+/// A batch of random images and labels.
+fn batch<B: Backend>(
+    batch: usize,
+    step: usize,
+    device: &B::Device,
+) -> (Tensor<B, 4>, Tensor<B, 1, Int>) {
+    let images = Tensor::random(
+        [batch, 3, SIDE, SIDE],
+        Distribution::Normal(0.0, 1.0),
+        device,
+    );
+    let labels: Vec<i64> = (0..batch)
+        .map(|i| ((i * 7 + step) % CLASSES) as i64)
+        .collect();
+    let labels = Tensor::from_data(TensorData::new(labels, [batch]), device);
+    (images, labels)
+}
+
+/// `--wide N`: block N (1, 2 or 3) gets twice the hidden channels; `--iters N`: at most N
+/// iterations (default: until the profiler's schedule is complete, at most 10,000).
+fn args() -> Result<(Option<usize>, usize), String> {
+    let mut wide = None;
+    let mut iters = 10_000;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| {
+            args.next()
+                .and_then(|v| v.parse::<usize>().ok())
+                .ok_or_else(|| format!("{name} takes a number (for example `{name} 2`)"))
+        };
+        match arg.as_str() {
+            "--wide" => match value("--wide")? {
+                n @ 1..=3 => wide = Some(n),
+                n => return Err(format!("--wide {n}: the blocks are 1, 2 and 3")),
+            },
+            "--iters" => iters = value("--iters")?,
+            other => {
+                return Err(format!(
+                    "unknown argument `{other}` (use --wide N, --iters N)"
+                ))
+            }
+        }
+    }
+    Ok((wide, iters))
+}
+
+#[profiler_core::main]
+fn main() {
+    let (wide, iters) = match args() {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("cnn: {message}");
+            std::process::exit(2);
+        }
+    };
+    let device = Default::default();
+    <B as Backend>::seed(&device, 7);
+    let mut hidden = [16, 32, 64];
+    if let Some(n) = wide {
+        hidden[n - 1] *= 2;
+    }
+    let mut model: Cnn<B> = Cnn::new(hidden, &device);
+    let mut optim = AdamConfig::new().init();
+    let loss_fn = CrossEntropyLossConfig::new().init(&device);
+
+    for step in 0..iters {
+        if profiler_core::finished() {
+            break;
+        }
+        let (images, labels) = {
+            let _p = probe!("data", phase = "data");
+            batch::<B>(16, step, &device)
+        };
+        let logits = model.forward(images);
+        let loss = loss_fn.forward(logits, labels);
+        let grads = {
+            let _p = probe!("backward", phase = "bwd");
+            profiler_burn::backward(|| loss.backward())
+        };
+        model = {
+            let _p = probe!("update", phase = "update");
+            let grads = GradientsParams::from_grads(grads, &model);
+            optim.step(1e-3, model, grads)
+        };
+        profiler_core::step();
+    }
+}

@@ -1,0 +1,147 @@
+#![cfg(feature = "enable")]
+//! The backward pass's attribution to layers, checked by counting ops (no timing): which layer
+//! and phase each op of a small model's forward and backward pass is measured under.
+
+use burn::backend::NdArray;
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
+use burn::nn::{Linear, LinearConfig, PaddingConfig2d, Relu};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Distribution, Tensor};
+
+type B = profiler_burn::Backend<NdArray>;
+
+type Counts = Vec<(
+    (&'static str, Option<&'static str>, Option<&'static str>),
+    u64,
+)>;
+
+/// The ops counted under `layer` and `phase`, by name.
+fn under(counts: &Counts, layer: Option<&str>, phase: &str) -> Vec<(&'static str, u64)> {
+    counts
+        .iter()
+        .filter(|((_, l, p), _)| *l == layer && *p == Some(phase))
+        .map(|((op, _, _), n)| (*op, *n))
+        .collect()
+}
+
+#[derive(Module, Debug)]
+struct Mlp<B: Backend> {
+    l1: Linear<B>,
+    l2: Linear<B>,
+    relu: Relu,
+}
+
+#[test]
+fn each_linear_layers_backward_ops_are_its_own() {
+    let device = Default::default();
+    let model: Mlp<B> = Mlp {
+        l1: LinearConfig::new(4, 8).init(&device),
+        l2: LinearConfig::new(8, 3).init(&device),
+        relu: Relu::new(),
+    };
+    let x = Tensor::<B, 2>::random([5, 4], Distribution::Normal(0.0, 1.0), &device);
+    // burn initializes parameters on first use: once before counting.
+    let _ = model.l2.forward(model.l1.forward(x.clone()));
+
+    profiler_burn::count_ops();
+    let h = profiler_burn::layer("l1", || model.relu.forward(model.l1.forward(x)));
+    let y = profiler_burn::layer("l2", || model.l2.forward(h));
+    let loss = y.powi_scalar(2).mean();
+    let _grads = profiler_burn::backward(|| loss.backward());
+    let counts = profiler_burn::op_counts();
+    eprintln!("{counts:#?}");
+
+    assert_eq!(
+        under(&counts, Some("l1"), "fwd"),
+        vec![("linear", 1), ("relu", 1)]
+    );
+    assert_eq!(under(&counts, Some("l2"), "fwd"), vec![("linear", 1)]);
+    // l2's backward: the gradients of its weight, bias and input (l1's output).
+    assert_eq!(
+        under(&counts, Some("l2"), "bwd"),
+        vec![
+            ("linear_bias_backward", 1),
+            ("linear_weight_backward", 1),
+            ("linear_x_backward", 1)
+        ]
+    );
+    // l1's: its ReLU (read as the forward op's output, made by l1), weight and bias; the
+    // input batch needs no gradient.
+    assert_eq!(
+        under(&counts, Some("l1"), "bwd"),
+        vec![
+            ("linear_bias_backward", 1),
+            ("linear_weight_backward", 1),
+            ("relu_backward", 1)
+        ]
+    );
+}
+
+#[derive(Module, Debug)]
+struct Block<B: Backend> {
+    conv: Conv2d<B>,
+    pool: MaxPool2d,
+    relu: Relu,
+}
+
+impl<B: Backend> Block<B> {
+    fn new(channels: [usize; 2], device: &B::Device) -> Self {
+        Block {
+            conv: Conv2dConfig::new(channels, [3, 3])
+                .with_padding(PaddingConfig2d::Same)
+                .init(device),
+            pool: MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init(),
+            relu: Relu::new(),
+        }
+    }
+
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        self.pool.forward(self.relu.forward(self.conv.forward(x)))
+    }
+}
+
+#[test]
+fn conv_blocks_backward_ops_are_their_own_and_none_is_lost() {
+    let device = Default::default();
+    let b1: Block<B> = Block::new([2, 4], &device);
+    let b2: Block<B> = Block::new([4, 4], &device);
+    let head: Linear<B> = LinearConfig::new(4 * 2 * 2, 3).init(&device);
+    let x = Tensor::<B, 4>::random([2, 2, 8, 8], Distribution::Normal(0.0, 1.0), &device);
+    let _ = head.forward::<2>(b2.forward(b1.forward(x.clone())).flatten(1, 3));
+
+    profiler_burn::count_ops();
+    let x = profiler_burn::layer("b1", || b1.forward(x));
+    let x = profiler_burn::layer("b2", || b2.forward(x));
+    let x: Tensor<B, 2> = x.flatten(1, 3);
+    let y = profiler_burn::layer("head", || head.forward(x));
+    let loss = y.powi_scalar(2).mean();
+    let _grads = profiler_burn::backward(|| loss.backward());
+    let counts = profiler_burn::op_counts();
+    eprintln!("{counts:#?}");
+
+    let block_bwd = |layer| {
+        vec![
+            ("conv2d_bias_backward", 1),
+            ("conv2d_weight_backward", 1),
+            ("conv2d_x_backward", 1),
+            ("max_pool2d_with_indices_backward", 1),
+            ("relu_backward", 1),
+        ]
+        .into_iter()
+        .filter(move |(op, _)| !(layer == "b1" && *op == "conv2d_x_backward"))
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(under(&counts, Some("b2"), "bwd"), block_bwd("b2"));
+    assert_eq!(under(&counts, Some("b1"), "bwd"), block_bwd("b1"));
+    // The flatten between the blocks and the loss belong to no layer: their backward ops are
+    // counted without one.
+    let unattributed = under(&counts, None, "bwd");
+    assert!(
+        unattributed
+            .iter()
+            .all(|(op, _)| !op.contains("conv") && !op.contains("linear")),
+        "{unattributed:?}"
+    );
+}
