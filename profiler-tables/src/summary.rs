@@ -1,5 +1,5 @@
 //! The end-of-run summary printed on stderr: one row per event in execution order, built from
-//! the same [`profile_rows`](crate::rows::profile_rows) as `prof report`, so that the two never disagree.
+//! the same [`profile_rows`] as `prof report`, so that the two never disagree.
 
 use std::fmt::Write;
 
