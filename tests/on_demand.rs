@@ -378,11 +378,13 @@ fn prof_trigger_asks_one_process_by_signal() {
         err.contains("4294967295 iterations asked, 6 taken"),
         "{err}"
     );
+    let third_first = third["iterations"]["first"].as_u64().unwrap();
     let profile = read_json(&dir.join("prof.json"));
-    let both = [(first, 4), (second_first, 6)];
-    assert_eq!(sampled_in_window_around(&profile, first, &both), 25 * 6);
+    // Every trace, wherever it fell: on a slow machine two or three of them land in one window.
+    let all = [(first, 4), (second_first, 6), (third_first, 6)];
+    assert_eq!(sampled_in_window_around(&profile, first, &all), 25 * 6);
     assert_eq!(
-        sampled_in_window_around(&profile, second_first, &both),
+        sampled_in_window_around(&profile, second_first, &all),
         25 * 6
     );
 }
