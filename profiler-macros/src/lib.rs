@@ -119,14 +119,20 @@ pub fn probe(input: TokenStream) -> TokenStream {
     } else {
         // Keys referenced, never evaluated (so that a local used only in one is used).
         let keys = expand::disabled_keys(&args);
-        let value = match block {
-            Some(block) => quote!(#block),
-            None => quote!(::profiler_core::ProbeGuard::inert()),
-        };
-        if keys.is_empty() {
-            value.into()
-        } else {
-            quote!({ #keys #value }).into()
+        match block {
+            Some(block) if keys.is_empty() => quote!(#block).into(),
+            // The keys go first inside the user's own braces: a block of ours around the user's
+            // would be `{ keys; { .. } }`, whose inner braces rustc flags as `unused_braces`.
+            Some(block) => {
+                let stmts = &block.stmts;
+                let mut out = TokenStream2::new();
+                block
+                    .brace_token
+                    .surround(&mut out, |tokens| tokens.extend(quote!(#keys #(#stmts)*)));
+                out.into()
+            }
+            None if keys.is_empty() => quote!(::profiler_core::ProbeGuard::inert()).into(),
+            None => quote!({ #keys ::profiler_core::ProbeGuard::inert() }).into(),
         }
     }
 }

@@ -8,7 +8,7 @@ fn documented() -> u32 {
     1
 }
 
-#[allow(clippy::needless_return)]
+#[allow(clippy::needless_return, clippy::mixed_attributes_style)]
 #[profiled]
 #[inline(never)]
 #[allow(dead_code, non_snake_case)]

@@ -13,7 +13,10 @@ fn main() {
     let expected = std::env::var("PROFILER_UI_EXPECT_ENABLED").expect("set by tests/ui.rs");
     let registered = profiler_core::probes().len();
     match expected.as_str() {
-        "1" => assert_eq!(registered, 2, "the enabled build registers both annotations"),
+        "1" => assert_eq!(
+            registered, 2,
+            "the enabled build registers both annotations"
+        ),
         _ => assert_eq!(registered, 0, "the disabled build registers nothing"),
     }
 }

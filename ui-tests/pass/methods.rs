@@ -7,7 +7,9 @@ struct Layer {
 impl Layer {
     #[profiled(layer = "mlp", phase = "init")]
     fn new(n: usize) -> Self {
-        Layer { weights: vec![1.0; n] }
+        Layer {
+            weights: vec![1.0; n],
+        }
     }
 
     #[profiled(layer = "mlp", phase = "fwd")]
@@ -27,6 +29,7 @@ impl Layer {
         self.weights
     }
 
+    #[allow(clippy::boxed_local)]
     #[profiled]
     fn by_box(self: Box<Self>) -> usize {
         self.weights.len()

@@ -1,3 +1,7 @@
+// Denied here so that the disabled build of the block form with keys is checked to leave no
+// braces of its own around the block (rustc flagged `{ keys; { .. } }` as `unused_braces`).
+#![deny(unused_braces)]
+
 // `flops` and `bytes` count a run's work with any numeric expression of the arguments, on
 // functions, methods, `async fn` and probes; each key alone or both. `shape` takes integers,
 // slices, arrays, `Vec`s, tuples of them, and a type of the user's that implements `Shape`
@@ -49,10 +53,13 @@ async fn scaled(x: i32) -> i32 {
 }
 
 fn main() {
-    let layer = Linear { inputs: 3, outputs: 2 };
+    let layer = Linear {
+        inputs: 3,
+        outputs: 2,
+    };
     assert_eq!(layer.forward(4), 8);
     assert_eq!(lookup(&[1, 2]), 2);
-    let _ = scaled(1);
+    drop(scaled(1));
     let n: i64 = 7;
     let _p = probe!("allreduce", layer = "mlp", bytes = n * 4);
     let v = probe!("block", flops = n, bytes = 0u8 => { n + 1 });

@@ -1,6 +1,7 @@
 //! The compile-time tests of `profiler-core`'s macros (`tests/ui.rs`): `pass/` holds programs
-//! that must compile and run, `fail/` programs that must not, with the compiler's expected output.
+//! that must compile and run (this package's examples), `fail/` programs that must not, with the
+//! compiler's expected output (checked by trybuild).
 //!
-//! This library target is empty on purpose: trybuild builds the programs against the package
-//! under test, and through it carries the `enable` feature, so that they are checked with
+//! This library target is empty on purpose: the examples and trybuild's project are built against
+//! this package, and through it carry the `enable` feature, so that the programs are checked with
 //! profiling compiled in and out.
