@@ -54,9 +54,9 @@ mod served {
     use std::collections::HashMap;
     use std::io::{Read, Write};
     use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     use std::sync::{Arc, Mutex};
-    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
     use super::{Config, ConfigError, Profile};
     use crate::sync::lock;
@@ -77,6 +77,13 @@ mod served {
     pub(crate) const MAX_OPEN: usize = 16;
     /// The content type of the OpenMetrics text format.
     const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    /// The least time between two judgements of the drift (`prof report`'s, over every window
+    /// kept: tens of milliseconds with a hundred windows); the series between them show the
+    /// last judgement. Also at least [`JUDGEMENT_SHARE`] times what the last one took.
+    const JUDGEMENT_INTERVAL: Duration = Duration::from_secs(10);
+    /// A judgement of the drift is followed by at least this many times its own duration
+    /// before the next (so it takes at most 2% of the writer's time).
+    const JUDGEMENT_SHARE: u32 = 50;
 
     /// The endpoint: what it serves, and what the series need between two renders.
     #[derive(Debug)]
@@ -96,8 +103,6 @@ mod served {
         text: Mutex<Arc<String>>,
         /// Connections being answered.
         open: AtomicUsize,
-        /// Requests answered (any status), for the tests.
-        answered: AtomicU64,
     }
 
     /// The running counts behind `prof_event_calls_total`.
@@ -107,6 +112,38 @@ mod served {
         last_index: Option<u64>,
         /// Samples measured per event (`order`) in the windows counted.
         calls: HashMap<u32, u64>,
+        /// Per event (`order`): the windows closed in a row while its drift against the run's
+        /// start said slower at each judgement.
+        slower: HashMap<u32, u64>,
+        /// The drift as last judged, per event (`order`).
+        judged: HashMap<u32, Judged>,
+        /// The iteration's drift as last judged.
+        iteration_judged: Option<Judged>,
+        /// The `index` of the last window when the drift was last judged.
+        judged_index: Option<u64>,
+        /// When the drift is to be judged again.
+        next_judgement: Option<Instant>,
+    }
+
+    /// One series' drift as judged: its verdicts (headline, against the start, in the recent
+    /// past) and its change.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) struct Judged {
+        verdicts: [DriftStatus; 3],
+        change: Option<f64>,
+    }
+
+    impl Judged {
+        fn of(s: &Series) -> Judged {
+            Judged {
+                verdicts: [s.drift, s.since_start.drift, s.recent_past.drift],
+                change: s.change,
+            }
+        }
+
+        fn slower_since_start(&self) -> bool {
+            self.verdicts[1] == DriftStatus::Slower
+        }
     }
 
     impl Metrics {
@@ -153,7 +190,6 @@ mod served {
             let shared = Arc::new(Shared {
                 text: Mutex::new(Arc::new("# EOF\n".to_owned())),
                 open: AtomicUsize::new(0),
-                answered: AtomicU64::new(0),
             });
             let server = Arc::clone(&shared);
             let started = std::thread::Builder::new()
@@ -181,14 +217,17 @@ mod served {
             let closed_at = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64());
-            let text = render(profile, &self.job, &mut lock(&self.totals), closed_at);
+            let mut totals = lock(&self.totals);
+            let now = Instant::now();
+            let judge = totals.next_judgement.is_none_or(|next| now >= next);
+            let text = render(profile, &self.job, &mut totals, closed_at, judge);
+            if judge {
+                let took = now.elapsed();
+                totals.next_judgement =
+                    Some(Instant::now() + JUDGEMENT_INTERVAL.max(took * JUDGEMENT_SHARE));
+            }
+            drop(totals);
             *lock(&self.shared.text) = Arc::new(text);
-        }
-
-        /// Requests answered so far (for the tests).
-        #[cfg(test)]
-        pub(crate) fn answered(&self) -> u64 {
-            self.shared.answered.load(Relaxed)
         }
     }
 
@@ -262,7 +301,6 @@ mod served {
                 .name("profiler-metrics-conn".into())
                 .spawn(move || {
                     answer(stream, &one);
-                    one.answered.fetch_add(1, Relaxed);
                     one.open.fetch_sub(1, Relaxed);
                 });
             if spawned.is_err() {
@@ -352,6 +390,35 @@ mod served {
         }
     }
 
+    /// Judges the drift of `profile` (whose last window is `index`) as `prof report` does, and
+    /// counts the windows in a row judged slower than at the run's start: 1 at the first
+    /// judgement that says so, plus the windows closed since at each next one that does too.
+    fn judge_drift(profile: &Profile, index: u64, totals: &mut Totals) {
+        let since = totals
+            .judged_index
+            .map_or(1, |last| index.saturating_sub(last).max(1));
+        totals.judged_index = Some(index);
+        let drift = drift::windows(profile, &DiffOptions::default());
+        totals.iteration_judged = drift.as_ref().map(|d| Judged::of(&d.iteration));
+        let mut judged = HashMap::new();
+        for s in drift.iter().flat_map(|d| d.events.iter()) {
+            let Some(order) = s.order else { continue };
+            let now = Judged::of(s);
+            let before = totals
+                .judged
+                .get(&order)
+                .is_some_and(Judged::slower_since_start);
+            let streak = totals.slower.entry(order).or_default();
+            *streak = match (now.slower_since_start(), before) {
+                (true, true) => *streak + since,
+                (true, false) => 1,
+                (false, _) => 0,
+            };
+            judged.insert(order, now);
+        }
+        totals.judged = judged;
+    }
+
     /// Nanoseconds as seconds.
     fn seconds(ns: u64) -> f64 {
         ns as f64 / 1e9
@@ -359,11 +426,13 @@ mod served {
 
     /// The series of `profile`'s last closed window, as OpenMetrics text; `totals` counts the
     /// calls of the windows not counted before. `closed_at`: the Unix time it is published.
+    /// `judge`: the drift is judged anew (else the last judgement is served).
     pub(crate) fn render(
         profile: &Profile,
         job: &str,
         totals: &mut Totals,
         closed_at: f64,
+        judge: bool,
     ) -> String {
         let Some(window) = profile.windows.last() else {
             return "# EOF\n".to_owned();
@@ -377,6 +446,9 @@ mod served {
             }
         }
         totals.last_index = Some(window.index);
+        if judge {
+            judge_drift(profile, window.index, totals);
+        }
 
         let run = &profile.run;
         let base: Labels = vec![
@@ -449,6 +521,12 @@ mod served {
             "The event's median in the last kept window over its median in the first",
             None,
         );
+        let slower_windows = gauges(
+            &mut registry,
+            "prof_drift_slower_windows",
+            "Windows closed in a row while the event's drift against the run's start said slower",
+            None,
+        );
         let iteration = gauges(
             &mut registry,
             "prof_iteration_median",
@@ -491,25 +569,18 @@ mod served {
         closed.get_or_create(&base).set(closed_at);
         floor.get_or_create(&base).set(seconds(run.timer_floor_ns));
 
-        let drift = drift::windows(profile, &DiffOptions::default());
-        let series: HashMap<u32, &Series> = drift
-            .iter()
-            .flat_map(|d| d.events.iter())
-            .filter_map(|s| Some((s.order?, s)))
-            .collect();
-        let judged = |family: &Gauges, labels: &Labels, s: &Series| {
-            for (against, status) in [
-                ("headline", s.drift),
-                ("start", s.since_start.drift),
-                ("recent_past", s.recent_past.drift),
-            ] {
+        let judged = |family: &Gauges, labels: &Labels, j: &Judged| {
+            for (against, status) in ["headline", "start", "recent_past"]
+                .into_iter()
+                .zip(j.verdicts)
+            {
                 let mut labels = labels.clone();
                 labels.push(("against", against.to_owned()));
                 family.get_or_create(&labels).set(verdict_number(status));
             }
         };
-        if let Some(d) = &drift {
-            judged(&iteration_verdict, &base, &d.iteration);
+        if let Some(j) = &totals.iteration_judged {
+            judged(&iteration_verdict, &base, j);
         }
 
         let events: HashMap<u32, &profiler_format::Event> =
@@ -554,9 +625,11 @@ mod served {
                     }
                 }
             }
-            if let Some(s) = series.get(&we.order) {
-                judged(&verdict, &labels, s);
-                if let Some(c) = s.change {
+            if let Some(j) = totals.judged.get(&we.order) {
+                judged(&verdict, &labels, j);
+                let streak = totals.slower.get(&we.order).copied().unwrap_or(0);
+                slower_windows.get_or_create(&labels).set(streak as f64);
+                if let Some(c) = j.change {
                     change.get_or_create(&labels).set(1.0 + c);
                 }
             }
@@ -598,7 +671,7 @@ mod tests {
     fn every_series_of_the_last_window_equals_the_file() {
         let profile = recorded();
         let window = profile.windows.last().unwrap();
-        let text = render(&profile, "train", &mut Totals::default(), 1.5e9);
+        let text = render(&profile, "train", &mut Totals::default(), 1.5e9, true);
         for line in [
             "# TYPE prof_event_median_seconds gauge",
             "# UNIT prof_event_median_seconds seconds",
@@ -671,7 +744,7 @@ mod tests {
     #[test]
     fn the_slowed_layer_is_served_as_slower() {
         let profile = recorded();
-        let text = render(&profile, "train", &mut Totals::default(), 0.0);
+        let text = render(&profile, "train", &mut Totals::default(), 0.0, true);
         let slower = text
             .lines()
             .filter(|l| l.starts_with("prof_drift_verdict{") && l.ends_with(" 1.0"))
@@ -680,13 +753,57 @@ mod tests {
     }
 
     #[test]
+    fn slower_since_the_start_counts_the_windows_in_a_row() {
+        let full = recorded();
+        let n = full.windows.len();
+        let streaks = |text: &str| -> Vec<u64> {
+            text.lines()
+                .filter(|l| l.starts_with("prof_drift_slower_windows{"))
+                .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64)
+                .collect()
+        };
+        // Published once: at most one window.
+        let once = render(&full, "j", &mut Totals::default(), 0.0, true);
+        assert!(streaks(&once).iter().all(|&k| k <= 1), "{once}");
+        assert!(
+            streaks(&once).contains(&1),
+            "nothing slower since the start: {once}"
+        );
+        // Published at each of the last four windows' close: three more.
+        let mut totals = Totals::default();
+        let mut text = String::new();
+        for keep in n - 3..=n {
+            let mut profile = full.clone();
+            profile.windows.truncate(keep);
+            text = render(&profile, "j", &mut totals, 0.0, true);
+        }
+        assert!(streaks(&text).contains(&4), "{text}");
+        // Between judgements the last one is served: the same verdicts, the same count.
+        let again = render(&full, "j", &mut totals, 0.0, false);
+        let sorted = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(sorted(streaks(&again)), sorted(streaks(&text)));
+        let verdicts = |t: &str| {
+            t.lines()
+                .filter(|l| l.starts_with("prof_drift_verdict{"))
+                .count()
+        };
+        assert_eq!(verdicts(&again), verdicts(&text));
+        // Not judged yet: no verdict is served.
+        let unjudged = render(&full, "j", &mut Totals::default(), 0.0, false);
+        assert_eq!(verdicts(&unjudged), 0);
+    }
+
+    #[test]
     fn calls_count_each_window_once_across_renders() {
         let mut profile = recorded();
         let mut totals = Totals::default();
         let last = profile.windows.pop().unwrap();
-        let first = render(&profile, "j", &mut totals, 0.0);
+        let first = render(&profile, "j", &mut totals, 0.0, true);
         profile.windows.push(last.clone());
-        let second = render(&profile, "j", &mut totals, 0.0);
+        let second = render(&profile, "j", &mut totals, 0.0, true);
         let total = |text: &str| {
             text.lines()
                 .filter(|l| l.starts_with("prof_event_calls_total{"))
@@ -696,7 +813,7 @@ mod tests {
         let added: u64 = last.events.iter().map(|e| e.stats.count).sum();
         assert_eq!(total(&second), total(&first) + added);
         // Rendering the same windows again adds nothing.
-        let third = render(&profile, "j", &mut totals, 0.0);
+        let third = render(&profile, "j", &mut totals, 0.0, true);
         assert_eq!(total(&third), total(&second));
     }
 
@@ -712,7 +829,7 @@ mod tests {
         e.name = "a \"quoted\"\\back\nslash} name".to_owned();
         e.layer = Some("l\"\n".to_owned());
         profile.run.host = "h\\".to_owned();
-        let text = render(&profile, "j\"ob", &mut Totals::default(), 0.0);
+        let text = render(&profile, "j\"ob", &mut Totals::default(), 0.0, true);
         assert!(
             text.contains(r#"event="a \"quoted\"\\back\nslash} name""#),
             "{text}"
@@ -762,7 +879,7 @@ mod tests {
 
     #[test]
     fn a_huge_request_is_cut_short_and_the_server_goes_on() {
-        let (metrics, addr) = serving();
+        let (_metrics, addr) = serving();
         let mut huge = b"GET /metrics HTTP/1.1\r\nX: ".to_vec();
         huge.resize(1 << 20, b'a');
         let answer = get(addr, &huge);
@@ -773,7 +890,6 @@ mod tests {
             "{answer}"
         );
         assert!(get(addr, b"GET /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200 "));
-        assert!(metrics.answered() >= 2);
         const { assert!(MAX_REQUEST < 1 << 20) };
     }
 
