@@ -927,3 +927,22 @@ mod tests {
         assert!(why.contains("past 65535"), "{why}");
     }
 }
+
+#[cfg(all(test, not(feature = "metrics")))]
+mod without_the_feature {
+    use super::Metrics;
+    use crate::select::config::{Config, Mode};
+
+    #[test]
+    fn prof_metrics_is_an_error_naming_the_feature() {
+        let config = Config {
+            mode: Mode::Continuous,
+            metrics: Some("127.0.0.1:0".into()),
+            ..Config::default()
+        };
+        let e = Metrics::start(&config).unwrap_err();
+        assert_eq!(e.var, "PROF_METRICS");
+        assert!(e.to_string().contains("lacks its `metrics` feature"), "{e}");
+        assert!(Metrics::start(&Config::default()).unwrap().is_none());
+    }
+}
