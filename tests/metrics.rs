@@ -5,6 +5,7 @@
 //! `PROF_REQUIRE_PROMETHEUS=1`) scraping two ranks every second: the series it stored equal
 //! the windows of each rank's `prof.json`, and the alerting rules of `deploy/prometheus/` fire
 //! for the rank slowed on purpose (slower than the others; its layer slower than at its start).
+#![cfg(feature = "metrics")]
 
 mod common;
 
@@ -503,4 +504,61 @@ fn series_of(family: &[Value], rank: &str, keep: impl Fn(&Value) -> bool) -> Vec
                 .collect()
         })
         .collect()
+}
+
+/// `deploy/prometheus/targets.sh`: the `file_sd` JSON of a launcher's hosts, ranks numbered host
+/// by host on `PORT + local rank`, written atomically; bad input is refused with status 2.
+#[cfg(unix)]
+#[test]
+fn targets_sh_writes_file_sd_json_from_a_host_list() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/prometheus/targets.sh");
+    let dir = scratch("metrics-targets");
+    let out = dir.join("job.json");
+    let status = Command::new(&script)
+        .args([
+            "--hosts",
+            "node1,node2",
+            "--ranks-per-host",
+            "3",
+            "--port",
+            "9464",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let groups = read_json(&out);
+    let targets: Vec<Vec<&str>> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let t = g["targets"].as_array().unwrap();
+            t.iter().map(|t| t.as_str().unwrap()).collect()
+        })
+        .collect();
+    assert_eq!(
+        targets,
+        [
+            ["node1:9464", "node1:9465", "node1:9466"],
+            ["node2:9464", "node2:9465", "node2:9466"]
+        ]
+    );
+    // Nothing but the named output is written.
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["job.json"]);
+    for bad in [
+        &["--hosts", "a", "--ranks-per-host", "0", "--port", "9464"][..],
+        &["--hosts", "a", "--ranks-per-host", "2", "--port", "65535"],
+        &["--hosts", "a b", "--ranks-per-host", "2", "--port", "9464"],
+        &["--hosts", "a", "--port", "9464"],
+    ] {
+        let o = Command::new(&script).args(bad).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        assert!(!o.stderr.is_empty(), "{bad:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
