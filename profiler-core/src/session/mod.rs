@@ -9,6 +9,7 @@
 //! - `trace_records.rs`: `trace` mode's measured records, to the events;
 //! - `windows.rs`: `continuous` mode's windows, closed and handed to `writer.rs`, the writer
 //!   thread; `on_demand.rs`: its traces taken on demand;
+//! - `metrics.rs`: `PROF_METRICS`, the windows served to Prometheus as they are written;
 //! - `results.rs`: what was stored, as a [`Profile`](crate::Profile).
 //!
 //! `Session` itself is this file (start-up, probes adopted at run time) and `step.rs` (the end
@@ -19,6 +20,7 @@
 pub(crate) mod device;
 pub(crate) mod kernels;
 mod measured;
+mod metrics;
 pub(crate) mod on_demand;
 mod results;
 mod step;
@@ -114,6 +116,8 @@ pub struct Session {
     writer: Writer,
     /// `continuous` mode: traces taken on demand, waiting for the writer thread.
     traces: Outbox,
+    /// `continuous` mode: the Prometheus endpoint (`PROF_METRICS`), if one is served.
+    metrics: Option<metrics::Metrics>,
     /// More probes were registered at run time than `PROF_MAX_PROBES` leaves room for (said
     /// once).
     too_many_runtime: AtomicBool,
@@ -218,8 +222,23 @@ impl Session {
             control: Mutex::new(control),
             writer: Writer::default(),
             traces,
+            metrics: None,
             too_many_runtime: AtomicBool::new(false),
             registered_at_start,
+        }
+    }
+
+    /// Binds `PROF_METRICS` and starts serving it, before the program's body runs: a bind
+    /// failure is an error (exit 2) unless `PROF_METRICS_OPTIONAL=1`.
+    pub(crate) fn serve_metrics(&mut self) -> Result<(), crate::select::config::ConfigError> {
+        self.metrics = metrics::Metrics::start(&self.config)?;
+        Ok(())
+    }
+
+    /// A profile of the windows was made to be written: the endpoint serves the same numbers.
+    fn publish_metrics(&self, profile: &profiler_format::Profile) {
+        if let Some(metrics) = &self.metrics {
+            metrics.publish(profile);
         }
     }
 
@@ -381,6 +400,10 @@ impl writer::Served for Session {
             }
         }
         self.traces.write_queued(&self.results());
+    }
+
+    fn publish(&self, profile: &profiler_format::Profile) {
+        self.publish_metrics(profile);
     }
 
     fn latest(&self) -> Option<(profiler_format::Profile, u64)> {

@@ -236,6 +236,7 @@ impl Session {
             };
         }
         let profile = self.profile(c, complete, true);
+        self.publish_metrics(&profile);
         // The writer thread, if any, has nothing left to do; traces on demand it has not
         // written yet, and one under way, are written here.
         self.writer.stop();

@@ -136,6 +136,8 @@ pub(crate) trait Served: Sync {
     /// ([`Archive::generation`]), unless the run's last write was made or no window is shown.
     /// Locks, in order: the cold path's, then [`Writer::archive_now`].
     fn latest(&self) -> Option<(Profile, u64)>;
+    /// A profile of the windows was made to be written (`PROF_METRICS` serves it).
+    fn publish(&self, profile: &Profile);
 }
 
 /// A closed window as the training thread hands it over (its samples aside).
@@ -364,6 +366,7 @@ impl Writer {
     fn write_latest(&self, served: &dyn Served) {
         if let Some((profile, generation)) = served.latest() {
             self.write_generation(served.config(), generation, &profile);
+            served.publish(&profile);
         }
     }
 

@@ -277,6 +277,8 @@ pub fn start(
             ),
         ));
     }
+    let mut session = session;
+    session.serve_metrics()?;
     let session = session::install(session);
     // Spans registered before the session knew the filter are judged again.
     #[cfg(feature = "tracing")]

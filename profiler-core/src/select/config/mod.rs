@@ -90,6 +90,13 @@ pub struct Config {
     /// `continuous` mode: where traces taken on demand go (`PROF_TRACE_OUT`; `None`: beside
     /// `PROF_OUT`).
     pub trace_out: Option<String>,
+    /// `continuous` mode: where the Prometheus endpoint listens (`PROF_METRICS`, `ADDR:PORT`;
+    /// each rank binds `PORT` plus its rank, port 0 any free port).
+    pub metrics: Option<String>,
+    /// A bind failure of `PROF_METRICS` is a warning, not an error (`PROF_METRICS_OPTIONAL=1`).
+    pub metrics_optional: bool,
+    /// The `job` label of the series served (`PROF_JOB`; `None`: the program's file name).
+    pub job: Option<String>,
     /// The machine's peak FLOP/s given by the user (`PROF_PEAK_FLOPS`).
     pub peak_flops: Option<f64>,
     /// The machine's peak memory bandwidth in bytes/s given by the user (`PROF_PEAK_BYTES`).
@@ -120,6 +127,9 @@ impl Default for Config {
             kernels: false,
             control: None,
             trace_out: None,
+            metrics: None,
+            metrics_optional: false,
+            job: None,
             peak_flops: None,
             peak_bytes: None,
             peak_file: None,
@@ -282,6 +292,16 @@ impl Config {
                 ));
             }
         }
+        if self.metrics.is_some() && self.mode != Mode::Continuous {
+            return Err(ConfigError::new(
+                "PROF_METRICS",
+                format!(
+                    "error: PROF_METRICS serves continuous mode's windows, and PROF_MODE={} has \
+                     none.\n  = help: set PROF_MODE=continuous, or unset PROF_METRICS",
+                    self.mode.as_str()
+                ),
+            ));
+        }
         if self.windows == 0 || self.windows > MAX_WINDOWS {
             return Err(ConfigError::new(
                 "PROF_WINDOWS",
@@ -385,6 +405,38 @@ mod tests {
         assert!(e.to_string().contains("from 1 to 1000000"), "{e}");
         let e = config(&[("PROF_REPEAT", "")]).unwrap_err();
         assert!(e.to_string().contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn metrics_address_mode_and_job() {
+        let c = config(&[
+            ("PROF_MODE", "continuous"),
+            ("PROF_METRICS", "127.0.0.1:9464"),
+            ("PROF_METRICS_OPTIONAL", "1"),
+            ("PROF_JOB", "train"),
+        ])
+        .unwrap();
+        assert_eq!(c.metrics.as_deref(), Some("127.0.0.1:9464"));
+        assert!(c.metrics_optional);
+        assert_eq!(c.job.as_deref(), Some("train"));
+        let c = config(&[("PROF_MODE", "continuous"), ("PROF_METRICS", "[::1]:0")]).unwrap();
+        assert_eq!(c.metrics.as_deref(), Some("[::1]:0"));
+        // Only continuous mode has windows to serve.
+        let e = config(&[("PROF_METRICS", "127.0.0.1:9464")]).unwrap_err();
+        assert_eq!(e.var, "PROF_METRICS");
+        assert!(e.to_string().contains("PROF_MODE=continuous"), "{e}");
+        for (bad, says) in [
+            ("9464", "no port"),
+            (":9464", "no address"),
+            ("localhost:http", "not a port"),
+            ("localhost:70000", "not a port"),
+        ] {
+            let e = config(&[("PROF_MODE", "continuous"), ("PROF_METRICS", bad)]).unwrap_err();
+            assert_eq!(e.var, "PROF_METRICS");
+            assert!(e.to_string().contains(says), "{bad}: {e}");
+        }
+        let e = config(&[("PROF_JOB", " ")]).unwrap_err();
+        assert!(e.to_string().contains("empty job name"), "{e}");
     }
 
     #[test]

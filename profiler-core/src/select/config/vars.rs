@@ -162,6 +162,49 @@ pub(crate) const VARIABLES: &[Variable] = &[
         },
     },
     Variable {
+        name: "PROF_METRICS",
+        default: "unset",
+        meaning: "`continuous` mode: serve each closed window's numbers to Prometheus at \
+                  `http://ADDR:PORT/metrics` (`ADDR:PORT`, like `0.0.0.0:9464`; each rank binds \
+                  `PORT` plus its rank; port `0` picks a free one and prints it; builds with \
+                  the `metrics` feature)",
+        set: |c, v| {
+            c.metrics = Some(parse_metrics_address(v)?);
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_METRICS_OPTIONAL",
+        default: "`0`",
+        meaning: "`1`: when `PROF_METRICS` cannot be bound (the port taken, the address not \
+                  this machine's), warn and train on without the endpoint instead of exiting \
+                  with status 2",
+        set: |c, v| {
+            let meaning = "a bind failure of PROF_METRICS is a warning";
+            c.metrics_optional = parse_flag("PROF_METRICS_OPTIONAL", v, meaning)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_JOB",
+        default: "the program's file name",
+        meaning: "the `job` label of the series `PROF_METRICS` serves",
+        set: |c, v| {
+            if v.trim().is_empty() {
+                return Err(ConfigError::at(
+                    "PROF_JOB",
+                    v,
+                    1,
+                    1,
+                    "empty job name",
+                    "a name such as dlrm-train (or unset it: the program's name)",
+                ));
+            }
+            c.job = Some(v.to_owned());
+            Ok(())
+        },
+    },
+    Variable {
         name: "PROF_NVTX",
         default: "`0`",
         meaning: "`1`: an NVTX range around every selected probe (`cuda` builds)",
@@ -232,6 +275,45 @@ pub(crate) const VARIABLES: &[Variable] = &[
         },
     },
 ];
+
+/// `PROF_METRICS`: `ADDR:PORT`, the address a host name or an IP (IPv6 in brackets), the port a
+/// number from 0 to 65535. Kept as written: it is resolved and bound at start-up.
+fn parse_metrics_address(value: &str) -> Result<String, ConfigError> {
+    let expected = "ADDR:PORT, like 127.0.0.1:9464 or 0.0.0.0:0 (port 0: any free port)";
+    let Some((host, port)) = value.rsplit_once(':') else {
+        let width = value.chars().count().max(1);
+        return Err(ConfigError::at(
+            "PROF_METRICS",
+            value,
+            1,
+            width,
+            "no port",
+            expected,
+        ));
+    };
+    let host_width = host.chars().count();
+    if host.trim().is_empty() {
+        return Err(ConfigError::at(
+            "PROF_METRICS",
+            value,
+            1,
+            host_width.max(1),
+            "no address",
+            expected,
+        ));
+    }
+    if port.parse::<u16>().is_err() {
+        return Err(ConfigError::at(
+            "PROF_METRICS",
+            value,
+            host_width + 2,
+            port.chars().count().max(1),
+            "not a port (a whole number from 0 to 65535)",
+            expected,
+        ));
+    }
+    Ok(value.to_owned())
+}
 
 /// A peak rate: a positive, finite number (`1.2e12`, `800000000000`).
 fn parse_rate(var: &'static str, value: &str, expected: &str) -> Result<f64, ConfigError> {

@@ -1,0 +1,948 @@
+//! `PROF_METRICS`: `continuous` mode's closed windows served to Prometheus.
+//!
+//! At start-up (before the program's body runs) the address is bound, `PORT` plus the rank
+//! (port 0: any free port, printed), and one thread of its own answers `GET /metrics`. Each
+//! time a profile of the windows is made to be written (the writer thread's rewrites, at most
+//! once a second, and the run's last write), the same profile is rendered into OpenMetrics
+//! text here, on the thread that made it, never the training thread's window close, and
+//! published: the text is swapped into a `Mutex<Arc<String>>` whose lock the server holds only
+//! to clone the `Arc`. So the values served are those of the file written at the same moment,
+//! window for window, and nothing the server does (a scraper that never reads, a thousand of
+//! them) can hold up the training thread or the writer.
+//!
+//! The series are those of the last closed window (see `docs/guide.md`, "Prometheus and
+//! Grafana"), rendered with the Prometheus project's `prometheus-client` (the `metrics`
+//! feature), which also escapes the label values. Without the feature, `PROF_METRICS` is an
+//! error at start-up naming it.
+
+use crate::select::config::{Config, ConfigError};
+use profiler_format::Profile;
+
+#[cfg(feature = "metrics")]
+pub(crate) use served::Metrics;
+
+/// Without the `metrics` feature there is no endpoint: `PROF_METRICS` is refused at start-up.
+#[cfg(not(feature = "metrics"))]
+#[derive(Debug)]
+pub(crate) struct Metrics;
+
+#[cfg(not(feature = "metrics"))]
+impl Metrics {
+    /// `PROF_METRICS` set in a build without the `metrics` feature: an error naming it.
+    pub(crate) fn start(config: &Config) -> Result<Option<Metrics>, ConfigError> {
+        match &config.metrics {
+            None => Ok(None),
+            Some(addr) => Err(ConfigError::new(
+                "PROF_METRICS",
+                format!(
+                    "error: PROF_METRICS={} asks for a Prometheus endpoint, and this build of \
+                     profiler-core lacks its `metrics` feature.\n  = help: build with the \
+                     feature (`profiler-core = {{ features = [\"metrics\"] }}`, or `cargo build \
+                     --features profiler-core/metrics`), or unset PROF_METRICS",
+                    crate::select::config::shorten(addr, 80)
+                ),
+            )),
+        }
+    }
+
+    /// Nothing to publish to.
+    pub(crate) fn publish(&self, _profile: &Profile) {}
+}
+
+#[cfg(feature = "metrics")]
+mod served {
+    use std::collections::HashMap;
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+    use super::{Config, ConfigError, Profile};
+    use crate::sync::lock;
+    use profiler_analysis::diff::DiffOptions;
+    use profiler_analysis::drift::{self, DriftStatus, Series};
+    use profiler_format::Stats;
+    use prometheus_client::encoding::text::encode;
+    use prometheus_client::metrics::counter::Counter;
+    use prometheus_client::metrics::family::Family;
+    use prometheus_client::metrics::gauge::Gauge;
+    use prometheus_client::registry::{Registry, Unit};
+
+    /// The most bytes of a request read: a scrape's request line and headers are a few hundred.
+    pub(crate) const MAX_REQUEST: usize = 8 * 1024;
+    /// How long a connection may take to send its request, and to take the response.
+    const IO_TIMEOUT: Duration = Duration::from_secs(5);
+    /// The most connections answered at once; more are closed at once.
+    pub(crate) const MAX_OPEN: usize = 16;
+    /// The content type of the OpenMetrics text format.
+    const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    /// The least time between two judgements of the drift (`prof report`'s, over every window
+    /// kept: tens of milliseconds with a hundred windows); the series between them show the
+    /// last judgement. Also at least [`JUDGEMENT_SHARE`] times what the last one took.
+    const JUDGEMENT_INTERVAL: Duration = Duration::from_secs(10);
+    /// A judgement of the drift is followed by at least this many times its own duration
+    /// before the next (so it takes at most 2% of the writer's time).
+    const JUDGEMENT_SHARE: u32 = 50;
+
+    /// The endpoint: what it serves, and what the series need between two renders.
+    #[derive(Debug)]
+    pub(crate) struct Metrics {
+        /// What the server thread serves.
+        shared: Arc<Shared>,
+        /// The `job` label.
+        job: String,
+        /// The calls counted per event over the windows published so far.
+        totals: Mutex<Totals>,
+    }
+
+    /// Between the renders and the server thread.
+    #[derive(Debug)]
+    pub(crate) struct Shared {
+        /// The text served: its lock is held only to swap or clone the `Arc`.
+        text: Mutex<Arc<String>>,
+        /// Connections being answered.
+        open: AtomicUsize,
+    }
+
+    /// The running counts behind `prof_event_calls_total`.
+    #[derive(Debug, Default)]
+    pub(crate) struct Totals {
+        /// The `index` of the newest window counted.
+        last_index: Option<u64>,
+        /// Samples measured per event (`order`) in the windows counted.
+        calls: HashMap<u32, u64>,
+        /// Per event (`order`): the windows closed in a row while its drift against the run's
+        /// start said slower at each judgement.
+        slower: HashMap<u32, u64>,
+        /// The drift as last judged, per event (`order`).
+        judged: HashMap<u32, Judged>,
+        /// The iteration's drift as last judged.
+        iteration_judged: Option<Judged>,
+        /// The `index` of the last window when the drift was last judged.
+        judged_index: Option<u64>,
+        /// When the drift is to be judged again.
+        next_judgement: Option<Instant>,
+    }
+
+    /// One series' drift as judged: its verdicts (headline, against the start, in the recent
+    /// past) and its change.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) struct Judged {
+        verdicts: [DriftStatus; 3],
+        change: Option<f64>,
+    }
+
+    impl Judged {
+        fn of(s: &Series) -> Judged {
+            Judged {
+                verdicts: [s.drift, s.since_start.drift, s.recent_past.drift],
+                change: s.change,
+            }
+        }
+
+        fn slower_since_start(&self) -> bool {
+            self.verdicts[1] == DriftStatus::Slower
+        }
+    }
+
+    impl Metrics {
+        /// Binds `PROF_METRICS` (its port plus the rank, unless 0) and starts the server
+        /// thread; `None` without the variable, or when the bind failed and
+        /// `PROF_METRICS_OPTIONAL=1` makes that a warning.
+        pub(crate) fn start(config: &Config) -> Result<Option<Metrics>, ConfigError> {
+            let Some(addr) = &config.metrics else {
+                return Ok(None);
+            };
+            let rank = crate::output::rank();
+            let listener = match bind(addr, rank) {
+                Ok(listener) => listener,
+                Err(why) if config.metrics_optional => {
+                    eprintln!(
+                        "profiler-core: warning: {why}; training goes on without the \
+                         Prometheus endpoint (PROF_METRICS_OPTIONAL=1)"
+                    );
+                    return Ok(None);
+                }
+                Err(why) => {
+                    return Err(ConfigError::new(
+                        "PROF_METRICS",
+                        format!(
+                            "error: {why}\n  = help: pick a free port (0: any, printed at \
+                             start-up), or set PROF_METRICS_OPTIONAL=1 to train on without \
+                             the endpoint"
+                        ),
+                    ))
+                }
+            };
+            let local = listener
+                .local_addr()
+                .map_or_else(|_| addr.clone(), |a| a.to_string());
+            let metrics = Metrics::serving(listener, config.job.clone().unwrap_or_else(program));
+            if metrics.is_some() {
+                eprintln!("profiler-core: metrics on http://{local}/metrics");
+            }
+            Ok(metrics)
+        }
+
+        /// Serves `listener` from a thread of its own; `None` (with a warning) if none starts.
+        pub(crate) fn serving(listener: TcpListener, job: String) -> Option<Metrics> {
+            let shared = Arc::new(Shared {
+                text: Mutex::new(Arc::new("# EOF\n".to_owned())),
+                open: AtomicUsize::new(0),
+            });
+            let server = Arc::clone(&shared);
+            let started = std::thread::Builder::new()
+                .name("profiler-metrics".into())
+                .spawn(move || serve(&listener, &server));
+            if let Err(why) = started {
+                eprintln!(
+                    "profiler-core: warning: cannot start the thread that serves PROF_METRICS \
+                     ({why}); training goes on without the endpoint"
+                );
+                return None;
+            }
+            Some(Metrics {
+                shared,
+                job,
+                totals: Mutex::new(Totals::default()),
+            })
+        }
+
+        /// The windows of `profile` (the one just made to be written) become the text served.
+        pub(crate) fn publish(&self, profile: &Profile) {
+            if profile.windows.is_empty() {
+                return;
+            }
+            let closed_at = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            let mut totals = lock(&self.totals);
+            let now = Instant::now();
+            let judge = totals.next_judgement.is_none_or(|next| now >= next);
+            let text = render(profile, &self.job, &mut totals, closed_at, judge);
+            if judge {
+                let took = now.elapsed();
+                totals.next_judgement =
+                    Some(Instant::now() + JUDGEMENT_INTERVAL.max(took * JUDGEMENT_SHARE));
+            }
+            drop(totals);
+            *lock(&self.shared.text) = Arc::new(text);
+        }
+    }
+
+    /// The program's file name: the `job` label without `PROF_JOB`.
+    fn program() -> String {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "unknown".to_owned())
+    }
+
+    /// Binds `addr` (`ADDR:PORT`, checked when read), its port moved by `rank` unless 0.
+    pub(crate) fn bind(addr: &str, rank: u32) -> Result<TcpListener, String> {
+        let (host, port) = addr
+            .rsplit_once(':')
+            .ok_or_else(|| format!("PROF_METRICS={addr} has no port"))?;
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("PROF_METRICS={addr}: `{port}` is not a port"))?;
+        let ranked = if port == 0 {
+            0
+        } else {
+            u16::try_from(u32::from(port) + rank).map_err(|_| {
+                format!(
+                    "PROF_METRICS={addr}: rank {rank} would listen on port {} (the port plus the \
+                     rank), past 65535",
+                    u32::from(port) + rank
+                )
+            })?
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let candidates: Vec<SocketAddr> = (host, ranked)
+            .to_socket_addrs()
+            .map_err(|why| format!("PROF_METRICS={addr}: cannot resolve `{host}` ({why})"))?
+            .collect();
+        let mut last = None;
+        for candidate in candidates {
+            match TcpListener::bind(candidate) {
+                Ok(listener) => return Ok(listener),
+                Err(why) => last = Some((candidate, why)),
+            }
+        }
+        Err(match last {
+            Some((candidate, why)) => {
+                format!("PROF_METRICS={addr}: cannot listen on {candidate} ({why})")
+            }
+            None => format!("PROF_METRICS={addr}: `{host}` resolves to no address"),
+        })
+    }
+
+    /// The server thread: each connection is answered on a short-lived thread of its own, at
+    /// most [`MAX_OPEN`] at once (more are closed at once), so a slow scraper holds up only
+    /// itself.
+    fn serve(listener: &TcpListener, shared: &Arc<Shared>) {
+        for conn in listener.incoming() {
+            let stream = match conn {
+                Ok(stream) => stream,
+                Err(_) => {
+                    // Out of file descriptors, say: wait rather than spin.
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            };
+            if shared.open.fetch_add(1, Relaxed) >= MAX_OPEN {
+                shared.open.fetch_sub(1, Relaxed);
+                drop(stream);
+                continue;
+            }
+            let one = Arc::clone(shared);
+            let spawned = std::thread::Builder::new()
+                .name("profiler-metrics-conn".into())
+                .spawn(move || {
+                    answer(stream, &one);
+                    one.open.fetch_sub(1, Relaxed);
+                });
+            if spawned.is_err() {
+                shared.open.fetch_sub(1, Relaxed);
+            }
+        }
+    }
+
+    /// Reads one request (at most [`MAX_REQUEST`] bytes, within [`IO_TIMEOUT`]) and answers it:
+    /// `GET /metrics` (or `HEAD`) with the text published last; anything else 404, 405 or 431.
+    fn answer(mut stream: TcpStream, shared: &Shared) {
+        let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
+        let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
+        let mut buf = vec![0u8; MAX_REQUEST];
+        let mut len = 0;
+        let head_end = loop {
+            if len == buf.len() {
+                break None;
+            }
+            match stream.read(&mut buf[len..]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => len += n,
+            }
+            if let Some(end) = find(&buf[..len], b"\r\n\r\n").or_else(|| find(&buf[..len], b"\n\n"))
+            {
+                break Some(end);
+            }
+        };
+        let (status, body) = match head_end {
+            None => ("431 Request Header Fields Too Large", None),
+            Some(end) => route(&buf[..end], shared),
+        };
+        let text = body.clone().unwrap_or_else(|| Arc::new(String::new()));
+        let (content_type, payload) = match &body {
+            Some(_) => (CONTENT_TYPE, text.as_bytes()),
+            None => ("text/plain; charset=utf-8", status.as_bytes()),
+        };
+        let head_only = buf.starts_with(b"HEAD ");
+        let header = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n",
+            payload.len()
+        );
+        if stream.write_all(header.as_bytes()).is_ok() && !head_only {
+            let _ = stream.write_all(payload);
+        }
+        let _ = stream.flush();
+        let _ = stream.shutdown(Shutdown::Write);
+    }
+
+    /// The status and the body (`None`: the status line's text) of a request whose head is
+    /// `head`.
+    fn route(head: &[u8], shared: &Shared) -> (&'static str, Option<Arc<String>>) {
+        let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+        let line = String::from_utf8_lossy(line);
+        let mut words = line.split_whitespace();
+        let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+        let path = target.split('?').next().unwrap_or("");
+        if path != "/metrics" {
+            return ("404 Not Found", None);
+        }
+        if method != "GET" && method != "HEAD" {
+            return ("405 Method Not Allowed", None);
+        }
+        let text = Arc::clone(&lock(&shared.text));
+        ("200 OK", Some(text))
+    }
+
+    fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+        haystack.windows(needle.len()).position(|w| w == needle)
+    }
+
+    /// The labels of every series: `job`, `rank`, `host`, then those of an event.
+    type Labels = Vec<(&'static str, String)>;
+
+    /// A gauge family of `f64` values.
+    type Gauges = Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>;
+
+    /// `DriftStatus` as a number: faster -1, stable 0, slower 1, inconclusive 2, unknown 3.
+    pub(crate) fn verdict_number(status: DriftStatus) -> f64 {
+        match status {
+            DriftStatus::Faster => -1.0,
+            DriftStatus::Stable => 0.0,
+            DriftStatus::Slower => 1.0,
+            DriftStatus::Inconclusive => 2.0,
+            DriftStatus::Unknown => 3.0,
+        }
+    }
+
+    /// Judges the drift of `profile` (whose last window is `index`) as `prof report` does, and
+    /// counts the windows in a row judged slower than at the run's start: 1 at the first
+    /// judgement that says so, plus the windows closed since at each next one that does too.
+    fn judge_drift(profile: &Profile, index: u64, totals: &mut Totals) {
+        let since = totals
+            .judged_index
+            .map_or(1, |last| index.saturating_sub(last).max(1));
+        totals.judged_index = Some(index);
+        let drift = drift::windows(profile, &DiffOptions::default());
+        totals.iteration_judged = drift.as_ref().map(|d| Judged::of(&d.iteration));
+        let mut judged = HashMap::new();
+        for s in drift.iter().flat_map(|d| d.events.iter()) {
+            let Some(order) = s.order else { continue };
+            let now = Judged::of(s);
+            let before = totals
+                .judged
+                .get(&order)
+                .is_some_and(Judged::slower_since_start);
+            let streak = totals.slower.entry(order).or_default();
+            *streak = match (now.slower_since_start(), before) {
+                (true, true) => *streak + since,
+                (true, false) => 1,
+                (false, _) => 0,
+            };
+            judged.insert(order, now);
+        }
+        totals.judged = judged;
+    }
+
+    /// Nanoseconds as seconds.
+    fn seconds(ns: u64) -> f64 {
+        ns as f64 / 1e9
+    }
+
+    /// The series of `profile`'s last closed window, as OpenMetrics text; `totals` counts the
+    /// calls of the windows not counted before. `closed_at`: the Unix time it is published.
+    /// `judge`: the drift is judged anew (else the last judgement is served).
+    pub(crate) fn render(
+        profile: &Profile,
+        job: &str,
+        totals: &mut Totals,
+        closed_at: f64,
+        judge: bool,
+    ) -> String {
+        let Some(window) = profile.windows.last() else {
+            return "# EOF\n".to_owned();
+        };
+        for w in &profile.windows {
+            if totals.last_index.is_some_and(|last| w.index <= last) {
+                continue;
+            }
+            for e in &w.events {
+                *totals.calls.entry(e.order).or_default() += e.stats.count;
+            }
+        }
+        totals.last_index = Some(window.index);
+        if judge {
+            judge_drift(profile, window.index, totals);
+        }
+
+        let run = &profile.run;
+        let base: Labels = vec![
+            ("job", job.to_owned()),
+            ("rank", run.rank.to_string()),
+            ("host", run.host.clone()),
+        ];
+        let mut registry = Registry::default();
+        let gauges = |registry: &mut Registry, name: &str, help: &str, unit: Option<Unit>| {
+            let family = Gauges::default();
+            match unit {
+                Some(unit) => registry.register_with_unit(name, help, unit, family.clone()),
+                None => registry.register(name, help, family.clone()),
+            }
+            family
+        };
+        let median = gauges(
+            &mut registry,
+            "prof_event_median",
+            "Median duration of the event's samples in the last closed window",
+            Some(Unit::Seconds),
+        );
+        let p90 = gauges(
+            &mut registry,
+            "prof_event_p90",
+            "90th percentile (nearest rank) of the event's samples in the last closed window",
+            Some(Unit::Seconds),
+        );
+        let fastest = gauges(
+            &mut registry,
+            "prof_event_fastest",
+            "Fastest-5% estimate of the event's samples in the last closed window (the drift \
+             verdicts' estimator)",
+            Some(Unit::Seconds),
+        );
+        let calls = Family::<Labels, Counter<u64>>::default();
+        registry.register(
+            "prof_event_calls",
+            "Samples measured of the event in the closed windows published so far",
+            calls.clone(),
+        );
+        let share = gauges(
+            &mut registry,
+            "prof_event_share_ratio",
+            "The event's median over the iteration's median in the last closed window",
+            None,
+        );
+        let flops = gauges(
+            &mut registry,
+            "prof_event_flops_per_second",
+            "FLOP/s of the event in the last closed window (its flops key over its samples' time)",
+            None,
+        );
+        let bytes = gauges(
+            &mut registry,
+            "prof_event_bytes_per_second",
+            "Bytes/s of the event in the last closed window (its bytes key over its samples' time)",
+            None,
+        );
+        let verdict = gauges(
+            &mut registry,
+            "prof_drift_verdict",
+            "Drift of the event as prof report judges it (against: headline, start, \
+             recent_past): -1 faster, 0 stable, 1 slower, 2 inconclusive, 3 unknown",
+            None,
+        );
+        let change = gauges(
+            &mut registry,
+            "prof_drift_change_ratio",
+            "The event's median in the last kept window over its median in the first",
+            None,
+        );
+        let slower_windows = gauges(
+            &mut registry,
+            "prof_drift_slower_windows",
+            "Windows closed in a row while the event's drift against the run's start said slower",
+            None,
+        );
+        let iteration = gauges(
+            &mut registry,
+            "prof_iteration_median",
+            "Median wall time of the iterations of the last closed window",
+            Some(Unit::Seconds),
+        );
+        let iteration_verdict = gauges(
+            &mut registry,
+            "prof_iteration_drift_verdict",
+            "Drift of the iteration's wall time (against: headline, start, recent_past): -1 \
+             faster, 0 stable, 1 slower, 2 inconclusive, 3 unknown",
+            None,
+        );
+        let index = gauges(
+            &mut registry,
+            "prof_window_index",
+            "Index of the last closed window (0: the run's first after warmup)",
+            None,
+        );
+        let closed = gauges(
+            &mut registry,
+            "prof_window_closed_timestamp",
+            "Unix time at which the last closed window was published (within a second of its \
+             close)",
+            Some(Unit::Seconds),
+        );
+        let floor = gauges(
+            &mut registry,
+            "prof_timer_floor",
+            "The profiler's own cost in every sample: the median of an empty measurement, \
+             included in each duration",
+            Some(Unit::Seconds),
+        );
+
+        let iteration_median = Stats::of(&window.wall_ns).median_ns;
+        iteration
+            .get_or_create(&base)
+            .set(seconds(iteration_median));
+        index.get_or_create(&base).set(window.index as f64);
+        closed.get_or_create(&base).set(closed_at);
+        floor.get_or_create(&base).set(seconds(run.timer_floor_ns));
+
+        let judged = |family: &Gauges, labels: &Labels, j: &Judged| {
+            for (against, status) in ["headline", "start", "recent_past"]
+                .into_iter()
+                .zip(j.verdicts)
+            {
+                let mut labels = labels.clone();
+                labels.push(("against", against.to_owned()));
+                family.get_or_create(&labels).set(verdict_number(status));
+            }
+        };
+        if let Some(j) = &totals.iteration_judged {
+            judged(&iteration_verdict, &base, j);
+        }
+
+        let events: HashMap<u32, &profiler_format::Event> =
+            profile.events.iter().map(|e| (e.order, e)).collect();
+        for we in &window.events {
+            let Some(event) = events.get(&we.order) else {
+                continue;
+            };
+            let mut labels = base.clone();
+            labels.extend([
+                ("layer", event.layer.clone().unwrap_or_default()),
+                ("phase", event.phase.clone().unwrap_or_default()),
+                ("event", event.name.clone()),
+                ("occurrence", event.occurrence.to_string()),
+            ]);
+            median
+                .get_or_create(&labels)
+                .set(seconds(we.stats.median_ns));
+            p90.get_or_create(&labels).set(seconds(we.stats.p90_ns));
+            if !we.samples_ns.is_empty() {
+                let values: Vec<f64> = we.samples_ns.iter().map(|&ns| ns as f64).collect();
+                let fast = profiler_analysis::stats::fast(&values);
+                fastest.get_or_create(&labels).set(fast / 1e9);
+            }
+            calls
+                .get_or_create(&labels)
+                .inc_by(totals.calls.get(&we.order).copied().unwrap_or(0));
+            if iteration_median > 0 {
+                share
+                    .get_or_create(&labels)
+                    .set(we.stats.median_ns as f64 / iteration_median as f64);
+            }
+            // The work is recorded per sample in `events`, which shows the last closed window.
+            if let Some(work) = &event.work {
+                let time: u64 = event.samples_ns.iter().sum();
+                for (family, counted) in [(&flops, &work.flops), (&bytes, &work.bytes)] {
+                    if let (Some(counted), true) = (counted, time > 0) {
+                        let total: u64 = counted.iter().sum();
+                        family
+                            .get_or_create(&labels)
+                            .set(total as f64 / seconds(time));
+                    }
+                }
+            }
+            if let Some(j) = totals.judged.get(&we.order) {
+                judged(&verdict, &labels, j);
+                let streak = totals.slower.get(&we.order).copied().unwrap_or(0);
+                slower_windows.get_or_create(&labels).set(streak as f64);
+                if let Some(c) = j.change {
+                    change.get_or_create(&labels).set(1.0 + c);
+                }
+            }
+        }
+        let mut text = String::new();
+        if encode(&mut text, &registry).is_err() {
+            return "# EOF\n".to_owned();
+        }
+        text
+    }
+}
+
+#[cfg(all(test, feature = "metrics"))]
+mod tests {
+    use super::served::{bind, render, Metrics, Totals, MAX_REQUEST};
+    use profiler_format::Profile;
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::time::Duration;
+
+    /// A recorded continuous-mode run (dlrm, a layer slowed part-way).
+    fn recorded() -> Profile {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../profiler-cli/tests/data/cli/continuous-slow.json"
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// The value of the series `name` whose labels include every one of `labels`.
+    fn value(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")))
+            .find(|l| labels.iter().all(|want| l.contains(want)))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    }
+
+    #[test]
+    fn every_series_of_the_last_window_equals_the_file() {
+        let profile = recorded();
+        let window = profile.windows.last().unwrap();
+        let text = render(&profile, "train", &mut Totals::default(), 1.5e9, true);
+        for line in [
+            "# TYPE prof_event_median_seconds gauge",
+            "# UNIT prof_event_median_seconds seconds",
+            "# HELP prof_event_p90_seconds ",
+            "# TYPE prof_event_fastest_seconds gauge",
+            "# TYPE prof_event_calls counter",
+            "# TYPE prof_event_share_ratio gauge",
+            "# TYPE prof_drift_verdict gauge",
+            "# TYPE prof_drift_change_ratio gauge",
+            "# TYPE prof_iteration_median_seconds gauge",
+            "# TYPE prof_window_index gauge",
+            "# TYPE prof_window_closed_timestamp_seconds gauge",
+            "# TYPE prof_timer_floor_seconds gauge",
+        ] {
+            assert!(text.contains(line), "no `{line}` in:\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"));
+        let base = [
+            "job=\"train\"".to_owned(),
+            format!("rank=\"{}\"", profile.run.rank),
+            format!("host=\"{}\"", profile.run.host),
+        ];
+        let base: Vec<&str> = base.iter().map(String::as_str).collect();
+        assert_eq!(
+            value(&text, "prof_window_index", &base),
+            Some(window.index as f64)
+        );
+        let wall = profiler_format::Stats::of(&window.wall_ns).median_ns;
+        assert_eq!(
+            value(&text, "prof_iteration_median_seconds", &base),
+            Some(wall as f64 / 1e9)
+        );
+        assert!(!window.events.is_empty());
+        for we in &window.events {
+            let e = profile.events.iter().find(|e| e.order == we.order).unwrap();
+            let labels = [
+                format!("event=\"{}\"", e.name),
+                format!("occurrence=\"{}\"", e.occurrence),
+                format!("layer=\"{}\"", e.layer.clone().unwrap_or_default()),
+                format!("phase=\"{}\"", e.phase.clone().unwrap_or_default()),
+            ];
+            let mut labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+            labels.extend(&base);
+            let median = value(&text, "prof_event_median_seconds", &labels).unwrap();
+            assert_eq!(
+                (median * 1e9).round() as u64,
+                we.stats.median_ns,
+                "{}",
+                e.name
+            );
+            let p90 = value(&text, "prof_event_p90_seconds", &labels).unwrap();
+            assert_eq!((p90 * 1e9).round() as u64, we.stats.p90_ns, "{}", e.name);
+            let calls: u64 = profile
+                .windows
+                .iter()
+                .flat_map(|w| &w.events)
+                .filter(|x| x.order == we.order)
+                .map(|x| x.stats.count)
+                .sum();
+            let got = value(&text, "prof_event_calls_total", &labels).unwrap();
+            assert_eq!(got as u64, calls, "{}", e.name);
+            let share = value(&text, "prof_event_share_ratio", &labels).unwrap();
+            assert!((share - we.stats.median_ns as f64 / wall as f64).abs() < 1e-12);
+            let mut headline = labels.clone();
+            headline.push("against=\"headline\"");
+            assert!(value(&text, "prof_drift_verdict", &headline).is_some());
+        }
+    }
+
+    #[test]
+    fn the_slowed_layer_is_served_as_slower() {
+        let profile = recorded();
+        let text = render(&profile, "train", &mut Totals::default(), 0.0, true);
+        let slower = text
+            .lines()
+            .filter(|l| l.starts_with("prof_drift_verdict{") && l.ends_with(" 1.0"))
+            .count();
+        assert!(slower > 0, "no event judged slower in:\n{text}");
+    }
+
+    #[test]
+    fn slower_since_the_start_counts_the_windows_in_a_row() {
+        let full = recorded();
+        let n = full.windows.len();
+        let streaks = |text: &str| -> Vec<u64> {
+            text.lines()
+                .filter(|l| l.starts_with("prof_drift_slower_windows{"))
+                .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64)
+                .collect()
+        };
+        // Published once: at most one window.
+        let once = render(&full, "j", &mut Totals::default(), 0.0, true);
+        assert!(streaks(&once).iter().all(|&k| k <= 1), "{once}");
+        assert!(
+            streaks(&once).contains(&1),
+            "nothing slower since the start: {once}"
+        );
+        // Published at each of the last four windows' close: three more.
+        let mut totals = Totals::default();
+        let mut text = String::new();
+        for keep in n - 3..=n {
+            let mut profile = full.clone();
+            profile.windows.truncate(keep);
+            text = render(&profile, "j", &mut totals, 0.0, true);
+        }
+        assert!(streaks(&text).contains(&4), "{text}");
+        // Between judgements the last one is served: the same verdicts, the same count.
+        let again = render(&full, "j", &mut totals, 0.0, false);
+        let sorted = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(sorted(streaks(&again)), sorted(streaks(&text)));
+        let verdicts = |t: &str| {
+            t.lines()
+                .filter(|l| l.starts_with("prof_drift_verdict{"))
+                .count()
+        };
+        assert_eq!(verdicts(&again), verdicts(&text));
+        // Not judged yet: no verdict is served.
+        let unjudged = render(&full, "j", &mut Totals::default(), 0.0, false);
+        assert_eq!(verdicts(&unjudged), 0);
+    }
+
+    #[test]
+    fn calls_count_each_window_once_across_renders() {
+        let mut profile = recorded();
+        let mut totals = Totals::default();
+        let last = profile.windows.pop().unwrap();
+        let first = render(&profile, "j", &mut totals, 0.0, true);
+        profile.windows.push(last.clone());
+        let second = render(&profile, "j", &mut totals, 0.0, true);
+        let total = |text: &str| {
+            text.lines()
+                .filter(|l| l.starts_with("prof_event_calls_total{"))
+                .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+                .sum::<u64>()
+        };
+        let added: u64 = last.events.iter().map(|e| e.stats.count).sum();
+        assert_eq!(total(&second), total(&first) + added);
+        // Rendering the same windows again adds nothing.
+        let third = render(&profile, "j", &mut totals, 0.0, true);
+        assert_eq!(total(&third), total(&second));
+    }
+
+    #[test]
+    fn hostile_names_are_escaped() {
+        let mut profile = recorded();
+        let order = profile.windows.last().unwrap().events[0].order;
+        let e = profile
+            .events
+            .iter_mut()
+            .find(|e| e.order == order)
+            .unwrap();
+        e.name = "a \"quoted\"\\back\nslash} name".to_owned();
+        e.layer = Some("l\"\n".to_owned());
+        profile.run.host = "h\\".to_owned();
+        let text = render(&profile, "j\"ob", &mut Totals::default(), 0.0, true);
+        assert!(
+            text.contains(r#"event="a \"quoted\"\\back\nslash} name""#),
+            "{text}"
+        );
+        assert!(text.contains(r#"layer="l\"\n""#));
+        assert!(text.contains(r#"host="h\\""#));
+        assert!(text.contains(r#"job="j\"ob""#));
+        // Every line is a comment or one series: no raw newline broke one in two.
+        for line in text.lines() {
+            assert!(
+                line.starts_with('#') || line.starts_with("prof_"),
+                "{line:?}"
+            );
+        }
+    }
+
+    fn serving() -> (Metrics, SocketAddr) {
+        let listener = bind("127.0.0.1:0", 3).unwrap();
+        let addr = listener.local_addr().unwrap();
+        (Metrics::serving(listener, "t".into()).unwrap(), addr)
+    }
+
+    fn get(addr: SocketAddr, request: &[u8]) -> String {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let _ = s.write_all(request);
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    }
+
+    #[test]
+    fn the_server_answers_metrics_only() {
+        let (metrics, addr) = serving();
+        let empty = get(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(empty.starts_with("HTTP/1.1 200 OK\r\n"), "{empty}");
+        assert!(empty.ends_with("\r\n\r\n# EOF\n"), "{empty}");
+        metrics.publish(&recorded());
+        let full = get(addr, b"GET /metrics?x=1 HTTP/1.1\r\n\r\n");
+        assert!(full.contains("application/openmetrics-text"));
+        assert!(full.contains("prof_event_median_seconds{"));
+        assert!(get(addr, b"GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404 "));
+        assert!(get(addr, b"POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405 "));
+        let head = get(addr, b"HEAD /metrics HTTP/1.1\r\n\r\n");
+        assert!(head.starts_with("HTTP/1.1 200 ") && head.ends_with("\r\n\r\n"));
+    }
+
+    #[test]
+    fn a_huge_request_is_cut_short_and_the_server_goes_on() {
+        let (_metrics, addr) = serving();
+        let mut huge = b"GET /metrics HTTP/1.1\r\nX: ".to_vec();
+        huge.resize(1 << 20, b'a');
+        let answer = get(addr, &huge);
+        // The server stops reading at its bound and answers 431; the client, still writing,
+        // may see the connection reset before it reads that.
+        assert!(
+            answer.is_empty() || answer.starts_with("HTTP/1.1 431 "),
+            "{answer}"
+        );
+        assert!(get(addr, b"GET /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200 "));
+        const { assert!(MAX_REQUEST < 1 << 20) };
+    }
+
+    #[test]
+    fn idle_and_silent_connections_do_not_stop_the_others() {
+        let (metrics, addr) = serving();
+        // A thousand connections that send nothing (and never read), held open.
+        let idle: Vec<TcpStream> = (0..1000)
+            .filter_map(|_| TcpStream::connect(addr).ok())
+            .collect();
+        assert!(!idle.is_empty());
+        // Publishing never waits for the server.
+        metrics.publish(&recorded());
+        drop(idle);
+        // Once they are gone, a scrape is answered (the closed ones are answered at once: the
+        // read sees the end; the waits are the I/O timeout at worst).
+        let mut answered = String::new();
+        for _ in 0..50 {
+            answered = get(addr, b"GET /metrics HTTP/1.1\r\n\r\n");
+            if answered.starts_with("HTTP/1.1 200 ") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert!(answered.contains("prof_window_index{"), "{answered}");
+    }
+
+    #[test]
+    fn a_taken_port_is_an_error_naming_it() {
+        let (_metrics, addr) = serving();
+        let why = bind(&addr.to_string(), 0).unwrap_err();
+        assert!(why.contains("cannot listen on"), "{why}");
+        assert!(why.contains(&addr.to_string()), "{why}");
+        let why = bind("127.0.0.1:65535", 1).unwrap_err();
+        assert!(why.contains("past 65535"), "{why}");
+    }
+}
+
+#[cfg(all(test, not(feature = "metrics")))]
+mod without_the_feature {
+    use super::Metrics;
+    use crate::select::config::{Config, Mode};
+
+    #[test]
+    fn prof_metrics_is_an_error_naming_the_feature() {
+        let config = Config {
+            mode: Mode::Continuous,
+            metrics: Some("127.0.0.1:0".into()),
+            ..Config::default()
+        };
+        let e = Metrics::start(&config).unwrap_err();
+        assert_eq!(e.var, "PROF_METRICS");
+        assert!(e.to_string().contains("lacks its `metrics` feature"), "{e}");
+        assert!(Metrics::start(&Config::default()).unwrap().is_none());
+    }
+}
