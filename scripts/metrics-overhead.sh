@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 if [[ -n "${DLRM:-}" ]]; then
   exe=$(realpath "$DLRM")
 else
-  cargo build --release --example dlrm -q
+  cargo build --release --features metrics --example dlrm -q
   exe=$PWD/target/release/examples/dlrm
 fi
 work=$(mktemp -d)
