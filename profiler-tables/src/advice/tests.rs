@@ -441,3 +441,19 @@ fn the_json_has_the_stable_fields() {
     }
     assert!(json["evidence"]["events"][0]["location"].is_string());
 }
+
+/// docs/reference.md's table of rules is the code's: each rule's id, title and condition, and
+/// what to try, in one row.
+#[test]
+fn the_reference_states_every_rule() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/reference.md");
+    let reference = std::fs::read_to_string(path).unwrap();
+    for r in RULES {
+        let row = format!("| `{}`: {} | {} |", r.id, r.title, r.condition);
+        let line = reference
+            .lines()
+            .find(|l| l.starts_with(&row))
+            .unwrap_or_else(|| panic!("docs/reference.md has no row {row}"));
+        assert!(line.ends_with(&format!("| {} |", r.remedy)), "{line}");
+    }
+}

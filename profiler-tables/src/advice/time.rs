@@ -163,7 +163,15 @@ pub(super) fn dominant_layer(input: &Input) -> Option<Finding> {
     let largest = members.first().map(|&i| input.rows.events[i].self_ns);
     Some(Finding::new(
         &DOMINANT_LAYER,
-        format!("layer {name} takes {} of the iteration", percent(share)),
+        if share > 1.0 {
+            format!(
+                "layer {name} takes longer than the mean iteration ({}: its events were \
+                 measured in slower iterations, or overlap)",
+                percent(share)
+            )
+        } else {
+            format!("layer {name} takes {} of the iteration", percent(share))
+        },
         total,
         Evidence {
             summary: format!(
@@ -230,13 +238,28 @@ pub(super) fn too_noisy(input: &Input) -> Option<Finding> {
         .map(|&i| input.rows.events[i].samples)
         .min()
         .unwrap_or(0);
+    let mut short: Vec<String> = noisy
+        .iter()
+        .take(3)
+        .map(|&i| {
+            let id = &input.rows.events[i].identity;
+            match id.occurrence {
+                0 => id.display_name().into_owned(),
+                k => format!("{}#{k}", id.display_name()),
+            }
+        })
+        .collect();
+    if noisy.len() > 3 {
+        short.push(format!("+{} more", noisy.len() - 3));
+    }
     Some(Finding::new(
         &TOO_NOISY,
         format!(
-            "{} event{} too noisy to judge (cv up to {})",
+            "{} event{} too noisy to judge (cv up to {}): {}",
             noisy.len(),
             if noisy.len() == 1 { "" } else { "s" },
-            percent(worst_cv)
+            percent(worst_cv),
+            short.join(", ")
         ),
         at_stake,
         Evidence {
