@@ -124,3 +124,47 @@ fn report_and_html_carry_the_same_findings() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--peak`: the rules on FLOP/s judge against the given peak. `top_backward` made to count
+/// 1 MFLOP a run (about 13 GFLOP/s at its 74µs): far below a peak of 1 PFLOP/s, so
+/// `compute-below-peak` fires with `--peak`, and is silent without a peak.
+#[test]
+fn peak_brings_the_rules_on_the_peak() {
+    let dir = scratch("advise-peak");
+    let mut v: Value =
+        serde_json::from_slice(&std::fs::read(data("batch32.json")).unwrap()).unwrap();
+    for e in v["events"].as_array_mut().unwrap() {
+        if e["name"] == "top_backward" {
+            let n = e["samples_ns"].as_array().unwrap().len();
+            e["work"] = serde_json::json!({ "flops": vec![1_000_000u64; n] });
+        }
+    }
+    let file = dir.join("work.json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let peak = dir.join("peak.json");
+    std::fs::write(
+        &peak,
+        r#"{"schema": "profiler-core/peak/v1", "flops": 1e15, "source": "given"}"#,
+    )
+    .unwrap();
+    let ids = |args: &[&str]| -> Vec<String> {
+        let v: Value = serde_json::from_str(&ok(args)).unwrap();
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let without = ids(&["advise", p(&file), "--json"]);
+    assert!(
+        !without.iter().any(|i| i == "compute-below-peak"),
+        "{without:?}"
+    );
+    let with = ids(&["advise", p(&file), "--json", "--peak", p(&peak)]);
+    assert!(with.iter().any(|i| i == "compute-below-peak"), "{with:?}");
+    let out = prof(&["advise", p(&file), "--peak", p(&dir.join("missing.json"))]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: --peak"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

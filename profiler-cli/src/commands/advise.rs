@@ -24,6 +24,10 @@ pub struct AdviseArgs {
     /// Show only the first N findings (those with the most time at stake).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     top: Option<u64>,
+    /// A peak.json written by `prof peak`: the peak the rules on FLOP/s and bandwidth judge
+    /// against, instead of the profile's run.peak.
+    #[arg(long)]
+    peak: Option<PathBuf>,
     /// Events whose coefficient of variation is above this are too noisy to judge.
     #[arg(long, default_value_t = 0.25, value_parser = non_negative)]
     cv_threshold: f64,
@@ -39,7 +43,14 @@ fn non_negative(s: &str) -> Result<f64, String> {
 
 /// Prints the findings on `args.files`.
 pub fn run(args: AdviseArgs) -> Result<ExitCode, Failure> {
-    let profiles = load_all(&args.files)?;
+    let mut profiles = load_all(&args.files)?;
+    if let Some(path) = args.peak {
+        let peak = profiler_format::peak::load_peak(&path)
+            .map_err(|e| Failure::new(format!("error: --peak {e}")))?;
+        for p in &mut profiles {
+            p.run.peak = Some(peak.clone());
+        }
+    }
     let options = AdviceOptions {
         cv_threshold: args.cv_threshold,
     };
