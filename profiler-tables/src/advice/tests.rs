@@ -297,6 +297,33 @@ fn too_noisy() {
     assert!(f.evidence.figures["repeat"] > 8.0);
     // Mean 500µs above the fastest 100µs.
     assert_eq!(f.at_stake_ns, 400_000.0);
+    // A noisy child of a noisy event is in its parent's time: counted once.
+    let mut events = vec![
+        timed(
+            0,
+            "a",
+            "la",
+            "fwd",
+            0,
+            vec![200_000, 800_000, 200_000, 800_000],
+        ),
+        timed(
+            1,
+            "inner",
+            "la",
+            "fwd",
+            0,
+            vec![100_000, 700_000, 100_000, 700_000],
+        ),
+        event(2, "b", "lb", "bwd", 500_000, 500_000),
+    ];
+    events[1].parent = Some(0);
+    let f = fired(&profile(events), "too-noisy");
+    assert_eq!(f.evidence.events.len(), 2);
+    assert_eq!(
+        f.at_stake_ns, 300_000.0,
+        "the parent's 500µs mean above its 200µs only"
+    );
     silent(&profile(quiet()), "too-noisy");
 }
 

@@ -226,7 +226,12 @@ pub(super) fn too_noisy(input: &Input) -> Option<Finding> {
         ((r.mean_ns - r.min_ns) * r.calls_per_iter).max(0.0)
     };
     noisy.sort_by(|&a, &b| stake(b).total_cmp(&stake(a)));
-    let at_stake: f64 = noisy.iter().map(|&i| stake(i)).sum();
+    // A noisy event inside another is in its parent's time already: counted once.
+    let at_stake: f64 = noisy
+        .iter()
+        .filter(|&&i| !input.rows.ancestors[i].iter().any(|a| noisy.contains(a)))
+        .map(|&i| stake(i))
+        .sum();
     let worst_cv = noisy
         .iter()
         .map(|&i| input.rows.events[i].cv)
@@ -265,8 +270,8 @@ pub(super) fn too_noisy(input: &Input) -> Option<Finding> {
         Evidence {
             summary: format!(
                 "cv above {} with {} samples or more: {}; their mean runs above their fastest \
-                 by {} per iteration; PROF_REPEAT={repeat} would put the worst one's mean \
-                 within ±5% (95%)",
+                 by {} per iteration (nested ones counted once); PROF_REPEAT={repeat} would \
+                 put the worst one's mean within ±5% (95%)",
                 percent(threshold),
                 samples,
                 names(&sites),
