@@ -55,6 +55,9 @@ pub const H2D_SHARE: f64 = 0.02;
 /// `too-noisy` (with `prof report`'s default `--cv-threshold`): an event is noisy above this
 /// coefficient of variation.
 pub const CV_THRESHOLD: f64 = crate::summary::CV_THRESHOLD;
+/// `too-noisy`: past this many samples, the finding says to quieten the machine rather than
+/// repeat more.
+pub const MAX_USEFUL_REPEAT: u64 = 10_000;
 /// Events named in a finding's evidence, at most.
 pub const EVENTS_NAMED: usize = 5;
 

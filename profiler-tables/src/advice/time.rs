@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use super::UNCOVERED_SHARE;
 use super::{figures, names, Evidence, Finding, Input, Rule, DOMINANT_SHARE, INPUT_SHARE};
+use super::{MAX_USEFUL_REPEAT, UNCOVERED_SHARE};
 use crate::table_text::{human_ns, percent};
 
 pub(super) const INPUT_BOUND: Rule = Rule {
@@ -270,12 +270,20 @@ pub(super) fn too_noisy(input: &Input) -> Option<Finding> {
         Evidence {
             summary: format!(
                 "cv above {} with {} samples or more: {}; their mean runs above their fastest \
-                 by {} per iteration (nested ones counted once); PROF_REPEAT={repeat} would \
-                 put the worst one's mean within ±5% (95%)",
+                 by {} per iteration (nested ones counted once); {}",
                 percent(threshold),
                 samples,
                 names(&sites),
-                human_ns(at_stake)
+                human_ns(at_stake),
+                if repeat > MAX_USEFUL_REPEAT {
+                    format!(
+                        "the worst one's mean would need PROF_REPEAT={repeat} to be within ±5% \
+                         (95%): quieten the machine (its load scatters the runs) rather than \
+                         repeat more"
+                    )
+                } else {
+                    format!("PROF_REPEAT={repeat} would put the worst one's mean within ±5% (95%)")
+                }
             ),
             events: sites,
             figures: figures([
