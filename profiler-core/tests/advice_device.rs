@@ -11,6 +11,7 @@ use profiler_tables::advice::{advise, AdviceOptions, Finding};
 use profiler_tables::breakdown::breakdown;
 use profiler_tables::rows::profile_rows;
 
+#[allow(dead_code)] // stream B and other helpers this file does not use
 mod common;
 use common::{config, host, serial, snapshot, start, A};
 

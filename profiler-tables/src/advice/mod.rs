@@ -54,7 +54,7 @@ pub const DEVICE_BUSY_SHARE: f64 = 0.5;
 pub const H2D_SHARE: f64 = 0.02;
 /// `too-noisy` (with `prof report`'s default `--cv-threshold`): an event is noisy above this
 /// coefficient of variation.
-pub const CV_THRESHOLD: f64 = crate::summary::CV_THRESHOLD;
+pub const CV_THRESHOLD: f64 = 0.25;
 /// `too-noisy`: past this many samples, the finding says to quieten the machine rather than
 /// repeat more.
 pub const MAX_USEFUL_REPEAT: u64 = 10_000;

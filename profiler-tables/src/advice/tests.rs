@@ -127,6 +127,11 @@ fn the_rules_are_at_least_twelve_with_unique_kebab_case_ids() {
 }
 
 #[test]
+fn the_noise_threshold_is_the_summarys_and_prof_reports() {
+    assert_eq!(CV_THRESHOLD, crate::summary::CV_THRESHOLD);
+}
+
+#[test]
 fn a_quiet_profile_fires_nothing() {
     assert_eq!(ids(&profile(quiet())), Vec::<String>::new());
 }
