@@ -24,7 +24,7 @@ use crate::merge;
 use profiler_format::Profile;
 use profiler_tables::advice::{self, site_of};
 pub use profiler_tables::advice::{AdviceOptions, Evidence, Finding, RULES};
-use profiler_tables::breakdown::{breakdown, Site};
+use profiler_tables::breakdown::{breakdown, Breakdown, Site};
 use profiler_tables::rows::{profile_rows, ProfileRows};
 use profiler_tables::table_text::{human_ns, percent, printable_lines};
 
@@ -72,7 +72,8 @@ pub fn advise(profiles: &[Profile], options: &AdviceOptions) -> Result<Advice, S
     let windows = (!judged.windows.is_empty())
         .then(|| drift::windows(judged, &DiffOptions::default()))
         .flatten();
-    let mut findings = findings_of(judged, &rows, windows.as_ref(), options);
+    let b = breakdown(judged, &rows);
+    let mut findings = findings_of(judged, &rows, b.as_ref(), windows.as_ref(), options);
     findings.extend(straggler);
     advice::sort(&mut findings);
     Ok(Advice {
@@ -85,17 +86,17 @@ pub fn advise(profiles: &[Profile], options: &AdviceOptions) -> Result<Advice, S
     })
 }
 
-/// The findings on one profile from its `rows` and, in `continuous` mode, its `windows`
-/// (as `prof report` computed them): [`profiler_tables::advice::advise`]'s, the runs
+/// The findings on one profile from its `rows`, its `breakdown` and, in `continuous` mode, its
+/// `windows` (as `prof report` computed them): [`profiler_tables::advice::advise`]'s, the runs
 /// `prof ab` would need added to `too-noisy`, and `drift`; the most at stake first.
 pub fn findings_of(
     profile: &Profile,
     rows: &ProfileRows,
+    breakdown: Option<&Breakdown>,
     windows: Option<&Windows>,
     options: &AdviceOptions,
 ) -> Vec<Finding> {
-    let b = breakdown(profile, rows);
-    let mut findings = advice::advise(profile, rows, b.as_ref(), options);
+    let mut findings = advice::advise(profile, rows, breakdown, options);
     for f in findings.iter_mut().filter(|f| f.id == "too-noisy") {
         add_ab_runs(profile, f);
     }

@@ -265,6 +265,7 @@ pub fn build_from(profile: &Profile, measures: ProfileRows, options: &ReportOpti
     let advice = crate::advise::findings_of(
         profile,
         &measures,
+        breakdown.as_ref(),
         windows.as_ref(),
         &crate::advise::AdviceOptions {
             cv_threshold: options.cv_threshold,
