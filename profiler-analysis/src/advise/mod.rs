@@ -60,10 +60,7 @@ pub fn advise(profiles: &[Profile], options: &AdviceOptions) -> Result<Advice, S
         .ok_or_else(|| "nothing to advise on: give a prof.json".to_owned())?;
     let (judged, straggler) = if profiles.len() > 1 {
         let merged = merge::merge(profiles)?;
-        let slowest = profiles
-            .iter()
-            .find(|p| p.run.rank == merged.straggler)
-            .unwrap_or(first);
+        let slowest = of_rank(profiles, merged.straggler).unwrap_or(first);
         (slowest, straggler_finding(profiles, &merged))
     } else {
         (first, None)
@@ -135,6 +132,20 @@ fn add_ab_runs(profile: &Profile, f: &mut Finding) {
     f.evidence.summary.push_str(&text);
 }
 
+/// The profile `prof merge` calls `rank`: the one whose `run.rank` it is, or, when two inputs
+/// give the same rank (`prof merge` then numbers the inputs by their position), the input at
+/// that position.
+fn of_rank(profiles: &[Profile], rank: u32) -> Option<&Profile> {
+    let mut ranks: Vec<u32> = profiles.iter().map(|p| p.run.rank).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    if ranks.len() == profiles.len() {
+        profiles.iter().find(|p| p.run.rank == rank)
+    } else {
+        profiles.get(usize::try_from(rank).ok()?)
+    }
+}
+
 /// `straggler`, over the ranks' profiles as `prof merge` merged them.
 fn straggler_finding(profiles: &[Profile], merged: &merge::Merged) -> Option<Finding> {
     let medians: Vec<f64> = merged
@@ -160,7 +171,7 @@ fn straggler_finding(profiles: &[Profile], merged: &merge::Merged) -> Option<Fin
     if ratio.is_nan() || ratio < STRAGGLER_RATIO {
         return None;
     }
-    let profile = profiles.iter().find(|p| p.run.rank == merged.straggler);
+    let profile = of_rank(profiles, merged.straggler);
     let sites: Vec<Site> = merged
         .events
         .iter()

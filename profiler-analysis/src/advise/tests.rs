@@ -55,18 +55,24 @@ fn dlrm_quiet_fires_only_the_rules_true_there() {
     assert!(noisy.evidence.summary.contains("`prof ab` would need"));
 }
 
-#[test]
-fn straggler_fires_on_a_slower_rank_and_not_on_equal_ones() {
-    let a = recorded("profiler-cli/tests/data/cli/batch32.json");
-    // The same run as rank 1, every time 30% longer.
-    let mut slow = a.clone();
-    slow.run.rank = 1;
+/// `p` with every time 30% longer.
+fn slow_copy(p: &Profile) -> Profile {
+    let mut slow = p.clone();
     let stretch = |v: &mut u64| *v = *v * 13 / 10;
     slow.iterations.wall_ns.iter_mut().for_each(stretch);
     for e in &mut slow.events {
         e.samples_ns.iter_mut().for_each(stretch);
         e.stats = profiler_format::Stats::of(&e.samples_ns);
     }
+    slow
+}
+
+#[test]
+fn straggler_fires_on_a_slower_rank_and_not_on_equal_ones() {
+    let a = recorded("profiler-cli/tests/data/cli/batch32.json");
+    // The same run as rank 1, every time 30% longer.
+    let mut slow = slow_copy(&a);
+    slow.run.rank = 1;
     let advice = advise_on(&[a.clone(), slow]);
     let f = advice
         .findings
@@ -76,6 +82,19 @@ fn straggler_fires_on_a_slower_rank_and_not_on_equal_ones() {
     assert_eq!(f.evidence.figures["rank"], 1.0);
     assert_eq!(advice.rank, 1, "the other rules judge the slowest rank");
     assert!(f.title.starts_with("rank 1 is "), "{}", f.title);
+
+    // Two inputs that both say rank 0: `prof merge` numbers them by position, and so does
+    // the rule (the slower second input is rank 1, and the one judged).
+    let mut second = slow_copy(&a);
+    second.run.rank = 0;
+    second.run.pid = 99;
+    let advice = advise_on(&[a.clone(), second]);
+    assert!(ids(&advice).contains(&"straggler"), "{advice:#?}");
+    assert_eq!(advice.rank, 0, "{advice:#?}");
+    assert!(
+        (advice.iteration_ns - advise_on(&[slow_copy(&a)]).iteration_ns).abs() < 1e-6,
+        "the slower input is the one judged"
+    );
 
     let mut same = a.clone();
     same.run.rank = 1;
