@@ -36,6 +36,15 @@ pub const DOMINANT_SHARE: f64 = 0.50;
 pub const FAR_BELOW_PEAK: f64 = 0.5;
 /// `alloc-churn`: the least median allocations of one run.
 pub const CHURN_ALLOCS: f64 = 8.0;
+/// `alloc-churn`: the allocator's estimated cost of one allocation (and its free), generous:
+/// not measured (glibc's small allocations take tens of nanoseconds, an `mmap`ed one a few
+/// microseconds).
+pub const CHURN_NS_PER_ALLOC: f64 = 5_000.0;
+/// `alloc-churn`: the estimated cost of each 4KiB page allocated (a page fault and its
+/// zeroing), generous.
+pub const CHURN_NS_PER_PAGE: f64 = 500.0;
+/// `alloc-churn`: the least share of the mean iteration the estimated cost must reach.
+pub const CHURN_SHARE: f64 = 0.02;
 /// `many-shapes`: the least distinct input shapes of one event.
 pub const MANY_SHAPES: u64 = 4;
 /// `uncovered-stretch`: the least share of the mean iteration a stretch no probe covers takes.

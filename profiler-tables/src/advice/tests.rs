@@ -253,9 +253,17 @@ fn with_memory(allocs: u64, alloc: u64, freed: u64) -> Profile {
 
 #[test]
 fn alloc_churn() {
+    // 64 allocations (320µs) of 1MiB (256 pages, 128µs): 448µs, under its 500µs self time.
     let f = fired(&with_memory(64, 1 << 20, 1 << 20), "alloc-churn");
-    assert_eq!(f.at_stake_ns, 500_000.0);
+    assert_eq!(f.at_stake_ns, 448_000.0);
     assert_eq!(f.evidence.figures["allocs"], 64.0);
+    // 1,000 allocations: capped at the event's self time.
+    let f = fired(&with_memory(1000, 1 << 20, 1 << 20), "alloc-churn");
+    assert_eq!(f.at_stake_ns, 500_000.0);
+    // Churn whose estimated cost is under 2% of a 10ms iteration: 8 x 5µs + 0.5µs.
+    let mut p = with_memory(8, 64, 64);
+    p.iterations.wall_ns.iter_mut().for_each(|w| *w *= 10);
+    silent(&p, "alloc-churn");
     // Few allocations; or memory kept (a cache that grows), not churned.
     silent(&with_memory(2, 1 << 20, 1 << 20), "alloc-churn");
     silent(&with_memory(64, 1 << 20, 0), "alloc-churn");
