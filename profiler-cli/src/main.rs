@@ -43,6 +43,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Report(commands::report::ReportArgs),
+    Advise(commands::advise::AdviseArgs),
     Trace(commands::trace::TraceArgs),
     Diff(commands::diff::DiffArgs),
     Scale(commands::scale::ScaleArgs),
@@ -60,6 +61,7 @@ enum Command {
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Report(args) => commands::report::run(args),
+        Command::Advise(args) => commands::advise::run(args),
         Command::Trace(args) => commands::trace::run(args),
         Command::Diff(args) => commands::diff::run(args),
         Command::Scale(args) => commands::scale::run(args),

@@ -254,10 +254,22 @@ fn real_profile() {
         return;
     };
     assert_eq!(event_rows(&dom), profile.events.len());
-    for section in ["overview", "breakdown", "timeline", "events"] {
+    for section in ["overview", "advice", "breakdown", "timeline", "events"] {
         assert!(dom.contains(&format!("id=\"{section}\"")), "no {section}");
     }
     assert!(!dom.contains("id=\"diff\""));
+    // What to do about it: one item per finding of `prof advise`, its id and evidence shown.
+    let advice = profiler_analysis::report::build(&profile, &Default::default()).advice;
+    let card = &dom[dom.find("id=\"advice\"").unwrap()..];
+    let card = &card[..card.find("</section>").unwrap()];
+    assert_eq!(card.matches("<li").count(), advice.len(), "{card}");
+    for f in &advice {
+        assert!(
+            card.contains(&format!("{}: ", f.id)),
+            "{} not in {card}",
+            f.id
+        );
+    }
     // The step-time breakdown: a bar per category, `other` last, and where to annotate next.
     assert!(
         dom.contains("id=\"step-breakdown\""),

@@ -129,7 +129,7 @@ pub struct Gap {
 }
 
 /// An event beside a gap: what it is and where it is in the source.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Site {
     /// The event's label (`layer/phase name#occurrence`).
     pub label: String,

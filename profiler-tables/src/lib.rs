@@ -10,6 +10,7 @@
 //! `docs/architecture.md` shows where this crate sits in the pipeline.
 #![warn(missing_docs)]
 
+pub mod advice;
 pub mod breakdown;
 pub mod columns;
 pub mod descriptive_stats;

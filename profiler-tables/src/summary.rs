@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::columns::{self, Place};
-use crate::rows::{profile_rows, EventRow, Perturbation, ProfileRows};
+use crate::rows::{profile_rows, Perturbation, ProfileRows};
 use crate::table_text::{
     aligned, clip, human_ns, percent, printable, printable_lines, signed_percent, MAX_CELL,
 };
@@ -14,10 +14,13 @@ use profiler_format::Profile;
 pub const CV_THRESHOLD: f64 = 0.25;
 /// The overall perturbation is flagged above this fraction (the default of `prof report`).
 pub const PERTURBATION_THRESHOLD: f64 = 0.05;
+/// How many findings of [`advice`](crate::advice) the summary names, one line each.
+pub const SUMMARY_FINDINGS: usize = 3;
 
 /// The end-of-run summary printed on stderr (one row per event in execution order; a header
 /// with mode, iterations, events, median iteration, complete or INCOMPLETE; a footnote with
-/// what share means, the timer floor, noisy events, the perturbation, and `results in {path}`).
+/// what share means, the timer floor, the perturbation, the breakdown, the first findings of
+/// [`advice`](crate::advice) (noisy events among them), and `results in {path}`).
 /// No trailing newline.
 pub fn summary(profile: &Profile, path: &str) -> String {
     summary_with(
@@ -95,37 +98,6 @@ pub fn perturbation_line(mode: &str, perturbation: Option<&Perturbation>) -> Str
     }
 }
 
-/// The line naming the noisy events (at most five), or saying there is none.
-pub fn noisy_line(events: &[EventRow], cv_threshold: f64) -> String {
-    let noisy: Vec<&EventRow> = events.iter().filter(|e| e.noisy).collect();
-    if noisy.is_empty() {
-        return format!("no noisy event (cv above {})", percent(cv_threshold));
-    }
-    let names: Vec<String> = noisy
-        .iter()
-        .take(5)
-        .map(|e| {
-            format!(
-                "{}#{}",
-                printable(&e.identity.display_name()),
-                e.identity.occurrence
-            )
-        })
-        .collect();
-    let more = if noisy.len() > 5 {
-        format!(", +{} more", noisy.len() - 5)
-    } else {
-        String::new()
-    };
-    format!(
-        "! {} noisy event{} (cv above {}; repeat more to trust them): {}{more}",
-        noisy.len(),
-        if noisy.len() == 1 { "" } else { "s" },
-        percent(cv_threshold),
-        names.join(", ")
-    )
-}
-
 /// How many events that ran before the loop [`before_loop_line`] names.
 const BEFORE_LOOP_NAMED: usize = 8;
 
@@ -162,6 +134,12 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
     let rows = profile_rows(profile, CV_THRESHOLD, PERTURBATION_THRESHOLD);
     // The breakdown from the same rows, before they are sorted (it reads them by event index).
     let breakdown = crate::breakdown::breakdown(profile, &rows);
+    let findings = crate::advice::advise(
+        profile,
+        &rows,
+        breakdown.as_ref(),
+        &crate::advice::AdviceOptions::default(),
+    );
     let ProfileRows {
         iteration,
         perturbation,
@@ -218,7 +196,6 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
     {
         let _ = writeln!(out, "  {work}");
     }
-    let _ = writeln!(out, "  {}", noisy_line(&events, CV_THRESHOLD));
     let _ = writeln!(
         out,
         "  {}",
@@ -228,6 +205,9 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
         let _ = writeln!(out, "  {}", breakdown.line());
     }
     if let Some(line) = before_loop_line(profile) {
+        let _ = writeln!(out, "  {line}");
+    }
+    for line in crate::advice::summary_lines(&findings, iteration.mean_ns, SUMMARY_FINDINGS) {
         let _ = writeln!(out, "  {line}");
     }
     if let Some(last) = profile.windows.last() {

@@ -498,6 +498,26 @@ fn noscript(data: &PageData) -> String {
             events.len() - NOSCRIPT_ROWS
         );
     }
+    // What to do about it: the report's findings, one line each.
+    let advice = data.report["advice"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if !advice.is_empty() {
+        out.push_str("<p>What to do about it (the most time at stake first):</p><ol>");
+        for f in advice {
+            let _ = write!(
+                out,
+                "<li>up to {}/iter: {}: {}</li>",
+                escape(&crate::text::human_ns(
+                    f["at_stake_ns"].as_f64().unwrap_or(f64::NAN)
+                )),
+                escape(f["id"].as_str().unwrap_or("-")),
+                escape(f["title"].as_str().unwrap_or("-")),
+            );
+        }
+        out.push_str("</ol>");
+    }
     out.push_str("</div></noscript>\n");
     out
 }

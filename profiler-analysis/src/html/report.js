@@ -1076,6 +1076,30 @@
     });
   }
 
+  // What to do about it: `prof advise`'s findings (the report's `advice`), the most time at
+  // stake first, each with its evidence and what to try.
+  function renderAdvice() {
+    var findings = arr(rep.advice);
+    var card = el('section', { 'class': 'card', id: 'advice' }, el('h2', { text: 'What to do about it' }));
+    if (!findings.length) {
+      card.appendChild(el('p', { 'class': 'empty', text: 'No rule fired (prof advise lists the rules).' }));
+      root.appendChild(card);
+      return;
+    }
+    var list = el('ol', { 'class': 'advice' });
+    findings.forEach(function (f) {
+      var share = num(it.mean_ns) ? ' (' + fmtPct(f.at_stake_ns / it.mean_ns) + ')' : '';
+      list.appendChild(el('li', {}, [
+        el('strong', { text: 'up to ' + fmtNs(f.at_stake_ns) + '/iter' + share + ' · ' + keyOf(f.id) + ': ' + keyOf(f.title) }),
+        el('div', { 'class': 'note', text: 'evidence: ' + keyOf(f.evidence && f.evidence.summary) }),
+        el('div', { 'class': 'note', text: 'try: ' + keyOf(f['try']) })
+      ]));
+    });
+    card.appendChild(list);
+    card.appendChild(el('p', { 'class': 'note', text: 'Each time at stake is an upper bound per iteration: the most that doing what the finding says could save. The same findings: prof advise prof.json.' }));
+    root.appendChild(card);
+  }
+
   function renderFooter() {
     root.appendChild(el('footer', { text: 'profiler-core ' + keyOf(run.profiler_version) + ' · ' + keyOf(run.schema) + ' · pid ' + fmtNum(run.pid) + ' · filter ' + (run.filter ? run.filter : '(every probe)') }));
   }
@@ -1083,6 +1107,7 @@
   function guarded(name, f) { try { f(); } catch (e) { fail(name, e); } }
   guarded('header', renderHeader);
   guarded('overview', renderOverview);
+  guarded('advice', renderAdvice);
   guarded('windows', renderWindows);
   guarded('breakdown', renderBreakdown);
   guarded('flame', renderFlame);

@@ -152,6 +152,9 @@ pub struct Report {
     /// the profile lists them (`before_loop`); absent when there is none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub before_loop: Vec<profiler_format::BeforeLoop>,
+    /// What to do about it: `prof advise`'s findings on this profile, the most time at stake
+    /// first ([`crate::advise::findings_of`]); empty when no rule fired.
+    pub advice: Vec<crate::advise::Finding>,
 }
 
 /// The group of event `i`. A missing layer (or phase) is inherited from the nearest ancestor
@@ -249,6 +252,25 @@ pub fn groups(profile: &Profile, measures: &ProfileRows, by: GroupBy) -> Vec<Gro
 pub fn build_from(profile: &Profile, measures: ProfileRows, options: &ReportOptions) -> Report {
     // The breakdown from the same rows, before they are sorted (it reads them by event index).
     let breakdown = breakdown(profile, &measures);
+    let windows = options
+        .windows
+        .then(|| {
+            let options = DiffOptions {
+                threshold: options.drift_threshold,
+                ..DiffOptions::default()
+            };
+            drift::windows(profile, &options)
+        })
+        .flatten();
+    let advice = crate::advise::findings_of(
+        profile,
+        &measures,
+        breakdown.as_ref(),
+        windows.as_ref(),
+        &crate::advise::AdviceOptions {
+            cv_threshold: options.cv_threshold,
+        },
+    );
     let ProfileRows {
         iteration,
         perturbation,
@@ -281,20 +303,12 @@ pub fn build_from(profile: &Profile, measures: ProfileRows, options: &ReportOpti
         groups,
         breakdown,
         cv_threshold: options.cv_threshold,
-        windows: options
-            .windows
-            .then(|| {
-                let options = DiffOptions {
-                    threshold: options.drift_threshold,
-                    ..DiffOptions::default()
-                };
-                drift::windows(profile, &options)
-            })
-            .flatten(),
+        windows,
         device_memory: device_usage(profile),
         work,
         peak,
         before_loop: profile.before_loop.clone(),
+        advice,
     }
 }
 

@@ -272,6 +272,8 @@ fn render_table(report: &Report) -> String {
     if let Some(work) = &report.work {
         lines.push(work.clone());
     }
+    lines.push(String::new());
+    lines.extend(advice_lines(report));
     if let Some(w) = &report.windows {
         lines.push(String::new());
         lines.push(windows_line(w));
@@ -281,6 +283,28 @@ fn render_table(report: &Report) -> String {
         lines.push(drifted_line(w));
     }
     lines.join("\n") + "\n"
+}
+
+/// The advice section: a title, then one line per finding (`prof advise`'s first lines).
+fn advice_lines(report: &Report) -> Vec<String> {
+    if report.advice.is_empty() {
+        return vec![
+            "what to do about it: no rule fired (`prof advise` lists the rules)".to_owned(),
+        ];
+    }
+    let mut lines = vec![format!(
+        "what to do about it ({} finding{}, the most time at stake first; `prof advise` for the \
+         evidence and what to try):",
+        report.advice.len(),
+        if report.advice.len() == 1 { "" } else { "s" }
+    )];
+    lines.extend(
+        report
+            .advice
+            .iter()
+            .map(|f| format!("  {}", f.line(report.iteration.mean_ns))),
+    );
+    lines
 }
 
 const WINDOW_HEADERS: [&str; 11] = [
@@ -843,6 +867,14 @@ fn render_markdown(report: &Report) -> String {
     if let Some(work) = &report.work {
         lines.push(String::new());
         lines.push(text::md_cell(work));
+    }
+    lines.push(String::new());
+    for (k, line) in advice_lines(report).into_iter().enumerate() {
+        lines.push(if k == 0 {
+            format!("**{}**", text::md_cell(&line))
+        } else {
+            format!("- {}", text::md_cell(line.trim_start()))
+        });
     }
     if let Some(w) = &report.windows {
         lines.push(String::new());

@@ -7,6 +7,7 @@
 //! [`Failure`]: crate::common::Failure
 
 pub mod ab;
+pub mod advise;
 pub mod diff;
 pub mod flame;
 pub mod html;
