@@ -397,7 +397,30 @@ fn a_real_prometheus_scrapes_two_ranks_and_alerts_on_the_slow_one() {
             .and_then(|r| r.first()?["value"][1].as_str()?.parse::<f64>().ok())
             .unwrap_or(0.0)
     };
+    // Each rank's file as it is rewritten (at most once a second, the same profile rendered for
+    // the scrapes), read every 200 ms while waiting: every window a version of the file held,
+    // by rank and window index. The scraped windows are compared with these, so that how fast
+    // the windows close (and so how long one stays among the file's last `PROF_WINDOWS`) does
+    // not decide how many are compared.
+    let mut held: [std::collections::BTreeMap<u64, Value>; 2] = Default::default();
+    let rank_dirs = [fast.dir.clone(), slow.dir.clone()];
+    let read_files = |held: &mut [std::collections::BTreeMap<u64, Value>; 2]| {
+        for (rank, dir) in rank_dirs.iter().enumerate() {
+            let Ok(text) = std::fs::read_to_string(dir.join(format!("prof-{rank}.json"))) else {
+                continue;
+            };
+            let Ok(profile) = serde_json::from_str::<Value>(&text) else {
+                continue;
+            };
+            for w in profile["windows"].as_array().into_iter().flatten() {
+                if let Some(i) = w["index"].as_u64() {
+                    held[rank].entry(i).or_insert_with(|| w.clone());
+                }
+            }
+        }
+    };
     let done = wait_for(Duration::from_secs(240), || {
+        read_files(&mut held);
         windows_seen("0") >= 4.0
             && windows_seen("1") >= 4.0
             && query(
@@ -413,6 +436,7 @@ fn a_real_prometheus_scrapes_two_ranks_and_alerts_on_the_slow_one() {
     });
     let firing = query(prom, "ALERTS{alertstate=\"firing\"}").unwrap_or_default();
     let dirs = [fast.stop(), slow.stop()];
+    read_files(&mut held);
     assert!(
         done,
         "after 240 s: windows of rank 0 {}, of rank 1 {}, alerts {firing:?}",
@@ -446,7 +470,14 @@ fn a_real_prometheus_scrapes_two_ranks_and_alerts_on_the_slow_one() {
         let mut windows_compared = 0;
         for (t, w) in &window_at[0] {
             let w = *w as u64;
-            let Some(window) = windows.iter().find(|x| x["index"] == w) else {
+            let held = &held[rank.parse::<usize>().unwrap()];
+            let Some(window) = windows
+                .iter()
+                .find(|x| x["index"] == w)
+                .or_else(|| held.get(&w))
+            else {
+                // Only a window that no version of the file read held: one written and
+                // replaced between two reads, or dropped before the end's write.
                 let oldest = windows
                     .iter()
                     .filter(|x| x["baseline"] != true)
