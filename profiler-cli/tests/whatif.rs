@@ -1,7 +1,7 @@
 //! `prof whatif`'s plumbing, deterministically: its "program" is a shell command that copies one
 //! of two made-up profiles to the `PROF_OUT` it is given, chosen by the `PROF_DELAY` it sees
 //! (and fails unless `PROF_DELAY_FILTER` is the filter asked for). The delayed profile's
-//! iterations are 0.5 ms longer and it injected 1 ms per iteration, so the answer is exactly
+//! iterations are 0.5 ms longer and it asked for 1 ms per iteration, so the answer is exactly
 //! 0.5; nothing is timed.
 #![cfg(unix)]
 
@@ -33,7 +33,9 @@ fn made_up(dir: &Path, name: &str, extra_ns: u64, delay: Option<(&str, u64)>) ->
             "amount": amount,
             "calls": count,
             "requested_ns": per_iteration * count,
-            "injected_ns": per_iteration * count,
+            // The spins overran by a quarter (a thread that lost the processor before their
+            // end): the slope is per unit of delay asked for.
+            "injected_ns": per_iteration * count * 5 / 4,
         });
     }
     let path = dir.join(name);
@@ -91,6 +93,7 @@ fn reports_the_change_per_unit_of_delay_with_its_interval() {
     );
     assert_eq!(v["reading"], "partly hidden");
     assert_eq!(v["delay_per_iteration_ns"], 1e6);
+    assert_eq!(v["injected_per_iteration_ns"], 1.25e6);
     assert_eq!(v["per_round"].as_array().unwrap().len(), 5);
     // Each round ran both sides, each into its own file.
     for k in 0..5 {
@@ -143,5 +146,5 @@ fn bad_input_is_an_error_that_says_what_to_do() {
     let out = whatif(&dir, &["-n", "2"], &program(&base, &none));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("injected no delay"), "{err}");
+    assert!(err.contains("asked for no delay"), "{err}");
 }
