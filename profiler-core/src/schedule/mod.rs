@@ -14,6 +14,7 @@
 //! (lock-free); [`Plan`] is the cold-path state, kept behind the session's lock.
 
 mod arm;
+pub(crate) mod delay;
 mod learn;
 mod plan;
 
@@ -154,7 +155,7 @@ pub(crate) const HOOK_KERNELS: u8 = 4;
 /// Hook bits of a guard: the run's allocations are counted ([`Alloc`](crate::Alloc)).
 pub(crate) const HOOK_MEMORY: u8 = 8;
 /// Hook bits of a guard: the run is delayed when it ends (`PROF_DELAY`,
-/// [`Delay`](crate::measure::delay::Delay)).
+/// [`Delay`](crate::schedule::delay::Delay)).
 pub(crate) const HOOK_DELAY: u8 = 16;
 
 impl Hooks {
@@ -252,7 +253,7 @@ pub(crate) struct Schedule {
     /// thread-local's destructor, after the profiler's own thread-locals were gone).
     pub exiting: AtomicU64,
     /// `PROF_DELAY`: the probes delayed after each run, and what was injected.
-    pub delay: Option<crate::measure::delay::Delay>,
+    pub delay: Option<crate::schedule::delay::Delay>,
 }
 
 /// What a session measures after warmup: `PROF_MODE` as a session runs it, decided once at
@@ -340,7 +341,7 @@ impl Schedule {
         // (selected or not), of which at most `max_probes` in all take part.
         let room = registry().len() + max_probes;
         let delay = match (&config.delay_filter, config.delay) {
-            (Some(filter), Some(amount)) => Some(crate::measure::delay::Delay::new(
+            (Some(filter), Some(amount)) => Some(crate::schedule::delay::Delay::new(
                 filter.clone(),
                 amount,
                 room,

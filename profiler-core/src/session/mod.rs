@@ -245,7 +245,7 @@ impl Session {
             sync: config.sync,
             nvtx,
             device: on_device,
-            // A delay is a hook too (`measure/delay.rs`).
+            // A delay is a hook too (`schedule/delay.rs`).
             any: on_device || config.delay.is_some(),
         }
     }
