@@ -23,6 +23,7 @@ pub mod report;
 pub mod scale;
 pub mod stats;
 pub mod trace;
+pub mod whatif;
 
 pub(crate) mod student;
 pub(crate) mod text;

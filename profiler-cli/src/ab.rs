@@ -24,12 +24,19 @@ use profiler_analysis::diff::{self, DiffOptions};
 use profiler_analysis::stats::SplitMix64;
 use profiler_format::Profile;
 
-/// What `prof ab` runs and how long.
+/// What `prof ab` (or `prof whatif`) runs and how long.
 pub struct Plan {
+    /// Who runs the rounds, for the progress lines (`prof ab`).
+    pub label: &'static str,
+    /// The sides' names, for the progress lines and the profiles' files (`before`, `after`).
+    pub names: [&'static str; 2],
     /// The baseline command and its arguments.
     pub before: Vec<String>,
     /// The command to judge and its arguments.
     pub after: Vec<String>,
+    /// Variables set for each side's runs (before, after), besides `PROF_OUT` and the
+    /// padding.
+    pub env: [Vec<(String, String)>; 2],
     /// Most runs of each command.
     pub runs: usize,
     /// Where the runs' profiles go.
@@ -52,8 +59,21 @@ pub fn split(command: &str, which: &str) -> Result<Vec<String>, String> {
     }
 }
 
-/// Runs the plan: returns the profiles of each side, in run order.
+/// Runs the plan, stopping as `prof ab` does (see the module documentation): returns the
+/// profiles of each side, in run order.
 pub fn run(plan: &Plan, options: &DiffOptions) -> Result<(Vec<Profile>, Vec<Profile>), String> {
+    run_rounds(plan, |before, after, rounds| {
+        diff_resolved(plan, options, before, after, rounds)
+    })
+}
+
+/// Runs the plan's rounds until `resolved` (given the profiles so far and the rounds done,
+/// from the second round on) says why to stop, the rounds are done or the budget is spent:
+/// returns the profiles of each side, in run order.
+pub fn run_rounds(
+    plan: &Plan,
+    mut resolved: impl FnMut(&[Profile], &[Profile], usize) -> Option<String>,
+) -> Result<(Vec<Profile>, Vec<Profile>), String> {
     if plan.dir.to_str().is_none() {
         return Err(format!(
             "error: --dir {} is not valid UTF-8, which the programs' PROF_OUT must be\n  = help: \
@@ -68,26 +88,26 @@ pub fn run(plan: &Plan, options: &DiffOptions) -> Result<(Vec<Profile>, Vec<Prof
     let (mut before, mut after): (Vec<Profile>, Vec<Profile>) = (Vec::new(), Vec::new());
     for round in 0..plan.runs {
         // The two commands of this round, in an order drawn from the seed.
-        let sides = if rng.below(2) == 0 {
-            [("before", &plan.before), ("after", &plan.after)]
-        } else {
-            [("after", &plan.after), ("before", &plan.before)]
-        };
-        for (which, command) in sides {
+        let sides = if rng.below(2) == 0 { [0, 1] } else { [1, 0] };
+        for side in sides {
+            let which = plan.names[side];
+            let command = if side == 0 { &plan.before } else { &plan.after };
             let out = plan.dir.join(format!("{which}-{round}.json"));
             let pad = rng.below(4096);
             let t0 = Instant::now();
             remove_stale(&out)?;
-            run_one(command, &out, pad).map_err(|e| format!("error: {which} run {round}: {e}"))?;
+            run_one(command, &plan.env[side], &out, pad)
+                .map_err(|e| format!("error: {which} run {round}: {e}"))?;
             let profile = profiler_analysis::load_profile(&out).map_err(|e| e.to_string())?;
             eprintln!(
-                "prof ab: round {}/{}: {which} ({:.1} s) -> {}",
+                "{}: round {}/{}: {which} ({:.1} s) -> {}",
+                plan.label,
                 round + 1,
                 plan.runs,
                 t0.elapsed().as_secs_f64(),
                 out.display()
             );
-            if which == "before" {
+            if side == 0 {
                 before.push(profile);
             } else {
                 after.push(profile);
@@ -98,54 +118,67 @@ pub fn run(plan: &Plan, options: &DiffOptions) -> Result<(Vec<Profile>, Vec<Prof
         }
         if start.elapsed() >= plan.budget {
             eprintln!(
-                "prof ab: the time budget ({} s) is spent after {} rounds",
+                "{}: the time budget ({} s) is spent after {} rounds",
+                plan.label,
                 plan.budget.as_secs(),
                 round + 1
             );
             break;
         }
-        let d = diff::diff_runs(&before, &after, options);
-        match plan.until {
-            Some(target) => {
-                let widest = std::iter::once(&d.iteration)
-                    .chain(&d.events)
-                    .map(|e| half_width(e.ci_low, e.ci_high))
-                    .fold(0.0f64, f64::max);
-                if widest <= target {
-                    eprintln!(
-                        "prof ab: every interval is within \u{b1}{:.1}% after {} rounds",
-                        100.0 * widest,
-                        round + 1
-                    );
-                    break;
-                }
-            }
-            None if round + 1 >= MIN_ROUNDS => {
-                // Resolved: no row that decides is inconclusive, and each has an interval within
-                // the threshold of its own change (a rule mostly on the intervals' widths, so
-                // that stopping does not pick a lucky moment).
-                let reach = d
-                    .deciding()
-                    .map(|e| spread_of(e.ci_low, e.ci_high))
-                    .fold(0.0f64, f64::max);
-                let open = d
-                    .deciding()
-                    .any(|e| e.verdict == diff::Verdict::Inconclusive);
-                if !open && reach <= options.threshold {
-                    eprintln!(
-                        "prof ab: resolved after {} rounds: every row that matters is known \
-                         within \u{b1}{:.1}% (the threshold {:.1}%)",
-                        round + 1,
-                        100.0 * reach,
-                        100.0 * options.threshold
-                    );
-                    break;
-                }
-            }
-            None => {}
+        if let Some(why) = resolved(&before, &after, round + 1) {
+            eprintln!("{}: {why}", plan.label);
+            break;
         }
     }
     Ok((before, after))
+}
+
+/// `prof ab`'s rule: why to stop after `rounds` rounds, if it is time (`--until`'s target
+/// met, or every row that decides the gate resolved from [`MIN_ROUNDS`] on).
+fn diff_resolved(
+    plan: &Plan,
+    options: &DiffOptions,
+    before: &[Profile],
+    after: &[Profile],
+    rounds: usize,
+) -> Option<String> {
+    let d = diff::diff_runs(before, after, options);
+    match plan.until {
+        Some(target) => {
+            let widest = std::iter::once(&d.iteration)
+                .chain(&d.events)
+                .map(|e| half_width(e.ci_low, e.ci_high))
+                .fold(0.0f64, f64::max);
+            if widest <= target {
+                return Some(format!(
+                    "every interval is within \u{b1}{:.1}% after {rounds} rounds",
+                    100.0 * widest,
+                ));
+            }
+        }
+        None if rounds >= MIN_ROUNDS => {
+            // Resolved: no row that decides is inconclusive, and each has an interval within
+            // the threshold of its own change (a rule mostly on the intervals' widths, so
+            // that stopping does not pick a lucky moment).
+            let reach = d
+                .deciding()
+                .map(|e| spread_of(e.ci_low, e.ci_high))
+                .fold(0.0f64, f64::max);
+            let open = d
+                .deciding()
+                .any(|e| e.verdict == diff::Verdict::Inconclusive);
+            if !open && reach <= options.threshold {
+                return Some(format!(
+                    "resolved after {rounds} rounds: every row that matters is known \
+                     within \u{b1}{:.1}% (the threshold {:.1}%)",
+                    100.0 * reach,
+                    100.0 * options.threshold
+                ));
+            }
+        }
+        None => {}
+    }
+    None
 }
 
 /// Fewest rounds before `prof ab` may stop on its own (without `--until`).
@@ -194,9 +227,14 @@ fn prof_out(out: &Path) -> Option<String> {
     out.to_str().map(|s| s.replace('%', "%%"))
 }
 
-/// One run of `command`, its profile written to `out`, with `pad` bytes of padding in its
-/// environment. Its output is discarded; a failure gives the end of its standard error.
-fn run_one(command: &[String], out: &Path, pad: usize) -> Result<(), String> {
+/// One run of `command`, its profile written to `out`, with `env` and `pad` bytes of padding
+/// in its environment. Its output is discarded; a failure gives the end of its standard error.
+fn run_one(
+    command: &[String],
+    env: &[(String, String)],
+    out: &Path,
+    pad: usize,
+) -> Result<(), String> {
     let template = prof_out(out).ok_or_else(|| {
         format!(
             "{} is not valid UTF-8, which PROF_OUT must be\n  = help: give a --dir whose path is \
@@ -208,6 +246,7 @@ fn run_one(command: &[String], out: &Path, pad: usize) -> Result<(), String> {
     cmd.args(&command[1..])
         .env("PROF_OUT", template)
         .env("PROF_AB_PAD", "x".repeat(pad))
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());

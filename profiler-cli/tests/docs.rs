@@ -266,7 +266,32 @@ fn substituted(args: &[String], out: &Path) -> Vec<String> {
     let mut result = Vec::new();
     let mut writes = false;
     let mut previous = "";
+    let whatif = args.first().is_some_and(|c| c == "whatif");
     for arg in args {
+        // `prof whatif`'s program: one that copies a profile with `run.delay` to its PROF_OUT,
+        // the delayed one when PROF_DELAY is not 0 (its iterations 0.5 ms longer for 1 ms of
+        // delay).
+        if whatif && arg == "--" {
+            let script = format!(
+                "if [ \"$PROF_DELAY\" = 0 ]; then cp {} \"$PROF_OUT\"; else cp {} \"$PROF_OUT\"; fi",
+                data.join("whatif-base.json").display(),
+                data.join("whatif-delayed.json").display()
+            );
+            // Its runs go to the scratch folder, not to `prof-whatif` here.
+            if !args.iter().any(|a| a == "--dir") {
+                result.extend([
+                    "--dir".to_owned(),
+                    out.join("whatif-runs").display().to_string(),
+                ]);
+            }
+            result.extend(["--".to_owned(), "sh".to_owned(), "-c".to_owned(), script]);
+            break;
+        }
+        if whatif && previous == "--dir" {
+            result.push(out.join("whatif-runs").display().to_string());
+            previous = arg;
+            continue;
+        }
         let name = Path::new(arg).file_name().map(|n| n.to_string_lossy());
         // `prof ab`'s commands: one that copies a fixture to the PROF_OUT it is given, so that
         // the runner's line runs here; its folder of runs: the scratch folder.

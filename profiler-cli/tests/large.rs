@@ -117,6 +117,7 @@ fn write_profile(path: &Path, events: u32, repeat: u32, seed: u64, layout: Layou
             profiler_version: "0.1.0".into(),
             windows: None,
             on_demand: None,
+            delay: None,
             peak: None,
         },
         iterations: Iterations {

@@ -176,7 +176,7 @@ mod enabled_api {
     pub use crate::probes::bridge::TracingBridge;
     pub use crate::probes::runtime::RuntimeProbe;
     pub use crate::probes::timer::ProbeGuard;
-    pub use crate::select::config::{Config, ConfigError, Mode};
+    pub use crate::select::config::{Config, ConfigError, DelayAmount, Mode};
     pub use crate::start::startup::InitGuard;
     pub use profiler_format::filter::{Filter, FilterError, Key};
 

@@ -199,6 +199,28 @@ pub struct Run {
     /// `PROF_PEAK_FLOPS` and `PROF_PEAK_BYTES`); absent when none was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak: Option<crate::peak::Peak>,
+    /// The delay the run injected into the probes `PROF_DELAY_FILTER` selects (`PROF_DELAY`,
+    /// what `prof whatif` sets); absent when none was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Delay>,
+}
+
+/// The delay a run injected (`run.delay`): every run of the selected probes was followed by a
+/// calibrated spin of the amount asked for, outside its own sample.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delay {
+    /// `PROF_DELAY_FILTER` as given: which probes were delayed.
+    pub filter: String,
+    /// `PROF_DELAY` as written back by the run: a duration (`50us`) or a share of each run's
+    /// own duration (`10%`).
+    pub amount: String,
+    /// Runs of the selected probes that were delayed (each one, a delay of 0 included).
+    pub calls: u64,
+    /// The delay asked for over those runs, in nanoseconds.
+    pub requested_ns: u64,
+    /// The delay the spins took, in nanoseconds (measured on the CPU clock: the request, plus
+    /// the last read of the clock and any time the thread was not running at the end).
+    pub injected_ns: u64,
 }
 
 /// This machine's host name, as `run.host` records it (and as `prof trigger` and `prof peak`

@@ -535,6 +535,7 @@ mod tests {
                 profiler_version: String::new(),
                 windows: None,
                 on_demand: None,
+                delay: None,
                 peak: None,
             },
             iterations: Iterations {

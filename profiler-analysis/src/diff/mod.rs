@@ -694,7 +694,9 @@ fn ratio(after: f64, before: f64, n: usize) -> f64 {
 
 mod machine;
 mod runs;
-pub use runs::{diff_runs, runs_needed, Load, LOAD_ALPHA, LOAD_MARGIN, LOAD_MIN_RUNS};
+pub use runs::{
+    diff_runs, paired_interval, runs_needed, Load, LOAD_ALPHA, LOAD_MARGIN, LOAD_MIN_RUNS,
+};
 pub mod memory;
 mod render;
 pub(crate) use render::change;

@@ -261,13 +261,7 @@ fn log_test(before: &[Option<f64>], after: &[Option<f64>], paired: bool) -> Opti
             .zip(after)
             .filter_map(|(b, a)| Some(ln(a.as_ref()?)? - ln(b.as_ref()?)?))
             .collect();
-        if d.len() < 2 {
-            return None;
-        }
-        let n = d.len() as f64;
-        let mean = stats::mean(&d);
-        let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        (mean, (var / n).sqrt(), n - 1.0)
+        one_sample(&d)?
     } else {
         let logs = |v: &[Option<f64>]| -> Vec<f64> { v.iter().flatten().filter_map(ln).collect() };
         let w = welch(&logs(before), &logs(after))?;
@@ -281,6 +275,28 @@ fn log_test(before: &[Option<f64>], after: &[Option<f64>], paired: bool) -> Opti
         0.0
     };
     Some(LogTest { diff, se, df, p })
+}
+
+/// The mean of the rounds' differences `d`, its standard error and degrees of freedom (the
+/// paired comparison's one-sample t); `None` with fewer than two.
+fn one_sample(d: &[f64]) -> Option<(f64, f64, f64)> {
+    if d.len() < 2 {
+        return None;
+    }
+    let n = d.len() as f64;
+    let mean = stats::mean(d);
+    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some((mean, (var / n).sqrt(), n - 1.0))
+}
+
+/// The paired comparison `prof ab` makes, on values already made one per round (`prof whatif`'s
+/// change of the iteration per unit of delay): their mean and its `1 - alpha` interval,
+/// `mean +- t(n - 1, 1 - alpha/2) sd / sqrt n` (Student's one-sample t over the rounds, which a
+/// machine changing over minutes falls on alike); `None` with fewer than two rounds.
+pub fn paired_interval(d: &[f64], alpha: f64) -> Option<(f64, f64, f64)> {
+    let (mean, se, df) = one_sample(d)?;
+    let reach = crate::student::quantile(1.0 - alpha / 2.0, df) * se;
+    Some((mean, mean - reach, mean + reach))
 }
 
 /// One row from each side's per-run (fastest-5%, median) times (p-adjustment and verdict come

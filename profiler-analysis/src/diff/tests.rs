@@ -59,6 +59,7 @@ pub(crate) fn profile(
             profiler_version: "0".to_owned(),
             windows: None,
             on_demand: None,
+            delay: None,
             peak: None,
         },
         iterations: Iterations {

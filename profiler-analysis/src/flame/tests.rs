@@ -42,6 +42,7 @@ fn profile(events: Vec<Event>, wall: u64) -> Profile {
             profiler_version: String::new(),
             windows: None,
             on_demand: None,
+            delay: None,
             peak: None,
         },
         iterations: Iterations {

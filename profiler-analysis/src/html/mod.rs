@@ -613,6 +613,7 @@ mod tests {
                 profiler_version: "0".to_owned(),
                 windows: None,
                 on_demand: None,
+                delay: None,
                 peak: Some(profiler_format::peak::Peak {
                     schema: profiler_format::peak::PEAK_SCHEMA.to_owned(),
                     flops: Some(2e10),

@@ -57,6 +57,7 @@ fn profile(warmup: u32, walls: &[u64], events: Vec<Event>) -> Profile {
             profiler_version: "0".to_owned(),
             windows: None,
             on_demand: None,
+            delay: None,
             peak: None,
         },
         iterations: Iterations {

@@ -64,6 +64,7 @@ pub(super) fn profile(
             profiler_version: "0".into(),
             windows: None,
             on_demand: None,
+            delay: None,
             peak: None,
         },
         iterations: Iterations {

@@ -54,8 +54,11 @@ pub struct AbArgs {
 /// comparison is inconclusive.
 pub fn run(args: AbArgs) -> Result<ExitCode, Failure> {
     let plan = ab::Plan {
+        label: "prof ab",
+        names: ["before", "after"],
         before: ab::split(&args.before, "before").map_err(Failure::new)?,
         after: ab::split(&args.after, "after").map_err(Failure::new)?,
+        env: [Vec::new(), Vec::new()],
         runs: args.runs as usize,
         dir: args.dir,
         seed: args.seed,

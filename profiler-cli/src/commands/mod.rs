@@ -18,3 +18,4 @@ pub mod scale;
 pub mod trace;
 pub mod trigger;
 pub mod watch;
+pub mod whatif;

@@ -7,7 +7,7 @@ use super::{Armed, Measuring, Run, Sampled, CAPTURE, HOOKS_ONLY, LEARNING};
 use crate::instrument::alloc::Figures;
 use crate::instrument::device::{Device, Stream, NO_MARK};
 use crate::register::descriptor::{Descriptor, State};
-use crate::schedule::{Route, HOOK_KERNELS, HOOK_MEMORY, HOOK_NVTX, HOOK_SYNC, NONE};
+use crate::schedule::{Route, HOOK_DELAY, HOOK_KERNELS, HOOK_MEMORY, HOOK_NVTX, HOOK_SYNC, NONE};
 use crate::store::samples::NO_BYTES;
 
 impl Measuring {
@@ -70,7 +70,7 @@ impl Measuring {
         work: Option<&super::Work>,
     ) -> Run {
         let hooks = if self.schedule.hooks.any {
-            self.schedule.hooks.of(desc, nests)
+            self.schedule.hooks_of(desc, nests)
         } else {
             0
         };
@@ -93,7 +93,14 @@ impl Measuring {
         }
         match self.start_measure(desc, state, nests, stream, hooks, work) {
             Some(armed) => Run::Armed(armed),
-            None if hooks != 0 => Run::Armed(Armed::bare(self, HOOKS_ONLY, hooks)),
+            None if hooks != 0 => {
+                let mut bare = Armed::bare(self, HOOKS_ONLY, hooks);
+                if hooks & HOOK_DELAY != 0 {
+                    // A delay of a share of the run needs the run's length.
+                    bare.start = self.clock.mark();
+                }
+                Run::Armed(bare)
+            }
             None => Run::None,
         }
     }
@@ -117,6 +124,8 @@ impl Measuring {
             if self.schedule.times_learning_run(lane) {
                 // Timed, after the learning work, as an armed run would be.
                 armed.slot = CAPTURE;
+                armed.start = self.clock.mark();
+            } else if hooks & HOOK_DELAY != 0 {
                 armed.start = self.clock.mark();
             }
             return Some(armed);
@@ -216,6 +225,9 @@ impl Measuring {
         let stop = self.clock.mark();
         let memory = (armed.hooks & HOOK_MEMORY != 0).then(crate::instrument::alloc::end);
         self.store_run(armed, stop, NO_MARK, memory.as_ref());
+        if armed.hooks & HOOK_DELAY != 0 {
+            self.delay_after(armed.start, stop);
+        }
     }
 
     /// A measured run timed on a stream ends: its stop marks, then the device's memory (read
@@ -237,6 +249,9 @@ impl Measuring {
                 .write_used(armed.slot as usize, true, used);
         }
         self.store_run(armed, stop, dstop, memory.as_ref());
+        if armed.hooks & HOOK_DELAY != 0 {
+            self.delay_after(armed.start, stop);
+        }
     }
 
     /// Stores a measured run's sample (`dstop`: its device stop mark, or `NO_MARK`), and
@@ -279,6 +294,7 @@ impl Measuring {
         if armed.hooks & HOOK_MEMORY != 0 {
             crate::instrument::alloc::end();
         }
+        let stop = (armed.hooks & HOOK_DELAY != 0).then(|| self.clock.mark());
         if armed.event == LEARNING {
             let timed = (armed.slot == CAPTURE).then(|| (armed.start, self.clock.mark()));
             self.schedule.end_learning_run(timed);
@@ -287,6 +303,9 @@ impl Measuring {
             device.release(armed.dstart);
         }
         self.close_hooks(armed.hooks);
+        if let Some(stop) = stop {
+            self.delay_after(armed.start, stop);
+        }
     }
 
     pub(super) fn close_hooks(&self, hooks: u8) {

@@ -17,6 +17,7 @@ use crate::schedule::Schedule;
 use crate::store::buffer::Buffers;
 
 mod armed;
+pub(crate) mod delay;
 mod recorded;
 
 pub use crate::store::shape::{shape_of, Dims};

@@ -128,5 +128,8 @@ impl Measuring {
             (self.hand_over)(held);
         }
         self.close_hooks(l.hooks);
+        if l.hooks & crate::schedule::HOOK_DELAY != 0 {
+            self.delay_after(l.start, stop);
+        }
     }
 }

@@ -25,6 +25,11 @@
 //!   driver call each, see [`Device::memory_used`](crate::instrument::device::Device::memory_used)) and,
 //!   with hooks on, the NVTX push/pop and synchronizations asked for.
 //!
+//! A probe `PROF_DELAY_FILTER` selects (`schedule/delay.rs`, `measure/delay.rs`) leaves the fast path as a hooked
+//! probe does ([`State::Hook`] between its measured runs): its runs take the general path and
+//! end in the delay's spin, after the stop mark. Other probes keep the paths above; a session
+//! with a delay is not plain, so its armed runs take the general path.
+//!
 //! A probe in learning state goes to `schedule/learn.rs` (`sample` mode) or records its runs
 //! (`trace` mode); everything else (planning, arming at `step()`, resolution, output) is the cold
 //! path.

@@ -18,7 +18,8 @@ pub enum State {
     Learn = 1,
     /// One of this probe's events is measured in the current iteration.
     Armed = 2,
-    /// Nothing is measured, but the hooks apply (an NVTX range, `PROF_SYNC` around the run).
+    /// Nothing is measured, but the hooks apply (an NVTX range, `PROF_SYNC` around the run, the
+    /// delay of `PROF_DELAY` after it).
     Hook = 3,
     /// `trace` mode: every run is measured and recorded into its thread's buffer; which event
     /// it belongs to is worked out at `step()`.

@@ -14,6 +14,7 @@
 //! (lock-free); [`Plan`] is the cold-path state, kept behind the session's lock.
 
 mod arm;
+pub(crate) mod delay;
 mod learn;
 mod plan;
 
@@ -130,15 +131,18 @@ impl ProbeRoute {
     }
 }
 
-/// Hooks of a run (`PROF_NVTX`, `PROF_SYNC`): bits of a guard, undone when the run ends.
+/// Hooks of a run (`PROF_NVTX`, `PROF_SYNC`, `PROF_DELAY`): bits of a guard, undone (or, for
+/// the delay, applied) when the run ends.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Hooks {
     /// `PROF_SYNC`'s level.
     pub sync: u8,
     /// NVTX ranges are pushed (`PROF_NVTX=1` and the device has NVTX).
     pub nvtx: bool,
-    /// Some probe has hooks (on a device, NVTX or `PROF_SYNC` of 2 or more): selected probes
-    /// are never fully off while the session runs.
+    /// The device's hooks apply (on a device, NVTX or `PROF_SYNC` of 2 or more).
+    pub device: bool,
+    /// Some probe has hooks (the device's, or a delay): the probes that have them are never
+    /// fully off while the session runs.
     pub any: bool,
 }
 
@@ -150,11 +154,17 @@ pub(crate) const HOOK_SYNC: u8 = 2;
 pub(crate) const HOOK_KERNELS: u8 = 4;
 /// Hook bits of a guard: the run's allocations are counted ([`Alloc`](crate::Alloc)).
 pub(crate) const HOOK_MEMORY: u8 = 8;
+/// Hook bits of a guard: the run is delayed when it ends (`PROF_DELAY`,
+/// [`Delay`](crate::schedule::delay::Delay)).
+pub(crate) const HOOK_DELAY: u8 = 16;
 
 impl Hooks {
     /// The hooks a run of `desc` opens (`nests`: it ends on the thread it started on).
     pub(crate) fn of(&self, desc: &Descriptor, nests: bool) -> u8 {
         let mut hooks = 0;
+        if !self.device {
+            return 0;
+        }
         if self.sync >= 3 || (self.sync == 2 && desc.info.phase.is_some()) {
             hooks |= HOOK_SYNC;
         }
@@ -242,6 +252,8 @@ pub(crate) struct Schedule {
     /// Runs skipped because they started while their thread was exiting (a probe in a
     /// thread-local's destructor, after the profiler's own thread-locals were gone).
     pub exiting: AtomicU64,
+    /// `PROF_DELAY`: the probes delayed after each run, and what was injected.
+    pub delay: Option<crate::schedule::delay::Delay>,
 }
 
 /// What a session measures after warmup: `PROF_MODE` as a session runs it, decided once at
@@ -325,13 +337,21 @@ impl Schedule {
         let max_probes = config.max_probes as usize;
         let capacity = config.max_events as usize + max_probes;
         let measure_first = mode == SessionMode::Trace && config.warmup == 0;
+        // Indexed by registry entry: room for `max_probes` registrations after this one
+        // (selected or not), of which at most `max_probes` in all take part.
+        let room = registry().len() + max_probes;
+        let delay = match (&config.delay_filter, config.delay) {
+            (Some(filter), Some(amount)) => Some(crate::schedule::delay::Delay::new(
+                filter.clone(),
+                amount,
+                room,
+            )),
+            _ => None,
+        };
         Schedule {
             events: (0..capacity).map(|_| OnceLock::new()).collect(),
-            // Indexed by registry entry: room for `max_probes` registrations after this one
-            // (selected or not), of which at most `max_probes` in all take part.
-            routes: (0..registry().len() + max_probes)
-                .map(|_| ProbeRoute::default())
-                .collect(),
+            routes: (0..room).map(|_| ProbeRoute::default()).collect(),
+            delay,
             armed_event: AtomicU32::new(NONE),
             every_event: AtomicBool::new(mode == SessionMode::Trace),
             cur_slot: AtomicU32::new(0),
@@ -361,7 +381,7 @@ impl Schedule {
             && lane == 0
             && !self.memory
             && entry <= crate::store::buffer::tag::ENTRY as usize
-            && (!self.hooks.any || self.hooks.of(self.desc(entry), true) == 0)
+            && (!self.hooks.any || self.hooks_of(self.desc(entry), true) == 0)
     }
 
     /// Whether events keep each run's work and shape (`flops`, `bytes`, `shape` keys): in
@@ -370,6 +390,19 @@ impl Schedule {
     /// must take the armed path there are [`State::Traced`], which evaluates no key).
     pub(crate) fn keeps_work(&self) -> bool {
         self.mode != SessionMode::Trace
+    }
+
+    /// The hooks a run of `desc` opens (`nests`: it ends on the thread it started on): the
+    /// device's, and the delay's when `PROF_DELAY_FILTER` selects it.
+    #[inline]
+    pub(crate) fn hooks_of(&self, desc: &Descriptor, nests: bool) -> u8 {
+        let mut hooks = self.hooks.of(desc, nests);
+        if let Some(delay) = &self.delay {
+            if delay.selects(desc.index.load(Relaxed) as usize) {
+                hooks |= HOOK_DELAY;
+            }
+        }
+        hooks
     }
 
     /// The descriptor of probe `entry`.
@@ -391,7 +424,7 @@ impl Schedule {
 
     /// The state of a selected probe that is not measured: `Hook` when its runs have hooks.
     pub(crate) fn idle_state(&self, entry: usize) -> State {
-        if self.hooks.any && self.hooks.of(self.desc(entry), true) != 0 {
+        if self.hooks.any && self.hooks_of(self.desc(entry), true) != 0 {
             State::Hook
         } else {
             State::Off

@@ -259,10 +259,13 @@ impl Session {
             }
             _ => false,
         };
+        let on_device = device.is_some() && (nvtx || config.sync >= 2);
         Hooks {
             sync: config.sync,
             nvtx,
-            any: device.is_some() && (nvtx || config.sync >= 2),
+            device: on_device,
+            // A delay is a hook too (`schedule/delay.rs`).
+            any: on_device || config.delay.is_some(),
         }
     }
 
@@ -285,8 +288,20 @@ impl Session {
         }
         let e = registry().entry(entry);
         // A probe registered before the session started was selected (or not) then.
-        if entry < self.registered_at_start || !e.selected_by(&self.config.filter) {
+        if entry < self.registered_at_start {
             return;
+        }
+        if !e.selected_by(&self.config.filter) {
+            // Delayed all the same when the delay's filter selects it.
+            if let Some(delay) = &self.measuring.schedule.delay {
+                if delay.adopt(entry) {
+                    e.desc.state.store(State::Hook, Release);
+                }
+            }
+            return;
+        }
+        if let Some(delay) = &self.measuring.schedule.delay {
+            delay.adopt(entry);
         }
         let mut c = lock(&self.control);
         if c.end.over() {
@@ -326,14 +341,17 @@ impl Session {
         e.desc.state.store(State::Learn, Release);
     }
 
-    /// Puts every selected probe in learning state.
+    /// Puts every selected probe in learning state, and every other delayed probe in hooked
+    /// state (its runs are delayed, never measured).
     fn arm_initial(&self) {
+        let schedule = &self.measuring.schedule;
+        if let Some(delay) = &schedule.delay {
+            for entry in delay.entries() {
+                schedule.desc(entry).state.store(State::Hook, Release);
+            }
+        }
         for &entry in &lock(&self.control).measured.plan.selected {
-            self.measuring
-                .schedule
-                .desc(entry)
-                .state
-                .store(State::Learn, Release);
+            schedule.desc(entry).state.store(State::Learn, Release);
         }
     }
 

@@ -360,6 +360,16 @@ impl Results<'_> {
                 .then_some(self.config.windows),
             on_demand: None,
             peak: self.config.peak(),
+            delay: self.measuring.schedule.delay.as_ref().map(|d| {
+                let done = d.injected();
+                json::Delay {
+                    filter: d.filter.source().to_owned(),
+                    amount: d.amount.to_string(),
+                    calls: done.calls,
+                    requested_ns: done.requested_ns,
+                    injected_ns: done.injected_ns,
+                }
+            }),
         }
     }
 

@@ -127,14 +127,16 @@ impl Session {
         self.traces.post(taken, to_writer, &self.results());
     }
 
-    /// No selected probe is measured any more.
+    /// No selected probe is measured (nor any probe delayed) any more.
     fn switch_off(&self, plan: &Plan) {
+        let schedule = &self.measuring.schedule;
         for &entry in &plan.selected {
-            self.measuring
-                .schedule
-                .desc(entry)
-                .state
-                .store(State::Off, Relaxed);
+            schedule.desc(entry).state.store(State::Off, Relaxed);
+        }
+        if let Some(delay) = &schedule.delay {
+            for entry in delay.entries() {
+                schedule.desc(entry).state.store(State::Off, Relaxed);
+            }
         }
     }
 

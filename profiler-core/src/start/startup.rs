@@ -277,6 +277,23 @@ pub fn start(
             ),
         ));
     }
+    if let Some(delay) = &session.measuring.schedule.delay {
+        let asks_runtime =
+            delay.filter.asks_for(Key::Kind, "runtime") || delay.filter.asks_for(Key::Kind, "span");
+        if delay.entries().next().is_none() && !asks_runtime {
+            return Err(ConfigError::new(
+                "PROF_DELAY_FILTER",
+                format!(
+                    "error: PROF_DELAY_FILTER={} selects none of the {} probes, so nothing \
+                     would be delayed\n  = help: run the program with --list-probes (and \
+                     PROF_FILTER set to the same filter) to see every probe and what the filter \
+                     selects",
+                    crate::select::config::shorten(delay.filter.source(), 200),
+                    registry().len()
+                ),
+            ));
+        }
+    }
     let mut session = session;
     session.serve_metrics()?;
     let session = session::install(session);

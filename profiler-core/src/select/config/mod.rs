@@ -103,6 +103,32 @@ pub struct Config {
     pub peak_bytes: Option<f64>,
     /// The peak read from a `peak.json` written by `prof peak` (`PROF_PEAK`), and its path.
     pub peak_file: Option<(String, profiler_format::peak::Peak)>,
+    /// Which probes `delay` delays (`PROF_DELAY_FILTER`).
+    pub delay_filter: Option<Filter>,
+    /// The delay after every run of the probes `delay_filter` selects (`PROF_DELAY`).
+    pub delay: Option<DelayAmount>,
+}
+
+/// How long `PROF_DELAY` delays each run of a selected probe.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DelayAmount {
+    /// A fixed duration, in nanoseconds (`50us`; 0 delays by nothing on the same path).
+    Fixed(u64),
+    /// A share of the run's own duration (`10%` is 0.1).
+    Share(f64),
+}
+
+impl fmt::Display for DelayAmount {
+    /// The amount as `PROF_DELAY` takes it back (`50us`, `1500ns`, `10%`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            DelayAmount::Fixed(0) => f.write_str("0"),
+            DelayAmount::Fixed(ns) if ns % 1_000_000 == 0 => write!(f, "{}ms", ns / 1_000_000),
+            DelayAmount::Fixed(ns) if ns % 1_000 == 0 => write!(f, "{}us", ns / 1_000),
+            DelayAmount::Fixed(ns) => write!(f, "{ns}ns"),
+            DelayAmount::Share(share) => write!(f, "{}%", share * 100.0),
+        }
+    }
 }
 
 impl Default for Config {
@@ -133,6 +159,8 @@ impl Default for Config {
             peak_flops: None,
             peak_bytes: None,
             peak_file: None,
+            delay_filter: None,
+            delay: None,
         }
     }
 }
@@ -332,6 +360,26 @@ impl Config {
                 format!("error: PROF_SHAPES must be from 1 to {MAX_SHAPES}"),
             ));
         }
+        match (&self.delay_filter, &self.delay) {
+            (Some(_), None) => {
+                return Err(ConfigError::new(
+                    "PROF_DELAY_FILTER",
+                    "error: PROF_DELAY_FILTER is set but PROF_DELAY is not: the probes to delay \
+                     are named, not by how much.\n  = help: set PROF_DELAY too (50us, 10%), or \
+                     unset PROF_DELAY_FILTER (prof whatif sets both)",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::new(
+                    "PROF_DELAY",
+                    "error: PROF_DELAY is set but PROF_DELAY_FILTER is not: which probes should \
+                     it delay?\n  = help: set PROF_DELAY_FILTER to a filter such as layer=mlp \
+                     (the PROF_FILTER grammar; --list-probes shows the probes), or unset \
+                     PROF_DELAY",
+                ))
+            }
+            _ => {}
+        }
         if self.max_probes == 0 || self.max_probes > MAX_PROBES {
             return Err(ConfigError::new(
                 "PROF_MAX_PROBES",
@@ -472,6 +520,44 @@ mod tests {
         assert!(e.to_string().contains("column 6"), "{e}");
         let e = config(&[("PROF_OUT", "")]).unwrap_err();
         assert_eq!(e.var, "PROF_OUT");
+    }
+
+    #[test]
+    fn delay_amounts_parse_and_bad_ones_say_what_is_expected() {
+        let c = config(&[("PROF_DELAY_FILTER", "layer=mlp"), ("PROF_DELAY", " 50us")]).unwrap();
+        assert_eq!(c.delay, Some(DelayAmount::Fixed(50_000)));
+        assert_eq!(c.delay_filter.unwrap().source(), "layer=mlp");
+        for (text, amount, back) in [
+            ("10%", DelayAmount::Share(0.1), "10%"),
+            ("1.5ms", DelayAmount::Fixed(1_500_000), "1500us"),
+            ("250ns", DelayAmount::Fixed(250), "250ns"),
+            ("0", DelayAmount::Fixed(0), "0"),
+            ("1s", DelayAmount::Fixed(1_000_000_000), "1000ms"),
+        ] {
+            let c = config(&[("PROF_DELAY_FILTER", "name=x"), ("PROF_DELAY", text)]).unwrap();
+            assert_eq!(c.delay, Some(amount), "{text}");
+            assert_eq!(amount.to_string(), back);
+        }
+        for (text, problem) in [
+            ("50", "no unit"),
+            ("50 parsecs", "unknown unit `parsecs`"),
+            ("abc", "not a number"),
+            ("", "empty value"),
+            ("2s", "longer than 1s"),
+            ("2000%", "more than 1000%"),
+        ] {
+            let e = config(&[("PROF_DELAY_FILTER", "name=x"), ("PROF_DELAY", text)]).unwrap_err();
+            assert_eq!(e.var, "PROF_DELAY", "{text}");
+            assert!(e.to_string().contains(problem), "{text}: {e}");
+            assert!(e.to_string().contains("like 50us"), "{text}: {e}");
+        }
+        let e = config(&[("PROF_DELAY", "10%")]).unwrap_err();
+        assert_eq!(e.var, "PROF_DELAY");
+        assert!(e.to_string().contains("PROF_DELAY_FILTER"), "{e}");
+        let e = config(&[("PROF_DELAY_FILTER", "layer=mlp")]).unwrap_err();
+        assert_eq!(e.var, "PROF_DELAY_FILTER");
+        let e = config(&[("PROF_DELAY_FILTER", "layer=(")]).unwrap_err();
+        assert_eq!(e.var, "PROF_DELAY_FILTER");
     }
 
     #[test]

@@ -274,6 +274,30 @@ pub(crate) const VARIABLES: &[Variable] = &[
             Ok(())
         },
     },
+    Variable {
+        name: "PROF_DELAY_FILTER",
+        default: "unset",
+        meaning: "which probes `PROF_DELAY` delays (the `PROF_FILTER` grammar), whether or not \
+                  `PROF_FILTER` selects them; set with `PROF_DELAY` (`prof whatif` sets both)",
+        set: |c, v| {
+            let f = Filter::parse(v)
+                .map_err(|e| ConfigError::new("PROF_DELAY_FILTER", e.to_string()))?;
+            c.delay_filter = Some(f);
+            Ok(())
+        },
+    },
+    Variable {
+        name: "PROF_DELAY",
+        default: "unset",
+        meaning: "a delay after every run of the probes `PROF_DELAY_FILTER` selects, in every \
+                  mode: a duration (`50us`; `ns`, `us`, `ms`, up to `1s`; `0` delays by nothing \
+                  on the same path) or a share of the run's own duration (`10%`, up to \
+                  `1000%`); a calibrated spin, not in the run's sample, recorded as `run.delay`",
+        set: |c, v| {
+            c.delay = Some(parse_delay(v)?);
+            Ok(())
+        },
+    },
 ];
 
 /// `PROF_METRICS`: `ADDR:PORT`, the address a host name or an IP (IPv6 in brackets), the port a
@@ -313,6 +337,64 @@ fn parse_metrics_address(value: &str) -> Result<String, ConfigError> {
         ));
     }
     Ok(value.to_owned())
+}
+
+/// `PROF_DELAY`: a duration with its unit (`50us`, `1.5ms`, `0`) or a share of each run's own
+/// duration (`10%`).
+pub(crate) fn parse_delay(value: &str) -> Result<super::DelayAmount, ConfigError> {
+    use super::DelayAmount;
+    const VAR: &str = "PROF_DELAY";
+    const EXPECTED: &str = "a duration like 50us (ns, us, ms or s, at most 1s) or a share of \
+                            each run's own duration like 10% (at most 1000%)";
+    let trimmed = value.trim();
+    let lead = value.len() - value.trim_start().len();
+    let width = trimmed.chars().count().max(1);
+    let bad = |problem: &str| ConfigError::at(VAR, value, lead + 1, width, problem, EXPECTED);
+    if trimmed.is_empty() {
+        return Err(bad("empty value"));
+    }
+    if trimmed == "0" {
+        return Ok(DelayAmount::Fixed(0));
+    }
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let n: f64 = match number.parse() {
+        Ok(n) if f64::is_finite(n) && n >= 0.0 => n,
+        _ => return Err(bad("not a number followed by its unit")),
+    };
+    let scale = match unit.trim() {
+        "%" => {
+            if n > 1000.0 {
+                return Err(bad("more than 1000%"));
+            }
+            return Ok(DelayAmount::Share(n / 100.0));
+        }
+        "ns" => 1.0,
+        "us" | "\u{b5}s" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "" => return Err(bad("no unit")),
+        _ => {
+            let unit_at = lead + split + (unit.len() - unit.trim_start().len());
+            let unit = unit.trim();
+            let column = value[..unit_at].chars().count() + 1;
+            return Err(ConfigError::at(
+                VAR,
+                value,
+                column,
+                unit.chars().count(),
+                &format!("unknown unit `{unit}`"),
+                EXPECTED,
+            ));
+        }
+    };
+    let ns = (n * scale).round();
+    if ns > 1e9 {
+        return Err(bad("longer than 1s"));
+    }
+    Ok(DelayAmount::Fixed(ns as u64))
 }
 
 /// A peak rate: a positive, finite number (`1.2e12`, `800000000000`).
