@@ -615,6 +615,7 @@ mod tests {
             ],
             windows: Vec::new(),
             before_loop: Vec::new(),
+            cpu_samples: None,
         }
     }
 

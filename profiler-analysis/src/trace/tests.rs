@@ -75,6 +75,7 @@ pub(super) fn profile(
         events,
         windows: Vec::new(),
         before_loop: Vec::new(),
+        cpu_samples: None,
     }
 }
 

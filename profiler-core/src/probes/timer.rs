@@ -70,7 +70,11 @@ impl ProbeGuard {
     /// Ends the measurement without keeping a sample.
     #[inline(always)]
     pub fn discard(mut self) {
-        match std::mem::replace(&mut self.run, Run::None) {
+        let run = std::mem::replace(&mut self.run, Run::None);
+        if !matches!(run, Run::None | Run::Tagged) {
+            unpublish();
+        }
+        match run {
             Run::None => {}
             // The run still counts as an occurrence, so that the runs after it keep theirs.
             Run::Recorded(r) => r.at.end_recorded(&r, tag::DISCARD),
@@ -81,6 +85,7 @@ impl ProbeGuard {
             Run::Armed(armed) => armed.at.discard_run(&armed),
             // No hooks, memory or device mark to close: the occurrence was counted at entry.
             Run::Sampled(_) => {}
+            Run::Tagged => crate::sample::open::pop(),
         }
     }
 }
@@ -98,8 +103,53 @@ impl ProbeGuard {
             Run::Learning(l) => l.at.end_learning(l, 0),
             Run::Armed(armed) => armed.at.finish_armed(armed),
             Run::Sampled(run) => run.at.finish_sampled(run),
+            Run::Tagged => crate::sample::open::pop(),
+        }
+        if !matches!(self.run, Run::Tagged) && crate::sample::open::publishing() {
+            crate::sample::open::pop();
         }
     }
+}
+
+/// A discarded run that measured closes its open event, if it published one.
+#[inline(never)]
+fn unpublish() {
+    if crate::sample::open::publishing() {
+        crate::sample::open::pop();
+    }
+}
+
+/// While the open events are published: `desc` opens on this thread (unless its run may move
+/// between threads), and a run that measures nothing still gets a guard whose drop closes it.
+/// Kept out of line, so that with publication off the paths that start runs pay one load and
+/// a branch for it.
+#[inline(never)]
+fn published(
+    desc: &'static Descriptor,
+    nests: bool,
+    start: impl FnOnce() -> ProbeGuard,
+) -> ProbeGuard {
+    if !nests {
+        return start();
+    }
+    crate::sample::open::push(desc);
+    let guard = start();
+    if matches!(guard.run, Run::None) {
+        ProbeGuard::of(Run::Tagged)
+    } else {
+        guard
+    }
+}
+
+/// A run of a probe that takes no part while the open events are published
+/// ([`State::Tagged`]): it only opens and closes its event.
+#[inline(never)]
+fn enter_tagged(desc: &'static Descriptor, nests: bool) -> ProbeGuard {
+    if !nests || !crate::sample::open::publishing() {
+        return ProbeGuard::inert();
+    }
+    crate::sample::open::push(desc);
+    ProbeGuard::of(Run::Tagged)
 }
 
 impl Drop for ProbeGuard {
@@ -178,9 +228,27 @@ fn enter_slow_with(
     stream: Option<Stream>,
     work: Option<&Work>,
 ) -> ProbeGuard {
+    if raw == State::Tagged as u32 {
+        return enter_tagged(desc, nests);
+    }
+    if crate::sample::open::publishing() {
+        return published(desc, nests, || start_slow(desc, raw, nests, stream, work));
+    }
+    start_slow(desc, raw, nests, stream, work)
+}
+
+/// [`enter_slow_with`] past the publication of the open event.
+#[inline(always)]
+fn start_slow(
+    desc: &'static Descriptor,
+    raw: u32,
+    nests: bool,
+    stream: Option<Stream>,
+    work: Option<&Work>,
+) -> ProbeGuard {
     // A recorded run of an `async fn` (`enter` sends its own there directly).
     if raw == State::Recorded as u32 && stream.is_none() {
-        return enter_recorded(desc);
+        return start_recorded(desc);
     }
     let state = State::from_raw(raw);
     match current() {
@@ -198,11 +266,20 @@ fn enter_slow_with(
 /// and the sample's stores; elsewhere it takes the general path, which handles them.
 #[inline(never)]
 fn enter_armed(desc: &'static Descriptor) -> ProbeGuard {
+    if crate::sample::open::publishing() {
+        return published(desc, true, || start_armed(desc));
+    }
+    start_armed(desc)
+}
+
+/// [`enter_armed`] past the publication of the open event.
+#[inline(always)]
+fn start_armed(desc: &'static Descriptor) -> ProbeGuard {
     match current() {
         Some(session) if session.measuring.plain => {
             ProbeGuard::of(session.measuring.start_sampled(desc))
         }
-        Some(_) => enter_slow(desc, State::Armed as u32, true, None),
+        Some(_) => start_slow(desc, State::Armed as u32, true, None, None),
         None => ProbeGuard::inert(),
     }
 }
@@ -210,6 +287,15 @@ fn enter_armed(desc: &'static Descriptor) -> ProbeGuard {
 /// A recorded run starts: the start mark is all it takes.
 #[inline(never)]
 fn enter_recorded(desc: &'static Descriptor) -> ProbeGuard {
+    if crate::sample::open::publishing() {
+        return published(desc, true, || start_recorded(desc));
+    }
+    start_recorded(desc)
+}
+
+/// [`enter_recorded`] past the publication of the open event.
+#[inline(always)]
+fn start_recorded(desc: &'static Descriptor) -> ProbeGuard {
     match current() {
         Some(session) => ProbeGuard::of(session.measuring.start_recorded(desc)),
         None => ProbeGuard::inert(),
@@ -383,6 +469,7 @@ mod tests {
             Run::Learning(_) => "learning",
             Run::Armed(_) => "armed",
             Run::Sampled(_) => "sampled",
+            Run::Tagged => "tagged",
         }
     }
 

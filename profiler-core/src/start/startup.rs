@@ -278,6 +278,9 @@ pub fn start(
         ));
     }
     let session = session::install(session);
+    if let Some(hz) = session.config().cpu_sample {
+        crate::sample::start(hz);
+    }
     // Spans registered before the session knew the filter are judged again.
     #[cfg(feature = "tracing")]
     tracing_core::callsite::rebuild_interest_cache();

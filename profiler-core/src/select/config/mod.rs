@@ -96,6 +96,8 @@ pub struct Config {
     pub peak_bytes: Option<f64>,
     /// The peak read from a `peak.json` written by `prof peak` (`PROF_PEAK`), and its path.
     pub peak_file: Option<(String, profiler_format::peak::Peak)>,
+    /// CPU samples per second of each thread's CPU time (`PROF_CPU_SAMPLE`), `None`: off.
+    pub cpu_sample: Option<u32>,
 }
 
 impl Default for Config {
@@ -123,6 +125,7 @@ impl Default for Config {
             peak_flops: None,
             peak_bytes: None,
             peak_file: None,
+            cpu_sample: None,
         }
     }
 }

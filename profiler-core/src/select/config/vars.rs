@@ -231,7 +231,42 @@ pub(crate) const VARIABLES: &[Variable] = &[
             Ok(())
         },
     },
+    Variable {
+        name: "PROF_CPU_SAMPLE",
+        default: "unset (off)",
+        meaning: "CPU samples per second of each thread's CPU time, 1 to 10000: each sample's \
+                  stack is tagged with the annotated event open on its thread and written to \
+                  `cpu_samples` in `prof.json` (Linux, feature `cpu-sample`)",
+        set: |c, v| {
+            c.cpu_sample = parse_cpu_sample(v)?;
+            Ok(())
+        },
+    },
 ];
+
+/// `PROF_CPU_SAMPLE`: a rate from 1 to [`MAX_CPU_SAMPLE_HZ`] samples a second (empty: off), in
+/// a build that has the sampler.
+fn parse_cpu_sample(value: &str) -> Result<Option<u32>, ConfigError> {
+    if value.trim().is_empty() {
+        return Ok(None);
+    }
+    let hz = parse_count("PROF_CPU_SAMPLE", value, 1, MAX_CPU_SAMPLE_HZ)?;
+    if !crate::sample::AVAILABLE {
+        return Err(ConfigError::new(
+            "PROF_CPU_SAMPLE",
+            format!(
+                "error: PROF_CPU_SAMPLE={hz}: this build has no CPU sampler\n  = help: build \
+                 with the `cpu-sample` feature of profiler-core (on Linux), or unset \
+                 PROF_CPU_SAMPLE"
+            ),
+        ));
+    }
+    Ok(Some(hz))
+}
+
+/// The highest `PROF_CPU_SAMPLE` rate: past it the handler's own cost would distort what it
+/// measures.
+pub(crate) const MAX_CPU_SAMPLE_HZ: u32 = 10_000;
 
 /// A peak rate: a positive, finite number (`1.2e12`, `800000000000`).
 fn parse_rate(var: &'static str, value: &str, expected: &str) -> Result<f64, ConfigError> {
