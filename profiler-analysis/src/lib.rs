@@ -13,6 +13,7 @@
 //! and of `prof diff`'s verdicts in `docs/overhead.md`.
 #![warn(missing_docs)]
 
+pub mod cpu;
 pub mod diff;
 pub mod drift;
 pub mod flame;
