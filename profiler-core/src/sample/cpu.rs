@@ -423,9 +423,10 @@ fn resolve(hz: u32, threads: Vec<SampledThread>, counts: Counts) -> CpuSamples {
     let mut functions: Vec<SampledFunction> = Vec::new();
     let mut by_name: HashMap<String, u32> = HashMap::new();
     let mut by_addr: HashMap<usize, u32> = HashMap::new();
-    let mut stacks: Vec<SampledStack> = Vec::new();
+    // Stacks of addresses that resolve to the same functions are one stack.
+    let mut merged: HashMap<(u32, u32, u16, Vec<u32>), u64> = HashMap::new();
     for ((thread, tag, flags, frames), count) in counts.stacks {
-        let frames = frames
+        let frames: Vec<u32> = frames
             .iter()
             .enumerate()
             .map(|(i, &addr)| {
@@ -455,6 +456,10 @@ fn resolve(hz: u32, threads: Vec<SampledThread>, counts: Counts) -> CpuSamples {
                 f
             })
             .collect();
+        *merged.entry((thread, tag, flags, frames)).or_insert(0) += count;
+    }
+    let mut stacks: Vec<SampledStack> = Vec::with_capacity(merged.len());
+    for ((thread, tag, flags, frames), count) in merged {
         let entry = tag
             .checked_sub(1)
             .map(|i| i as usize)
