@@ -24,8 +24,12 @@ fn out_path(name: &str) -> std::path::PathBuf {
 }
 
 fn start(name: &str, hz: u32) -> InitGuard {
+    start_with(name, hz, Filter::all())
+}
+
+fn start_with(name: &str, hz: u32, filter: Filter) -> InitGuard {
     let config = Config {
-        filter: Filter::all(),
+        filter,
         mode: Mode::Sample,
         warmup: 1,
         repeat: 1000,
@@ -286,6 +290,71 @@ fn a_thread_storm_is_sampled_without_a_crash() {
         let names = names(&samples, &stack.frames);
         if ran_in(&names) == Some("work_in_b") {
             assert_eq!(stack.layer.as_deref(), Some("sample_b"), "{names:?}");
+        }
+    }
+}
+
+/// The signal a test sends to a working thread; its handler runs a probe.
+static HANDLED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+extern "C" fn probe_in_handler(_: libc::c_int) {
+    let _p = probe!("in_handler", layer = "sample_handler");
+    HANDLED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[test]
+fn a_probe_inside_a_signal_handler_keeps_the_tags_right() {
+    let _serial = serial();
+    // SAFETY: the handler runs a probe that takes no part (the filter leaves it out), on a
+    // thread already registered: its path only stores into the thread's stack of open events
+    // (a probe that takes part may take the learner's lock in warmup, which a handler must
+    // not), and touches an atomic.
+    unsafe {
+        libc::signal(
+            libc::SIGUSR1,
+            probe_in_handler as *const () as libc::sighandler_t,
+        )
+    };
+    let guard = start_with(
+        "handler",
+        5000,
+        Filter::parse("layer!=sample_handler").unwrap(),
+    );
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let worker = {
+        let done = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut x = 0;
+            // Registered by its first run, before any signal comes.
+            x ^= layer_b(1);
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                x ^= layer_a(20_000);
+                x ^= spin(5_000, 4);
+            }
+            x
+        })
+    };
+    // Let the worker register, then interrupt it many times.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let thread = {
+        use std::os::unix::thread::JoinHandleExt;
+        worker.as_pthread_t()
+    };
+    for _ in 0..200 {
+        // SAFETY: the worker runs until `done` is set, so its pthread_t is valid.
+        unsafe { libc::pthread_kill(thread, libc::SIGUSR1) };
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    black_box(worker.join().unwrap());
+    assert!(HANDLED.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    let samples = finish("handler", guard);
+    for stack in &samples.stacks {
+        let names = names(&samples, &stack.frames);
+        match ran_in(&names) {
+            Some("work_in_a") => assert_eq!(stack.layer.as_deref(), Some("sample_a"), "{names:?}"),
+            Some("work_outside") => assert_eq!(stack.layer, None, "{names:?}"),
+            _ => {}
         }
     }
 }

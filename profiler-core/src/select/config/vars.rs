@@ -603,6 +603,28 @@ mod tests {
     }
 
     #[test]
+    fn the_cpu_sample_rate_is_checked() {
+        assert_eq!(config(&[]).unwrap().cpu_sample, None);
+        assert_eq!(config(&[("PROF_CPU_SAMPLE", "")]).unwrap().cpu_sample, None);
+        for bad in ["0", "10001", "abc", "-5", "1e3"] {
+            let e = config(&[("PROF_CPU_SAMPLE", bad)]).unwrap_err();
+            assert_eq!(e.var, "PROF_CPU_SAMPLE", "{bad}");
+            assert!(!e.to_string().contains("feature"), "{bad}: {e}");
+        }
+        for good in ["1", " 1000 ", "10000"] {
+            let c = config(&[("PROF_CPU_SAMPLE", good)]);
+            if crate::sample::AVAILABLE {
+                assert_eq!(c.unwrap().cpu_sample, Some(good.trim().parse().unwrap()));
+            } else {
+                // A build without the sampler names the feature that has it.
+                let e = c.unwrap_err();
+                assert_eq!(e.var, "PROF_CPU_SAMPLE");
+                assert!(e.to_string().contains("`cpu-sample` feature"), "{e}");
+            }
+        }
+    }
+
+    #[test]
     fn a_peak_given_in_variables_is_recorded_as_given() {
         let c = config(&[("PROF_PEAK_FLOPS", "1.2e12"), ("PROF_PEAK_BYTES", " 2e11 ")]).unwrap();
         let peak = c.peak().unwrap();
