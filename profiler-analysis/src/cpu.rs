@@ -179,7 +179,7 @@ pub fn svg(folded: &str, title: &str) -> std::io::Result<String> {
 pub mod proto {
     /// `perftools.profiles.Profile`.
     #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Profile {
+    pub struct PprofProfile {
         /// What each value of a sample is.
         #[prost(message, repeated, tag = "1")]
         pub sample_type: Vec<ValueType>,
@@ -303,7 +303,7 @@ impl Strings {
 
 /// The pprof profile (uncompressed `profile.proto`) of a profile's samples; `filter` keeps the
 /// events it matches. `None` when the profile has no samples.
-pub fn pprof(profile: &Profile, filter: Option<&Filter>) -> Option<proto::Profile> {
+pub fn pprof(profile: &Profile, filter: Option<&Filter>) -> Option<proto::PprofProfile> {
     let samples = profile.cpu_samples.as_ref()?;
     let mut strings = Strings::new();
     let period = 1_000_000_000 / i64::from(samples.hz.max(1));
@@ -384,7 +384,7 @@ pub fn pprof(profile: &Profile, filter: Option<&Filter>) -> Option<proto::Profil
             }
         })
         .collect();
-    Some(proto::Profile {
+    Some(proto::PprofProfile {
         sample_type,
         sample,
         location,
@@ -396,7 +396,7 @@ pub fn pprof(profile: &Profile, filter: Option<&Filter>) -> Option<proto::Profil
 }
 
 /// [`pprof`] encoded and gzipped, as `go tool pprof` reads it.
-pub fn pprof_gz(profile: &proto::Profile) -> Vec<u8> {
+pub fn pprof_gz(profile: &proto::PprofProfile) -> Vec<u8> {
     use prost::Message;
     let raw = profile.encode_to_vec();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());

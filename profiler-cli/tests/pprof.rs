@@ -38,7 +38,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// The decoded profile of `sampled.json`, and where it was written.
-fn pprof_of_sample(extra: &[&str]) -> (proto::Profile, PathBuf) {
+fn pprof_of_sample(extra: &[&str]) -> (proto::PprofProfile, PathBuf) {
     let out = scratch(&format!("decode{}", extra.len())).join("profile.pb.gz");
     let file = data("tests/data/cli/sampled.json");
     let mut args = vec!["pprof", file.to_str().unwrap(), "-o", out.to_str().unwrap()];
@@ -50,13 +50,13 @@ fn pprof_of_sample(extra: &[&str]) -> (proto::Profile, PathBuf) {
         .read_to_end(&mut raw)
         .expect("gzip");
     (
-        proto::Profile::decode(raw.as_slice()).expect("profile.proto"),
+        proto::PprofProfile::decode(raw.as_slice()).expect("profile.proto"),
         out,
     )
 }
 
 /// Each sample's labels, as (key, value) strings.
-fn labels(p: &proto::Profile, s: &proto::Sample) -> Vec<(String, String)> {
+fn labels(p: &proto::PprofProfile, s: &proto::Sample) -> Vec<(String, String)> {
     s.label
         .iter()
         .map(|l| {
@@ -69,7 +69,7 @@ fn labels(p: &proto::Profile, s: &proto::Sample) -> Vec<(String, String)> {
 }
 
 /// The name of a sample's sampled function.
-fn leaf(p: &proto::Profile, s: &proto::Sample) -> String {
+fn leaf(p: &proto::PprofProfile, s: &proto::Sample) -> String {
     let location = &p.location[(s.location_id[0] - 1) as usize];
     let function = &p.function[(location.line[0].function_id - 1) as usize];
     p.string_table[function.name as usize].clone()

@@ -169,7 +169,9 @@ fn samples_inside_an_event_carry_its_tag_on_every_thread() {
         );
         *seen.entry(function).or_insert(0) += stack.count;
     }
-    for function in ["work_in_a", "work_in_b", "work_in_helper", "work_outside"] {
+    // `work_outside` runs a quarter as long: at the kernel's tick (CPU timers are checked
+    // there) a busy machine may leave it without a sample, so only its tag is checked.
+    for function in ["work_in_a", "work_in_b", "work_in_helper"] {
         assert!(
             seen.get(function).copied().unwrap_or(0) > 0,
             "no sample in {function}: {seen:?} of {} taken",
@@ -357,4 +359,24 @@ fn a_probe_inside_a_signal_handler_keeps_the_tags_right() {
             _ => {}
         }
     }
+}
+
+#[test]
+fn a_probe_that_takes_no_part_is_published_but_not_recording() {
+    let _serial = serial();
+    let guard = start_with(
+        "untaken",
+        100,
+        Filter::parse("layer!=open_untaken").unwrap(),
+    );
+    {
+        let p = probe!("untaken_probe", layer = "open_untaken");
+        assert!(!p.is_recording(), "it takes no sample");
+        assert_eq!(
+            profiler_core::open_event().map(|e| e.name),
+            Some("untaken_probe")
+        );
+    }
+    assert_eq!(profiler_core::open_event(), None);
+    let _ = finish("untaken", guard);
 }

@@ -60,6 +60,13 @@ impl ProbeGuard {
     /// True when this guard is taking a sample.
     #[inline(always)]
     pub fn is_recording(&self) -> bool {
+        !matches!(self.run, Run::None | Run::Tagged)
+    }
+
+    /// True when dropping this guard does something: it takes a sample, or it closes the
+    /// event it published (CPU sampling on). What holds a guard for a span keeps these.
+    #[inline(always)]
+    pub(crate) fn is_open(&self) -> bool {
         !matches!(self.run, Run::None)
     }
 
@@ -331,7 +338,7 @@ impl Drop for AsyncGuard {
         // Dropped before completion (cancelled, or a panic inside a poll): no sample, but the
         // hooks still close and a device mark goes back to its pool.
         let inner = std::mem::replace(&mut self.inner, ProbeGuard::inert());
-        if inner.is_recording() {
+        if inner.is_open() {
             inner.discard();
         }
     }

@@ -6,7 +6,26 @@
 //! descriptor between [`State`]s; where its runs go once armed is the schedule's business too
 //! (its routing table, indexed by [`Descriptor::index`]).
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+/// Whether the probes that take no part are [`State::Tagged`] rather than [`State::Off`]: set
+/// while CPU sampling publishes the open events (`sample/open.rs`).
+static TAGGING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the open events are published (CPU sampling on).
+#[inline(always)]
+pub(crate) fn tagging() -> bool {
+    TAGGING.load(Ordering::Relaxed)
+}
+
+/// Starts or ends the publication of the open events (`sample/open.rs`).
+#[cfg_attr(
+    not(all(feature = "cpu-sample", target_os = "linux")),
+    allow(dead_code)
+)]
+pub(crate) fn set_tagging(on: bool) {
+    TAGGING.store(on, Ordering::SeqCst);
+}
 
 /// The run-time state of a probe: what its next run does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +93,7 @@ impl AtomicState {
     #[inline]
     pub(crate) fn store(&self, state: State, order: Ordering) {
         let state = match state {
-            State::Off if crate::sample::open::publishing() => State::Tagged,
+            State::Off if tagging() => State::Tagged,
             state => state,
         };
         self.0.store(state as u32, order);

@@ -158,10 +158,13 @@ struct Inner {
     serial: u64,
 }
 
-/// Identical samples counted: (thread, tag, flags, frames) to weight.
+/// What makes two samples the same: (thread, tag, flags, frames).
+type StackKey = (u32, u32, u16, Box<[usize]>);
+
+/// Identical samples counted: [`StackKey`] to weight.
 #[derive(Default)]
 struct Counts {
-    stacks: HashMap<(u32, u32, u16, Box<[usize]>), u64>,
+    stacks: HashMap<StackKey, u64>,
     taken: u64,
     dropped: u64,
 }

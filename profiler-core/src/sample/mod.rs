@@ -23,9 +23,6 @@ pub use open::{open_event, OpenEvent};
 
 use profiler_format::Profile;
 
-/// Whether this build has the sampler (Linux, feature `cpu-sample`).
-pub(crate) const AVAILABLE: bool = cfg!(all(feature = "cpu-sample", target_os = "linux"));
-
 /// Starts sampling at `hz` samples per second of CPU time, after the session is installed:
 /// refused, with a warning, when the program handles `SIGPROF` itself.
 pub(crate) fn start(hz: u32) {

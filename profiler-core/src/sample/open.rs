@@ -21,7 +21,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{
-    compiler_fence, AtomicBool, AtomicU32,
+    compiler_fence, AtomicU32,
     Ordering::{Relaxed, SeqCst},
 };
 
@@ -31,8 +31,6 @@ use crate::register::registry::registry;
 /// Runs stored per thread; deeper ones are counted, not stored.
 pub(crate) const CAPACITY: usize = 128;
 
-/// Whether runs publish themselves (CPU sampling is on).
-static PUBLISHING: AtomicBool = AtomicBool::new(false);
 /// The publication period: a thread whose stack belongs to an older one starts it empty.
 static GENERATION: AtomicU32 = AtomicU32::new(0);
 
@@ -65,7 +63,7 @@ thread_local! {
 /// Whether runs publish themselves.
 #[inline(always)]
 pub(crate) fn publishing() -> bool {
-    PUBLISHING.load(Relaxed)
+    crate::register::descriptor::tagging()
 }
 
 /// Starts publication (before the session stores its probes' states, so that the probes that
@@ -76,7 +74,7 @@ pub(crate) fn publishing() -> bool {
 )]
 pub(crate) fn start_publishing() {
     GENERATION.fetch_add(1, SeqCst);
-    PUBLISHING.store(true, SeqCst);
+    crate::register::descriptor::set_tagging(true);
 }
 
 /// Ends publication: every `Tagged` probe goes back to `Off`.
@@ -85,7 +83,7 @@ pub(crate) fn start_publishing() {
     allow(dead_code)
 )]
 pub(crate) fn stop_publishing() {
-    PUBLISHING.store(false, SeqCst);
+    crate::register::descriptor::set_tagging(false);
     for entry in registry().iter() {
         entry.desc.state.untag();
     }

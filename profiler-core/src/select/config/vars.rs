@@ -251,7 +251,7 @@ fn parse_cpu_sample(value: &str) -> Result<Option<u32>, ConfigError> {
         return Ok(None);
     }
     let hz = parse_count("PROF_CPU_SAMPLE", value, 1, MAX_CPU_SAMPLE_HZ)?;
-    if !crate::sample::AVAILABLE {
+    if !SAMPLER {
         return Err(ConfigError::new(
             "PROF_CPU_SAMPLE",
             format!(
@@ -263,6 +263,9 @@ fn parse_cpu_sample(value: &str) -> Result<Option<u32>, ConfigError> {
     }
     Ok(Some(hz))
 }
+
+/// Whether this build has the CPU sampler (Linux, feature `cpu-sample`: `sample/cpu.rs`).
+pub(crate) const SAMPLER: bool = cfg!(all(feature = "cpu-sample", target_os = "linux"));
 
 /// The highest `PROF_CPU_SAMPLE` rate: past it the handler's own cost would distort what it
 /// measures.
@@ -613,7 +616,7 @@ mod tests {
         }
         for good in ["1", " 1000 ", "10000"] {
             let c = config(&[("PROF_CPU_SAMPLE", good)]);
-            if crate::sample::AVAILABLE {
+            if SAMPLER {
                 assert_eq!(c.unwrap().cpu_sample, Some(good.trim().parse().unwrap()));
             } else {
                 // A build without the sampler names the feature that has it.
