@@ -28,6 +28,13 @@
 //! A probe in learning state goes to `schedule/learn.rs` (`sample` mode) or records its runs
 //! (`trace` mode); everything else (planning, arming at `step()`, resolution, output) is the cold
 //! path.
+//!
+//! CPU sampling (`PROF_CPU_SAMPLE`, `sample/`): while it is on, a probe that takes no part is
+//! [`State::Tagged`] instead of `Off`, so the unarmed test above is unchanged; past it, every run
+//! that starts and ends on one thread pushes itself on the thread's stack of open events
+//! (`sample/open.rs`: thread-local stores, no allocation, lock or system call) and its drop pops
+//! it. With sampling off, the paths that start and end a run pay one load of the flag and a
+//! branch each (`docs/overhead.md` has the counts).
 
 use std::sync::atomic::Ordering::Relaxed;
 
