@@ -3,7 +3,8 @@
 # at HZ samples a second for SECONDS; checks that at least 99% of the samples taken inside an
 # annotated event carry the right one, and that each function's share of its layer's samples is
 # within 3 points of the truth (f 75%, g 25% of layer a; h all of b; k all of helper). With
-# `go` on PATH, also reads the pprof profile back with `go tool pprof`.
+# `go` on PATH, also reads the pprof profile back with `go tool pprof`; then runs a stripped copy
+# (addresses instead of names, and no crash).
 #
 # usage: scripts/cpu-sample-check.sh [SECONDS [HZ]]      (default 10 s at 1000 Hz)
 # Exit status 0 when every check holds, 1 when one does not.
@@ -76,4 +77,18 @@ PY
 if command -v go >/dev/null; then
     go tool pprof -top -tagfocus layer=a "$work/profile.pb.gz" 2>/dev/null | head -8
 fi
+# A stripped binary: addresses, no names, no crash.
+cp "$CARGO_TARGET_DIR/release/examples/cpu_layers" "$work/stripped"
+strip "$work/stripped"
+PROF_CPU_SAMPLE=$hz PROF_WARMUP=2 PROF_REPEAT=1000000 PROF_OUT="$work/stripped.json" \
+    "$work/stripped" 1 2>/dev/null || status=1
+python3 - "$work/stripped.json" <<'PY' || status=1
+import json, sys
+s = json.load(open(sys.argv[1]))["cpu_samples"]
+ours = [f for f in s["functions"] if f["name"] and "cpu_layers" in f["name"]]
+unnamed = sum(1 for f in s["functions"] if f["name"] is None)
+print(f"stripped: {s['taken']} samples, {unnamed} of {len(s['functions'])} functions by "
+      f"address only, {len(ours)} of ours named")
+sys.exit(0 if s["taken"] > 0 and not ours else 1)
+PY
 exit $status

@@ -37,9 +37,10 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The decoded profile of `sampled.json`, and where it was written.
-fn pprof_of_sample(extra: &[&str]) -> (proto::PprofProfile, PathBuf) {
-    let out = scratch(&format!("decode{}", extra.len())).join("profile.pb.gz");
+/// The decoded profile of `sampled.json`, and where it was written (a scratch folder `name` of
+/// its own: the tests run in parallel).
+fn pprof_of_sample(name: &str, extra: &[&str]) -> (proto::PprofProfile, PathBuf) {
+    let out = scratch(name).join("profile.pb.gz");
     let file = data("tests/data/cli/sampled.json");
     let mut args = vec!["pprof", file.to_str().unwrap(), "-o", out.to_str().unwrap()];
     args.extend_from_slice(extra);
@@ -77,7 +78,7 @@ fn leaf(p: &proto::PprofProfile, s: &proto::Sample) -> String {
 
 #[test]
 fn pprof_labels_every_sample_with_its_event() {
-    let (p, _) = pprof_of_sample(&[]);
+    let (p, _) = pprof_of_sample("labels", &[]);
     assert_eq!(p.string_table[0], "");
     let types: Vec<&str> = p
         .sample_type
@@ -112,7 +113,7 @@ fn pprof_labels_every_sample_with_its_event() {
 
 #[test]
 fn pprof_filter_keeps_one_layer() {
-    let (p, _) = pprof_of_sample(&["--filter", "layer=a"]);
+    let (p, _) = pprof_of_sample("filter", &["--filter", "layer=a"]);
     assert!(!p.sample.is_empty());
     for s in &p.sample {
         assert!(["cpu_layers::f", "cpu_layers::g"].contains(&leaf(&p, s).as_str()));
@@ -130,7 +131,7 @@ fn go_tool_pprof_reads_the_profile() {
         eprintln!("note: `go` is not on PATH: go tool pprof not run (apt-get install golang-go)");
         return;
     }
-    let (_, path) = pprof_of_sample(&[]);
+    let (_, path) = pprof_of_sample("go", &[]);
     let home = scratch("gohome");
     let run = Command::new("go")
         .args(["tool", "pprof", "-top", "-tagfocus", "layer=a"])
