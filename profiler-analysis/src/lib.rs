@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod advise;
+pub mod cpu;
 pub mod diff;
 pub mod drift;
 pub mod flame;

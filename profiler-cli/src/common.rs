@@ -113,3 +113,23 @@ pub fn print(text: &str) {
     }
     let _ = out.flush();
 }
+
+/// A `--filter` expression (the `PROF_FILTER` language), parsed; its error points at the
+/// column at fault.
+pub fn parse_filter(
+    text: Option<&str>,
+) -> Result<Option<profiler_format::filter::Filter>, Failure> {
+    text.map(|text| {
+        profiler_format::filter::Filter::parse(text).map_err(|e| {
+            Failure::new(profiler_format::filter::render_error(
+                "--filter",
+                &e.input,
+                e.column,
+                e.width,
+                &e.problem,
+                &e.expected,
+            ))
+        })
+    })
+    .transpose()
+}

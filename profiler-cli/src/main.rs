@@ -55,6 +55,7 @@ enum Command {
     Html(commands::html::HtmlArgs),
     Trigger(commands::trigger::TriggerArgs),
     Peak(commands::peak::PeakArgs),
+    Pprof(commands::pprof::PprofArgs),
 }
 
 /// Runs one command; the exit status on success (1 for a regression found with
@@ -74,6 +75,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Html(args) => commands::html::run(args),
         Command::Trigger(args) => commands::trigger::run(args),
         Command::Peak(args) => commands::peak::run(args),
+        Command::Pprof(args) => commands::pprof::run(args),
     }
 }
 

@@ -129,6 +129,7 @@ fn write_profile(path: &Path, events: u32, repeat: u32, seed: u64, layout: Layou
         events: list,
         windows: Vec::new(),
         before_loop: Vec::new(),
+        cpu_samples: None,
     };
     let out = BufWriter::new(File::create(path).unwrap());
     match layout {

@@ -153,3 +153,26 @@ impl RuntimeProbe {
 #[path = "store/shape.rs"]
 mod shape;
 pub use shape::{Dims, Shape};
+
+/// The innermost annotated event open on a thread (never known in this build).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenEvent {
+    /// The probe's unique id.
+    pub id: String,
+    /// The probe's name.
+    pub name: &'static str,
+    /// The `layer` key, if given.
+    pub layer: Option<&'static str>,
+    /// The `phase` key, if given.
+    pub phase: Option<&'static str>,
+}
+
+/// Always `None` in this build (nothing is published).
+#[inline(always)]
+pub fn open_event() -> Option<OpenEvent> {
+    None
+}
+
+/// Does nothing in this build (no sampler).
+#[inline(always)]
+pub fn sample_this_thread() {}

@@ -154,6 +154,9 @@ mod start;
 #[cfg(feature = "enable")]
 mod probes;
 
+#[cfg(feature = "enable")]
+mod sample;
+
 /// `prof.json`'s types ([`Profile`] and its parts), as [`snapshot`] returns them: the
 /// `profiler-format` crate.
 #[cfg(feature = "enable")]
@@ -176,6 +179,7 @@ mod enabled_api {
     pub use crate::probes::bridge::TracingBridge;
     pub use crate::probes::runtime::RuntimeProbe;
     pub use crate::probes::timer::ProbeGuard;
+    pub use crate::sample::{open_event, sample_this_thread, OpenEvent};
     pub use crate::select::config::{Config, ConfigError, DelayAmount, Mode};
     pub use crate::start::startup::InitGuard;
     pub use profiler_format::filter::{Filter, FilterError, Key};

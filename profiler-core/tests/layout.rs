@@ -105,7 +105,7 @@ fn cycle_from(
 /// pipeline of docs/architecture.md), with the two small modules that sit between them: `sync`
 /// (a lock that survives a poisoned mutex) under everything, and `testing` (the clocks a test
 /// sets, public) on the instruments.
-const STAGES: [&str; 12] = [
+const STAGES: [&str; 13] = [
     "sync",
     "select",
     "register",
@@ -114,6 +114,7 @@ const STAGES: [&str; 12] = [
     "store",
     "schedule",
     "measure",
+    "sample",
     "output",
     "session",
     "start",

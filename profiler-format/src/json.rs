@@ -58,6 +58,74 @@ pub struct Profile {
     /// there is none, and in files written before this field existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub before_loop: Vec<BeforeLoop>,
+    /// The CPU samples taken while the program ran (`PROF_CPU_SAMPLE`), each stack tagged
+    /// with the annotated event open on its thread. Absent when sampling was off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_samples: Option<CpuSamples>,
+}
+
+/// The CPU samples of a run (`PROF_CPU_SAMPLE`): identical stacks counted together.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuSamples {
+    /// Samples asked for per second of each thread's CPU time.
+    pub hz: u32,
+    /// Samples taken (timer expirations the handler saw, overruns included).
+    pub taken: u64,
+    /// Samples lost because a thread's storage was full before it was read.
+    #[serde(default)]
+    pub dropped: u64,
+    /// The threads sampled, in the order they were registered.
+    pub threads: Vec<SampledThread>,
+    /// The functions the stacks name; a frame whose address no symbol covers (a stripped
+    /// binary) is a function of its own, with no name.
+    pub functions: Vec<SampledFunction>,
+    /// The distinct stacks, each with its count.
+    pub stacks: Vec<SampledStack>,
+}
+
+/// A thread that was sampled.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampledThread {
+    /// The thread's id in the operating system.
+    pub tid: u32,
+    /// The thread's name, when it has one.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// One function of the sampled stacks.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampledFunction {
+    /// Its demangled name, `null` when no symbol covers its address.
+    pub name: Option<String>,
+    /// An address inside it (hexadecimal, `0x...`), as the program ran.
+    pub addr: String,
+}
+
+/// A distinct stack, counted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampledStack {
+    /// Index into [`CpuSamples::threads`].
+    pub thread: u32,
+    /// The id of the innermost annotated event open when the samples were taken (`null`:
+    /// none).
+    pub event: Option<String>,
+    /// That event's name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// That event's `layer` key.
+    #[serde(default)]
+    pub layer: Option<String>,
+    /// That event's `phase` key.
+    #[serde(default)]
+    pub phase: Option<String>,
+    /// Indices into [`CpuSamples::functions`], the sampled function first, then its callers.
+    pub frames: Vec<u32>,
+    /// True when the stack was deeper than the frames kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    /// How many samples had this stack and this event.
+    pub count: u64,
 }
 
 /// An event that ran only before the loop: not scheduled, reported with its first run.

@@ -547,6 +547,7 @@ mod tests {
             events,
             windows: Vec::new(),
             before_loop: Vec::new(),
+            cpu_samples: None,
         }
     }
 

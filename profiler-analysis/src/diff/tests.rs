@@ -71,6 +71,7 @@ pub(crate) fn profile(
         events,
         windows: Vec::new(),
         before_loop: Vec::new(),
+        cpu_samples: None,
     }
 }
 

@@ -819,6 +819,7 @@ fn pooled(profile: &Profile, measured: &[Event], windows: &[Window]) -> Profile 
         events,
         windows: Vec::new(),
         before_loop: Vec::new(),
+        cpu_samples: None,
     }
 }
 

@@ -54,6 +54,7 @@ fn profile(events: Vec<Event>, wall: u64) -> Profile {
         events,
         windows: Vec::new(),
         before_loop: Vec::new(),
+        cpu_samples: None,
     }
 }
 

@@ -636,6 +636,7 @@ mod tests {
             ],
             windows: Vec::new(),
             before_loop: Vec::new(),
+            cpu_samples: None,
         }
     }
 

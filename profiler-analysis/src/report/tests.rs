@@ -69,6 +69,7 @@ fn profile(warmup: u32, walls: &[u64], events: Vec<Event>) -> Profile {
         events,
         windows: Vec::new(),
         before_loop: Vec::new(),
+        cpu_samples: None,
     }
 }
 

@@ -76,6 +76,7 @@ pub(super) fn profile(
         events,
         windows: Vec::new(),
         before_loop: Vec::new(),
+        cpu_samples: None,
     }
 }
 

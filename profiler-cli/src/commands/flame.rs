@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use profiler_analysis::{self as analysis, diff, flame};
 
-use crate::common::{check_output, fraction, load_all, write_output, Failure};
+use crate::common::{check_output, fraction, load, load_all, parse_filter, write_output, Failure};
 
 /// A flame graph of the mean iteration: an interactive SVG (or folded stacks), one frame per
 /// event, as wide as its time per iteration, nested by parent; with --diff, frames coloured
@@ -39,6 +39,51 @@ pub struct FlameArgs {
     /// With --diff: changes smaller than this are noise (0.02 or 2%), as in prof diff.
     #[arg(long, default_value = "2%", value_parser = fraction)]
     threshold: f64,
+    /// Draw the CPU samples (taken with PROF_CPU_SAMPLE) instead: a root frame per event
+    /// (`layer/phase/name`, `(no event)` for samples outside every event) with the sampled
+    /// stacks above it, as wide as their samples; --filter keeps the events it matches.
+    #[arg(long, conflicts_with_all = ["icicle", "diff", "group"])]
+    cpu: bool,
+}
+
+/// `prof flame --cpu`: the sampled stacks under their events' frames.
+fn cpu_flame(
+    args: &FlameArgs,
+    filter: Option<&profiler_format::filter::Filter>,
+) -> Result<ExitCode, Failure> {
+    let [file] = args.files.as_slice() else {
+        return Err(Failure::new(
+            "error: prof flame --cpu draws one prof.json\n  = help: give one file",
+        ));
+    };
+    let profile = load(file)?;
+    let Some(folded) = analysis::cpu::folded(&profile, filter) else {
+        return Err(Failure::new(format!(
+            "error: {} has no CPU samples\n  = help: run the program with \
+             PROF_CPU_SAMPLE=1000 (a build with profiler-core's `cpu-sample` feature, on Linux)",
+            file.display()
+        )));
+    };
+    if folded.is_empty() {
+        return Err(Failure::new(format!(
+            "error: --filter {} matches no sampled event\n  = help: `prof report` lists the \
+             sampled events",
+            args.filter.as_deref().unwrap_or("")
+        )));
+    }
+    let bytes = if args.folded {
+        folded.into_bytes()
+    } else {
+        let title = format!(
+            "CPU samples: {} ({})",
+            profile.run.program, profile.run.mode
+        );
+        analysis::cpu::svg(&folded, &title)
+            .map_err(|e| Failure::new(format!("error: cannot draw the flame graph: {e}")))?
+            .into_bytes()
+    };
+    write_output(&args.output, &bytes)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `--group`.
@@ -61,22 +106,10 @@ impl From<FlameGroupArg> for flame::Grouping {
 pub fn run(args: FlameArgs) -> Result<ExitCode, Failure> {
     let output = &args.output;
     check_output(output)?;
-    let filter = args
-        .filter
-        .as_deref()
-        .map(|text| {
-            profiler_format::filter::Filter::parse(text).map_err(|e| {
-                Failure::new(profiler_format::filter::render_error(
-                    "--filter",
-                    &e.input,
-                    e.column,
-                    e.width,
-                    &e.problem,
-                    &e.expected,
-                ))
-            })
-        })
-        .transpose()?;
+    let filter = parse_filter(args.filter.as_deref())?;
+    if args.cpu {
+        return cpu_flame(&args, filter.as_ref());
+    }
     let profiles = load_all(&args.files)?;
     let baseline = load_all(&args.diff)?;
     let options = flame::FlameOptions {

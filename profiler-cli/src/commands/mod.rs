@@ -13,6 +13,7 @@ pub mod flame;
 pub mod html;
 pub mod merge;
 pub mod peak;
+pub mod pprof;
 pub mod report;
 pub mod scale;
 pub mod trace;

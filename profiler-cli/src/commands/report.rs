@@ -89,6 +89,9 @@ fn non_negative(s: &str) -> Result<f64, String> {
 }
 
 /// Prints the report of `args.file`, judged against `--peak`'s peak when given.
+/// Functions listed per event under the CPU samples.
+const TOP_FUNCTIONS: usize = 5;
+
 pub fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
     let mut profile = load(&args.file)?;
     if let Some(path) = args.peak {
@@ -105,5 +108,9 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
     };
     let built = report::build(&profile, &options);
     print(&report::render(&built, args.format.into()));
+    // The CPU samples (PROF_CPU_SAMPLE): per event, its top functions, after the table.
+    if let (Some(samples), FormatArg::Table) = (&profile.cpu_samples, args.format) {
+        print(&profiler_analysis::cpu::report_text(samples, TOP_FUNCTIONS));
+    }
     Ok(ExitCode::SUCCESS)
 }

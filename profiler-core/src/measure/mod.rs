@@ -193,4 +193,7 @@ pub(crate) enum Run {
     Armed(Armed),
     /// An armed run of a plain session, entered without stream or keys.
     Sampled(Sampled),
+    /// Nothing is measured, but the run is published as its thread's open event (CPU
+    /// sampling on: `sample/open.rs`); its drop closes it.
+    Tagged,
 }

@@ -100,7 +100,8 @@ thread_local! {
     /// (callsite, hash of the values).
     static VALUED: RefCell<[ValuedSlot; CACHE_SLOTS]> =
         const { RefCell::new([((0, 0), None); CACHE_SLOTS]) };
-    /// The spans entered on this thread that are being measured (or learned), innermost last.
+    /// The spans entered on this thread that are being measured (or learned, or published as
+    /// open events while CPU sampling is on), innermost last.
     static OPEN: RefCell<Vec<(u64, ProbeGuard)>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -482,7 +483,7 @@ impl Subscriber for TracingBridge {
 /// Keeps the guard of span `id` entered on this thread until its exit, if it measures.
 #[inline(always)]
 fn open(id: u64, guard: ProbeGuard) {
-    if guard.is_recording() {
+    if guard.is_open() {
         // In a thread-local's destructor `OPEN` may be gone: the span is then not
         // measured (never a panic, which there would abort the program).
         let mut guard = Some(guard);

@@ -33,6 +33,13 @@
 //! A probe in learning state goes to `schedule/learn.rs` (`sample` mode) or records its runs
 //! (`trace` mode); everything else (planning, arming at `step()`, resolution, output) is the cold
 //! path.
+//!
+//! CPU sampling (`PROF_CPU_SAMPLE`, `sample/`): while it is on, a probe that takes no part is
+//! [`State::Tagged`] instead of `Off`, so the unarmed test above is unchanged; past it, every run
+//! that starts and ends on one thread pushes itself on the thread's stack of open events
+//! (`sample/open.rs`: thread-local stores, no allocation, lock or system call) and its drop pops
+//! it. With sampling off, the paths that start and end a run pay one load of the flag and a
+//! branch each (`docs/overhead.md` has the counts).
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -65,6 +72,13 @@ impl ProbeGuard {
     /// True when this guard is taking a sample.
     #[inline(always)]
     pub fn is_recording(&self) -> bool {
+        !matches!(self.run, Run::None | Run::Tagged)
+    }
+
+    /// True when dropping this guard does something: it takes a sample, or it closes the
+    /// event it published (CPU sampling on). What holds a guard for a span keeps these.
+    #[inline(always)]
+    pub(crate) fn is_open(&self) -> bool {
         !matches!(self.run, Run::None)
     }
 
@@ -75,7 +89,11 @@ impl ProbeGuard {
     /// Ends the measurement without keeping a sample.
     #[inline(always)]
     pub fn discard(mut self) {
-        match std::mem::replace(&mut self.run, Run::None) {
+        let run = std::mem::replace(&mut self.run, Run::None);
+        if !matches!(run, Run::None | Run::Tagged) {
+            unpublish();
+        }
+        match run {
             Run::None => {}
             // The run still counts as an occurrence, so that the runs after it keep theirs.
             Run::Recorded(r) => r.at.end_recorded(&r, tag::DISCARD),
@@ -86,6 +104,7 @@ impl ProbeGuard {
             Run::Armed(armed) => armed.at.discard_run(&armed),
             // No hooks, memory or device mark to close: the occurrence was counted at entry.
             Run::Sampled(_) => {}
+            Run::Tagged => crate::sample::open::pop(),
         }
     }
 }
@@ -103,8 +122,53 @@ impl ProbeGuard {
             Run::Learning(l) => l.at.end_learning(l, 0),
             Run::Armed(armed) => armed.at.finish_armed(armed),
             Run::Sampled(run) => run.at.finish_sampled(run),
+            Run::Tagged => crate::sample::open::pop(),
+        }
+        if !matches!(self.run, Run::Tagged) && crate::sample::open::publishing() {
+            crate::sample::open::pop();
         }
     }
+}
+
+/// A discarded run that measured closes its open event, if it published one.
+#[inline(never)]
+fn unpublish() {
+    if crate::sample::open::publishing() {
+        crate::sample::open::pop();
+    }
+}
+
+/// While the open events are published: `desc` opens on this thread (unless its run may move
+/// between threads), and a run that measures nothing still gets a guard whose drop closes it.
+/// Kept out of line, so that with publication off the paths that start runs pay one load and
+/// a branch for it.
+#[inline(never)]
+fn published(
+    desc: &'static Descriptor,
+    nests: bool,
+    start: impl FnOnce() -> ProbeGuard,
+) -> ProbeGuard {
+    if !nests {
+        return start();
+    }
+    crate::sample::open::push(desc);
+    let guard = start();
+    if matches!(guard.run, Run::None) {
+        ProbeGuard::of(Run::Tagged)
+    } else {
+        guard
+    }
+}
+
+/// A run of a probe that takes no part while the open events are published
+/// ([`State::Tagged`]): it only opens and closes its event.
+#[inline(never)]
+fn enter_tagged(desc: &'static Descriptor, nests: bool) -> ProbeGuard {
+    if !nests || !crate::sample::open::publishing() {
+        return ProbeGuard::inert();
+    }
+    crate::sample::open::push(desc);
+    ProbeGuard::of(Run::Tagged)
 }
 
 impl Drop for ProbeGuard {
@@ -183,9 +247,27 @@ fn enter_slow_with(
     stream: Option<Stream>,
     work: Option<&Work>,
 ) -> ProbeGuard {
+    if raw == State::Tagged as u32 {
+        return enter_tagged(desc, nests);
+    }
+    if crate::sample::open::publishing() {
+        return published(desc, nests, || start_slow(desc, raw, nests, stream, work));
+    }
+    start_slow(desc, raw, nests, stream, work)
+}
+
+/// [`enter_slow_with`] past the publication of the open event.
+#[inline(always)]
+fn start_slow(
+    desc: &'static Descriptor,
+    raw: u32,
+    nests: bool,
+    stream: Option<Stream>,
+    work: Option<&Work>,
+) -> ProbeGuard {
     // A recorded run of an `async fn` (`enter` sends its own there directly).
     if raw == State::Recorded as u32 && stream.is_none() {
-        return enter_recorded(desc);
+        return start_recorded(desc);
     }
     let state = State::from_raw(raw);
     match current() {
@@ -203,11 +285,20 @@ fn enter_slow_with(
 /// and the sample's stores; elsewhere it takes the general path, which handles them.
 #[inline(never)]
 fn enter_armed(desc: &'static Descriptor) -> ProbeGuard {
+    if crate::sample::open::publishing() {
+        return published(desc, true, || start_armed(desc));
+    }
+    start_armed(desc)
+}
+
+/// [`enter_armed`] past the publication of the open event.
+#[inline(always)]
+fn start_armed(desc: &'static Descriptor) -> ProbeGuard {
     match current() {
         Some(session) if session.measuring.plain => {
             ProbeGuard::of(session.measuring.start_sampled(desc))
         }
-        Some(_) => enter_slow(desc, State::Armed as u32, true, None),
+        Some(_) => start_slow(desc, State::Armed as u32, true, None, None),
         None => ProbeGuard::inert(),
     }
 }
@@ -215,6 +306,15 @@ fn enter_armed(desc: &'static Descriptor) -> ProbeGuard {
 /// A recorded run starts: the start mark is all it takes.
 #[inline(never)]
 fn enter_recorded(desc: &'static Descriptor) -> ProbeGuard {
+    if crate::sample::open::publishing() {
+        return published(desc, true, || start_recorded(desc));
+    }
+    start_recorded(desc)
+}
+
+/// [`enter_recorded`] past the publication of the open event.
+#[inline(always)]
+fn start_recorded(desc: &'static Descriptor) -> ProbeGuard {
     match current() {
         Some(session) => ProbeGuard::of(session.measuring.start_recorded(desc)),
         None => ProbeGuard::inert(),
@@ -250,7 +350,7 @@ impl Drop for AsyncGuard {
         // Dropped before completion (cancelled, or a panic inside a poll): no sample, but the
         // hooks still close and a device mark goes back to its pool.
         let inner = std::mem::replace(&mut self.inner, ProbeGuard::inert());
-        if inner.is_recording() {
+        if inner.is_open() {
             inner.discard();
         }
     }
@@ -388,6 +488,7 @@ mod tests {
             Run::Learning(_) => "learning",
             Run::Armed(_) => "armed",
             Run::Sampled(_) => "sampled",
+            Run::Tagged => "tagged",
         }
     }
 

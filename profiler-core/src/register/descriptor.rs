@@ -6,7 +6,26 @@
 //! descriptor between [`State`]s; where its runs go once armed is the schedule's business too
 //! (its routing table, indexed by [`Descriptor::index`]).
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+/// Whether the probes that take no part are [`State::Tagged`] rather than [`State::Off`]: set
+/// while CPU sampling publishes the open events (`sample/open.rs`).
+static TAGGING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the open events are published (CPU sampling on).
+#[inline(always)]
+pub(crate) fn tagging() -> bool {
+    TAGGING.load(Ordering::Relaxed)
+}
+
+/// Starts or ends the publication of the open events (`sample/open.rs`).
+#[cfg_attr(
+    not(all(feature = "cpu-sample", target_os = "linux")),
+    allow(dead_code)
+)]
+pub(crate) fn set_tagging(on: bool) {
+    TAGGING.store(on, Ordering::SeqCst);
+}
 
 /// The run-time state of a probe: what its next run does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,6 +48,11 @@ pub enum State {
     /// on the armed path, as [`State::Armed`]'s are, but its `flops`, `bytes` and `shape`
     /// expressions are not evaluated (`trace` mode keeps no work).
     Traced = 5,
+    /// Takes no part in the measurement, but CPU sampling is on (`PROF_CPU_SAMPLE`): the run
+    /// leaves the fast path only to publish itself as its thread's open event (`sample/open.rs`),
+    /// so that the samples taken inside it are tagged with it. Stored instead of [`State::Off`]
+    /// while publication is on ([`AtomicState::store`]).
+    Tagged = 6,
 }
 
 impl State {
@@ -41,6 +65,7 @@ impl State {
             2 => State::Armed,
             4 => State::Recorded,
             5 => State::Traced,
+            6 => State::Tagged,
             _ => State::Hook,
         }
     }
@@ -64,10 +89,45 @@ impl AtomicState {
         self.0.load(order)
     }
 
-    /// Sets the state (cold path: the schedule).
+    /// Sets the state (cold path: the schedule). While the open events are published (CPU
+    /// sampling on), [`State::Off`] is stored as [`State::Tagged`].
     #[inline]
     pub(crate) fn store(&self, state: State, order: Ordering) {
+        let state = match state {
+            State::Off if tagging() => State::Tagged,
+            state => state,
+        };
         self.0.store(state as u32, order);
+    }
+
+    /// Makes an [`State::Off`] probe [`State::Tagged`] (publication starts), leaving any other
+    /// state as it is.
+    #[cfg_attr(
+        not(all(feature = "cpu-sample", target_os = "linux")),
+        allow(dead_code)
+    )]
+    pub(crate) fn tag_if_off(&self) {
+        let _ = self.0.compare_exchange(
+            State::Off as u32,
+            State::Tagged as u32,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Puts a [`State::Tagged`] probe back to [`State::Off`] (publication ends), leaving any
+    /// other state as it is.
+    #[cfg_attr(
+        not(all(feature = "cpu-sample", target_os = "linux")),
+        allow(dead_code)
+    )]
+    pub(crate) fn untag(&self) {
+        let _ = self.0.compare_exchange(
+            State::Tagged as u32,
+            State::Off as u32,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
     }
 }
 

@@ -452,6 +452,7 @@ pub(crate) fn write_trace(results: &Results<'_>, taken: Taken) {
         events,
         windows: Vec::new(),
         before_loop: Vec::new(),
+        cpu_samples: None,
     };
     let path = results.config.trace_output_path(window.first);
     let last = window.first + window.armed;

@@ -95,6 +95,7 @@ impl Results<'_> {
             events,
             windows: Vec::new(),
             before_loop: self.before_loop_json(c),
+            cpu_samples: None,
         }
     }
 
@@ -236,6 +237,7 @@ impl Results<'_> {
             events,
             windows: archive.windows(),
             before_loop: live.before_loop,
+            cpu_samples: None,
         }
     }
 

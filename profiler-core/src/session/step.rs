@@ -237,7 +237,8 @@ impl Session {
                 }
             };
         }
-        let profile = self.profile(c, complete, true);
+        let mut profile = self.profile(c, complete, true);
+        crate::sample::finish_into(&mut profile);
         self.publish_metrics(&profile);
         // The writer thread, if any, has nothing left to do; traces on demand it has not
         // written yet, and one under way, are written here.

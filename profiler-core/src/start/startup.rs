@@ -297,6 +297,9 @@ pub fn start(
     let mut session = session;
     session.serve_metrics()?;
     let session = session::install(session);
+    if let Some(hz) = session.config().cpu_sample {
+        crate::sample::start(hz);
+    }
     // Spans registered before the session knew the filter are judged again.
     #[cfg(feature = "tracing")]
     tracing_core::callsite::rebuild_interest_cache();

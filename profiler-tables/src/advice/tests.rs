@@ -64,6 +64,7 @@ fn profile(events: Vec<Event>) -> Profile {
             windows: None,
             on_demand: None,
             peak: None,
+            delay: None,
         },
         iterations: Iterations {
             count: ITERS,
@@ -74,6 +75,7 @@ fn profile(events: Vec<Event>) -> Profile {
         events,
         windows: Vec::new(),
         before_loop: Vec::new(),
+        cpu_samples: None,
     }
 }
 

@@ -107,6 +107,8 @@ pub struct Config {
     pub delay_filter: Option<Filter>,
     /// The delay after every run of the probes `delay_filter` selects (`PROF_DELAY`).
     pub delay: Option<DelayAmount>,
+    /// CPU samples per second of each thread's CPU time (`PROF_CPU_SAMPLE`), `None`: off.
+    pub cpu_sample: Option<u32>,
 }
 
 /// How long `PROF_DELAY` delays each run of a selected probe.
@@ -161,6 +163,7 @@ impl Default for Config {
             peak_file: None,
             delay_filter: None,
             delay: None,
+            cpu_sample: None,
         }
     }
 }

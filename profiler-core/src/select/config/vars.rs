@@ -298,6 +298,17 @@ pub(crate) const VARIABLES: &[Variable] = &[
             Ok(())
         },
     },
+    Variable {
+        name: "PROF_CPU_SAMPLE",
+        default: "unset (off)",
+        meaning: "CPU samples per second of each thread's CPU time, 1 to 10000: each sample's \
+                  stack is tagged with the annotated event open on its thread and written to \
+                  `cpu_samples` in `prof.json` (Linux, feature `cpu-sample`)",
+        set: |c, v| {
+            c.cpu_sample = parse_cpu_sample(v)?;
+            Ok(())
+        },
+    },
 ];
 
 /// `PROF_METRICS`: `ADDR:PORT`, the address a host name or an IP (IPv6 in brackets), the port a
@@ -396,6 +407,33 @@ pub(crate) fn parse_delay(value: &str) -> Result<super::DelayAmount, ConfigError
     }
     Ok(DelayAmount::Fixed(ns as u64))
 }
+
+/// `PROF_CPU_SAMPLE`: a rate from 1 to [`MAX_CPU_SAMPLE_HZ`] samples a second (empty: off), in
+/// a build that has the sampler.
+fn parse_cpu_sample(value: &str) -> Result<Option<u32>, ConfigError> {
+    if value.trim().is_empty() {
+        return Ok(None);
+    }
+    let hz = parse_count("PROF_CPU_SAMPLE", value, 1, MAX_CPU_SAMPLE_HZ)?;
+    if !SAMPLER {
+        return Err(ConfigError::new(
+            "PROF_CPU_SAMPLE",
+            format!(
+                "error: PROF_CPU_SAMPLE={hz}: this build has no CPU sampler\n  = help: build \
+                 with the `cpu-sample` feature of profiler-core (on Linux), or unset \
+                 PROF_CPU_SAMPLE"
+            ),
+        ));
+    }
+    Ok(Some(hz))
+}
+
+/// Whether this build has the CPU sampler (Linux, feature `cpu-sample`: `sample/cpu.rs`).
+pub(crate) const SAMPLER: bool = cfg!(all(feature = "cpu-sample", target_os = "linux"));
+
+/// The highest `PROF_CPU_SAMPLE` rate: past it the handler's own cost would distort what it
+/// measures.
+pub(crate) const MAX_CPU_SAMPLE_HZ: u32 = 10_000;
 
 /// A peak rate: a positive, finite number (`1.2e12`, `800000000000`).
 fn parse_rate(var: &'static str, value: &str, expected: &str) -> Result<f64, ConfigError> {
@@ -729,6 +767,28 @@ mod tests {
                 .find(|(n, _)| *n == name)
                 .map(|(_, v)| (*v).to_owned())
         })
+    }
+
+    #[test]
+    fn the_cpu_sample_rate_is_checked() {
+        assert_eq!(config(&[]).unwrap().cpu_sample, None);
+        assert_eq!(config(&[("PROF_CPU_SAMPLE", "")]).unwrap().cpu_sample, None);
+        for bad in ["0", "10001", "abc", "-5", "1e3"] {
+            let e = config(&[("PROF_CPU_SAMPLE", bad)]).unwrap_err();
+            assert_eq!(e.var, "PROF_CPU_SAMPLE", "{bad}");
+            assert!(!e.to_string().contains("feature"), "{bad}: {e}");
+        }
+        for good in ["1", " 1000 ", "10000"] {
+            let c = config(&[("PROF_CPU_SAMPLE", good)]);
+            if SAMPLER {
+                assert_eq!(c.unwrap().cpu_sample, Some(good.trim().parse().unwrap()));
+            } else {
+                // A build without the sampler names the feature that has it.
+                let e = c.unwrap_err();
+                assert_eq!(e.var, "PROF_CPU_SAMPLE");
+                assert!(e.to_string().contains("`cpu-sample` feature"), "{e}");
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,605 @@
+//! The CPU sampler (Linux): per-thread CPU-time timers, the `SIGPROF` handler, the rings it
+//! writes, the drain, and the symbols resolved at the end.
+//!
+//! - Each registered thread gets a timer of its own CPU clock (`timer_create` on
+//!   `CLOCK_THREAD_CPUTIME_ID`, `SIGEV_THREAD_ID` to itself): a thread is sampled for the CPU
+//!   time it uses, and the signal lands on the thread that used it. (A process-wide
+//!   `setitimer(ITIMER_PROF)` lets the kernel pick the thread, which attributes by who runs at
+//!   the tick rather than who used the time.) The kernel checks CPU timers at its tick, so at
+//!   rates above the tick rate one signal may stand for several expirations: each sample is
+//!   weighted by `1 + timer_getoverrun`.
+//! - The handler is async-signal-safe: it reads two thread-locals (the ring, the open events;
+//!   both const-initialized, without destructors), walks the frame pointers from the
+//!   interrupted context, reading only inside the thread's stack (bounds taken at
+//!   registration), and writes one fixed-size record into the ring, or counts a drop when the
+//!   ring is full. No allocation, lock or call other than `timer_getoverrun`; `errno` is kept.
+//! - A thread of ours drains the rings every 50 ms into counts of identical stacks (cold path,
+//!   under a lock). At thread exit the thread's timer is deleted, its ring drained and put back
+//!   into a pool for the next thread, so memory follows the threads alive, not the threads
+//!   ever started. At the end the timers are deleted, the rings drained, and the addresses
+//!   resolved (the `backtrace` crate: symbol tables and debug info, in-process, so that
+//!   addresses need no relocation); an address no symbol covers (a stripped binary) stays an
+//!   address.
+//! - The stack is captured through frame pointers: complete for code built with
+//!   `-C force-frame-pointers=yes` (the standard library is), else the sampled function and
+//!   whatever callers keep a frame pointer. Stacks deeper than [`FRAMES`] are truncated.
+
+use std::cell::{Cell, UnsafeCell};
+use std::collections::HashMap;
+use std::sync::atomic::{
+    AtomicBool, AtomicU64, AtomicUsize,
+    Ordering::{Acquire, Relaxed, Release, SeqCst},
+};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use profiler_format::{CpuSamples, SampledFunction, SampledStack, SampledThread};
+
+use super::open::{innermost, OPEN};
+use crate::register::registry::registry;
+use crate::sync::lock;
+
+/// Frames kept per sample.
+pub(crate) const FRAMES: usize = 64;
+/// Records per thread's ring: 4 s at 1 kHz, drained every 50 ms.
+const RECORDS: usize = 4096;
+/// The most threads sampled at once; later ones are not sampled (counted).
+const MAX_THREADS: usize = 1024;
+
+/// One sample, as the handler writes it.
+struct Record {
+    /// Registry index + 1 of the innermost open event, 0 for none.
+    tag: u32,
+    /// Frames stored.
+    depth: u16,
+    /// Bit 0: the stack was deeper than [`FRAMES`]; bit 1: the open events were deeper than
+    /// the stack of them keeps.
+    flags: u16,
+    /// Timer expirations this sample stands for.
+    weight: u32,
+    frames: [usize; FRAMES],
+}
+
+/// A thread's samples: written by the handler on that thread, read by the drain.
+struct Ring {
+    records: Box<[UnsafeCell<Record>]>,
+    /// Records written (the handler's, released after the record).
+    head: AtomicUsize,
+    /// Records read (the drain's).
+    tail: AtomicUsize,
+    dropped: AtomicU64,
+    /// The thread's stack, `[lo, hi)`: the only memory the frame walk reads.
+    stack_lo: AtomicUsize,
+    stack_hi: AtomicUsize,
+    /// The thread's timer (`timer_t`), for `timer_getoverrun`.
+    timer: AtomicUsize,
+}
+
+// SAFETY: a record is written only by the handler of the ring's thread, at `head`, before
+// `head` is released past it, and read by the drain only below `head` and at or past `tail`,
+// which the handler does not write until the drain has released `tail` past it.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+    fn new() -> Ring {
+        let records = (0..RECORDS)
+            .map(|_| {
+                UnsafeCell::new(Record {
+                    tag: 0,
+                    depth: 0,
+                    flags: 0,
+                    weight: 0,
+                    frames: [0; FRAMES],
+                })
+            })
+            .collect();
+        Ring {
+            records,
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+            dropped: AtomicU64::new(0),
+            stack_lo: AtomicUsize::new(0),
+            stack_hi: AtomicUsize::new(0),
+            timer: AtomicUsize::new(0),
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's ring, null when it is not sampled (read by the handler).
+    static RING: Cell<*const Ring> = const { Cell::new(std::ptr::null()) };
+    /// Its registration, whose drop (at thread exit) stops the timer and gives the ring back.
+    static EXIT: Cell<Option<Registered>> = const { Cell::new(None) };
+}
+
+/// The registration of one thread: dropped at its exit.
+struct Registered {
+    slot: usize,
+    /// Which registration it is (a slot is reused once a registration leaves it).
+    serial: u64,
+    ring: &'static Ring,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let _ = RING.try_with(|r| r.set(std::ptr::null()));
+        let mut state = lock(&state().inner);
+        let inner = &mut *state;
+        let slot = inner.active.get_mut(self.slot);
+        if let Some(slot) = slot.filter(|s| s.as_ref().is_some_and(|a| a.serial == self.serial)) {
+            if let Some(thread) = slot.take() {
+                // SAFETY: the timer was made by `timer_create` and is deleted once (taken).
+                unsafe { libc::timer_delete(thread.timer as libc::timer_t) };
+                inner.counts.drain(thread.ring, thread.index);
+            }
+        }
+        // No signal writes into the ring any more: this thread no longer points at it.
+        inner.pool.push(self.ring);
+    }
+}
+
+/// A registered thread that is still sampled.
+struct Active {
+    ring: &'static Ring,
+    timer: usize,
+    /// Index into the threads' table.
+    index: u32,
+    serial: u64,
+}
+
+/// The sampler's cold-path state.
+struct Inner {
+    hz: u32,
+    active: Vec<Option<Active>>,
+    pool: Vec<&'static Ring>,
+    threads: Vec<SampledThread>,
+    counts: Counts,
+    unsampled_threads: u64,
+    serial: u64,
+}
+
+/// What makes two samples the same: (thread, tag, flags, frames).
+type StackKey = (u32, u32, u16, Box<[usize]>);
+
+/// Identical samples counted: [`StackKey`] to weight.
+#[derive(Default)]
+struct Counts {
+    stacks: HashMap<StackKey, u64>,
+    taken: u64,
+    dropped: u64,
+}
+
+impl Counts {
+    /// Reads every record `ring` holds (under the sampler's lock).
+    fn drain(&mut self, ring: &Ring, thread: u32) {
+        let head = ring.head.load(Acquire);
+        let mut tail = ring.tail.load(Relaxed);
+        while tail < head {
+            // SAFETY: below `head` (acquired), at or past `tail`: written and not rewritten
+            // until `tail` is released past it (see `Ring`).
+            let record = unsafe { &*ring.records[tail % RECORDS].get() };
+            let frames: Box<[usize]> = record.frames[..usize::from(record.depth)].into();
+            let weight = u64::from(record.weight.max(1));
+            *self
+                .stacks
+                .entry((thread, record.tag, record.flags, frames))
+                .or_insert(0) += weight;
+            self.taken += weight;
+            tail += 1;
+        }
+        ring.tail.store(tail, Release);
+        self.dropped += ring.dropped.swap(0, Relaxed);
+    }
+}
+
+struct Sampler {
+    inner: Mutex<Inner>,
+    running: AtomicBool,
+}
+
+fn state() -> &'static Sampler {
+    static STATE: OnceLock<Sampler> = OnceLock::new();
+    STATE.get_or_init(|| Sampler {
+        inner: Mutex::new(Inner {
+            hz: 0,
+            active: Vec::new(),
+            pool: Vec::new(),
+            threads: Vec::new(),
+            counts: Counts::default(),
+            unsampled_threads: 0,
+            serial: 0,
+        }),
+        running: AtomicBool::new(false),
+    })
+}
+
+/// Whether `SIGPROF` is still at its default disposition.
+fn sigprof_is_free() -> bool {
+    // SAFETY: a null new action only reads the current one into `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut old) == 0
+            && (old.sa_sigaction == libc::SIG_DFL
+                || old.sa_sigaction == on_sigprof as *const () as libc::sighandler_t)
+    }
+}
+
+/// Installs the handler and the drain; threads are registered as they come.
+pub(crate) fn start(hz: u32) -> Result<(), String> {
+    let sampler = state();
+    if sampler.running.load(SeqCst) {
+        return Err("a sampler is already running in this process".into());
+    }
+    if !sigprof_is_free() {
+        return Err(
+            "the program handles SIGPROF itself (another profiler?); PROF_CPU_SAMPLE is \
+             ignored, and the program's handler kept"
+                .into(),
+        );
+    }
+    // SAFETY: the action is zeroed then filled as sigaction(2) says; `on_sigprof` is
+    // async-signal-safe (see the module's documentation).
+    let installed = unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigprof as *const () as libc::sighandler_t;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGPROF, &action, std::ptr::null_mut()) == 0
+    };
+    if !installed {
+        return Err(format!(
+            "cannot handle SIGPROF ({})",
+            std::io::Error::last_os_error()
+        ));
+    }
+    {
+        let mut inner = lock(&sampler.inner);
+        inner.hz = hz;
+        inner.threads.clear();
+        inner.counts = Counts::default();
+        inner.unsampled_threads = 0;
+    }
+    sampler.running.store(true, SeqCst);
+    let spawned = std::thread::Builder::new()
+        .name("profiler-sampler".into())
+        .spawn(|| {
+            let sampler = state();
+            while sampler.running.load(SeqCst) {
+                std::thread::sleep(Duration::from_millis(50));
+                let mut inner = lock(&sampler.inner);
+                let inner = &mut *inner;
+                for thread in inner.active.iter().flatten() {
+                    inner.counts.drain(thread.ring, thread.index);
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        sampler.running.store(false, SeqCst);
+        return Err(format!(
+            "cannot start the thread that reads the samples ({e})"
+        ));
+    }
+    Ok(())
+}
+
+/// The calling thread's stack, `[lo, hi)`.
+fn stack_bounds() -> Option<(usize, usize)> {
+    // SAFETY: `attr` is initialized by `pthread_getattr_np` before it is read, and destroyed
+    // once.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        ok.then(|| (addr as usize, addr as usize + size))
+    }
+}
+
+/// The calling thread's name, if it has one.
+fn thread_name() -> Option<String> {
+    std::thread::current().name().map(str::to_owned)
+}
+
+/// Samples the calling thread from now on (cold path: its first annotated run).
+pub(crate) fn register_current() {
+    let sampler = state();
+    if !sampler.running.load(SeqCst) || EXIT.try_with(|_| ()).is_err() {
+        return;
+    }
+    let Some((lo, hi)) = stack_bounds() else {
+        return;
+    };
+    let mut guard = lock(&sampler.inner);
+    let inner = &mut *guard;
+    let live = inner.active.iter().flatten().count();
+    if live >= MAX_THREADS {
+        inner.unsampled_threads += 1;
+        return;
+    }
+    let ring: &'static Ring = match inner.pool.pop() {
+        Some(ring) => ring,
+        None => Box::leak(Box::new(Ring::new())),
+    };
+    ring.head.store(0, SeqCst);
+    ring.tail.store(0, SeqCst);
+    ring.dropped.store(0, SeqCst);
+    ring.stack_lo.store(lo, SeqCst);
+    ring.stack_hi.store(hi, SeqCst);
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    let mut timer: libc::timer_t = std::ptr::null_mut();
+    // SAFETY: `event` is zeroed then filled as timer_create(2) says for SIGEV_THREAD_ID;
+    // `timer` is written by the call.
+    let created = unsafe {
+        let mut event: libc::sigevent = std::mem::zeroed();
+        event.sigev_notify = libc::SIGEV_THREAD_ID;
+        event.sigev_signo = libc::SIGPROF;
+        event.sigev_notify_thread_id = tid;
+        libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut event, &mut timer) == 0
+    };
+    if !created {
+        inner.pool.push(ring);
+        inner.unsampled_threads += 1;
+        return;
+    }
+    ring.timer.store(timer as usize, SeqCst);
+    let _ = RING.try_with(|r| r.set(ring));
+    let index = inner.threads.len() as u32;
+    inner.threads.push(SampledThread {
+        tid: tid as u32,
+        name: thread_name(),
+    });
+    let slot = match inner.active.iter().position(Option::is_none) {
+        Some(free) => free,
+        None => {
+            inner.active.push(None);
+            inner.active.len() - 1
+        }
+    };
+    inner.serial += 1;
+    let serial = inner.serial;
+    inner.active[slot] = Some(Active {
+        ring,
+        timer: timer as usize,
+        index,
+        serial,
+    });
+    let period = 1_000_000_000 / i64::from(inner.hz.max(1));
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: period / 1_000_000_000,
+            tv_nsec: period % 1_000_000_000,
+        },
+        it_value: libc::timespec {
+            tv_sec: period / 1_000_000_000,
+            tv_nsec: period % 1_000_000_000,
+        },
+    };
+    // SAFETY: `timer` was just created; `spec` is a valid itimerspec.
+    unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) };
+    drop(guard);
+    // A previous registration of this thread (an earlier sampling period) is dropped here,
+    // after this one took its place: its slot was emptied when that period stopped.
+    let _ = EXIT.try_with(|exit| exit.set(Some(Registered { slot, serial, ring })));
+}
+
+/// Stops every timer, drains every ring and resolves the stacks (the results are being
+/// written).
+pub(crate) fn stop_and_collect() -> Option<CpuSamples> {
+    let sampler = state();
+    if !sampler.running.swap(false, SeqCst) {
+        return None;
+    }
+    let mut guard = lock(&sampler.inner);
+    let inner = &mut *guard;
+    for slot in inner.active.iter_mut() {
+        if let Some(thread) = slot.take() {
+            // SAFETY: the timer was made by `timer_create` and is deleted once (taken).
+            unsafe { libc::timer_delete(thread.timer as libc::timer_t) };
+            inner.counts.drain(thread.ring, thread.index);
+            // The ring stays the thread's (its pointer is still set) until the thread exits or
+            // registers again; then it goes back to the pool.
+        }
+    }
+    if inner.unsampled_threads > 0 {
+        eprintln!(
+            "profiler-core: warning: {} threads were not sampled (more than {MAX_THREADS} at \
+             once, or no timer could be made)",
+            inner.unsampled_threads
+        );
+    }
+    let counts = std::mem::take(&mut inner.counts);
+    Some(resolve(
+        inner.hz,
+        std::mem::take(&mut inner.threads),
+        counts,
+    ))
+}
+
+/// Turns counted stacks of addresses into functions (cold path).
+fn resolve(hz: u32, threads: Vec<SampledThread>, counts: Counts) -> CpuSamples {
+    let reg = registry();
+    let mut functions: Vec<SampledFunction> = Vec::new();
+    let mut by_name: HashMap<String, u32> = HashMap::new();
+    let mut by_addr: HashMap<usize, u32> = HashMap::new();
+    // Stacks of addresses that resolve to the same functions are one stack.
+    let mut merged: HashMap<(u32, u32, u16, Vec<u32>), u64> = HashMap::new();
+    for ((thread, tag, flags, frames), count) in counts.stacks {
+        let frames: Vec<u32> = frames
+            .iter()
+            .enumerate()
+            .map(|(i, &addr)| {
+                // A caller's frame holds a return address: its call is the byte before.
+                let pc = if i == 0 { addr } else { addr.saturating_sub(1) };
+                if let Some(&f) = by_addr.get(&pc) {
+                    return f;
+                }
+                let name = symbol(pc);
+                let f = match &name {
+                    Some(name) => *by_name.entry(name.clone()).or_insert_with(|| {
+                        functions.push(SampledFunction {
+                            name: Some(name.clone()),
+                            addr: format!("{pc:#x}"),
+                        });
+                        functions.len() as u32 - 1
+                    }),
+                    None => {
+                        functions.push(SampledFunction {
+                            name: None,
+                            addr: format!("{pc:#x}"),
+                        });
+                        functions.len() as u32 - 1
+                    }
+                };
+                by_addr.insert(pc, f);
+                f
+            })
+            .collect();
+        *merged.entry((thread, tag, flags, frames)).or_insert(0) += count;
+    }
+    let mut stacks: Vec<SampledStack> = Vec::with_capacity(merged.len());
+    for ((thread, tag, flags, frames), count) in merged {
+        let entry = tag
+            .checked_sub(1)
+            .map(|i| i as usize)
+            .filter(|&i| i < reg.len())
+            .map(|i| reg.entry(i));
+        stacks.push(SampledStack {
+            thread,
+            event: entry.map(|e| e.id.clone()),
+            name: entry.map(|e| e.desc.info.name.to_owned()),
+            layer: entry.and_then(|e| e.desc.info.layer.map(str::to_owned)),
+            phase: entry.and_then(|e| e.desc.info.phase.map(str::to_owned)),
+            frames,
+            truncated: flags & 1 != 0,
+            count,
+        });
+    }
+    stacks.sort_by(|a, b| b.count.cmp(&a.count).then(a.frames.cmp(&b.frames)));
+    CpuSamples {
+        hz,
+        taken: counts.taken,
+        dropped: counts.dropped,
+        threads,
+        functions,
+        stacks,
+    }
+}
+
+/// The demangled name of the function holding `pc`, without its hash.
+fn symbol(pc: usize) -> Option<String> {
+    let mut name = None;
+    backtrace::resolve(pc as *mut libc::c_void, |symbol| {
+        if name.is_none() {
+            name = symbol.name().map(|n| format!("{n:#}"));
+        }
+    });
+    name
+}
+
+/// The `SIGPROF` handler: one record into this thread's ring (see the module's documentation
+/// for what makes it async-signal-safe).
+extern "C" fn on_sigprof(_: libc::c_int, _: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    // SAFETY: errno is this thread's; it is put back before returning.
+    let errno = unsafe { *libc::__errno_location() };
+    let ring = RING.try_with(Cell::get).unwrap_or(std::ptr::null());
+    // SAFETY: a non-null ring pointer is a leaked ring, never freed.
+    if let Some(ring) = unsafe { ring.as_ref() } {
+        record(ring, context);
+    }
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Writes one sample of the interrupted `context` into `ring`.
+fn record(ring: &Ring, context: *mut libc::c_void) {
+    let head = ring.head.load(Relaxed);
+    let tail = ring.tail.load(Acquire);
+    if head.wrapping_sub(tail) >= RECORDS {
+        ring.dropped.fetch_add(1, Relaxed);
+        return;
+    }
+    let (tag, deep) = OPEN.try_with(innermost).unwrap_or((0, false));
+    // SAFETY: the slot at `head` is not read by the drain until `head` is released past it,
+    // and only this thread's handler writes it (a handler does not interrupt itself: SIGPROF
+    // is blocked while it runs).
+    let slot = unsafe { &mut *ring.records[head % RECORDS].get() };
+    let (depth, truncated) = walk(
+        context,
+        ring.stack_lo.load(Relaxed),
+        ring.stack_hi.load(Relaxed),
+        &mut slot.frames,
+    );
+    // SAFETY: the timer is this thread's, alive while its ring pointer is set.
+    let overrun = unsafe { libc::timer_getoverrun(ring.timer.load(Relaxed) as libc::timer_t) };
+    slot.tag = tag;
+    slot.depth = depth as u16;
+    slot.flags = u16::from(truncated) | (u16::from(deep) << 1);
+    slot.weight = 1 + overrun.max(0) as u32;
+    ring.head.store(head.wrapping_add(1), Release);
+}
+
+/// The program counter and frame pointer of an interrupted context.
+fn registers(context: *mut libc::c_void) -> Option<(usize, usize)> {
+    // SAFETY: the kernel passes a valid `ucontext_t` to an SA_SIGINFO handler.
+    let uc = unsafe { (context as *const libc::ucontext_t).as_ref()? };
+    #[cfg(target_arch = "x86_64")]
+    {
+        let regs = &uc.uc_mcontext.gregs;
+        Some((
+            regs[libc::REG_RIP as usize] as usize,
+            regs[libc::REG_RBP as usize] as usize,
+        ))
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        Some((uc.uc_mcontext.pc as usize, uc.uc_mcontext.regs[29] as usize))
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let _ = uc;
+        None
+    }
+}
+
+/// Walks the frame-pointer chain of `context` into `frames`, reading only inside `[lo, hi)`;
+/// returns the frames stored and whether the chain went on past them.
+fn walk(context: *mut libc::c_void, lo: usize, hi: usize, frames: &mut [usize]) -> (usize, bool) {
+    let Some((pc, mut fp)) = registers(context) else {
+        return (0, false);
+    };
+    let word = std::mem::size_of::<usize>();
+    frames[0] = pc;
+    let mut n = 1;
+    loop {
+        // A frame record is two words: the caller's frame pointer, then the return address.
+        if fp < lo || fp % word != 0 || fp.checked_add(2 * word).is_none_or(|end| end > hi) {
+            return (n, false);
+        }
+        // SAFETY: `fp` and `fp + word` are aligned and inside this thread's stack, which is
+        // mapped while the thread runs.
+        let (next, ret) = unsafe {
+            (
+                std::ptr::read_volatile(fp as *const usize),
+                std::ptr::read_volatile((fp + word) as *const usize),
+            )
+        };
+        if ret == 0 {
+            return (n, false);
+        }
+        if n == frames.len() {
+            return (n, true);
+        }
+        frames[n] = ret;
+        n += 1;
+        // The stack grows down: each caller's frame is above its callee's.
+        if next <= fp {
+            return (n, false);
+        }
+        fp = next;
+    }
+}

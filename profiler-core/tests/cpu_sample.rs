@@ -1,0 +1,382 @@
+//! The CPU sampler (`PROF_CPU_SAMPLE`, issue 38): samples taken inside an annotated event carry
+//! its tag, the open events are published, and the hostile cases end without a crash.
+//!
+//! The checks are on tags, never on shares or times: a sample whose sampled function is known
+//! must carry the event that function runs in, however many samples a busy machine lets the
+//! timers take (they count each thread's CPU time, so every thread that works gets some).
+#![cfg(all(feature = "cpu-sample", target_os = "linux"))]
+
+use std::hint::black_box;
+use std::sync::{Mutex, MutexGuard};
+
+use profiler_core::format::CpuSamples;
+use profiler_core::{probe, profiled, Config, Filter, InitGuard, Mode, Profile};
+
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn out_path(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("prof-cpu-sample-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{name}.json"))
+}
+
+fn start(name: &str, hz: u32) -> InitGuard {
+    start_with(name, hz, Filter::all())
+}
+
+fn start_with(name: &str, hz: u32, filter: Filter) -> InitGuard {
+    let config = Config {
+        filter,
+        mode: Mode::Sample,
+        warmup: 1,
+        repeat: 1000,
+        out: out_path(name).display().to_string(),
+        summary: false,
+        cpu_sample: Some(hz),
+        ..Config::default()
+    };
+    profiler_core::init_with(config, None).unwrap()
+}
+
+fn finish(name: &str, guard: InitGuard) -> CpuSamples {
+    // Two iterations, so that the file has events to read back.
+    layer_b(1);
+    profiler_core::step();
+    layer_b(1);
+    profiler_core::step();
+    drop(guard);
+    let path = out_path(name);
+    let profile: Profile = profiler_core::format::load_profile(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    profile
+        .cpu_samples
+        .expect("prof.json has a cpu_samples section")
+}
+
+/// `n` rounds of arithmetic, written so that the function calls nothing: a sample inside it
+/// has it as its sampled function whether or not the test is built with frame pointers (the
+/// walk needs them to go further), and at any optimization level.
+macro_rules! leaf {
+    ($name:ident, $seed:expr) => {
+        #[inline(never)]
+        fn $name(n: u64) -> u64 {
+            let mut x: u64 = $seed;
+            let mut i = 0;
+            while i < n {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(i) ^ (x >> 7);
+                i += 1;
+            }
+            x
+        }
+    };
+}
+
+leaf!(work_in_a, 1);
+leaf!(work_in_b, 2);
+leaf!(work_in_helper, 3);
+leaf!(work_outside, 4);
+
+/// [`work_in_a`] and friends, kept from being folded into their callers' constants.
+fn spin(n: u64, seed: u64) -> u64 {
+    match seed {
+        1 => black_box(work_in_a(black_box(n))),
+        2 => black_box(work_in_b(black_box(n))),
+        3 => black_box(work_in_helper(black_box(n))),
+        _ => black_box(work_outside(black_box(n))),
+    }
+}
+
+#[profiled(layer = "sample_a", phase = "fwd")]
+fn layer_a(n: u64) -> u64 {
+    spin(n, 1)
+}
+
+#[profiled(layer = "sample_b", phase = "fwd")]
+fn layer_b(n: u64) -> u64 {
+    spin(n, 2)
+}
+
+#[profiled(layer = "sample_helper")]
+fn helper_layer(n: u64) -> u64 {
+    spin(n, 3)
+}
+
+/// The names of a stack's frames, the sampled function first.
+fn names<'a>(samples: &'a CpuSamples, frames: &[u32]) -> Vec<&'a str> {
+    frames
+        .iter()
+        .map(|&f| samples.functions[f as usize].name.as_deref().unwrap_or("?"))
+        .collect()
+}
+
+/// Which of our functions a stack's frames say it ran in (the innermost one named).
+fn ran_in(names: &[&str]) -> Option<&'static str> {
+    for name in names {
+        for known in ["work_in_a", "work_in_b", "work_in_helper", "work_outside"] {
+            if name.ends_with(known) {
+                return Some(known);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn samples_inside_an_event_carry_its_tag_on_every_thread() {
+    let _serial = serial();
+    let guard = start("tags", 2000);
+    let rounds = 1_000_000;
+    let helper = std::thread::Builder::new()
+        .name("helper".into())
+        .spawn(move || {
+            let mut x = 0;
+            for _ in 0..8 {
+                x ^= helper_layer(rounds);
+            }
+            x
+        })
+        .unwrap();
+    let mut x = 0;
+    for _ in 0..8 {
+        x ^= layer_a(rounds);
+        x ^= layer_b(rounds);
+        x ^= spin(rounds / 4, 4);
+        profiler_core::step();
+    }
+    black_box(x ^ helper.join().unwrap());
+    let samples = finish("tags", guard);
+    assert_eq!(samples.hz, 2000);
+    let mut seen = std::collections::BTreeMap::new();
+    for stack in &samples.stacks {
+        let names = names(&samples, &stack.frames);
+        let Some(function) = ran_in(&names) else {
+            continue;
+        };
+        let expected = match function {
+            "work_in_a" => Some("sample_a"),
+            "work_in_b" => Some("sample_b"),
+            "work_in_helper" => Some("sample_helper"),
+            _ => None,
+        };
+        assert_eq!(
+            stack.layer.as_deref(),
+            expected,
+            "a sample in {function} tagged {:?}: {names:?}",
+            stack.event
+        );
+        *seen.entry(function).or_insert(0) += stack.count;
+    }
+    // `work_outside` runs a quarter as long: at the kernel's tick (CPU timers are checked
+    // there) a busy machine may leave it without a sample, so only its tag is checked.
+    for function in ["work_in_a", "work_in_b", "work_in_helper"] {
+        assert!(
+            seen.get(function).copied().unwrap_or(0) > 0,
+            "no sample in {function}: {seen:?} of {} taken",
+            samples.taken
+        );
+    }
+    let helper_thread = samples
+        .threads
+        .iter()
+        .position(|t| t.name.as_deref() == Some("helper"))
+        .expect("the helper thread was sampled") as u32;
+    assert!(samples
+        .stacks
+        .iter()
+        .filter(|s| s.layer.as_deref() == Some("sample_helper"))
+        .all(|s| s.thread == helper_thread));
+}
+
+#[test]
+fn the_open_event_is_published_while_sampling() {
+    let _serial = serial();
+    assert_eq!(
+        profiler_core::open_event(),
+        None,
+        "no session: nothing published"
+    );
+    let guard = start("open", 100);
+    assert_eq!(profiler_core::open_event(), None, "outside every event");
+    let inside = {
+        let _outer = probe!("outer_probe", layer = "open_outer");
+        let outer = profiler_core::open_event();
+        let inner = {
+            let _inner = probe!("inner_probe", layer = "open_inner", phase = "bwd");
+            profiler_core::open_event()
+        };
+        (outer, inner, profiler_core::open_event())
+    };
+    let (outer, inner, after) = inside;
+    let outer = outer.expect("the outer probe is open");
+    assert_eq!(
+        (outer.name, outer.layer, outer.phase),
+        ("outer_probe", Some("open_outer"), None)
+    );
+    let inner = inner.expect("the inner probe is open");
+    assert_eq!(
+        (inner.name, inner.layer, inner.phase),
+        ("inner_probe", Some("open_inner"), Some("bwd"))
+    );
+    assert_eq!(
+        after.map(|e| e.name),
+        Some("outer_probe"),
+        "the inner one closed"
+    );
+    assert_eq!(profiler_core::open_event(), None);
+    // A discarded guard closes its event too.
+    probe!("discarded", layer = "open_outer").discard();
+    assert_eq!(profiler_core::open_event(), None);
+    let _ = finish("open", guard);
+    let _p = probe!("after_the_session", layer = "open_outer");
+    assert_eq!(
+        profiler_core::open_event(),
+        None,
+        "sampling over: nothing published"
+    );
+}
+
+#[profiled(layer = "deep")]
+fn recurse(depth: u32) -> u64 {
+    if depth == 0 {
+        spin(200_000, 4)
+    } else {
+        black_box(recurse(depth - 1)).wrapping_add(1)
+    }
+}
+
+#[test]
+fn a_deep_recursion_truncates_stacks_and_does_not_crash() {
+    let _serial = serial();
+    let guard = start("deep", 5000);
+    // 10,000 nested runs on a thread with room for them (unoptimized frames are large).
+    let total = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(|| (0..5).map(|_| recurse(10_000)).fold(0, u64::wrapping_add))
+        .unwrap()
+        .join()
+        .unwrap();
+    black_box(total);
+    let samples = finish("deep", guard);
+    assert!(
+        samples.stacks.iter().all(|s| s.frames.len() <= 64),
+        "no stack longer than the frames kept"
+    );
+    assert!(samples
+        .stacks
+        .iter()
+        .all(|s| s.layer.as_deref() == Some("deep") || s.layer.is_none()));
+}
+
+#[test]
+fn a_thread_storm_is_sampled_without_a_crash() {
+    let _serial = serial();
+    let guard = start("storm", 10_000);
+    for _ in 0..4 {
+        let threads: Vec<_> = (0..64)
+            .map(|i| std::thread::spawn(move || layer_b(20_000 + i)))
+            .collect();
+        for t in threads {
+            black_box(t.join().unwrap());
+        }
+    }
+    let samples = finish("storm", guard);
+    assert!(
+        samples.threads.len() >= 64,
+        "{} threads",
+        samples.threads.len()
+    );
+    for stack in &samples.stacks {
+        let names = names(&samples, &stack.frames);
+        if ran_in(&names) == Some("work_in_b") {
+            assert_eq!(stack.layer.as_deref(), Some("sample_b"), "{names:?}");
+        }
+    }
+}
+
+/// The signal a test sends to a working thread; its handler runs a probe.
+static HANDLED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+extern "C" fn probe_in_handler(_: libc::c_int) {
+    let _p = probe!("in_handler", layer = "sample_handler");
+    HANDLED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[test]
+fn a_probe_inside_a_signal_handler_keeps_the_tags_right() {
+    let _serial = serial();
+    // SAFETY: the handler runs a probe that takes no part (the filter leaves it out), on a
+    // thread already registered: its path only stores into the thread's stack of open events
+    // (a probe that takes part may take the learner's lock in warmup, which a handler must
+    // not), and touches an atomic.
+    unsafe {
+        libc::signal(
+            libc::SIGUSR1,
+            probe_in_handler as *const () as libc::sighandler_t,
+        )
+    };
+    let guard = start_with(
+        "handler",
+        5000,
+        Filter::parse("layer!=sample_handler").unwrap(),
+    );
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let worker = {
+        let done = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut x = 0;
+            // Registered by its first run, before any signal comes.
+            x ^= layer_b(1);
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                x ^= layer_a(20_000);
+                x ^= spin(5_000, 4);
+            }
+            x
+        })
+    };
+    // Let the worker register, then interrupt it many times.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let thread = {
+        use std::os::unix::thread::JoinHandleExt;
+        worker.as_pthread_t()
+    };
+    for _ in 0..200 {
+        // SAFETY: the worker runs until `done` is set, so its pthread_t is valid.
+        unsafe { libc::pthread_kill(thread, libc::SIGUSR1) };
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    black_box(worker.join().unwrap());
+    assert!(HANDLED.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    let samples = finish("handler", guard);
+    for stack in &samples.stacks {
+        let names = names(&samples, &stack.frames);
+        match ran_in(&names) {
+            Some("work_in_a") => assert_eq!(stack.layer.as_deref(), Some("sample_a"), "{names:?}"),
+            Some("work_outside") => assert_eq!(stack.layer, None, "{names:?}"),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_probe_that_takes_no_part_is_published_but_not_recording() {
+    let _serial = serial();
+    let guard = start_with(
+        "untaken",
+        100,
+        Filter::parse("layer!=open_untaken").unwrap(),
+    );
+    {
+        let p = probe!("untaken_probe", layer = "open_untaken");
+        assert!(!p.is_recording(), "it takes no sample");
+        assert_eq!(
+            profiler_core::open_event().map(|e| e.name),
+            Some("untaken_probe")
+        );
+    }
+    assert_eq!(profiler_core::open_event(), None);
+    let _ = finish("untaken", guard);
+}
