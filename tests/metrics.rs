@@ -279,6 +279,52 @@ fn hostile_scrapers_never_stall_the_training_loop() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The job stopped (SIGTERM, as a scheduler stops it) while scrapers are in the middle of their
+/// exchange (one asked and never reads, one sent half a request, others connected and silent):
+/// it writes its results and ends of the signal, never held up by the endpoint's threads. The
+/// wait is bounded only as a guard against a hang.
+#[cfg(unix)]
+#[test]
+fn a_job_stopped_mid_scrape_writes_its_results_and_ends() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch("metrics-stopped");
+    let mut rank = Rank::start(&dir, 0, &[], &["--batch", "8", "--iters", "100000000"]);
+    let addr = rank.addr;
+    let served = wait_for(Duration::from_secs(120), || {
+        get(addr, "/metrics")
+            .is_some_and(|(code, body)| code == 200 && body.contains("prof_window_index"))
+    });
+    assert!(served, "no window served");
+    let mut mute = TcpStream::connect(addr).unwrap();
+    mute.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let mut half = TcpStream::connect(addr).unwrap();
+    half.write_all(b"GET /metr").unwrap();
+    let held: Vec<TcpStream> = (0..50)
+        .filter_map(|_| TcpStream::connect(addr).ok())
+        .collect();
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(rank.child.id() as i32, libc::SIGTERM);
+    }
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = rank.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the job did not end after SIGTERM with scrapers connected"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop((mute, half, held));
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    let profile = read_json(&dir.join("prof-0.json"));
+    assert_eq!(profile["complete"], false);
+    assert!(!profile["windows"].as_array().unwrap().is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `set_linger(0)`: closing sends a reset, as a killed scraper's kernel would.
 trait LingerZero {
     fn set_linger_zero(&self) -> std::io::Result<()>;
