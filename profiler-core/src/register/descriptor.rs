@@ -51,7 +51,7 @@ pub enum State {
     /// Takes no part in the measurement, but CPU sampling is on (`PROF_CPU_SAMPLE`): the run
     /// leaves the fast path only to publish itself as its thread's open event (`sample/open.rs`),
     /// so that the samples taken inside it are tagged with it. Stored instead of [`State::Off`]
-    /// while publication is on ([`AtomicState::store`]).
+    /// while publication is on (`AtomicState::store`).
     Tagged = 6,
 }
 
