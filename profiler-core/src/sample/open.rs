@@ -10,9 +10,12 @@
 //! system call. Armed and recorded runs push and pop too.
 //!
 //! The stack is a thread-local, const-initialized, fixed-size array (no allocation, no
-//! destructor, so a signal handler may read it at any time, thread exit included). An entry is
-//! written before the depth that makes it visible, with a compiler fence between them: the
-//! handler runs on the same thread, so it always sees a consistent prefix. Runs nested deeper
+//! destructor, so a signal handler may read it at any time, thread exit included). A push
+//! marks its slot [`PENDING`], then raises the depth, then writes the entry, with a compiler
+//! fence between each: the handler runs on the same thread, so it always sees a consistent
+//! prefix (a pending top is read as the run below it), and a probe inside a signal handler
+//! that interrupts a push or a pop takes the next slot up instead of overwriting the
+//! interrupted one (`push_and_pop_survive_an_interruption_at_every_step`). Runs nested deeper
 //! than [`CAPACITY`] are counted (the depth goes on) but not stored: their samples are tagged
 //! with the deepest stored run, and marked truncated.
 //!
@@ -30,6 +33,9 @@ use crate::register::registry::registry;
 
 /// Runs stored per thread; deeper ones are counted, not stored.
 pub(crate) const CAPACITY: usize = 128;
+
+/// A slot whose push has raised the depth but not yet written the entry.
+const PENDING: u32 = u32::MAX;
 
 /// The publication period: a thread whose stack belongs to an older one starts it empty.
 static GENERATION: AtomicU32 = AtomicU32::new(0);
@@ -106,12 +112,26 @@ pub(crate) fn push(desc: &'static Descriptor) {
             compiler_fence(SeqCst);
         }
         let depth = open.depth.load(Relaxed);
-        if let Some(slot) = open.entries.get(depth as usize) {
+        interrupt(0);
+        let slot = open.entries.get(depth as usize);
+        if let Some(slot) = slot {
+            // A handler that reads the slot before the entry is written sees it pending, not
+            // a stale entry from an earlier run.
+            slot.store(PENDING, Relaxed);
+        }
+        compiler_fence(SeqCst);
+        interrupt(1);
+        // The depth is raised before the entry is written: a handler's push that interrupts
+        // this one from here on takes the slot above, and one that came before has already
+        // popped back to `depth` (its writes to this slot are overwritten below).
+        open.depth.store(depth.saturating_add(1), Relaxed);
+        compiler_fence(SeqCst);
+        interrupt(2);
+        if let Some(slot) = slot {
             slot.store(index, Relaxed);
         }
-        // The entry is in place before the depth that shows it.
         compiler_fence(SeqCst);
-        open.depth.store(depth.saturating_add(1), Relaxed);
+        interrupt(3);
         if open.registered.get() != generation {
             crate::sample::register_thread(open);
         }
@@ -123,6 +143,7 @@ pub(crate) fn push(desc: &'static Descriptor) {
 pub(crate) fn pop() {
     let _ = OPEN.try_with(|open| {
         let depth = open.depth.load(Relaxed);
+        interrupt(4);
         if depth > 0 && open.generation.get() == GENERATION.load(Relaxed) {
             open.depth.store(depth - 1, Relaxed);
         }
@@ -139,8 +160,30 @@ pub(crate) fn innermost(open: &OpenStack) -> (u32, bool) {
         return (0, false);
     }
     let stored = depth.min(CAPACITY);
-    (open.entries[stored - 1].load(Relaxed) + 1, depth > CAPACITY)
+    // Pending entries (pushes interrupted before they wrote theirs) are not open yet: the run
+    // below is the innermost.
+    for slot in open.entries[..stored].iter().rev() {
+        let entry = slot.load(Relaxed);
+        if entry != PENDING {
+            return (entry + 1, depth > CAPACITY);
+        }
+    }
+    (0, false)
 }
+
+/// Test hook: runs the installed interruption at step `step` of a push (0 to 3) or a pop (4),
+/// as a signal handler could.
+#[cfg(test)]
+fn interrupt(step: u8) {
+    if let Some(handler) = tests::INTERRUPT.with(|i| i.take()) {
+        handler(step);
+    }
+}
+
+/// Without tests, there is nothing to run.
+#[cfg(not(test))]
+#[inline(always)]
+fn interrupt(_: u8) {}
 
 /// The innermost annotated event open on the calling thread (cold path).
 ///
@@ -177,4 +220,102 @@ pub fn open_event() -> Option<OpenEvent> {
             phase: entry.desc.info.phase,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::register::descriptor::{Kind, StaticInfo};
+
+    thread_local! {
+        /// The interruption the next push or pop runs (once) at its step.
+        pub(super) static INTERRUPT: Cell<Option<fn(u8)>> = const { Cell::new(None) };
+        /// The step at which the installed interruption acts.
+        static AT: Cell<u8> = const { Cell::new(0) };
+    }
+
+    fn anchor() -> &'static str {
+        "anchor"
+    }
+
+    /// A descriptor with registry index `index`, as a session would number it.
+    fn descriptor(index: u32) -> &'static Descriptor {
+        let desc = Box::leak(Box::new(Descriptor::new(StaticInfo {
+            name: "probe",
+            layer: None,
+            phase: None,
+            kind: Kind::Probe,
+            module: "m",
+            file: "f",
+            line: 1,
+            work: 0,
+            anchor,
+        })));
+        desc.index.store(index, Relaxed);
+        desc
+    }
+
+    fn top() -> u32 {
+        OPEN.with(innermost).0
+    }
+
+    /// What a signal handler with a probe does: push, check that its run is the innermost,
+    /// pop. Only at step `AT`: the hook fires at each step, once.
+    fn handler(step: u8) {
+        if step != AT.with(Cell::get) {
+            // Not this step: put the hook back for the next one.
+            INTERRUPT.with(|i| i.set(Some(handler)));
+            return;
+        }
+        static HANDLER: std::sync::OnceLock<&'static Descriptor> = std::sync::OnceLock::new();
+        let desc = *HANDLER.get_or_init(|| descriptor(99));
+        push(desc);
+        assert_eq!(top(), 100, "the handler's run is the innermost inside it");
+        pop();
+    }
+
+    #[test]
+    fn push_and_pop_survive_an_interruption_at_every_step() {
+        std::thread::spawn(|| {
+            let outer = descriptor(1);
+            let inner = descriptor(7);
+            for step in 0..=4u8 {
+                push(outer);
+                AT.with(|a| a.set(step));
+                INTERRUPT.with(|i| i.set(Some(handler)));
+                push(inner);
+                assert_eq!(top(), 8, "after a push interrupted at step {step}");
+                pop();
+                assert_eq!(top(), 2, "after a pop interrupted at step {step}");
+                INTERRUPT.with(|i| i.set(None));
+                pop();
+                assert_eq!(top(), 0, "step {step}");
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_pending_top_reads_as_the_run_below() {
+        std::thread::spawn(|| {
+            push(descriptor(3));
+            OPEN.with(|open| {
+                let depth = open.depth.load(Relaxed);
+                open.entries[depth as usize].store(PENDING, Relaxed);
+                open.depth.store(depth + 1, Relaxed);
+                assert_eq!(innermost(open), (4, false));
+                open.depth.store(depth, Relaxed);
+            });
+            pop();
+            OPEN.with(|open| {
+                open.entries[0].store(PENDING, Relaxed);
+                open.depth.store(1, Relaxed);
+                assert_eq!(innermost(open), (0, false));
+                open.depth.store(0, Relaxed);
+            });
+        })
+        .join()
+        .unwrap();
+    }
 }
