@@ -380,3 +380,36 @@ fn a_probe_that_takes_no_part_is_published_but_not_recording() {
     assert_eq!(profiler_core::open_event(), None);
     let _ = finish("untaken", guard);
 }
+
+#[test]
+fn an_armed_probe_with_keys_counts_its_work_while_sampling() {
+    let _serial = serial();
+    let name = "keys";
+    let guard = start_with(name, 100, Filter::parse("name=keyed_probe").unwrap());
+    for _ in 0..4 {
+        let _p = probe!(
+            "keyed_probe",
+            layer = "sample_keys",
+            flops = 1000,
+            bytes = 24
+        );
+        black_box(work_in_a(100));
+        profiler_core::step();
+    }
+    drop(guard);
+    let path = out_path(name);
+    let profile: Profile = profiler_core::format::load_profile(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let event = profile
+        .events
+        .iter()
+        .find(|e| e.name == "keyed_probe")
+        .expect("the probe's event");
+    assert!(!event.samples_ns.is_empty(), "{event:?}");
+    let flops = event.work.as_ref().and_then(|w| w.flops.clone());
+    assert_eq!(
+        flops,
+        Some(vec![1000; event.samples_ns.len()]),
+        "its keys were evaluated: {event:?}"
+    );
+}

@@ -187,10 +187,17 @@ pub(crate) enum Run {
     None,
     /// A recorded run (`trace` mode).
     Recorded(Recorded),
+    /// A recorded run published as its thread's open event (CPU sampling on): its drop also
+    /// closes the event.
+    RecordedTagged(Recorded),
     /// A run of a learning iteration of `trace` mode.
     Learning(Learning),
+    /// A learning run published as its thread's open event.
+    LearningTagged(Learning),
     /// An armed (or hooked, or warmup) run.
     Armed(Armed),
+    /// An armed run published as its thread's open event.
+    ArmedTagged(Armed),
     /// An armed run of a plain session, entered without stream or keys.
     Sampled(Sampled),
     /// Nothing is measured, but the run is published as its thread's open event (CPU

@@ -47,7 +47,7 @@ pub use crate::register::work::WorkKeys;
 /// [`enter_work`](RuntimeProbe::enter_work) or [`measure_work`](RuntimeProbe::measure_work).
 #[derive(Clone, Copy)]
 pub struct RuntimeProbe {
-    desc: &'static Descriptor,
+    pub(crate) desc: &'static Descriptor,
 }
 
 /// Short: the probe's name, layer and phase (`RuntimeProbe { name: "conv1", layer: Some("conv"),

@@ -34,18 +34,19 @@
 //! (`trace` mode); everything else (planning, arming at `step()`, resolution, output) is the cold
 //! path.
 //!
-//! CPU sampling (`PROF_CPU_SAMPLE`, `sample/`): while it is on, a probe that takes no part is
-//! [`State::Tagged`] instead of `Off`, so the unarmed test above is unchanged; past it, every run
-//! that starts and ends on one thread pushes itself on the thread's stack of open events
-//! (`sample/open.rs`: thread-local stores, no allocation, lock or system call) and its drop pops
-//! it. With sampling off, the paths that start and end a run pay one load of the flag and a
-//! branch each (`docs/overhead.md` has the counts).
+//! CPU sampling (`PROF_CPU_SAMPLE`, `sample/`): while it is on, every probe's state carries
+//! [`PUBLISHED`], so that no run takes the fast paths above (the unarmed test included, which
+//! is unchanged): each goes to the general entry, which pushes it on its thread's stack of
+//! open events (`sample/open.rs`: thread-local stores, no allocation, lock or system call) and
+//! makes it a `*Tagged` kind of [`Run`] (`Tagged` alone for a probe that takes no part), whose
+//! end pops it. With sampling off, no path tests anything for it (`docs/overhead.md` has the
+//! counts).
 
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::instrument::device::{AsStream, Stream};
 use crate::measure::Run;
-use crate::register::descriptor::{Descriptor, State};
+use crate::register::descriptor::{Descriptor, State, PUBLISHED};
 pub use crate::register::work::Count;
 use crate::session::current;
 use crate::store::buffer::tag;
@@ -90,18 +91,21 @@ impl ProbeGuard {
     #[inline(always)]
     pub fn discard(mut self) {
         let run = std::mem::replace(&mut self.run, Run::None);
-        if !matches!(run, Run::None | Run::Tagged) {
-            unpublish();
+        if matches!(
+            run,
+            Run::RecordedTagged(_) | Run::LearningTagged(_) | Run::ArmedTagged(_)
+        ) {
+            crate::sample::open::pop();
         }
         match run {
             Run::None => {}
             // The run still counts as an occurrence, so that the runs after it keep theirs.
-            Run::Recorded(r) => r.at.end_recorded(&r, tag::DISCARD),
+            Run::Recorded(r) | Run::RecordedTagged(r) => r.at.end_recorded(&r, tag::DISCARD),
             // Learning still needs to know that the run ended, for nesting.
-            Run::Learning(l) => l.at.end_learning(&l, tag::DISCARD),
+            Run::Learning(l) | Run::LearningTagged(l) => l.at.end_learning(&l, tag::DISCARD),
             // Warmup still needs to know that the run ended, for nesting; hooks close, and a
             // device mark goes back to its pool.
-            Run::Armed(armed) => armed.at.discard_run(&armed),
+            Run::Armed(armed) | Run::ArmedTagged(armed) => armed.at.discard_run(&armed),
             // No hooks, memory or device mark to close: the occurrence was counted at entry.
             Run::Sampled(_) => {}
             Run::Tagged => crate::sample::open::pop(),
@@ -114,27 +118,31 @@ impl ProbeGuard {
     /// test of a value already in a register. Each kind of run ends in a function of its own,
     /// called last, so that this one needs no stack frame and the recorded run's end only the
     /// registers it uses.
+    ///
+    /// A run published as its thread's open event (CPU sampling on) is one of the `*Tagged`
+    /// kinds, whose end also closes the event: the others test nothing for it.
     #[inline(never)]
     fn finish(&self) {
         match &self.run {
             Run::None => {}
             Run::Recorded(r) => r.at.end_recorded(r, 0),
+            Run::Sampled(run) => run.at.finish_sampled(run),
+            Run::RecordedTagged(r) => {
+                r.at.end_recorded(r, 0);
+                crate::sample::open::pop();
+            }
             Run::Learning(l) => l.at.end_learning(l, 0),
             Run::Armed(armed) => armed.at.finish_armed(armed),
-            Run::Sampled(run) => run.at.finish_sampled(run),
+            Run::LearningTagged(l) => {
+                l.at.end_learning(l, 0);
+                crate::sample::open::pop();
+            }
+            Run::ArmedTagged(armed) => {
+                armed.at.finish_armed(armed);
+                crate::sample::open::pop();
+            }
             Run::Tagged => crate::sample::open::pop(),
         }
-        if !matches!(self.run, Run::Tagged) && crate::sample::open::publishing() {
-            crate::sample::open::pop();
-        }
-    }
-}
-
-/// A discarded run that measured closes its open event, if it published one.
-#[inline(never)]
-fn unpublish() {
-    if crate::sample::open::publishing() {
-        crate::sample::open::pop();
     }
 }
 
@@ -152,19 +160,27 @@ fn published(
         return start();
     }
     crate::sample::open::push(desc);
-    let guard = start();
-    if matches!(guard.run, Run::None) {
-        ProbeGuard::of(Run::Tagged)
-    } else {
-        guard
-    }
+    let mut guard = start();
+    let run = match std::mem::replace(&mut guard.run, Run::None) {
+        Run::None => Run::Tagged,
+        Run::Recorded(r) => Run::RecordedTagged(r),
+        Run::Learning(l) => Run::LearningTagged(l),
+        Run::Armed(a) => Run::ArmedTagged(a),
+        // Not met: a session with CPU sampling is never plain (no `Sampled` runs), and the
+        // others are made here. The event closes now, so that the stack stays balanced.
+        run => {
+            crate::sample::open::pop();
+            run
+        }
+    };
+    ProbeGuard::of(run)
 }
 
-/// A run of a probe that takes no part while the open events are published
-/// ([`State::Tagged`]): it only opens and closes its event.
-#[inline(never)]
+/// A run of a probe that takes no part while the open events are published: it only opens
+/// and closes its event.
+#[inline]
 fn enter_tagged(desc: &'static Descriptor, nests: bool) -> ProbeGuard {
-    if !nests || !crate::sample::open::publishing() {
+    if !nests {
         return ProbeGuard::inert();
     }
     crate::sample::open::push(desc);
@@ -247,13 +263,26 @@ fn enter_slow_with(
     stream: Option<Stream>,
     work: Option<&Work>,
 ) -> ProbeGuard {
-    if raw == State::Tagged as u32 {
-        return enter_tagged(desc, nests);
-    }
-    if crate::sample::open::publishing() {
-        return published(desc, nests, || start_slow(desc, raw, nests, stream, work));
+    if raw & PUBLISHED != 0 {
+        return enter_published(desc, raw & !PUBLISHED, nests, stream, work);
     }
     start_slow(desc, raw, nests, stream, work)
+}
+
+/// A run while the open events are published (CPU sampling on): in state `raw` (without
+/// [`PUBLISHED`]), it opens its event and starts as it would have.
+#[inline(never)]
+fn enter_published(
+    desc: &'static Descriptor,
+    raw: u32,
+    nests: bool,
+    stream: Option<Stream>,
+    work: Option<&Work>,
+) -> ProbeGuard {
+    if raw == State::Off as u32 {
+        return enter_tagged(desc, nests);
+    }
+    published(desc, nests, || start_slow(desc, raw, nests, stream, work))
 }
 
 /// [`enter_slow_with`] past the publication of the open event.
@@ -265,7 +294,8 @@ fn start_slow(
     stream: Option<Stream>,
     work: Option<&Work>,
 ) -> ProbeGuard {
-    // A recorded run of an `async fn` (`enter` sends its own there directly).
+    // A recorded run of an `async fn` (`enter` sends its own there directly), or one published
+    // as its thread's open event.
     if raw == State::Recorded as u32 && stream.is_none() {
         return start_recorded(desc);
     }
@@ -285,15 +315,6 @@ fn start_slow(
 /// and the sample's stores; elsewhere it takes the general path, which handles them.
 #[inline(never)]
 fn enter_armed(desc: &'static Descriptor) -> ProbeGuard {
-    if crate::sample::open::publishing() {
-        return published(desc, true, || start_armed(desc));
-    }
-    start_armed(desc)
-}
-
-/// [`enter_armed`] past the publication of the open event.
-#[inline(always)]
-fn start_armed(desc: &'static Descriptor) -> ProbeGuard {
     match current() {
         Some(session) if session.measuring.plain => {
             ProbeGuard::of(session.measuring.start_sampled(desc))
@@ -306,13 +327,10 @@ fn start_armed(desc: &'static Descriptor) -> ProbeGuard {
 /// A recorded run starts: the start mark is all it takes.
 #[inline(never)]
 fn enter_recorded(desc: &'static Descriptor) -> ProbeGuard {
-    if crate::sample::open::publishing() {
-        return published(desc, true, || start_recorded(desc));
-    }
     start_recorded(desc)
 }
 
-/// [`enter_recorded`] past the publication of the open event.
+/// A recorded run's start mark.
 #[inline(always)]
 fn start_recorded(desc: &'static Descriptor) -> ProbeGuard {
     match current() {
@@ -387,7 +405,8 @@ pub use crate::measure::{shape_of, Dims, Work, NO_WORK};
 /// the only runs whose `flops`, `bytes` and `shape` expressions are evaluated.
 #[inline(always)]
 pub fn is_armed(state: u32) -> bool {
-    state == State::Armed as u32
+    // Armed, whether or not the open events are published (CPU sampling on).
+    state & !PUBLISHED == State::Armed as u32
 }
 
 /// The count of `value` (the macros wrap each `flops` and `bytes` expression in it).
@@ -485,7 +504,10 @@ mod tests {
         match guard.run {
             Run::None => "none",
             Run::Recorded(_) => "recorded",
+            Run::RecordedTagged(_) => "recorded and published",
             Run::Learning(_) => "learning",
+            Run::LearningTagged(_) => "learning and published",
+            Run::ArmedTagged(_) => "armed and published",
             Run::Armed(_) => "armed",
             Run::Sampled(_) => "sampled",
             Run::Tagged => "tagged",
@@ -606,5 +628,62 @@ mod tests {
         drop(guard);
         crate::step();
         assert_eq!(samples("timer_general"), [(0, vec![4])]);
+    }
+
+    /// With CPU sampling on, a measured run is published as its thread's open event and its
+    /// end closes it: the armed run and the recorded run take their `*Tagged` kinds; an `async fn`'s run (it may move between threads) is not
+    /// published and its end closes nothing.
+    #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
+    #[test]
+    fn measured_runs_are_published_and_closed_while_sampling() {
+        let _serial = serial();
+        for (mode, taken, name) in [
+            (Mode::Sample, "armed and published", "timer_pub_armed"),
+            (Mode::Trace, "recorded and published", "timer_pub_recorded"),
+        ] {
+            let clock = FakeClock::new();
+            let probe = RuntimeProbe::new(name, None, None);
+            let outer = RuntimeProbe::new("timer_pub_outer", None, None);
+            let mut config = config(name, name, 4096);
+            config.mode = mode;
+            config.filter = Filter::parse(&format!("name={name}|name=timer_pub_outer")).unwrap();
+            config.cpu_sample = Some(100);
+            config.repeat = 100;
+            let session = start(config, &clock, None);
+            let open = || crate::open_event().map(|e| e.name);
+            // Warmup, then the first measured iteration.
+            let mut guard = probe.enter();
+            for _ in 0..4 {
+                if path(&guard) == taken {
+                    break;
+                }
+                drop(guard);
+                crate::step();
+                guard = probe.enter();
+            }
+            assert_eq!(path(&guard), taken, "{mode:?}");
+            assert_eq!(open(), Some(name), "{mode:?}");
+            drop(guard);
+            assert_eq!(open(), None, "{mode:?}: its end closes it");
+            // An async run inside another run neither opens nor closes an event.
+            let outer_guard = outer.enter();
+            let inner = enter_async(probe.desc);
+            assert_eq!(open(), Some("timer_pub_outer"), "{mode:?}");
+            inner.complete();
+            assert_eq!(
+                open(),
+                Some("timer_pub_outer"),
+                "{mode:?}: the async end closed nothing"
+            );
+            drop(outer_guard);
+            assert_eq!(open(), None, "{mode:?}");
+            crate::step();
+            drop(session);
+            let guard = probe.enter();
+            assert!(
+                matches!(path(&guard), "none" | "recorded"),
+                "{mode:?}: publication ended with the session"
+            );
+        }
     }
 }

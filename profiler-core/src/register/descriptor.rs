@@ -8,9 +8,15 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-/// Whether the probes that take no part are [`State::Tagged`] rather than [`State::Off`]: set
-/// while CPU sampling publishes the open events (`sample/open.rs`).
+/// Whether the open events are published (CPU sampling on, `sample/open.rs`): every state is
+/// stored with [`PUBLISHED`] then.
 static TAGGING: AtomicBool = AtomicBool::new(false);
+
+/// The bit every stored state carries while the open events are published (CPU sampling on):
+/// no state is then equal to the values the fast paths test ([`State::Off`],
+/// [`State::Recorded`], [`State::Armed`]), so that every run leaves them for the general entry,
+/// which publishes it, and with publication off those paths test nothing for it.
+pub(crate) const PUBLISHED: u32 = 8;
 
 /// Whether the open events are published (CPU sampling on).
 #[inline(always)]
@@ -48,24 +54,18 @@ pub enum State {
     /// on the armed path, as [`State::Armed`]'s are, but its `flops`, `bytes` and `shape`
     /// expressions are not evaluated (`trace` mode keeps no work).
     Traced = 5,
-    /// Takes no part in the measurement, but CPU sampling is on (`PROF_CPU_SAMPLE`): the run
-    /// leaves the fast path only to publish itself as its thread's open event (`sample/open.rs`),
-    /// so that the samples taken inside it are tagged with it. Stored instead of [`State::Off`]
-    /// while publication is on (`AtomicState::store`).
-    Tagged = 6,
 }
 
 impl State {
-    /// The state a raw value stands for.
+    /// The state a raw value stands for ([`PUBLISHED`] aside).
     #[inline(always)]
     pub(crate) fn from_raw(raw: u32) -> State {
-        match raw {
+        match raw & !PUBLISHED {
             0 => State::Off,
             1 => State::Learn,
             2 => State::Armed,
             4 => State::Recorded,
             5 => State::Traced,
-            6 => State::Tagged,
             _ => State::Hook,
         }
     }
@@ -89,45 +89,26 @@ impl AtomicState {
         self.0.load(order)
     }
 
-    /// Sets the state (cold path: the schedule). While the open events are published (CPU
-    /// sampling on), [`State::Off`] is stored as [`State::Tagged`].
+    /// Sets the state (cold path: the schedule), with [`PUBLISHED`] while the open events are
+    /// published (CPU sampling on).
     #[inline]
     pub(crate) fn store(&self, state: State, order: Ordering) {
-        let state = match state {
-            State::Off if tagging() => State::Tagged,
-            state => state,
-        };
-        self.0.store(state as u32, order);
+        let published = if tagging() { PUBLISHED } else { 0 };
+        self.0.store(state as u32 | published, order);
     }
 
-    /// Makes an [`State::Off`] probe [`State::Tagged`] (publication starts), leaving any other
-    /// state as it is.
+    /// Adds [`PUBLISHED`] to the state (publication starts).
     #[cfg_attr(
         not(all(feature = "cpu-sample", target_os = "linux")),
         allow(dead_code)
     )]
-    pub(crate) fn tag_if_off(&self) {
-        let _ = self.0.compare_exchange(
-            State::Off as u32,
-            State::Tagged as u32,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+    pub(crate) fn tag(&self) {
+        self.0.fetch_or(PUBLISHED, Ordering::Relaxed);
     }
 
-    /// Puts a [`State::Tagged`] probe back to [`State::Off`] (publication ends), leaving any
-    /// other state as it is.
-    #[cfg_attr(
-        not(all(feature = "cpu-sample", target_os = "linux")),
-        allow(dead_code)
-    )]
+    /// Takes [`PUBLISHED`] off the state (publication ends).
     pub(crate) fn untag(&self) {
-        let _ = self.0.compare_exchange(
-            State::Tagged as u32,
-            State::Off as u32,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+        self.0.fetch_and(!PUBLISHED, Ordering::Relaxed);
     }
 }
 

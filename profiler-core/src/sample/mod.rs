@@ -33,9 +33,9 @@ pub(crate) fn start(hz: u32) {
             return;
         }
         open::start_publishing();
-        // The probes that take no part are tagged from now on.
+        // Every probe's runs leave the fast paths and publish themselves from now on.
         for entry in crate::register::registry::registry().iter() {
-            entry.desc.state.tag_if_off();
+            entry.desc.state.tag();
         }
         let _ = open::OPEN.try_with(register_thread);
     }

@@ -4,10 +4,11 @@
 //! that [`open_event`] can say which event the calling code runs in.
 //!
 //! With publication off nothing here runs: an unarmed probe stays one load and a branch
-//! (`probes/timer.rs`). With it on, a probe that would be [`State::Off`](crate::register::descriptor::State)
-//! is [`State::Tagged`](crate::register::descriptor::State) instead and leaves the fast path
-//! for [`push`] and, at its drop, [`pop`]: a few thread-local stores, no allocation, lock or
-//! system call. Armed and recorded runs push and pop too.
+//! (`probes/timer.rs`). With it on, every probe's stored state carries
+//! [`PUBLISHED`](crate::register::descriptor::PUBLISHED), so that its runs leave the fast
+//! paths for the general entry, which [`push`]es the run and makes a guard whose drop
+//! [`pop`]s it: a few thread-local stores, no allocation, lock or system call. A probe that
+//! takes no part does only that.
 //!
 //! The stack is a thread-local, const-initialized, fixed-size array (no allocation, no
 //! destructor, so a signal handler may read it at any time, thread exit included). A push
@@ -72,8 +73,9 @@ pub(crate) fn publishing() -> bool {
     crate::register::descriptor::tagging()
 }
 
-/// Starts publication (before the session stores its probes' states, so that the probes that
-/// take no part become `Tagged`).
+/// Starts publication (the states stored from now on carry
+/// [`PUBLISHED`](crate::register::descriptor::PUBLISHED); the caller adds it to those stored
+/// before).
 #[cfg_attr(
     not(all(feature = "cpu-sample", target_os = "linux")),
     allow(dead_code)
@@ -83,7 +85,7 @@ pub(crate) fn start_publishing() {
     crate::register::descriptor::set_tagging(true);
 }
 
-/// Ends publication: every `Tagged` probe goes back to `Off`.
+/// Ends publication: every probe's state loses [`PUBLISHED`](crate::register::descriptor::PUBLISHED).
 #[cfg_attr(
     not(all(feature = "cpu-sample", target_os = "linux")),
     allow(dead_code)
