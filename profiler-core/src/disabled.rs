@@ -176,3 +176,26 @@ pub fn open_event() -> Option<OpenEvent> {
 /// Does nothing in this build (no sampler).
 #[inline(always)]
 pub fn sample_this_thread() {}
+
+/// The innermost open event with a `layer` key (never known in this build).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenLayer {
+    /// The event's probe, numbered as in the registry.
+    pub index: u32,
+    /// The probe's name.
+    pub name: &'static str,
+    /// The `layer` key.
+    pub layer: &'static str,
+    /// The `phase` key, if given.
+    pub phase: Option<&'static str>,
+}
+
+/// Always `None` in this build (nothing is published).
+#[inline(always)]
+pub fn open_layer() -> Option<OpenLayer> {
+    None
+}
+
+/// Does nothing in this build (nothing is published).
+#[inline(always)]
+pub fn publish_open_events() {}

@@ -24,13 +24,10 @@ pub(crate) fn tagging() -> bool {
     TAGGING.load(Ordering::Relaxed)
 }
 
-/// Starts or ends the publication of the open events (`sample/open.rs`).
-#[cfg_attr(
-    not(all(feature = "cpu-sample", target_os = "linux")),
-    allow(dead_code)
-)]
-pub(crate) fn set_tagging(on: bool) {
-    TAGGING.store(on, Ordering::SeqCst);
+/// Starts or ends the publication of the open events (`sample/open.rs`); returns whether it
+/// was on.
+pub(crate) fn set_tagging(on: bool) -> bool {
+    TAGGING.swap(on, Ordering::SeqCst)
 }
 
 /// The run-time state of a probe: what its next run does.
@@ -98,10 +95,6 @@ impl AtomicState {
     }
 
     /// Adds [`PUBLISHED`] to the state (publication starts).
-    #[cfg_attr(
-        not(all(feature = "cpu-sample", target_os = "linux")),
-        allow(dead_code)
-    )]
     pub(crate) fn tag(&self) {
         self.0.fetch_or(PUBLISHED, Ordering::Relaxed);
     }

@@ -19,7 +19,7 @@ pub(crate) mod open;
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
 mod cpu;
 
-pub use open::{open_event, OpenEvent};
+pub use open::{open_event, open_layer, publish_open_events, OpenEvent, OpenLayer};
 
 use profiler_format::Profile;
 
@@ -32,11 +32,8 @@ pub(crate) fn start(hz: u32) {
             eprintln!("profiler-core: warning: CPU sampling is off: {why}");
             return;
         }
-        open::start_publishing();
         // Every probe's runs leave the fast paths and publish themselves from now on.
-        for entry in crate::register::registry::registry().iter() {
-            entry.desc.state.tag();
-        }
+        open::start_publishing();
         let _ = open::OPEN.try_with(register_thread);
     }
     #[cfg(not(all(feature = "cpu-sample", target_os = "linux")))]
@@ -67,9 +64,12 @@ pub fn sample_this_thread() {
 /// Sampling ends (the results are being written): timers stop, publication ends, and the
 /// samples, their symbols resolved, go into `profile`.
 pub(crate) fn finish_into(profile: &mut Profile) {
+    if !open::publishing() {
+        return;
+    }
+    open::stop_publishing();
     #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
-    if open::publishing() {
-        open::stop_publishing();
+    {
         profile.cpu_samples = cpu::stop_and_collect();
     }
     #[cfg(not(all(feature = "cpu-sample", target_os = "linux")))]

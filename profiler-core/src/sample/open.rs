@@ -25,7 +25,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{
-    compiler_fence, AtomicU32,
+    compiler_fence, AtomicBool, AtomicU32,
     Ordering::{Relaxed, SeqCst},
 };
 
@@ -73,23 +73,41 @@ pub(crate) fn publishing() -> bool {
     crate::register::descriptor::tagging()
 }
 
-/// Starts publication (the states stored from now on carry
-/// [`PUBLISHED`](crate::register::descriptor::PUBLISHED); the caller adds it to those stored
-/// before).
-#[cfg_attr(
-    not(all(feature = "cpu-sample", target_os = "linux")),
-    allow(dead_code)
-)]
+/// Whether the program asked for the open events without sampling ([`publish_open_events`]).
+static WANTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the program asked for the open events ([`publish_open_events`]): each session
+/// publishes them from its start.
+pub(crate) fn wanted() -> bool {
+    WANTED.load(Relaxed)
+}
+
+/// Starts publication, unless it is on: the states stored from now on carry
+/// [`PUBLISHED`](crate::register::descriptor::PUBLISHED), and those stored before get it.
 pub(crate) fn start_publishing() {
+    if crate::register::descriptor::set_tagging(true) {
+        return;
+    }
     GENERATION.fetch_add(1, SeqCst);
-    crate::register::descriptor::set_tagging(true);
+    for entry in registry().iter() {
+        entry.desc.state.tag();
+    }
+}
+
+/// Publishes the open events from now on, in this session and the next ones, with or without
+/// CPU sampling (cold path): then [`open_event`] and [`open_layer`] answer, for a framework
+/// integration that attributes its own work to the annotated layer that runs it (burn's
+/// backend decorator, `profiler-burn`). The price: while they are published, every run of an
+/// annotated function or probe leaves the fast path to push and pop its event (a few
+/// thread-local stores; `docs/overhead.md`), the unarmed ones included.
+pub fn publish_open_events() {
+    WANTED.store(true, SeqCst);
+    if crate::session::current().is_some() {
+        start_publishing();
+    }
 }
 
 /// Ends publication: every probe's state loses [`PUBLISHED`](crate::register::descriptor::PUBLISHED).
-#[cfg_attr(
-    not(all(feature = "cpu-sample", target_os = "linux")),
-    allow(dead_code)
-)]
 pub(crate) fn stop_publishing() {
     crate::register::descriptor::set_tagging(false);
     for entry in registry().iter() {
@@ -187,10 +205,58 @@ fn interrupt(step: u8) {
 #[inline(always)]
 fn interrupt(_: u8) {}
 
+/// The innermost open event of the calling thread that has a `layer` key (see [`open_layer`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenLayer {
+    /// The event's probe, numbered as in this session's registry (stable for the process's
+    /// life: a cache may key on it).
+    pub index: u32,
+    /// The probe's name.
+    pub name: &'static str,
+    /// The `layer` key.
+    pub layer: &'static str,
+    /// The `phase` key, if given.
+    pub phase: Option<&'static str>,
+}
+
+/// The innermost event open on the calling thread that has a `layer` key (an event without
+/// one, such as a `probe!` inside a layer, is looked through), if the open events are
+/// published ([`publish_open_events`], or CPU sampling on). No allocation or lock: a few
+/// thread-local loads and the registry's entries.
+pub fn open_layer() -> Option<OpenLayer> {
+    if !publishing() {
+        return None;
+    }
+    OPEN.try_with(|open| {
+        let depth = open.depth.load(Relaxed) as usize;
+        compiler_fence(SeqCst);
+        if depth == 0 || open.generation.get() != GENERATION.load(Relaxed) {
+            return None;
+        }
+        let reg = registry();
+        open.entries[..depth.min(CAPACITY)]
+            .iter()
+            .rev()
+            .map(|slot| slot.load(Relaxed))
+            .filter(|&index| index != PENDING && (index as usize) < reg.len())
+            .find_map(|index| {
+                let info = &reg.entry(index as usize).desc.info;
+                info.layer.map(|layer| OpenLayer {
+                    index,
+                    name: info.name,
+                    layer,
+                    phase: info.phase,
+                })
+            })
+    })
+    .ok()
+    .flatten()
+}
+
 /// The innermost annotated event open on the calling thread (cold path).
 ///
 /// Known only while the open events are published, that is while CPU sampling is on
-/// (`PROF_CPU_SAMPLE`); `None` otherwise, and outside every annotated run. A run of an
+/// (`PROF_CPU_SAMPLE`) or after [`publish_open_events`]; `None` otherwise, and outside every annotated run. A run of an
 /// `async fn` is not published (its future may move between threads).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpenEvent {
@@ -205,7 +271,7 @@ pub struct OpenEvent {
 }
 
 /// The innermost annotated event open on the calling thread, if the open events are published
-/// (CPU sampling on) and one is open. See [`OpenEvent`].
+/// (CPU sampling on, or [`publish_open_events`]) and one is open. See [`OpenEvent`].
 pub fn open_event() -> Option<OpenEvent> {
     if !publishing() {
         return None;

@@ -300,6 +300,9 @@ pub fn start(
     if let Some(hz) = session.config().cpu_sample {
         crate::sample::start(hz);
     }
+    if crate::sample::open::wanted() {
+        crate::sample::open::start_publishing();
+    }
     // Spans registered before the session knew the filter are judged again.
     #[cfg(feature = "tracing")]
     tracing_core::callsite::rebuild_interest_cache();
