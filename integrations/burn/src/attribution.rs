@@ -1,6 +1,9 @@
 //! Which layer an op belongs to, and the probes that measure it.
 //!
-//! Forward: an op that runs inside [`layer`] belongs to the innermost open layer; its output
+//! Forward: an op that runs inside [`layer`] belongs to the innermost open layer (else, inside
+//! an annotated function or probe with a `layer` key, such as a `forward` under
+//! `#[profiled(layer = "block1", phase = "fwd")]`, to that key's layer: the innermost such
+//! event profiler-core publishes on the thread, `profiler_core::open_layer`); its output
 //! is stamped with that layer (the producer), and each of its inputs is stamped as last read by
 //! it (the consumer: a stamp is shared by the clones of a tensor, so autodiff's saved copy sees
 //! it). Backward (inside [`backward`], no layer open): an op belongs to the layer of its
@@ -141,6 +144,21 @@ struct Thread {
     layer_probes: HashMap<(LayerId, Phase), RuntimeProbe>,
     /// Ops seen per (op name, layer name, phase), when counting is on (tests).
     counts: Option<HashMap<OpKey, u64>>,
+    /// The layer numbers of the annotated events' `layer` keys, by the event's registry index.
+    annotated: HashMap<u32, LayerId>,
+}
+
+/// The layer of the innermost annotated event with a `layer` key open on this thread, if any
+/// (profiler-core publishes the open events once the decorator has asked, at its first op).
+fn annotated_layer(t: &mut Thread) -> Option<LayerId> {
+    static ASKED: std::sync::Once = std::sync::Once::new();
+    ASKED.call_once(profiler_core::publish_open_events);
+    let open = profiler_core::open_layer()?;
+    Some(
+        *t.annotated
+            .entry(open.index)
+            .or_insert_with(|| layer_id(open.layer)),
+    )
 }
 
 thread_local! {
@@ -255,7 +273,12 @@ pub(crate) fn begin(
 ) -> OpRun {
     let (probe, layer, origin) = THREAD.with(|thread| {
         let mut t = thread.borrow_mut();
-        let (layer, origin, phase) = if let Some(&layer) = t.layers.last() {
+        let forward = match t.layers.last() {
+            Some(&layer) => Some(layer),
+            None if t.backward == 0 => annotated_layer(&mut t),
+            None => None,
+        };
+        let (layer, origin, phase) = if let Some(layer) = forward {
             for (stamp, _) in ins.iter() {
                 stamp.consumer.store(layer, Relaxed);
             }

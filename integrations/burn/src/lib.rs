@@ -16,6 +16,10 @@
 //!   layer whose tensors it reads, and measured as part of `<name>/bwd` (layer `<name>`, phase
 //!   `bwd`). How the layer is chosen: see [`layer`]'s module docs in `attribution.rs` and the
 //!   guide's "burn" section.
+//! - Outside every [`layer`], a forward op belongs to the innermost open `#[profiled]` function
+//!   or probe with a `layer` key (`#[profiled(layer = "block1", phase = "fwd")]` on a
+//!   `forward`): the decorator has profiler-core publish the open events from its first op on
+//!   (`profiler_core::publish_open_events`).
 //!
 //! Without the `enable` feature (on by default; it turns on profiler-core's), [`Backend<B>`]
 //! is `Autodiff<B>` and [`Profiled<B>`] is `B` itself, and [`layer`] and [`backward`] only call

@@ -145,3 +145,78 @@ fn conv_blocks_backward_ops_are_their_own_and_none_is_lost() {
         "{unattributed:?}"
     );
 }
+
+/// The MLP's layers annotated with `#[profiled]` instead of wrapped in
+/// [`profiler_burn::layer`]: the annotations' `layer` keys are the layers.
+struct Annotated<'a> {
+    model: &'a Mlp<B>,
+}
+
+impl Annotated<'_> {
+    #[profiler_core::profiled(layer = "a1", phase = "fwd")]
+    fn first(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        self.model.relu.forward(self.model.l1.forward(x))
+    }
+
+    #[profiler_core::profiled(layer = "a2", phase = "fwd")]
+    fn second(&self, h: Tensor<B, 2>) -> Tensor<B, 2> {
+        // A probe without a layer inside the layer does not hide it.
+        let _p = profiler_core::probe!("a2_inner");
+        self.model.l2.forward(h)
+    }
+}
+
+#[test]
+fn profiled_layers_are_the_layers_of_their_ops_forward_and_backward() {
+    let device = Default::default();
+    let model: Mlp<B> = Mlp {
+        l1: LinearConfig::new(4, 8).init(&device),
+        l2: LinearConfig::new(8, 3).init(&device),
+        relu: Relu::new(),
+    };
+    let x = Tensor::<B, 2>::random([5, 4], Distribution::Normal(0.0, 1.0), &device);
+    let dir = std::env::temp_dir().join(format!("prof-burn-annotated-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = profiler_core::Config {
+        out: dir.join("prof.json").display().to_string(),
+        summary: false,
+        ..profiler_core::Config::default()
+    };
+    let session = profiler_core::init_with(config, None).unwrap();
+    // burn initializes parameters on first use, and the decorator's first op asks for the
+    // open events: once before counting.
+    let _ = model.l2.forward(model.l1.forward(x.clone()));
+
+    profiler_burn::count_ops();
+    let annotated = Annotated { model: &model };
+    let h = annotated.first(x);
+    let y = annotated.second(h);
+    let loss = y.powi_scalar(2).mean();
+    let _grads = profiler_burn::backward(|| loss.backward());
+    let counts = profiler_burn::op_counts();
+    drop(session);
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("{counts:#?}");
+
+    assert_eq!(
+        under(&counts, Some("a1"), "fwd"),
+        vec![("linear", 1), ("relu", 1)]
+    );
+    assert_eq!(under(&counts, Some("a2"), "fwd"), vec![("linear", 1)]);
+    assert_eq!(
+        under(&counts, Some("a2"), "bwd"),
+        vec![
+            ("linear_bias_backward", 1),
+            ("linear_weight_backward", 1),
+            ("linear_x_backward", 1)
+        ]
+    );
+    assert_eq!(
+        under(&counts, Some("a1"), "bwd"),
+        vec![
+            ("linear_bias_backward", 1),
+            ("linear_weight_backward", 1),
+            ("relu_backward", 1)
+        ]
+    );
+}
