@@ -51,6 +51,8 @@ usage: candle-mlp [options]
   --lr X          AdamW learning rate (default 0.003)
   --log-every N   print the mean loss every N iterations (default 100)
   --tracing       install profiler-core's tracing bridge: the modules' spans become probes
+  --bwd-layers    time each layer's backward steps too: <layer>/bwd beside <layer>/fwd
+                  (input, layers.0 .., head), from markers at the layers' boundaries
   --list-probes   list every probe and exit (profiler-core); --list-probes=warmup runs
                   the warmup first, so that runtime probes and spans are listed too
   -h, --help      this text
@@ -68,6 +70,7 @@ struct Args {
     lr: f64,
     log_every: u64,
     tracing: bool,
+    bwd_layers: bool,
 }
 
 impl Args {
@@ -84,6 +87,7 @@ impl Args {
             lr: 3e-3,
             log_every: 100,
             tracing: false,
+            bwd_layers: false,
         };
         while let Some(arg) = argv.next() {
             let mut value = |name: &str| argv.next().ok_or_else(|| format!("{name} needs a value"));
@@ -93,6 +97,7 @@ impl Args {
                 a if a.starts_with("--list-probes") => {}
                 "-h" | "--help" => return Ok(None),
                 "--tracing" => args.tracing = true,
+                "--bwd-layers" => args.bwd_layers = true,
                 "--iters" => args.iters = number(&arg, &value(&arg)?)?,
                 "--batch" => args.batch = number(&arg, &value(&arg)?)?,
                 "--inputs" => args.shape.inputs = number(&arg, &value(&arg)?)?,
@@ -171,7 +176,7 @@ fn train(args: &Args) -> Result<()> {
     let device = device()?;
     let varmap = VarMap::new();
     let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
-    let model = Mlp::new(args.shape, vb)?;
+    let model = Mlp::new(args.shape, vb, args.bwd_layers)?;
     let params: usize = varmap.all_vars().iter().map(|v| v.elem_count()).sum();
     let mut opt = AdamW::new(
         varmap.all_vars(),

@@ -19,6 +19,7 @@
 
 use candle_core::backprop::GradStore;
 use candle_core::{Device, Result, Tensor};
+use candle_example::backward::LayerProbes;
 use candle_nn::{Linear, Module, Optimizer, VarBuilder};
 use profiler_core::profiled;
 
@@ -103,11 +104,16 @@ pub struct Mlp {
     input: Input,
     blocks: Vec<Timed<Block>>,
     head: Head,
+    /// With `--bwd-layers`: the events `<layer>/fwd` and `<layer>/bwd` of `input`,
+    /// `layers.0` .. and `head`, in that order, whose markers find each layer's backward steps
+    /// in candle's walk (`candle_example::backward`).
+    by_layer: Option<Vec<LayerProbes>>,
 }
 
 impl Mlp {
-    /// Makes the layers, their variables in `vb`'s var map.
-    pub fn new(shape: Shape, vb: VarBuilder) -> Result<Self> {
+    /// Makes the layers, their variables in `vb`'s var map; `by_layer` times each layer's
+    /// backward steps as `<layer>/bwd` (and its forward as `<layer>/fwd`).
+    pub fn new(shape: Shape, vb: VarBuilder, by_layer: bool) -> Result<Self> {
         let input = Input {
             linear: candle_nn::linear(shape.inputs, shape.hidden, vb.pp("input"))?,
         };
@@ -137,21 +143,43 @@ impl Mlp {
         let head = Head {
             linear: candle_nn::linear(shape.hidden, shape.classes, vb.pp("head"))?,
         };
+        let by_layer = by_layer.then(|| {
+            std::iter::once("input".to_string())
+                .chain((0..shape.blocks).map(|i| format!("layers.{i}")))
+                .chain(std::iter::once("head".to_string()))
+                .map(|name| LayerProbes::new(&name))
+                .collect()
+        });
         Ok(Self {
             input,
             blocks,
             head,
+            by_layer,
         })
+    }
+
+    /// `f(xs)` as the forward of layer number `i` (0: input, then the blocks, then the head)
+    /// when the model is timed by layer.
+    fn layer(
+        &self,
+        i: usize,
+        xs: &Tensor,
+        f: impl FnOnce(&Tensor) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        match &self.by_layer {
+            Some(layers) => layers[i].forward(xs, f),
+            None => f(xs),
+        }
     }
 }
 
 impl Module for Mlp {
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        let mut h = self.input.forward(xs)?;
-        for block in &self.blocks {
-            h = block.forward(&h)?;
+        let mut h = self.layer(0, xs, |xs| self.input.forward(xs))?;
+        for (i, block) in self.blocks.iter().enumerate() {
+            h = self.layer(i + 1, &h, |h| block.forward(h))?;
         }
-        self.head.forward(&h)
+        self.layer(self.blocks.len() + 1, &h, |h| self.head.forward(h))
     }
 }
 
@@ -163,9 +191,11 @@ pub fn loss(logits: &Tensor, labels: &Tensor) -> Result<Tensor> {
 
 /// (a) The backward pass of the whole model. `Optimizer::backward_step` is `loss.backward()`
 /// then `step(&grads)`; calling the two here times backward and update as separate probes.
+/// `candle_example::backward::backward` is `loss.backward()` that also ends the `<layer>/bwd`
+/// runs of a model timed by layer.
 #[profiled(phase = "bwd", stream = crate::gpu::stream(loss.device()))]
 pub fn backward(loss: &Tensor) -> Result<GradStore> {
-    loss.backward()
+    candle_example::backward::backward(loss)
 }
 
 /// (a) The optimizer's update of every parameter.

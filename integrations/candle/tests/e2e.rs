@@ -320,6 +320,42 @@ mod profiled {
         assert!(order("layers.1", "runtime", 0) < order("linear", "span", 1));
     }
 
+    /// `--bwd-layers`: every layer's backward steps measured as `<layer>/bwd` (kind `runtime`,
+    /// phase `bwd`) beside its `<layer>/fwd`, first run in the reverse of the forward's order,
+    /// inside the annotated `backward`.
+    #[test]
+    fn bwd_layers_time_each_layers_backward() {
+        let dir = scratch("bwd-layers");
+        run(&dir, &[], &["--bwd-layers"]);
+        let prof = read_json(&dir.join("prof.json"));
+        assert_measured(&prof);
+        let order = |name: &str, kind: &str| {
+            events(&prof)
+                .iter()
+                .find(|e| e["name"] == name && e["kind"] == kind)
+                .unwrap_or_else(|| panic!("no {kind} event {name}"))["order"]
+                .as_u64()
+                .unwrap()
+        };
+        let layers = ["input", "layers.0", "layers.1", "head"];
+        for layer in layers {
+            for phase in ["fwd", "bwd"] {
+                let name = format!("{layer}/{phase}");
+                let found = find(&prof, &name, "runtime", layer);
+                assert_eq!(found.len(), 1, "{name}");
+                assert_eq!(found[0]["phase"], phase, "{name}");
+            }
+        }
+        let bwd: Vec<u64> = layers
+            .iter()
+            .rev()
+            .map(|l| order(&format!("{l}/bwd"), "runtime"))
+            .collect();
+        assert!(order("backward", "fn") < bwd[0], "{bwd:?}");
+        assert!(bwd.windows(2).all(|w| w[0] < w[1]), "{bwd:?}");
+        assert!(bwd[3] < order("update", "fn"), "{bwd:?}");
+    }
+
     /// PROF_FILTER selects runtime probes and spans by kind and name, and nothing else runs.
     #[test]
     fn filter_selects_runtime_probes_and_spans() {
