@@ -19,16 +19,37 @@ pub(crate) mod open;
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
 mod cpu;
 
+#[cfg(all(feature = "cpu-sample", target_os = "linux"))]
+pub(crate) use cpu::Times;
+
+/// What the sampler keeps of each sample's time (without the sampler: nothing).
+#[cfg(not(all(feature = "cpu-sample", target_os = "linux")))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Times {
+    /// Nothing.
+    Off,
+    /// When each sample was taken, for `cpu_samples.timeline` (`trace` mode).
+    Timeline,
+    /// When each sample was taken, cut into windows (`continuous` mode).
+    Windows,
+}
+
 pub use open::{open_event, OpenEvent};
 
 use profiler_format::Profile;
 
 /// Starts sampling at `hz` samples per second of CPU time, after the session is installed:
-/// refused, with a warning, when the program handles `SIGPROF` itself.
-pub(crate) fn start(hz: u32) {
+/// refused, with a warning, when the program handles `SIGPROF` itself. With `times` other
+/// than [`Times::Off`] and the session's CPU clock (`clock`), each sample's time is kept: on
+/// `trace` mode's time line, or to cut `continuous` mode's windows.
+pub(crate) fn start(
+    hz: u32,
+    times: Times,
+    clock: Option<&'static crate::instrument::clock::CpuClock>,
+) {
     #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
     {
-        if let Err(why) = cpu::start(hz) {
+        if let Err(why) = cpu::start(hz, times, clock) {
             eprintln!("profiler-core: warning: CPU sampling is off: {why}");
             return;
         }
@@ -40,7 +61,7 @@ pub(crate) fn start(hz: u32) {
         let _ = open::OPEN.try_with(register_thread);
     }
     #[cfg(not(all(feature = "cpu-sample", target_os = "linux")))]
-    let _ = hz;
+    let _ = (hz, times, clock);
 }
 
 /// Registers the thread of `open` with the sampler (once per thread and period of sampling).
@@ -64,14 +85,32 @@ pub fn sample_this_thread() {
     }
 }
 
+/// The samples of a `continuous`-mode window whose iterations began at mark `from` of the
+/// session's clock and ended at mark `to`, their symbols resolved; `None` when sampling is off
+/// (or windows are not sampled). Cold path: the writer's thread, never the window's close.
+pub(crate) fn window_samples(from: u64, to: u64) -> Option<profiler_format::CpuSamples> {
+    #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
+    if open::publishing() {
+        return cpu::collect_window(from, to);
+    }
+    let _ = (from, to);
+    None
+}
+
 /// Sampling ends (the results are being written): timers stop, publication ends, and the
-/// samples, their symbols resolved, go into `profile`.
-pub(crate) fn finish_into(profile: &mut Profile) {
+/// samples, their symbols resolved, go into `profile`, unless it has samples already (those
+/// of the `continuous`-mode window it shows). In `trace` mode, `place` puts each sample on
+/// the events' time line (its iteration and its time from that iteration's start, from a
+/// mark of the session's clock).
+pub(crate) fn finish_into(profile: &mut Profile, place: &dyn Fn(u64) -> Option<(u32, u64)>) {
     #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
     if open::publishing() {
         open::stop_publishing();
-        profile.cpu_samples = cpu::stop_and_collect();
+        let all = cpu::stop_and_collect(place);
+        if profile.cpu_samples.is_none() {
+            profile.cpu_samples = all;
+        }
     }
     #[cfg(not(all(feature = "cpu-sample", target_os = "linux")))]
-    let _ = profile;
+    let _ = (profile, place);
 }

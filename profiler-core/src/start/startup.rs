@@ -298,7 +298,18 @@ pub fn start(
     session.serve_metrics()?;
     let session = session::install(session);
     if let Some(hz) = session.config().cpu_sample {
-        crate::sample::start(hz);
+        use crate::instrument::clock::ActiveClock;
+        use crate::sample::Times;
+        let times = match mode {
+            SessionMode::Trace => Times::Timeline,
+            SessionMode::Continuous => Times::Windows,
+            _ => Times::Off,
+        };
+        let clock = match &session.measuring.clock {
+            ActiveClock::Cpu(clock) => Some(clock),
+            ActiveClock::Custom(_) => None,
+        };
+        crate::sample::start(hz, times, clock);
     }
     // Spans registered before the session knew the filter are judged again.
     #[cfg(feature = "tracing")]
