@@ -12,9 +12,16 @@
 //!   both const-initialized, without destructors), walks the frame pointers from the
 //!   interrupted context, reading only inside the thread's stack (bounds taken at
 //!   registration), and writes one fixed-size record into the ring, or counts a drop when the
-//!   ring is full. No allocation, lock or call other than `timer_getoverrun`; `errno` is kept.
+//!   ring is full. In `trace` and `continuous` modes on the CPU clock the record also holds the
+//!   sample's time: a mark of the session's clock, the one the events' marks are (the
+//!   time-stamp counter, or `clock_gettime(CLOCK_MONOTONIC)` where it is not trusted; both
+//!   async-signal-safe). No allocation, lock or call other than `timer_getoverrun` and that
+//!   clock; `errno` is kept.
 //! - A thread of ours drains the rings every 50 ms into counts of identical stacks (cold path,
-//!   under a lock). At thread exit the thread's timer is deleted, its ring drained and put back
+//!   under a lock), and, when times are kept, each sample's time and stack (at most
+//!   [`SampleTimeline::BOUND`]): `trace` mode places them on the events' time line at the end
+//!   (`cpu_samples.timeline`); `continuous` mode's writer takes each window's out
+//!   ([`collect_window`]). At thread exit the thread's timer is deleted, its ring drained and put back
 //!   into a pool for the next thread, so memory follows the threads alive, not the threads
 //!   ever started. At the end the timers are deleted, the rings drained, and the addresses
 //!   resolved (the `backtrace` crate: symbol tables and debug info, in-process, so that
@@ -503,9 +510,11 @@ pub(crate) fn collect_window(from: u64, to: u64) -> Option<CpuSamples> {
     Some(samples)
 }
 
-/// Stops every timer, drains every ring and resolves the stacks (the results are being
-/// written); in `trace` mode, each sample is placed on the time line by `place`.
-pub(crate) fn stop_and_collect(place: Place<'_>) -> Option<CpuSamples> {
+/// Stops every timer, drains every ring and, when `wanted`, resolves the stacks (the results
+/// are being written); in `trace` mode, each sample is placed on the time line by `place`.
+/// `None` when sampling was not running or the samples are not `wanted` (the file holds a
+/// `continuous`-mode window's already).
+pub(crate) fn stop_and_collect(place: Place<'_>, wanted: bool) -> Option<CpuSamples> {
     let sampler = state();
     if !sampler.running.swap(false, SeqCst) {
         return None;
@@ -530,6 +539,10 @@ pub(crate) fn stop_and_collect(place: Place<'_>) -> Option<CpuSamples> {
         );
     }
     let counts = std::mem::replace(&mut inner.counts, Counts::new(Times::Off));
+    if !wanted {
+        inner.threads.clear();
+        return None;
+    }
     let stacks = counts
         .keys
         .iter()

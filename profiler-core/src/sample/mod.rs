@@ -5,8 +5,10 @@
 //! - `cpu.rs` (Linux, feature `cpu-sample`): a per-thread CPU-time timer
 //!   (`timer_create(CLOCK_THREAD_CPUTIME_ID)` delivering `SIGPROF` to that thread), the
 //!   async-signal-safe handler that walks the frame pointers into the thread's ring of
-//!   fixed-size records, the drain that counts identical stacks, and the symbols resolved at
-//!   the end (the `backtrace` crate), never in the handler.
+//!   fixed-size records (with the sample's time in `trace` and `continuous` modes), the drain
+//!   that counts identical stacks, and the symbols resolved at the end (the `backtrace`
+//!   crate), never in the handler; `continuous` mode's writer collects each window's samples
+//!   ([`window_samples`]).
 //!
 //! Which threads are sampled: the thread that starts the session, and every thread when it
 //! first runs an annotated function or probe (the first such run pays the registration: a
@@ -106,9 +108,9 @@ pub(crate) fn finish_into(profile: &mut Profile, place: &dyn Fn(u64) -> Option<(
     #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
     if open::publishing() {
         open::stop_publishing();
-        let all = cpu::stop_and_collect(place);
-        if profile.cpu_samples.is_none() {
-            profile.cpu_samples = all;
+        let wanted = profile.cpu_samples.is_none();
+        if let Some(all) = cpu::stop_and_collect(place, wanted) {
+            profile.cpu_samples = Some(all);
         }
     }
     #[cfg(not(all(feature = "cpu-sample", target_os = "linux")))]
