@@ -330,16 +330,20 @@ fn iterations_cut_a_long_trace() {
     }
 }
 
-/// The dlrm trace-mode profile with CPU samples placed on its time line: on thread `main`
-/// (tid 4242), two per sample of three events (`lookup`, `top_forward` over its nested
-/// `linear_forward`, `top_backward`), each a quarter and three quarters into the event's
-/// slice; on thread `loader` (tid 4343), one outside every event at each iteration's start.
-fn with_cpu_samples(dir: &Path) -> PathBuf {
+/// The trace-mode profile `base` (dlrm's) with CPU samples placed on its time line: on thread
+/// `main` (tid 4242), two per sample of three CPU events (the 1st, 6th and 11th: with the
+/// dlrm profile `lookup`, `top_forward` over its nested `linear_forward`, `top_backward`),
+/// each a quarter and three quarters into the event's slice; on thread `loader` (tid 4343),
+/// one outside every event at each iteration's start.
+fn with_cpu_samples(dir: &Path, base: &Path) -> PathBuf {
     use profiler_format::{
         CpuSamples, SampleTimeline, SampledFunction, SampledStack, SampledThread,
     };
-    let text = std::fs::read_to_string(data("tests/data/trace/dlrm-trace.json")).unwrap();
+    let text = std::fs::read_to_string(base).unwrap();
     let mut p: Profile = serde_json::from_str(&text).unwrap();
+    let cpu: Vec<usize> = (0..p.events.len())
+        .filter(|&e| p.events[e].device.is_none() && p.events[e].stream.is_none())
+        .collect();
     let function = |name: &str| SampledFunction {
         name: Some(name.to_owned()),
         addr: "0x1000".to_owned(),
@@ -364,7 +368,7 @@ fn with_cpu_samples(dir: &Path) -> PathBuf {
         ..CpuSamples::default()
     };
     let timeline = samples.timeline.as_mut().unwrap();
-    for e in [0, 5, 10] {
+    for e in [cpu[0], cpu[5], cpu[10]] {
         let event = &p.events[e];
         let stack = samples.stacks.len() as u32;
         samples.stacks.push(SampledStack {
@@ -403,19 +407,33 @@ fn with_cpu_samples(dir: &Path) -> PathBuf {
     }
     samples.taken = samples.stacks.iter().map(|s| s.count).sum();
     p.cpu_samples = Some(samples);
-    let out = dir.join("dlrm-cpu-samples.json");
+    let out = dir.join(format!(
+        "{}-cpu-samples.json",
+        base.file_stem().unwrap().to_string_lossy()
+    ));
     std::fs::write(&out, serde_json::to_string(&p).unwrap()).unwrap();
     out
 }
 
 /// The CPU samples of a `trace`-mode profile are instants on their threads' tracks, each
 /// inside a slice of the event it was tagged with; Perfetto's protos read the same instants
-/// from the Perfetto trace, on the same tracks, inside the same slices.
+/// from the Perfetto trace, on the same tracks, inside the same slices: for a CPU-only
+/// profile (whose Perfetto trace is drawn one iteration at a time) and for one with every
+/// kind of track (drawn whole).
 #[test]
 fn cpu_samples_are_instants_on_their_threads_tracks_inside_their_slices() {
     let dir = scratch("cpu-samples");
-    let file = with_cpu_samples(&dir);
-    let json = dir.join("trace.json");
+    let shapes = shapes(&dir);
+    for base in [data("tests/data/trace/dlrm-trace.json"), shapes] {
+        cpu_samples_drawn(&dir, &base);
+    }
+}
+
+/// The checks of [`cpu_samples_are_instants_on_their_threads_tracks_inside_their_slices`] on
+/// `base` with samples.
+fn cpu_samples_drawn(dir: &Path, base: &Path) {
+    let file = with_cpu_samples(dir, base);
+    let json = file.with_extension("trace.json");
     trace(&file, &json, &[]);
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -468,7 +486,7 @@ fn cpu_samples_are_instants_on_their_threads_tracks_inside_their_slices() {
     let Some(python) = perfetto_python() else {
         return;
     };
-    let pftrace = dir.join("trace.pftrace");
+    let pftrace = file.with_extension("pftrace");
     trace(&file, &pftrace, &[]);
     let out = Command::new(&python)
         .arg(data("tests/perfetto_check.py"))

@@ -519,7 +519,6 @@ pub(crate) fn stop_and_collect(place: Place<'_>, wanted: bool) -> Option<CpuSamp
     if !sampler.running.swap(false, SeqCst) {
         return None;
     }
-    CLOCK.store(std::ptr::null_mut(), SeqCst);
     let mut guard = lock(&sampler.inner);
     let inner = &mut *guard;
     for slot in inner.active.iter_mut() {
@@ -531,6 +530,8 @@ pub(crate) fn stop_and_collect(place: Place<'_>, wanted: bool) -> Option<CpuSamp
             // registers again; then it goes back to the pool.
         }
     }
+    // No timer is left to fire: the handler reads no clock any more.
+    CLOCK.store(std::ptr::null_mut(), SeqCst);
     if inner.unsampled_threads > 0 {
         eprintln!(
             "profiler-core: warning: {} threads were not sampled (more than {MAX_THREADS} at \
