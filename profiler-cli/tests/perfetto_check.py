@@ -16,6 +16,12 @@ track, and none is left open (so slices nest: each end is the innermost open sli
 JSON trace's time). A sample's slice (trace mode) carries one annotation, `event`, its event's
 label (`layer/phase name#occurrence`, made here from the JSON slice's args), and lasts its
 `dur_ns`; every other slice carries the JSON slice's args.
+
+CPU samples (`cpu_samples.timeline`, trace mode): the instants (`TYPE_INSTANT`) are the JSON
+trace's (`"ph": "i"`), with the same name, category, args and time, on the same track; each
+is on the track of the thread it names (`CPU samples: NAME (tid N)`, N its `thread` arg), and
+each tagged with an event (`event_id`) lies inside a slice of that event (the JSON slice whose
+`id` arg is it) in the same process.
 """
 
 import json
@@ -61,7 +67,7 @@ def decode(path):
     with open(path, "rb") as f:
         trace.ParseFromString(f.read())
     seqs = {}
-    processes, threads, slices, readings = [], [], [], []
+    processes, threads, slices, readings, instants = [], [], [], [], []
     thread_of, counter_of, pid_of = {}, {}, {}
     open_slices = defaultdict(list)
     for p in trace.packet:
@@ -133,6 +139,13 @@ def decode(path):
             if not open_slices[track]:
                 fail(f"an end with no slice open on track {track}")
             slices[open_slices[track].pop()][5] = at
+        elif e.type == pb.TrackEvent.TYPE_INSTANT:
+            pid, tid = thread_of[track]
+            name = seq.names[e.name_iid] if e.HasField("name_iid") else e.name
+            if len(e.category_iids) != 1:
+                fail("an instant without its one category")
+            args = {seq.arg_names[a.name_iid]: annotation_value(a, seq) for a in e.debug_annotations}
+            instants.append([pid, tid, name, seq.categories[e.category_iids[0]], at, args])
         elif e.type == pb.TrackEvent.TYPE_COUNTER:
             parent, name = counter_of[track]
             kind = e.WhichOneof("counter_value_field")
@@ -142,13 +155,13 @@ def decode(path):
             fail(f"an event of type {e.type}")
     if any(open_slices.values()):
         fail("slices left open")
-    return processes, threads, slices, readings
+    return processes, threads, slices, readings, instants
 
 
 def expected(path):
     with open(path) as f:
         doc = json.load(f)
-    processes, threads, slices, readings = [], [], [], []
+    processes, threads, slices, readings, instants = [], [], [], [], []
     labels = {}
     for e in doc["traceEvents"]:
         ph, name, pid, tid = e["ph"], e["name"], e["pid"], e["tid"]
@@ -162,12 +175,37 @@ def expected(path):
             ts = e["ts"]
             end = ts + e["dur"]
             slices.append([pid, tid, name, e["cat"], round(ts * 1000), round(end * 1000), e["args"]])
+        elif ph == "i":
+            instants.append([pid, tid, name, e["cat"], round(e["ts"] * 1000), e["args"]])
         elif ph == "C":
             at = round(e["ts"] * 1000)
             for series, v in e["args"].items():
                 readings.append((pid, f"{name} {series}", at, float(v)))
     processes = [(p, n, labels.get(p, [])) for p, n, _ in processes]
-    return processes, threads, slices, readings
+    return processes, threads, slices, readings, instants
+
+
+def check_samples(got_i, want_i, threads, want_s):
+    """The CPU samples' instants: the JSON trace's, on their threads' tracks, inside their
+    events' slices. Returns how many lie inside a slice of their event."""
+    key = lambda i: (i[0], i[1], i[4], i[2], sorted(i[5].items()))
+    if sorted(got_i, key=key) != sorted(want_i, key=key):
+        fail(f"instants {sorted(got_i, key=key)[:3]}... != {sorted(want_i, key=key)[:3]}...")
+    names = {(pid, tid): name for pid, tid, name in threads}
+    inside = 0
+    for pid, tid, name, cat, at, args in got_i:
+        if cat != "cpu_sample":
+            fail(f"an instant of category {cat}")
+        track = names.get((pid, tid), "")
+        if not (track.startswith("CPU samples: ") and track.endswith(f"(tid {args['thread']})")):
+            fail(f"the sample {name} at {at} of thread {args['thread']} is on track {track!r}")
+        event = args.get("event_id")
+        if event is None:
+            continue
+        if not any(s[0] == pid and s[6].get("id") == event and s[4] <= at <= s[5] for s in want_s):
+            fail(f"the sample {name} at {at} lies in no slice of {event}")
+        inside += 1
+    return inside
 
 
 def is_sample(args):
@@ -190,8 +228,9 @@ def last_at_each_time(readings):
 
 
 def main(pftrace, json_trace):
-    got_p, got_t, got_s, got_r = decode(pftrace)
-    want_p, want_t, want_s, want_r = expected(json_trace)
+    got_p, got_t, got_s, got_r, got_i = decode(pftrace)
+    want_p, want_t, want_s, want_r, want_i = expected(json_trace)
+    inside = check_samples(got_i, want_i, got_t, want_s)
     if got_p != want_p:
         fail(f"processes {got_p} != {want_p}")
     if sorted(got_t) != sorted(want_t):
@@ -224,7 +263,8 @@ def main(pftrace, json_trace):
     if len(got_r) != len(want_r) or last_at_each_time(got_r) != last_at_each_time(want_r):
         fail("the counters differ")
     print(f"ok: {len(got_p)} processes, {len(got_t)} threads, "
-          f"{len(got_s) + len(got_o)} slices, {len(got_r)} counter readings")
+          f"{len(got_s) + len(got_o)} slices, {len(got_r)} counter readings, "
+          f"{len(got_i)} samples ({inside} inside their events' slices)")
 
 
 if __name__ == "__main__":

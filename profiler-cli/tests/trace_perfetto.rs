@@ -329,3 +329,177 @@ fn iterations_cut_a_long_trace() {
         assert!(!out.exists());
     }
 }
+
+/// The trace-mode profile `base` (dlrm's) with CPU samples placed on its time line: on thread
+/// `main` (tid 4242), two per sample of three CPU events (the 1st, 6th and 11th: with the
+/// dlrm profile `lookup`, `top_forward` over its nested `linear_forward`, `top_backward`),
+/// each a quarter and three quarters into the event's slice; on thread `loader` (tid 4343),
+/// one outside every event at each iteration's start.
+fn with_cpu_samples(dir: &Path, base: &Path) -> PathBuf {
+    use profiler_format::{
+        CpuSamples, SampleTimeline, SampledFunction, SampledStack, SampledThread,
+    };
+    let text = std::fs::read_to_string(base).unwrap();
+    let mut p: Profile = serde_json::from_str(&text).unwrap();
+    let cpu: Vec<usize> = (0..p.events.len())
+        .filter(|&e| p.events[e].device.is_none() && p.events[e].stream.is_none())
+        .collect();
+    let function = |name: &str| SampledFunction {
+        name: Some(name.to_owned()),
+        addr: "0x1000".to_owned(),
+    };
+    let mut samples = CpuSamples {
+        hz: 1000,
+        threads: vec![
+            SampledThread {
+                tid: 4242,
+                name: Some("main".into()),
+            },
+            SampledThread {
+                tid: 4343,
+                name: Some("loader".into()),
+            },
+        ],
+        functions: vec![
+            function("dlrm::kernels::gemm"),
+            function("dlrm::train_step"),
+        ],
+        timeline: Some(SampleTimeline::default()),
+        ..CpuSamples::default()
+    };
+    let timeline = samples.timeline.as_mut().unwrap();
+    for e in [cpu[0], cpu[5], cpu[10]] {
+        let event = &p.events[e];
+        let stack = samples.stacks.len() as u32;
+        samples.stacks.push(SampledStack {
+            thread: 0,
+            event: Some(event.id.clone()),
+            name: Some(event.name.clone()),
+            layer: event.layer.clone(),
+            phase: event.phase.clone(),
+            frames: vec![0, 1],
+            truncated: false,
+            count: 2 * event.samples_ns.len() as u64,
+        });
+        for j in 0..event.samples_ns.len() {
+            for quarter in [1, 3] {
+                timeline.threads.push(0);
+                timeline.iters.push(event.sample_iters[j]);
+                timeline
+                    .offsets_ns
+                    .push(event.offsets_ns[j] + event.samples_ns[j] * quarter / 4);
+                timeline.stacks.push(stack);
+            }
+        }
+    }
+    let outside = samples.stacks.len() as u32;
+    samples.stacks.push(SampledStack {
+        thread: 1,
+        frames: vec![1],
+        count: 5,
+        ..SampledStack::default()
+    });
+    for k in 3..8 {
+        timeline.threads.push(1);
+        timeline.iters.push(k);
+        timeline.offsets_ns.push(10);
+        timeline.stacks.push(outside);
+    }
+    samples.taken = samples.stacks.iter().map(|s| s.count).sum();
+    p.cpu_samples = Some(samples);
+    let out = dir.join(format!(
+        "{}-cpu-samples.json",
+        base.file_stem().unwrap().to_string_lossy()
+    ));
+    std::fs::write(&out, serde_json::to_string(&p).unwrap()).unwrap();
+    out
+}
+
+/// The CPU samples of a `trace`-mode profile are instants on their threads' tracks, each
+/// inside a slice of the event it was tagged with; Perfetto's protos read the same instants
+/// from the Perfetto trace, on the same tracks, inside the same slices: for a CPU-only
+/// profile (whose Perfetto trace is drawn one iteration at a time) and for one with every
+/// kind of track (drawn whole).
+#[test]
+fn cpu_samples_are_instants_on_their_threads_tracks_inside_their_slices() {
+    let dir = scratch("cpu-samples");
+    let shapes = shapes(&dir);
+    for base in [data("tests/data/trace/dlrm-trace.json"), shapes] {
+        cpu_samples_drawn(&dir, &base);
+    }
+}
+
+/// The checks of [`cpu_samples_are_instants_on_their_threads_tracks_inside_their_slices`] on
+/// `base` with samples.
+fn cpu_samples_drawn(dir: &Path, base: &Path) {
+    let file = with_cpu_samples(dir, base);
+    let json = file.with_extension("trace.json");
+    trace(&file, &json, &[]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let thread_name = |tid: u64| {
+        events
+            .iter()
+            .find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == tid)
+            .map(|e| e["args"]["name"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(
+        thread_name(4242).as_deref(),
+        Some("CPU samples: main (tid 4242)")
+    );
+    assert_eq!(
+        thread_name(4343).as_deref(),
+        Some("CPU samples: loader (tid 4343)")
+    );
+    let instants: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "i").collect();
+    assert_eq!(instants.len(), 3 * 5 * 2 + 5, "every sample drawn");
+    let ns = |v: &serde_json::Value| (v.as_f64().unwrap() * 1000.0).round() as i64;
+    for i in &instants {
+        assert_eq!(i["cat"], "cpu_sample");
+        assert_eq!(i["s"], "t");
+        assert_eq!(
+            i["pid"],
+            events.iter().find(|e| e["ph"] == "X").unwrap()["pid"]
+        );
+        let Some(id) = i["args"]["event_id"].as_str() else {
+            assert_eq!(i["tid"], 4343, "{i}");
+            assert_eq!(i["args"]["event"], "(no event)");
+            assert_eq!(i["name"], "dlrm::train_step");
+            continue;
+        };
+        assert_eq!(i["tid"], 4242, "{i}");
+        assert_eq!(i["name"], "dlrm::kernels::gemm");
+        assert_eq!(
+            i["args"]["stack"],
+            "dlrm::kernels::gemm <- dlrm::train_step"
+        );
+        let at = ns(&i["ts"]);
+        assert!(
+            events.iter().any(|s| s["ph"] == "X"
+                && s["args"]["id"] == id
+                && ns(&s["ts"]) <= at
+                && at <= ns(&s["ts"]) + ns(&s["dur"])),
+            "{i} lies in no slice of {id}"
+        );
+    }
+    let Some(python) = perfetto_python() else {
+        return;
+    };
+    let pftrace = file.with_extension("pftrace");
+    trace(&file, &pftrace, &[]);
+    let out = Command::new(&python)
+        .arg(data("tests/perfetto_check.py"))
+        .arg(&pftrace)
+        .arg(&json)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("35 samples"), "{said}");
+    assert!(said.contains("30 inside their events' slices"), "{said}");
+}

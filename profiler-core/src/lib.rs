@@ -179,11 +179,9 @@ mod enabled_api {
     pub use crate::probes::bridge::TracingBridge;
     pub use crate::probes::runtime::RuntimeProbe;
     pub use crate::probes::timer::ProbeGuard;
-    pub use crate::sample::{
-        open_event, open_layer, publish_open_events, sample_this_thread, OpenEvent, OpenLayer,
-    };
+    pub use crate::sample::{open_event, open_layer, sample_this_thread, OpenEvent, OpenLayer};
     pub use crate::select::config::{Config, ConfigError, DelayAmount, Mode};
-    pub use crate::start::startup::InitGuard;
+    pub use crate::start::startup::{publish_open_events, InitGuard};
     pub use profiler_format::filter::{Filter, FilterError, Key};
 
     /// Marks the end of one training iteration. Cheap once the schedule is complete (an atomic

@@ -381,6 +381,180 @@ fn a_probe_that_takes_no_part_is_published_but_not_recording() {
     let _ = finish("untaken", guard);
 }
 
+/// The (iteration, offset) spans of the samples of the events of probe `id` in `profile`.
+fn spans_of(profile: &Profile, id: &str) -> Vec<(u32, u64, u64)> {
+    profile
+        .events
+        .iter()
+        .filter(|e| e.id == id)
+        .flat_map(|e| {
+            (0..e
+                .samples_ns
+                .len()
+                .min(e.offsets_ns.len())
+                .min(e.sample_iters.len()))
+                .map(move |j| {
+                    let start = e.offsets_ns[j];
+                    (e.sample_iters[j], start, start + e.samples_ns[j])
+                })
+        })
+        .collect()
+}
+
+#[test]
+fn trace_mode_places_each_sample_inside_the_slice_it_was_tagged_with() {
+    let _serial = serial();
+    let name = "timeline";
+    let config = Config {
+        filter: Filter::all(),
+        mode: Mode::Trace,
+        warmup: 1,
+        repeat: 4,
+        out: out_path(name).display().to_string(),
+        summary: false,
+        cpu_sample: Some(2000),
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, None).unwrap();
+    let rounds = 1_000_000;
+    let mut x = 0;
+    for _ in 0..5 {
+        let helper = std::thread::Builder::new()
+            .name("timeline-helper".into())
+            .spawn(move || helper_layer(rounds))
+            .unwrap();
+        x ^= layer_a(rounds);
+        x ^= layer_b(rounds);
+        x ^= spin(rounds / 4, 4);
+        x ^= helper.join().unwrap();
+        profiler_core::step();
+    }
+    black_box(x);
+    drop(guard);
+    let path = out_path(name);
+    let profile: Profile = profiler_core::format::load_profile(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let samples = profile.cpu_samples.clone().expect("cpu_samples");
+    let timeline = samples
+        .timeline
+        .clone()
+        .expect("trace mode lists when each sample was taken");
+    let n = timeline.threads.len();
+    assert!(n > 0, "no sample on the timeline ({} taken)", samples.taken);
+    assert_eq!(timeline.iters.len(), n);
+    assert_eq!(timeline.offsets_ns.len(), n);
+    assert_eq!(timeline.stacks.len(), n);
+    assert!(n as u64 + timeline.dropped <= samples.taken);
+    let mut inside = std::collections::BTreeMap::new();
+    for i in 0..n {
+        let stack = &samples.stacks[timeline.stacks[i] as usize];
+        assert_eq!(
+            stack.thread, timeline.threads[i],
+            "sample {i}: its stack's thread"
+        );
+        let names = names(&samples, &stack.frames);
+        let Some(function) = ran_in(&names) else {
+            continue;
+        };
+        let Some(id) = stack.event.as_deref() else {
+            continue;
+        };
+        if function == "work_outside" {
+            continue;
+        }
+        let spans = spans_of(&profile, id);
+        let (iter, at) = (timeline.iters[i], timeline.offsets_ns[i]);
+        if !spans.iter().any(|s| s.0 == iter) {
+            continue; // the warmup iteration: no slice drawn
+        }
+        assert!(
+            spans
+                .iter()
+                .any(|&(k, start, end)| k == iter && start <= at && at <= end),
+            "a sample in {function} at iteration {iter} + {at} ns lies in no slice of {id}: \
+             {spans:?}"
+        );
+        *inside.entry(function).or_insert(0) += 1;
+    }
+    for function in ["work_in_a", "work_in_b", "work_in_helper"] {
+        assert!(
+            inside.get(function).copied().unwrap_or(0) > 0,
+            "no sample in {function} placed inside its slice: {inside:?} of {n} listed"
+        );
+    }
+}
+
+/// The functions of ours that `samples`' stacks ran in, with their samples.
+fn functions_sampled(samples: &CpuSamples) -> std::collections::BTreeMap<&'static str, u64> {
+    let mut seen = std::collections::BTreeMap::new();
+    for stack in &samples.stacks {
+        if let Some(function) = ran_in(&names(samples, &stack.frames)) {
+            *seen.entry(function).or_insert(0) += stack.count;
+        }
+    }
+    seen
+}
+
+#[test]
+fn continuous_mode_writes_each_windows_samples_only() {
+    let _serial = serial();
+    let name = "windows";
+    let config = Config {
+        filter: Filter::all(),
+        mode: Mode::Continuous,
+        warmup: 1,
+        repeat: 4,
+        windows: 4,
+        baseline_windows: 0,
+        out: out_path(name).display().to_string(),
+        summary: false,
+        cpu_sample: Some(2000),
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, None).unwrap();
+    let rounds = 1_000_000;
+    // Warmup learns both layers: windows of 2 events x 4 iterations = 8 iterations.
+    let mut x = layer_a(1) ^ layer_b(1);
+    profiler_core::step();
+    // Phase 1, iterations 1-16 (windows 0 and 1): only layer A works.
+    for _ in 0..16 {
+        x ^= layer_a(rounds);
+        profiler_core::step();
+    }
+    let first = profiler_core::snapshot().expect("a session");
+    // Phase 2, iterations 17-40 (windows 2, 3 and 4): only layer B works.
+    for _ in 0..24 {
+        x ^= layer_b(rounds);
+        profiler_core::step();
+    }
+    black_box(x);
+    drop(guard);
+    let path = out_path(name);
+    let last: Profile = profiler_core::format::load_profile(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(
+        first.iterations.first, 9,
+        "the first snapshot shows window 1"
+    );
+    assert_eq!(last.iterations.first, 33, "the file shows window 4");
+    let first = first.cpu_samples.expect("window 1's file has its samples");
+    let last = last.cpu_samples.expect("window 4's file has its samples");
+    let (in_first, in_last) = (functions_sampled(&first), functions_sampled(&last));
+    assert!(in_first.contains_key("work_in_a"), "window 1: {in_first:?}");
+    assert!(
+        !in_first.contains_key("work_in_b"),
+        "window 1: {in_first:?}"
+    );
+    assert!(in_last.contains_key("work_in_b"), "window 4: {in_last:?}");
+    assert!(!in_last.contains_key("work_in_a"), "window 4: {in_last:?}");
+    assert_eq!(
+        first.taken,
+        first.stacks.iter().map(|s| s.count).sum::<u64>()
+    );
+    assert_eq!(last.taken, last.stacks.iter().map(|s| s.count).sum::<u64>());
+    assert!(last.timeline.is_none(), "no timeline outside trace mode");
+}
+
 #[test]
 fn an_armed_probe_with_keys_counts_its_work_while_sampling() {
     let _serial = serial();

@@ -81,6 +81,52 @@ pub struct CpuSamples {
     pub functions: Vec<SampledFunction>,
     /// The distinct stacks, each with its count.
     pub stacks: Vec<SampledStack>,
+    /// When each sample was taken (`trace` mode on the CPU clock only): absent otherwise, and
+    /// in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<SampleTimeline>,
+}
+
+/// When each sample was taken, on the events' time line (`trace` mode): parallel lists, one
+/// entry per sample, in the order the samples were taken on each thread. A sample is placed as
+/// an event's sample is: its iteration, then its time from that iteration's start, so that it
+/// falls inside the slices of the events open when it was taken. At most
+/// [`SampleTimeline::BOUND`] samples are listed; the others (and those taken before the first
+/// iteration began) are counted in `dropped`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampleTimeline {
+    /// Index into [`CpuSamples::threads`] of each sample's thread.
+    pub threads: Vec<u32>,
+    /// The iteration (0 first) each sample was taken in.
+    pub iters: Vec<u32>,
+    /// Each sample's time from the start of its iteration, in nanoseconds.
+    pub offsets_ns: Vec<u64>,
+    /// Index into [`CpuSamples::stacks`] of each sample's stack (whose thread is the
+    /// sample's).
+    pub stacks: Vec<u32>,
+    /// Samples not listed: past the bound, or taken before the first iteration began.
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+impl SampleTimeline {
+    /// The most samples a timeline lists (about 17 minutes of one thread's CPU time at
+    /// 1,000 samples a second).
+    pub const BOUND: usize = 1 << 20;
+
+    /// How many samples it lists (the shortest of its lists, should they differ).
+    pub fn len(&self) -> usize {
+        self.threads
+            .len()
+            .min(self.iters.len())
+            .min(self.offsets_ns.len())
+            .min(self.stacks.len())
+    }
+
+    /// Whether it lists no sample.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// A thread that was sampled.

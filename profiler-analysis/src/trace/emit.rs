@@ -38,13 +38,24 @@ pub(super) struct Document<'a> {
     /// Per event: `file:line`, and the stream's name when it is not its number.
     sources: Vec<String>,
     stream_names: Vec<Option<&'a str>>,
+    /// The CPU samples drawn (`trace` mode with `cpu_samples.timeline`): their tracks, named
+    /// in `names`, and their instants.
+    pub(super) samples: super::samples::Drawn,
 }
 
 impl<'a> Document<'a> {
     pub(super) fn new(profile: &'a Profile, streams: &Streams, drawing: &'a Drawing) -> Self {
         let cpu_pid = cpu_pid(profile.run.pid, streams);
         let tids = lane_tids(&drawing.tracks, streams);
-        let names = meta::Names::of(profile, cpu_pid, streams, &drawing.tracks, &tids);
+        let mut names = meta::Names::of(profile, cpu_pid, streams, &drawing.tracks, &tids);
+        let lane_tids: Vec<u32> = names
+            .threads
+            .iter()
+            .filter(|t| t.pid == cpu_pid)
+            .map(|t| t.tid)
+            .collect();
+        let samples = super::samples::Drawn::of(profile, cpu_pid, &lane_tids);
+        names.threads.extend(samples.threads.iter().cloned());
         let meta = meta::metadata_events(&names);
         let sources = profile
             .events
@@ -73,6 +84,7 @@ impl<'a> Document<'a> {
             meta,
             sources,
             stream_names,
+            samples,
         }
     }
 
@@ -299,11 +311,13 @@ pub(super) enum Element<'a> {
     Counter(Counter<memory::Figures>),
     /// A device memory counter event.
     DeviceCounter(Counter<device_memory::Used>),
+    /// The instant of the CPU sample at this position of [`super::samples::Drawn::points`].
+    CpuSample(usize),
 }
 
 impl<'a> Document<'a> {
     /// `traceEvents`, in order: the metadata, the spans in drawing order, the `other` spans,
-    /// the counters.
+    /// the counters, the CPU samples.
     pub(super) fn elements(&'a self) -> impl Iterator<Item = Element<'a>> + 'a {
         let pid = self.cpu_pid;
         self.meta
@@ -316,6 +330,16 @@ impl<'a> Document<'a> {
                     .map(|(_, c)| Element::Counter(c)),
             )
             .chain(self.device_counters())
+            .chain((0..self.samples.points.len()).map(Element::CpuSample))
+    }
+
+    /// The name and args of the instant of the CPU sample at `pos`.
+    pub(super) fn sample_parts(&self, pos: usize) -> (String, Value) {
+        let stack = self.samples.points[pos].stack;
+        match &self.profile.cpu_samples {
+            Some(samples) => super::samples::parts(samples, stack),
+            None => (String::new(), Value::Null),
+        }
     }
 
     /// The device memory counters, after the host memory ones.
@@ -350,6 +374,21 @@ impl<'a> Document<'a> {
             }
             Element::Counter(c) => c.serialize(serializer),
             Element::DeviceCounter(c) => c.serialize(serializer),
+            Element::CpuSample(pos) => {
+                let point = &self.samples.points[*pos];
+                let (name, args) = self.sample_parts(*pos);
+                super::samples::Instant {
+                    args,
+                    cat: super::samples::SAMPLE_CATEGORY,
+                    name,
+                    ph: "i",
+                    pid: self.cpu_pid,
+                    s: "t",
+                    tid: point.tid,
+                    ts: point.at,
+                }
+                .serialize(serializer)
+            }
         }
     }
 }

@@ -20,7 +20,9 @@ pub(super) struct Process {
     pub(super) sort_index: u64,
 }
 
-/// A track ("thread") of a process: one lane of a track of the drawing.
+/// A track ("thread") of a process: one lane of a track of the drawing, or a sampled thread's
+/// track (`samples.rs`).
+#[derive(Clone)]
 pub(super) struct Thread {
     pub(super) pid: u32,
     pub(super) tid: u32,

@@ -32,6 +32,7 @@ use profiler_tables::breakdown::Breakdown;
 use layout::Drawing;
 
 pub use cut::{keep_iterations, CutError, IterationRange};
+pub use samples::SAMPLE_CATEGORY;
 
 /// Prefix of the iteration spans, as PyTorch's profiler names them and HTA looks for them.
 pub const STEP_PREFIX: &str = "ProfilerStep#";
@@ -367,6 +368,7 @@ mod memory;
 mod meta;
 mod other;
 mod perfetto;
+mod samples;
 mod stepwise;
 mod stream;
 

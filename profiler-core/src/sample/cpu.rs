@@ -12,9 +12,16 @@
 //!   both const-initialized, without destructors), walks the frame pointers from the
 //!   interrupted context, reading only inside the thread's stack (bounds taken at
 //!   registration), and writes one fixed-size record into the ring, or counts a drop when the
-//!   ring is full. No allocation, lock or call other than `timer_getoverrun`; `errno` is kept.
+//!   ring is full. In `trace` and `continuous` modes on the CPU clock the record also holds the
+//!   sample's time: a mark of the session's clock, the one the events' marks are (the
+//!   time-stamp counter, or `clock_gettime(CLOCK_MONOTONIC)` where it is not trusted; both
+//!   async-signal-safe). No allocation, lock or call other than `timer_getoverrun` and that
+//!   clock; `errno` is kept.
 //! - A thread of ours drains the rings every 50 ms into counts of identical stacks (cold path,
-//!   under a lock). At thread exit the thread's timer is deleted, its ring drained and put back
+//!   under a lock), and, when times are kept, each sample's time and stack (at most
+//!   [`SampleTimeline::BOUND`]): `trace` mode places them on the events' time line at the end
+//!   (`cpu_samples.timeline`); `continuous` mode's writer takes each window's out
+//!   ([`collect_window`]). At thread exit the thread's timer is deleted, its ring drained and put back
 //!   into a pool for the next thread, so memory follows the threads alive, not the threads
 //!   ever started. At the end the timers are deleted, the rings drained, and the addresses
 //!   resolved (the `backtrace` crate: symbol tables and debug info, in-process, so that
@@ -27,15 +34,16 @@
 use std::cell::{Cell, UnsafeCell};
 use std::collections::HashMap;
 use std::sync::atomic::{
-    AtomicBool, AtomicU64, AtomicUsize,
+    AtomicBool, AtomicPtr, AtomicU64, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release, SeqCst},
 };
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use profiler_format::{CpuSamples, SampledFunction, SampledStack, SampledThread};
+use profiler_format::{CpuSamples, SampleTimeline, SampledFunction, SampledStack, SampledThread};
 
 use super::open::{innermost, OPEN};
+use crate::instrument::clock::CpuClock;
 use crate::register::registry::registry;
 use crate::sync::lock;
 
@@ -46,8 +54,27 @@ const RECORDS: usize = 4096;
 /// The most threads sampled at once; later ones are not sampled (counted).
 const MAX_THREADS: usize = 1024;
 
+/// The clock the handler reads each sample's time from (the session's CPU clock, whose marks
+/// the events' are), null when no time is kept: `trace` mode draws the samples on the events'
+/// time line, `continuous` mode cuts them into windows. A leaked session's, never freed.
+static CLOCK: AtomicPtr<CpuClock> = AtomicPtr::new(std::ptr::null_mut());
+
+/// What the sampler keeps of each sample's time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Times {
+    /// Nothing: the stacks are counted.
+    Off,
+    /// When each sample was taken, for `cpu_samples.timeline` (`trace` mode).
+    Timeline,
+    /// When each sample was taken, until the window it falls in is collected
+    /// ([`collect_window`]; `continuous` mode).
+    Windows,
+}
+
 /// One sample, as the handler writes it.
 struct Record {
+    /// The session clock's mark when it was taken (0 when no time is kept).
+    time: u64,
     /// Registry index + 1 of the innermost open event, 0 for none.
     tag: u32,
     /// Frames stored.
@@ -85,6 +112,7 @@ impl Ring {
         let records = (0..RECORDS)
             .map(|_| {
                 UnsafeCell::new(Record {
+                    time: 0,
                     tag: 0,
                     depth: 0,
                     flags: 0,
@@ -156,20 +184,42 @@ struct Inner {
     counts: Counts,
     unsampled_threads: u64,
     serial: u64,
+    /// The names of the addresses resolved so far (`continuous` mode resolves each window's).
+    symbols: HashMap<usize, Option<String>>,
 }
 
 /// What makes two samples the same: (thread, tag, flags, frames).
 type StackKey = (u32, u32, u16, Box<[usize]>);
 
-/// Identical samples counted: [`StackKey`] to weight.
-#[derive(Default)]
+/// Identical samples counted: each distinct [`StackKey`] numbered, with its weight; and, when
+/// times are kept, each sample's time and key, at most [`SampleTimeline::BOUND`] of them.
 struct Counts {
-    stacks: HashMap<StackKey, u64>,
+    ids: HashMap<StackKey, u32>,
+    keys: Vec<StackKey>,
+    weights: Vec<u64>,
+    times: Times,
+    /// `(time, key, weight)` of each sample, each thread's in the order taken.
+    timed: Vec<(u64, u32, u32)>,
+    /// Samples whose time could not be kept (past the bound).
+    untimed: u64,
     taken: u64,
     dropped: u64,
 }
 
 impl Counts {
+    fn new(times: Times) -> Counts {
+        Counts {
+            ids: HashMap::new(),
+            keys: Vec::new(),
+            weights: Vec::new(),
+            times,
+            timed: Vec::new(),
+            untimed: 0,
+            taken: 0,
+            dropped: 0,
+        }
+    }
+
     /// Reads every record `ring` holds (under the sampler's lock).
     fn drain(&mut self, ring: &Ring, thread: u32) {
         let head = ring.head.load(Acquire);
@@ -179,12 +229,27 @@ impl Counts {
             // until `tail` is released past it (see `Ring`).
             let record = unsafe { &*ring.records[tail % RECORDS].get() };
             let frames: Box<[usize]> = record.frames[..usize::from(record.depth)].into();
-            let weight = u64::from(record.weight.max(1));
-            *self
-                .stacks
-                .entry((thread, record.tag, record.flags, frames))
-                .or_insert(0) += weight;
-            self.taken += weight;
+            let weight = record.weight.max(1);
+            let key = (thread, record.tag, record.flags, frames);
+            let id = match self.ids.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let id = self.keys.len() as u32;
+                    self.keys.push(key.clone());
+                    self.weights.push(0);
+                    self.ids.insert(key, id);
+                    id
+                }
+            };
+            self.weights[id as usize] += u64::from(weight);
+            self.taken += u64::from(weight);
+            if self.times != Times::Off {
+                if self.timed.len() < SampleTimeline::BOUND {
+                    self.timed.push((record.time, id, weight));
+                } else {
+                    self.untimed += 1;
+                }
+            }
             tail += 1;
         }
         ring.tail.store(tail, Release);
@@ -205,9 +270,10 @@ fn state() -> &'static Sampler {
             active: Vec::new(),
             pool: Vec::new(),
             threads: Vec::new(),
-            counts: Counts::default(),
+            counts: Counts::new(Times::Off),
             unsampled_threads: 0,
             serial: 0,
+            symbols: HashMap::new(),
         }),
         running: AtomicBool::new(false),
     })
@@ -224,8 +290,9 @@ fn sigprof_is_free() -> bool {
     }
 }
 
-/// Installs the handler and the drain; threads are registered as they come.
-pub(crate) fn start(hz: u32) -> Result<(), String> {
+/// Installs the handler and the drain; threads are registered as they come. With `times`
+/// other than [`Times::Off`], the handler reads `clock` for each sample's time.
+pub(crate) fn start(hz: u32, times: Times, clock: Option<&'static CpuClock>) -> Result<(), String> {
     let sampler = state();
     if sampler.running.load(SeqCst) {
         return Err("a sampler is already running in this process".into());
@@ -256,8 +323,16 @@ pub(crate) fn start(hz: u32) -> Result<(), String> {
         let mut inner = lock(&sampler.inner);
         inner.hz = hz;
         inner.threads.clear();
-        inner.counts = Counts::default();
+        let times = if clock.is_some() { times } else { Times::Off };
+        inner.counts = Counts::new(times);
         inner.unsampled_threads = 0;
+        inner.symbols.clear();
+        let clock = clock
+            .filter(|_| times != Times::Off)
+            .map_or(std::ptr::null_mut(), |c| {
+                c as *const CpuClock as *mut CpuClock
+            });
+        CLOCK.store(clock, SeqCst);
     }
     sampler.running.store(true, SeqCst);
     let spawned = std::thread::Builder::new()
@@ -387,9 +462,59 @@ pub(crate) fn register_current() {
     let _ = EXIT.try_with(|exit| exit.set(Some(Registered { slot, serial, ring })));
 }
 
-/// Stops every timer, drains every ring and resolves the stacks (the results are being
-/// written).
-pub(crate) fn stop_and_collect() -> Option<CpuSamples> {
+/// Where a sample taken at a mark of the session's clock lies on the events' time line: its
+/// iteration and its time from that iteration's start; `None` outside the iterations.
+pub(crate) type Place<'a> = &'a dyn Fn(u64) -> Option<(u32, u64)>;
+
+/// The samples of one `continuous`-mode window, whose iterations began at mark `from` and
+/// ended at mark `to`: every ring is drained, the samples taken in `[from, to)` are counted and
+/// resolved, those taken before are forgotten (a window dropped unseen, warmup), those after
+/// kept for the next window. `None` when windows are not sampled. Cold path (the writer's
+/// thread).
+pub(crate) fn collect_window(from: u64, to: u64) -> Option<CpuSamples> {
+    let sampler = state();
+    if !sampler.running.load(SeqCst) {
+        return None;
+    }
+    let mut guard = lock(&sampler.inner);
+    let inner = &mut *guard;
+    if inner.counts.times != Times::Windows {
+        return None;
+    }
+    for thread in inner.active.iter().flatten() {
+        inner.counts.drain(thread.ring, thread.index);
+    }
+    let counts = &mut inner.counts;
+    let mut weights = vec![0u64; counts.keys.len()];
+    let mut taken = 0;
+    counts.timed.retain(|&(time, id, weight)| {
+        if time >= to {
+            return true;
+        }
+        if time >= from {
+            weights[id as usize] += u64::from(weight);
+            taken += u64::from(weight);
+        }
+        false
+    });
+    let dropped = std::mem::take(&mut counts.dropped) + std::mem::take(&mut counts.untimed);
+    let stacks = counts
+        .keys
+        .iter()
+        .zip(&weights)
+        .filter(|(_, &w)| w > 0)
+        .map(|(key, &w)| (key, w));
+    let (mut samples, _) = resolve(inner.hz, inner.threads.clone(), stacks, &mut inner.symbols);
+    samples.taken = taken;
+    samples.dropped = dropped;
+    Some(samples)
+}
+
+/// Stops every timer, drains every ring and, when `wanted`, resolves the stacks (the results
+/// are being written); in `trace` mode, each sample is placed on the time line by `place`.
+/// `None` when sampling was not running or the samples are not `wanted` (the file holds a
+/// `continuous`-mode window's already).
+pub(crate) fn stop_and_collect(place: Place<'_>, wanted: bool) -> Option<CpuSamples> {
     let sampler = state();
     if !sampler.running.swap(false, SeqCst) {
         return None;
@@ -405,6 +530,8 @@ pub(crate) fn stop_and_collect() -> Option<CpuSamples> {
             // registers again; then it goes back to the pool.
         }
     }
+    // No timer is left to fire: the handler reads no clock any more.
+    CLOCK.store(std::ptr::null_mut(), SeqCst);
     if inner.unsampled_threads > 0 {
         eprintln!(
             "profiler-core: warning: {} threads were not sampled (more than {MAX_THREADS} at \
@@ -412,23 +539,63 @@ pub(crate) fn stop_and_collect() -> Option<CpuSamples> {
             inner.unsampled_threads
         );
     }
-    let counts = std::mem::take(&mut inner.counts);
-    Some(resolve(
-        inner.hz,
-        std::mem::take(&mut inner.threads),
-        counts,
-    ))
+    let counts = std::mem::replace(&mut inner.counts, Counts::new(Times::Off));
+    if !wanted {
+        inner.threads.clear();
+        return None;
+    }
+    let stacks = counts
+        .keys
+        .iter()
+        .zip(&counts.weights)
+        .map(|(key, &w)| (key, w));
+    let threads = std::mem::take(&mut inner.threads);
+    let (mut samples, index) = resolve(inner.hz, threads, stacks, &mut inner.symbols);
+    samples.taken = counts.taken;
+    samples.dropped = counts.dropped;
+    if counts.times == Times::Timeline {
+        samples.timeline = Some(timeline(&counts, &index, place));
+    }
+    Some(samples)
 }
 
-/// Turns counted stacks of addresses into functions (cold path).
-fn resolve(hz: u32, threads: Vec<SampledThread>, counts: Counts) -> CpuSamples {
+/// Each timed sample of `counts` placed by `place`, its stack the one `index` gives its key.
+fn timeline(counts: &Counts, index: &[u32], place: Place<'_>) -> SampleTimeline {
+    let mut out = SampleTimeline {
+        dropped: counts.untimed,
+        ..SampleTimeline::default()
+    };
+    for &(time, id, _) in &counts.timed {
+        let Some((iter, offset)) = place(time) else {
+            out.dropped += 1;
+            continue;
+        };
+        out.threads.push(counts.keys[id as usize].0);
+        out.iters.push(iter);
+        out.offsets_ns.push(offset);
+        out.stacks.push(index[id as usize]);
+    }
+    out
+}
+
+/// Turns counted stacks of addresses (`(key, count)`, each key once) into functions (cold
+/// path); returns the samples (`taken` and `dropped` left at 0) and, for each key in the order
+/// given, the index of its stack in them. `symbols` keeps the names of the addresses resolved.
+fn resolve<'k>(
+    hz: u32,
+    threads: Vec<SampledThread>,
+    counted: impl Iterator<Item = (&'k StackKey, u64)>,
+    symbols: &mut HashMap<usize, Option<String>>,
+) -> (CpuSamples, Vec<u32>) {
     let reg = registry();
     let mut functions: Vec<SampledFunction> = Vec::new();
     let mut by_name: HashMap<String, u32> = HashMap::new();
     let mut by_addr: HashMap<usize, u32> = HashMap::new();
     // Stacks of addresses that resolve to the same functions are one stack.
     let mut merged: HashMap<(u32, u32, u16, Vec<u32>), u64> = HashMap::new();
-    for ((thread, tag, flags, frames), count) in counts.stacks {
+    let mut merged_of: Vec<(u32, u32, u16, Vec<u32>)> = Vec::new();
+    for ((thread, tag, flags, frames), count) in counted {
+        let (thread, tag, flags) = (*thread, *tag, *flags);
         let frames: Vec<u32> = frames
             .iter()
             .enumerate()
@@ -438,7 +605,7 @@ fn resolve(hz: u32, threads: Vec<SampledThread>, counts: Counts) -> CpuSamples {
                 if let Some(&f) = by_addr.get(&pc) {
                     return f;
                 }
-                let name = symbol(pc);
+                let name = symbols.entry(pc).or_insert_with(|| symbol(pc)).clone();
                 let f = match &name {
                     Some(name) => *by_name.entry(name.clone()).or_insert_with(|| {
                         functions.push(SampledFunction {
@@ -459,10 +626,14 @@ fn resolve(hz: u32, threads: Vec<SampledThread>, counts: Counts) -> CpuSamples {
                 f
             })
             .collect();
-        *merged.entry((thread, tag, flags, frames)).or_insert(0) += count;
+        let key = (thread, tag, flags, frames);
+        *merged.entry(key.clone()).or_insert(0) += count;
+        merged_of.push(key);
     }
     let mut stacks: Vec<SampledStack> = Vec::with_capacity(merged.len());
+    let mut keys: Vec<(u32, u32, u16, Vec<u32>)> = Vec::with_capacity(merged.len());
     for ((thread, tag, flags, frames), count) in merged {
+        keys.push((thread, tag, flags, frames.clone()));
         let entry = tag
             .checked_sub(1)
             .map(|i| i as usize)
@@ -479,15 +650,34 @@ fn resolve(hz: u32, threads: Vec<SampledThread>, counts: Counts) -> CpuSamples {
             count,
         });
     }
-    stacks.sort_by(|a, b| b.count.cmp(&a.count).then(a.frames.cmp(&b.frames)));
-    CpuSamples {
+    let mut order: Vec<usize> = (0..stacks.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&stacks[a], &stacks[b]);
+        b.count
+            .cmp(&a.count)
+            .then(a.frames.cmp(&b.frames))
+            .then(a.thread.cmp(&b.thread))
+            .then(a.event.cmp(&b.event))
+            .then(a.truncated.cmp(&b.truncated))
+    });
+    let mut position: HashMap<(u32, u32, u16, Vec<u32>), u32> = HashMap::new();
+    let mut sorted = Vec::with_capacity(stacks.len());
+    let mut stacks: Vec<Option<SampledStack>> = stacks.into_iter().map(Some).collect();
+    for (at, i) in order.into_iter().enumerate() {
+        position.insert(keys[i].clone(), at as u32);
+        sorted.extend(stacks[i].take());
+    }
+    let index = merged_of.iter().map(|key| position[key]).collect();
+    let samples = CpuSamples {
         hz,
-        taken: counts.taken,
-        dropped: counts.dropped,
+        taken: 0,
+        dropped: 0,
         threads,
         functions,
-        stacks,
-    }
+        stacks: sorted,
+        timeline: None,
+    };
+    (samples, index)
 }
 
 /// The demangled name of the function holding `pc`, without its hash.
@@ -536,6 +726,9 @@ fn record(ring: &Ring, context: *mut libc::c_void) {
     );
     // SAFETY: the timer is this thread's, alive while its ring pointer is set.
     let overrun = unsafe { libc::timer_getoverrun(ring.timer.load(Relaxed) as libc::timer_t) };
+    // SAFETY: a non-null clock is a leaked session's; `raw` reads the time-stamp counter or
+    // `clock_gettime(CLOCK_MONOTONIC)`, both async-signal-safe.
+    slot.time = unsafe { CLOCK.load(Relaxed).as_ref() }.map_or(0, CpuClock::raw);
     slot.tag = tag;
     slot.depth = depth as u16;
     slot.flags = u16::from(truncated) | (u16::from(deep) << 1);

@@ -5,8 +5,10 @@
 //! - `cpu.rs` (Linux, feature `cpu-sample`): a per-thread CPU-time timer
 //!   (`timer_create(CLOCK_THREAD_CPUTIME_ID)` delivering `SIGPROF` to that thread), the
 //!   async-signal-safe handler that walks the frame pointers into the thread's ring of
-//!   fixed-size records, the drain that counts identical stacks, and the symbols resolved at
-//!   the end (the `backtrace` crate), never in the handler.
+//!   fixed-size records (with the sample's time in `trace` and `continuous` modes), the drain
+//!   that counts identical stacks, and the symbols resolved at the end (the `backtrace`
+//!   crate), never in the handler; `continuous` mode's writer collects each window's samples
+//!   ([`window_samples`]).
 //!
 //! Which threads are sampled: the thread that starts the session, and every thread when it
 //! first runs an annotated function or probe (the first such run pays the registration: a
@@ -19,16 +21,37 @@ pub(crate) mod open;
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
 mod cpu;
 
-pub use open::{open_event, open_layer, publish_open_events, OpenEvent, OpenLayer};
+#[cfg(all(feature = "cpu-sample", target_os = "linux"))]
+pub(crate) use cpu::Times;
+
+/// What the sampler keeps of each sample's time (without the sampler: nothing).
+#[cfg(not(all(feature = "cpu-sample", target_os = "linux")))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Times {
+    /// Nothing.
+    Off,
+    /// When each sample was taken, for `cpu_samples.timeline` (`trace` mode).
+    Timeline,
+    /// When each sample was taken, cut into windows (`continuous` mode).
+    Windows,
+}
+
+pub use open::{open_event, open_layer, OpenEvent, OpenLayer};
 
 use profiler_format::Profile;
 
 /// Starts sampling at `hz` samples per second of CPU time, after the session is installed:
-/// refused, with a warning, when the program handles `SIGPROF` itself.
-pub(crate) fn start(hz: u32) {
+/// refused, with a warning, when the program handles `SIGPROF` itself. With `times` other
+/// than [`Times::Off`] and the session's CPU clock (`clock`), each sample's time is kept: on
+/// `trace` mode's time line, or to cut `continuous` mode's windows.
+pub(crate) fn start(
+    hz: u32,
+    times: Times,
+    clock: Option<&'static crate::instrument::clock::CpuClock>,
+) {
     #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
     {
-        if let Err(why) = cpu::start(hz) {
+        if let Err(why) = cpu::start(hz, times, clock) {
             eprintln!("profiler-core: warning: CPU sampling is off: {why}");
             return;
         }
@@ -37,7 +60,7 @@ pub(crate) fn start(hz: u32) {
         let _ = open::OPEN.try_with(register_thread);
     }
     #[cfg(not(all(feature = "cpu-sample", target_os = "linux")))]
-    let _ = hz;
+    let _ = (hz, times, clock);
 }
 
 /// Registers the thread of `open` with the sampler (once per thread and period of sampling).
@@ -61,17 +84,36 @@ pub fn sample_this_thread() {
     }
 }
 
+/// The samples of a `continuous`-mode window whose iterations began at mark `from` of the
+/// session's clock and ended at mark `to`, their symbols resolved; `None` when sampling is off
+/// (or windows are not sampled). Cold path: the writer's thread, never the window's close.
+pub(crate) fn window_samples(from: u64, to: u64) -> Option<profiler_format::CpuSamples> {
+    #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
+    if open::publishing() {
+        return cpu::collect_window(from, to);
+    }
+    let _ = (from, to);
+    None
+}
+
 /// Sampling ends (the results are being written): timers stop, publication ends, and the
-/// samples, their symbols resolved, go into `profile`.
-pub(crate) fn finish_into(profile: &mut Profile) {
+/// samples, their symbols resolved, go into `profile`, unless it has samples already (those
+/// of the `continuous`-mode window it shows). In `trace` mode, `place` puts each sample on
+/// the events' time line (its iteration and its time from that iteration's start, from a
+/// mark of the session's clock). Publication without sampling (`publish_open_events`) ends
+/// here too.
+pub(crate) fn finish_into(profile: &mut Profile, place: &dyn Fn(u64) -> Option<(u32, u64)>) {
     if !open::publishing() {
         return;
     }
     open::stop_publishing();
     #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
     {
-        profile.cpu_samples = cpu::stop_and_collect();
+        let wanted = profile.cpu_samples.is_none();
+        if let Some(all) = cpu::stop_and_collect(place, wanted) {
+            profile.cpu_samples = Some(all);
+        }
     }
     #[cfg(not(all(feature = "cpu-sample", target_os = "linux")))]
-    let _ = profile;
+    let _ = (profile, place);
 }

@@ -73,13 +73,20 @@ pub(crate) fn publishing() -> bool {
     crate::register::descriptor::tagging()
 }
 
-/// Whether the program asked for the open events without sampling ([`publish_open_events`]).
+/// Whether the program asked for the open events without sampling
+/// ([`publish_open_events`](crate::publish_open_events)(crate::publish_open_events)).
 static WANTED: AtomicBool = AtomicBool::new(false);
 
-/// Whether the program asked for the open events ([`publish_open_events`]): each session
-/// publishes them from its start.
+/// Whether the program asked for the open events
+/// ([`publish_open_events`](crate::publish_open_events)(crate::publish_open_events)): each session publishes them from its
+/// start.
 pub(crate) fn wanted() -> bool {
     WANTED.load(Relaxed)
+}
+
+/// The program asks for the open events from now on.
+pub(crate) fn want() {
+    WANTED.store(true, SeqCst);
 }
 
 /// Starts publication, unless it is on: the states stored from now on carry
@@ -91,19 +98,6 @@ pub(crate) fn start_publishing() {
     GENERATION.fetch_add(1, SeqCst);
     for entry in registry().iter() {
         entry.desc.state.tag();
-    }
-}
-
-/// Publishes the open events from now on, in this session and the next ones, with or without
-/// CPU sampling (cold path): then [`open_event`] and [`open_layer`] answer, for a framework
-/// integration that attributes its own work to the annotated layer that runs it (burn's
-/// backend decorator, `profiler-burn`). The price: while they are published, every run of an
-/// annotated function or probe leaves the fast path to push and pop its event (a few
-/// thread-local stores; `docs/overhead.md`), the unarmed ones included.
-pub fn publish_open_events() {
-    WANTED.store(true, SeqCst);
-    if crate::session::current().is_some() {
-        start_publishing();
     }
 }
 
@@ -221,7 +215,7 @@ pub struct OpenLayer {
 
 /// The innermost event open on the calling thread that has a `layer` key (an event without
 /// one, such as a `probe!` inside a layer, is looked through), if the open events are
-/// published ([`publish_open_events`], or CPU sampling on). No allocation or lock: a few
+/// published ([`publish_open_events`](crate::publish_open_events), or CPU sampling on). No allocation or lock: a few
 /// thread-local loads and the registry's entries.
 pub fn open_layer() -> Option<OpenLayer> {
     if !publishing() {
@@ -256,7 +250,7 @@ pub fn open_layer() -> Option<OpenLayer> {
 /// The innermost annotated event open on the calling thread (cold path).
 ///
 /// Known only while the open events are published, that is while CPU sampling is on
-/// (`PROF_CPU_SAMPLE`) or after [`publish_open_events`]; `None` otherwise, and outside every annotated run. A run of an
+/// (`PROF_CPU_SAMPLE`) or after [`publish_open_events`](crate::publish_open_events); `None` otherwise, and outside every annotated run. A run of an
 /// `async fn` is not published (its future may move between threads).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpenEvent {
@@ -271,7 +265,7 @@ pub struct OpenEvent {
 }
 
 /// The innermost annotated event open on the calling thread, if the open events are published
-/// (CPU sampling on, or [`publish_open_events`]) and one is open. See [`OpenEvent`].
+/// (CPU sampling on, or [`publish_open_events`](crate::publish_open_events)) and one is open. See [`OpenEvent`].
 pub fn open_event() -> Option<OpenEvent> {
     if !publishing() {
         return None;

@@ -237,7 +237,7 @@ impl Results<'_> {
             events,
             windows: archive.windows(),
             before_loop: live.before_loop,
-            cpu_samples: None,
+            cpu_samples: archive.shown.as_ref().and_then(|s| s.cpu_samples.clone()),
         }
     }
 

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::device::DeviceState;
 use super::{lock, on_demand, Control, Session};
+use crate::instrument::clock::Reading;
 use crate::register::descriptor::State;
 use crate::schedule::{Plan, SessionMode};
 use profiler_format::Profile;
@@ -238,7 +239,20 @@ impl Session {
             };
         }
         let mut profile = self.profile(c, complete, true);
-        crate::sample::finish_into(&mut profile);
+        let (marks, base) = (&c.measured.iterations.marks, c.measured.iterations.base);
+        // A sample's iteration: the last whose start mark is at or before it, among those
+        // completed (`marks` holds one more mark than iterations completed).
+        let place = |time: u64| -> Option<(u32, u64)> {
+            let k = marks.partition_point(|&m| m <= time).checked_sub(1)?;
+            if k + 1 >= marks.len() {
+                return None;
+            }
+            match self.measuring.clock.elapsed(marks[k], time) {
+                Reading::Ready(ns) => Some((base + k as u32, ns)),
+                _ => None,
+            }
+        };
+        crate::sample::finish_into(&mut profile, &place);
         self.publish_metrics(&profile);
         // The writer thread, if any, has nothing left to do; traces on demand it has not
         // written yet, and one under way, are written here.

@@ -59,6 +59,9 @@ pub(crate) struct Shown {
     pub closed: Closed,
     /// The wall time of each of its iterations.
     pub wall_ns: Vec<u64>,
+    /// The CPU samples taken during its iterations (`PROF_CPU_SAMPLE`), collected by the
+    /// writer when it took the window in.
+    pub cpu_samples: Option<profiler_format::CpuSamples>,
 }
 
 impl Shown {
@@ -449,6 +452,14 @@ fn absorb(
         events: measured,
         baseline: closed.index < u64::from(config.baseline_windows),
     };
+    // The samples of the window's iterations, from the sampler's rings (drained here, on the
+    // writer's thread or at the end: never at the window's close).
+    let cpu_samples = match (closed.marks.first(), closed.marks.last()) {
+        (Some(&from), Some(&to)) if closed.marks.len() > 1 => {
+            crate::sample::window_samples(from, to)
+        }
+        _ => None,
+    };
     archive.absorbed = closed.index + 1;
     if window.baseline {
         archive.baseline.push(window);
@@ -459,7 +470,11 @@ fn absorb(
         }
     }
     closed.marks.clear();
-    let shown = archive.shown.replace(Shown { closed, wall_ns });
+    let shown = archive.shown.replace(Shown {
+        closed,
+        wall_ns,
+        cpu_samples,
+    });
     shown.map(|s| s.closed)
 }
 

@@ -52,7 +52,55 @@ pub(super) fn check(profile: &Profile) -> Result<(), String> {
     check_device_memory(profile)?;
     check_unique(&profile.events)?;
     check_parents(&profile.events)?;
-    check_windows(profile)
+    check_windows(profile)?;
+    check_sample_timeline(profile)
+}
+
+/// `cpu_samples.timeline`: its four lists of one length, each sample's thread one of the
+/// threads and its stack one of the stacks, of that thread.
+fn check_sample_timeline(profile: &Profile) -> Result<(), String> {
+    let Some(samples) = &profile.cpu_samples else {
+        return Ok(());
+    };
+    let Some(t) = &samples.timeline else {
+        return Ok(());
+    };
+    let n = t.threads.len();
+    for (name, len) in [
+        ("iters", t.iters.len()),
+        ("offsets_ns", t.offsets_ns.len()),
+        ("stacks", t.stacks.len()),
+    ] {
+        if len != n {
+            return Err(format!(
+                "cpu_samples.timeline has {n} threads but {len} {name} (one entry per \
+                 sample in each list)"
+            ));
+        }
+    }
+    for i in 0..n {
+        let (thread, stack) = (t.threads[i], t.stacks[i]);
+        if thread as usize >= samples.threads.len() {
+            return Err(format!(
+                "cpu_samples.timeline: sample {i}'s thread {thread} is not one of the {} threads",
+                samples.threads.len()
+            ));
+        }
+        let Some(s) = samples.stacks.get(stack as usize) else {
+            return Err(format!(
+                "cpu_samples.timeline: sample {i}'s stack {stack} is not one of the {} stacks",
+                samples.stacks.len()
+            ));
+        };
+        if s.thread != thread {
+            return Err(format!(
+                "cpu_samples.timeline: sample {i} is of thread {thread} but its stack {stack} \
+                 of thread {}",
+                s.thread
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `run`: a mode the core writes, and at least one repeat.

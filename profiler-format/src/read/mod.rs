@@ -348,6 +348,46 @@ mod tests {
         assert!(matches!(e, LoadError::Missing(_)), "{e}");
     }
 
+    /// `cpu_samples.timeline` is read when its lists agree, and refused with a message naming
+    /// the list when they do not.
+    #[test]
+    fn a_cpu_sample_timeline_must_agree_with_its_samples() {
+        let with = |timeline: &str| {
+            let samples = format!(
+                r#","cpu_samples":{{"hz":1000,"taken":2,"threads":[{{"tid":7}},{{"tid":8}}],
+                  "functions":[{{"name":"f","addr":"0x1"}}],
+                  "stacks":[{{"thread":0,"event":null,"frames":[0],"count":1}},
+                            {{"thread":1,"event":null,"frames":[0],"count":1}}],
+                  "timeline":{timeline}}}}}"#
+            );
+            GOOD[..GOOD.len() - 1].to_owned() + &samples
+        };
+        let good = r#"{"threads":[0,1],"iters":[1,2],"offsets_ns":[3,4],"stacks":[0,1]}"#;
+        let timeline = parse(&with(good)).unwrap().cpu_samples.unwrap().timeline;
+        assert_eq!(timeline.unwrap().len(), 2);
+        for (bad, says) in [
+            (
+                r#"{"threads":[0],"iters":[1,2],"offsets_ns":[3,4],"stacks":[0,1]}"#,
+                "cpu_samples.timeline has 1 threads but 2 iters",
+            ),
+            (
+                r#"{"threads":[0,2],"iters":[1,2],"offsets_ns":[3,4],"stacks":[0,1]}"#,
+                "cpu_samples.timeline: sample 1's thread 2 is not one of the 2 threads",
+            ),
+            (
+                r#"{"threads":[0,1],"iters":[1,2],"offsets_ns":[3,4],"stacks":[0,5]}"#,
+                "cpu_samples.timeline: sample 1's stack 5 is not one of the 2 stacks",
+            ),
+            (
+                r#"{"threads":[0,0],"iters":[1,2],"offsets_ns":[3,4],"stacks":[0,1]}"#,
+                "cpu_samples.timeline: sample 1 is of thread 0 but its stack 1 of thread 1",
+            ),
+        ] {
+            let e = parse(&with(bad)).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+
     /// `run.peak` is read as `prof peak` wrote it, to the last bit (serde_json's exact float
     /// parsing, `float_roundtrip`, in every pass of the reader).
     #[test]

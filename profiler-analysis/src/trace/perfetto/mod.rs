@@ -109,9 +109,10 @@ pub(super) fn write(doc: &Document, out: impl Write + Send) -> io::Result<()> {
     // Packets are made on this thread and written on another, a megabyte at a time.
     stream::in_chunks(out, |sink| {
         let mut w = Writer::new(sink);
-        let (lanes, next_uuid) = w.tracks(doc, &counters)?;
+        let (lanes, next_uuid, sample_tracks) = w.tracks(doc, &counters)?;
         Slices::new(doc, lanes, next_uuid).write(&mut w)?;
-        counters.write(&mut w)
+        counters.write(&mut w)?;
+        write_samples(doc, &sample_tracks, &mut w)
     })
 }
 
@@ -125,7 +126,7 @@ pub(super) fn write_stepwise(
 ) -> io::Result<()> {
     stream::in_chunks(out, |sink| {
         let mut w = Writer::new(sink);
-        let (lanes, next_uuid) = w.tracks(doc, &Counters::of(doc))?;
+        let (lanes, next_uuid, sample_tracks) = w.tracks(doc, &Counters::of(doc))?;
         let mut slices = Slices::new(doc, lanes, next_uuid);
         slices.start_track(0, &mut w)?;
         let mut gaps = Gaps::default();
@@ -151,7 +152,8 @@ pub(super) fn write_stepwise(
             }
         }
         slices.rest_of_gaps(&mut gaps, &mut w)?;
-        slices.close_all(&mut w)
+        slices.close_all(&mut w)?;
+        write_samples(doc, &sample_tracks, &mut w)
     })
 }
 
@@ -302,8 +304,12 @@ impl<'s> Writer<'s> {
     }
 
     /// Writes the track descriptors (on the first sequence); the uuid of each lane's track
-    /// (`[track][lane]`), and the first uuid left.
-    fn tracks(&mut self, doc: &Document, counters: &Counters) -> io::Result<(Vec<Vec<u64>>, u64)> {
+    /// (`[track][lane]`), the first uuid left, and the uuid of each CPU samples' track by tid.
+    fn tracks(
+        &mut self,
+        doc: &Document,
+        counters: &Counters,
+    ) -> io::Result<(Vec<Vec<u64>>, u64, SampleTracks)> {
         self.start_sequence();
         let mut next = 1u64;
         let mut uuid = || {
@@ -331,8 +337,12 @@ impl<'s> Writer<'s> {
             .iter()
             .map(|&(_, n)| vec![0; n as usize])
             .collect();
+        let mut sample_tracks = HashMap::new();
         for t in &doc.names.threads {
             let id = uuid();
+            if t.track == super::samples::SAMPLES_TRACK {
+                sample_tracks.insert(t.tid, id);
+            }
             // Every named lane (`main` too when no slice uses it yet).
             if let Some(track) = lanes.get_mut(t.track as usize) {
                 if track.len() <= t.lane as usize {
@@ -364,7 +374,7 @@ impl<'s> Writer<'s> {
             self.descriptor(descriptor)?;
         }
         let next = counters.tracks.last().map_or(next, |t| t.uuid + 1);
-        Ok((lanes, next))
+        Ok((lanes, next, sample_tracks))
     }
 
     fn descriptor(&mut self, descriptor: TrackDescriptor) -> io::Result<()> {
@@ -952,3 +962,34 @@ impl Counters {
 
 #[cfg(test)]
 mod tests;
+
+/// The uuid of each CPU samples' track, by its tid.
+type SampleTracks = HashMap<u32, u64>;
+
+/// Writes the CPU samples' instants (`samples.rs`), in time order, on a sequence of their own:
+/// each a `TYPE_INSTANT` track event on its thread's track (`tracks`, by tid), with the JSON
+/// instant's name, category and args.
+fn write_samples(doc: &Document, tracks: &SampleTracks, w: &mut Writer) -> io::Result<()> {
+    if doc.samples.points.is_empty() {
+        return Ok(());
+    }
+    w.start_timed_sequence(None)?;
+    for (pos, point) in doc.samples.points.iter().enumerate() {
+        let Some(&uuid) = tracks.get(&point.tid) else {
+            continue;
+        };
+        let (name, args) = doc.sample_parts(pos);
+        let event = TrackEvent {
+            r#type: Some(track_event::Type::Instant as i32),
+            track_uuid: Some(uuid),
+            category_iids: vec![w.intern.category(super::samples::SAMPLE_CATEGORY)],
+            name_iid: Some(w.intern.name(&name)),
+            debug_annotations: w.intern.annotations(&args),
+            ..TrackEvent::default()
+        };
+        let mut p = w.head(true, Some(point.at));
+        p.track_event = Some(event);
+        w.packet(&p)?;
+    }
+    Ok(())
+}
