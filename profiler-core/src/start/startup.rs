@@ -396,6 +396,19 @@ fn shared_output(out: &str) -> Option<String> {
     ))
 }
 
+/// Publishes the open events from now on, in this session and the next ones, with or without
+/// CPU sampling (cold path): then [`open_event`](crate::open_event) and
+/// [`open_layer`](crate::open_layer) answer, for a framework integration that attributes its
+/// own work to the annotated layer that runs it (burn's backend decorator, `profiler-burn`). The price: while they are published, every run of an
+/// annotated function or probe leaves the fast path to push and pop its event (a few
+/// thread-local stores; `docs/overhead.md`), the unarmed ones included.
+pub fn publish_open_events() {
+    crate::sample::open::want();
+    if crate::session::current().is_some() {
+        crate::sample::open::start_publishing();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,18 +465,5 @@ mod tests {
         // Other arguments that are not UTF-8 are the program's own.
         let other = std::ffi::OsString::from_vec(b"--iters=\xff".to_vec());
         assert_eq!(list_request(vec![other].into_iter()), None);
-    }
-}
-
-/// Publishes the open events from now on, in this session and the next ones, with or without
-/// CPU sampling (cold path): then [`open_event`](crate::open_event) and
-/// [`open_layer`](crate::open_layer) answer, for a framework integration that attributes its
-/// own work to the annotated layer that runs it (burn's backend decorator, `profiler-burn`). The price: while they are published, every run of an
-/// annotated function or probe leaves the fast path to push and pop its event (a few
-/// thread-local stores; `docs/overhead.md`), the unarmed ones included.
-pub fn publish_open_events() {
-    crate::sample::open::want();
-    if crate::session::current().is_some() {
-        crate::sample::open::start_publishing();
     }
 }
