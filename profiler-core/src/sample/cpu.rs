@@ -1,21 +1,26 @@
 //! The CPU sampler (Linux): per-thread CPU-time timers, the `SIGPROF` handler, the rings it
 //! writes, the drain, and the symbols resolved at the end.
 //!
-//! - Each registered thread gets a timer of its own CPU clock (`timer_create` on
-//!   `CLOCK_THREAD_CPUTIME_ID`, `SIGEV_THREAD_ID` to itself): a thread is sampled for the CPU
+//! - Each sampled thread gets a timer of its own CPU clock (`timer_create` on its
+//!   thread CPU clock, `SIGEV_THREAD_ID` to it): a thread is sampled for the CPU
 //!   time it uses, and the signal lands on the thread that used it. (A process-wide
 //!   `setitimer(ITIMER_PROF)` lets the kernel pick the thread, which attributes by who runs at
 //!   the tick rather than who used the time.) The kernel checks CPU timers at its tick, so at
 //!   rates above the tick rate one signal may stand for several expirations: each sample is
 //!   weighted by `1 + timer_getoverrun`.
+//! - Which threads: every thread of the process (`threads.rs` scans `/proc/self/task` at start
+//!   and every 200 ms), and a thread that runs a probe registers itself at once.
 //! - The handler is async-signal-safe: it reads two thread-locals (the ring, the open events;
-//!   both const-initialized, without destructors), walks the frame pointers from the
-//!   interrupted context, reading only inside the thread's stack (bounds taken at
-//!   registration), and writes one fixed-size record into the ring, or counts a drop when the
-//!   ring is full. No allocation, lock or call other than `timer_getoverrun`; `errno` is kept.
+//!   both const-initialized, without destructors; a thread a scan found has no thread-local
+//!   ring, and its ring is found from the slot its timer's signal carries), walks the frame
+//!   pointers from the interrupted context, reading only inside the thread's stack (bounds
+//!   taken at registration, or read by a scan for a thread it found), and writes one
+//!   fixed-size record into the ring, or counts a drop when the ring is full. No allocation,
+//!   lock or call other than `timer_getoverrun` (and `gettid` for a thread a scan found);
+//!   `errno` is kept.
 //! - A thread of ours drains the rings every 50 ms into counts of identical stacks (cold path,
-//!   under a lock). At thread exit the thread's timer is deleted, its ring drained and put back
-//!   into a pool for the next thread, so memory follows the threads alive, not the threads
+//!   under a lock). At thread exit the thread's timer is deleted (for a thread a scan found, at
+//!   the scan that finds it ended), its ring drained and put back into a pool for the next thread, so memory follows the threads alive, not the threads
 //!   ever started. At the end the timers are deleted, the rings drained, and the addresses
 //!   resolved (the `backtrace` crate: symbol tables and debug info, in-process, so that
 //!   addresses need no relocation); an address no symbol covers (a stripped binary) stays an
@@ -36,6 +41,7 @@ use std::time::Duration;
 use profiler_format::{CpuSamples, SampledFunction, SampledStack, SampledThread};
 
 use super::open::{innermost, OPEN};
+use super::threads;
 use crate::register::registry::registry;
 use crate::sync::lock;
 
@@ -44,7 +50,7 @@ pub(crate) const FRAMES: usize = 64;
 /// Records per thread's ring: 4 s at 1 kHz, drained every 50 ms.
 const RECORDS: usize = 4096;
 /// The most threads sampled at once; later ones are not sampled (counted).
-const MAX_THREADS: usize = 1024;
+pub(super) const MAX_THREADS: usize = 1024;
 
 /// One sample, as the handler writes it.
 struct Record {
@@ -61,18 +67,18 @@ struct Record {
 }
 
 /// A thread's samples: written by the handler on that thread, read by the drain.
-struct Ring {
+pub(super) struct Ring {
     records: Box<[UnsafeCell<Record>]>,
     /// Records written (the handler's, released after the record).
-    head: AtomicUsize,
+    pub(super) head: AtomicUsize,
     /// Records read (the drain's).
-    tail: AtomicUsize,
-    dropped: AtomicU64,
+    pub(super) tail: AtomicUsize,
+    pub(super) dropped: AtomicU64,
     /// The thread's stack, `[lo, hi)`: the only memory the frame walk reads.
-    stack_lo: AtomicUsize,
-    stack_hi: AtomicUsize,
+    pub(super) stack_lo: AtomicUsize,
+    pub(super) stack_hi: AtomicUsize,
     /// The thread's timer (`timer_t`), for `timer_getoverrun`.
-    timer: AtomicUsize,
+    pub(super) timer: AtomicUsize,
 }
 
 // SAFETY: a record is written only by the handler of the ring's thread, at `head`, before
@@ -81,7 +87,7 @@ struct Ring {
 unsafe impl Sync for Ring {}
 
 impl Ring {
-    fn new() -> Ring {
+    pub(super) fn new() -> Ring {
         let records = (0..RECORDS)
             .map(|_| {
                 UnsafeCell::new(Record {
@@ -130,6 +136,7 @@ impl Drop for Registered {
             if let Some(thread) = slot.take() {
                 // SAFETY: the timer was made by `timer_create` and is deleted once (taken).
                 unsafe { libc::timer_delete(thread.timer as libc::timer_t) };
+                threads::retire(self.slot);
                 inner.counts.drain(thread.ring, thread.index);
             }
         }
@@ -139,23 +146,30 @@ impl Drop for Registered {
 }
 
 /// A registered thread that is still sampled.
-struct Active {
-    ring: &'static Ring,
-    timer: usize,
+pub(super) struct Active {
+    pub(super) ring: &'static Ring,
+    pub(super) timer: usize,
     /// Index into the threads' table.
-    index: u32,
-    serial: u64,
+    pub(super) index: u32,
+    pub(super) serial: u64,
+    /// The thread's id.
+    pub(super) tid: i32,
+    /// Registered by a scan of the threads (`threads.rs`), not by the thread itself: its ring
+    /// is not its thread-local one, and goes back to the pool when sampling stops or a scan
+    /// finds the thread ended.
+    pub(super) foreign: bool,
 }
 
 /// The sampler's cold-path state.
-struct Inner {
-    hz: u32,
-    active: Vec<Option<Active>>,
-    pool: Vec<&'static Ring>,
-    threads: Vec<SampledThread>,
-    counts: Counts,
-    unsampled_threads: u64,
-    serial: u64,
+pub(super) struct Inner {
+    pub(super) hz: u32,
+    pub(super) active: Vec<Option<Active>>,
+    pub(super) pool: Vec<&'static Ring>,
+    pub(super) threads: Vec<SampledThread>,
+    pub(super) counts: Counts,
+    pub(super) unsampled_threads: u64,
+    pub(super) serial: u64,
+    pub(super) discovery: threads::Discovery,
 }
 
 /// What makes two samples the same: (thread, tag, flags, frames).
@@ -163,7 +177,7 @@ type StackKey = (u32, u32, u16, Box<[usize]>);
 
 /// Identical samples counted: [`StackKey`] to weight.
 #[derive(Default)]
-struct Counts {
+pub(super) struct Counts {
     stacks: HashMap<StackKey, u64>,
     taken: u64,
     dropped: u64,
@@ -171,7 +185,7 @@ struct Counts {
 
 impl Counts {
     /// Reads every record `ring` holds (under the sampler's lock).
-    fn drain(&mut self, ring: &Ring, thread: u32) {
+    pub(super) fn drain(&mut self, ring: &Ring, thread: u32) {
         let head = ring.head.load(Acquire);
         let mut tail = ring.tail.load(Relaxed);
         while tail < head {
@@ -208,6 +222,7 @@ fn state() -> &'static Sampler {
             counts: Counts::default(),
             unsampled_threads: 0,
             serial: 0,
+            discovery: threads::Discovery::default(),
         }),
         running: AtomicBool::new(false),
     })
@@ -258,23 +273,33 @@ pub(crate) fn start(hz: u32) -> Result<(), String> {
         inner.threads.clear();
         inner.counts = Counts::default();
         inner.unsampled_threads = 0;
+        inner.discovery = threads::Discovery::default();
     }
     sampler.running.store(true, SeqCst);
+    // Every thread alive now is sampled from here on; later ones are found by the scans.
+    threads::scan(&mut lock(&sampler.inner), None);
     let spawned = std::thread::Builder::new()
         .name("profiler-sampler".into())
         .spawn(|| {
             let sampler = state();
+            let me = threads::gettid();
+            let mut ticks = 0u32;
             while sampler.running.load(SeqCst) {
                 std::thread::sleep(Duration::from_millis(50));
                 let mut inner = lock(&sampler.inner);
                 let inner = &mut *inner;
+                ticks += 1;
+                if ticks.is_multiple_of(threads::RESCAN_TICKS) && sampler.running.load(SeqCst) {
+                    threads::scan(inner, Some(me));
+                }
                 for thread in inner.active.iter().flatten() {
                     inner.counts.drain(thread.ring, thread.index);
                 }
             }
         });
     if let Err(e) = spawned {
-        sampler.running.store(false, SeqCst);
+        // The timers of the first scan stop.
+        let _ = stop_and_collect();
         return Err(format!(
             "cannot start the thread that reads the samples ({e})"
         ));
@@ -304,7 +329,8 @@ fn thread_name() -> Option<String> {
     std::thread::current().name().map(str::to_owned)
 }
 
-/// Samples the calling thread from now on (cold path: its first annotated run).
+/// Samples the calling thread from now on (cold path: its first annotated run). A thread a
+/// scan already samples keeps its timer and ring, now its own.
 pub(crate) fn register_current() {
     let sampler = state();
     if !sampler.running.load(SeqCst) || EXIT.try_with(|_| ()).is_err() {
@@ -313,78 +339,27 @@ pub(crate) fn register_current() {
     let Some((lo, hi)) = stack_bounds() else {
         return;
     };
+    let tid = threads::gettid();
     let mut guard = lock(&sampler.inner);
     let inner = &mut *guard;
-    let live = inner.active.iter().flatten().count();
-    if live >= MAX_THREADS {
-        inner.unsampled_threads += 1;
-        return;
-    }
-    let ring: &'static Ring = match inner.pool.pop() {
-        Some(ring) => ring,
-        None => Box::leak(Box::new(Ring::new())),
-    };
-    ring.head.store(0, SeqCst);
-    ring.tail.store(0, SeqCst);
-    ring.dropped.store(0, SeqCst);
-    ring.stack_lo.store(lo, SeqCst);
-    ring.stack_hi.store(hi, SeqCst);
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() };
-    let mut timer: libc::timer_t = std::ptr::null_mut();
-    // SAFETY: `event` is zeroed then filled as timer_create(2) says for SIGEV_THREAD_ID;
-    // `timer` is written by the call.
-    let created = unsafe {
-        let mut event: libc::sigevent = std::mem::zeroed();
-        event.sigev_notify = libc::SIGEV_THREAD_ID;
-        event.sigev_signo = libc::SIGPROF;
-        event.sigev_notify_thread_id = tid;
-        libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut event, &mut timer) == 0
-    };
-    if !created {
-        inner.pool.push(ring);
-        inner.unsampled_threads += 1;
-        return;
-    }
-    ring.timer.store(timer as usize, SeqCst);
-    let _ = RING.try_with(|r| r.set(ring));
-    let index = inner.threads.len() as u32;
-    inner.threads.push(SampledThread {
-        tid: tid as u32,
-        name: thread_name(),
-    });
-    let slot = match inner.active.iter().position(Option::is_none) {
-        Some(free) => free,
-        None => {
-            inner.active.push(None);
-            inner.active.len() - 1
+    let registered = match threads::adopt(inner, tid) {
+        Some((slot, serial, ring)) => {
+            if ring.stack_hi.load(SeqCst) == 0 {
+                threads::set_bounds(ring, lo, hi);
+            }
+            Some((slot, serial, ring))
         }
+        None => threads::register(inner, tid, Some((lo, hi)), false, thread_name()),
     };
-    inner.serial += 1;
-    let serial = inner.serial;
-    inner.active[slot] = Some(Active {
-        ring,
-        timer: timer as usize,
-        index,
-        serial,
-    });
-    let period = 1_000_000_000 / i64::from(inner.hz.max(1));
-    let spec = libc::itimerspec {
-        it_interval: libc::timespec {
-            tv_sec: period / 1_000_000_000,
-            tv_nsec: period % 1_000_000_000,
-        },
-        it_value: libc::timespec {
-            tv_sec: period / 1_000_000_000,
-            tv_nsec: period % 1_000_000_000,
-        },
-    };
-    // SAFETY: `timer` was just created; `spec` is a valid itimerspec.
-    unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) };
     drop(guard);
+    let Some((slot, serial, ring)) = registered else {
+        return;
+    };
     // A previous registration of this thread (an earlier sampling period) is dropped here,
-    // after this one took its place: its slot was emptied when that period stopped.
+    // after this one took its place: its slot was emptied when that period stopped. Its drop
+    // empties the thread-local ring, so that is set after.
     let _ = EXIT.try_with(|exit| exit.set(Some(Registered { slot, serial, ring })));
+    let _ = RING.try_with(|r| r.set(ring));
 }
 
 /// Stops every timer, drains every ring and resolves the stacks (the results are being
@@ -396,13 +371,18 @@ pub(crate) fn stop_and_collect() -> Option<CpuSamples> {
     }
     let mut guard = lock(&sampler.inner);
     let inner = &mut *guard;
-    for slot in inner.active.iter_mut() {
+    for (index, slot) in inner.active.iter_mut().enumerate() {
         if let Some(thread) = slot.take() {
             // SAFETY: the timer was made by `timer_create` and is deleted once (taken).
             unsafe { libc::timer_delete(thread.timer as libc::timer_t) };
+            threads::retire(index);
             inner.counts.drain(thread.ring, thread.index);
-            // The ring stays the thread's (its pointer is still set) until the thread exits or
-            // registers again; then it goes back to the pool.
+            // A thread's own ring stays its own (its pointer is still set) until the thread
+            // exits or registers again; then it goes back to the pool. A discovered thread's
+            // ring is no longer reachable from any handler (retired): back to the pool now.
+            if thread.foreign {
+                inner.pool.push(thread.ring);
+            }
         }
     }
     if inner.unsampled_threads > 0 {
@@ -503,13 +483,16 @@ fn symbol(pc: usize) -> Option<String> {
 
 /// The `SIGPROF` handler: one record into this thread's ring (see the module's documentation
 /// for what makes it async-signal-safe).
-extern "C" fn on_sigprof(_: libc::c_int, _: *mut libc::siginfo_t, context: *mut libc::c_void) {
+extern "C" fn on_sigprof(_: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     // SAFETY: errno is this thread's; it is put back before returning.
     let errno = unsafe { *libc::__errno_location() };
     let ring = RING.try_with(Cell::get).unwrap_or(std::ptr::null());
     // SAFETY: a non-null ring pointer is a leaked ring, never freed.
     if let Some(ring) = unsafe { ring.as_ref() } {
         record(ring, context);
+    } else {
+        // A thread that a scan found (it ran no probe): its ring is the one its timer names.
+        threads::on_signal(info, context, record);
     }
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
