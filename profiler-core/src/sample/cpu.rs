@@ -50,7 +50,7 @@ pub(crate) const FRAMES: usize = 64;
 /// Records per thread's ring: 4 s at 1 kHz, drained every 50 ms.
 const RECORDS: usize = 4096;
 /// The most threads sampled at once; later ones are not sampled (counted).
-pub(super) const MAX_THREADS: usize = 1024;
+const MAX_THREADS: usize = threads::SLOTS_LEN;
 
 /// One sample, as the handler writes it.
 struct Record {
@@ -67,18 +67,18 @@ struct Record {
 }
 
 /// A thread's samples: written by the handler on that thread, read by the drain.
-pub(super) struct Ring {
+struct Ring {
     records: Box<[UnsafeCell<Record>]>,
     /// Records written (the handler's, released after the record).
-    pub(super) head: AtomicUsize,
+    head: AtomicUsize,
     /// Records read (the drain's).
-    pub(super) tail: AtomicUsize,
-    pub(super) dropped: AtomicU64,
+    tail: AtomicUsize,
+    dropped: AtomicU64,
     /// The thread's stack, `[lo, hi)`: the only memory the frame walk reads.
-    pub(super) stack_lo: AtomicUsize,
-    pub(super) stack_hi: AtomicUsize,
+    stack_lo: AtomicUsize,
+    stack_hi: AtomicUsize,
     /// The thread's timer (`timer_t`), for `timer_getoverrun`.
-    pub(super) timer: AtomicUsize,
+    timer: AtomicUsize,
 }
 
 // SAFETY: a record is written only by the handler of the ring's thread, at `head`, before
@@ -87,7 +87,7 @@ pub(super) struct Ring {
 unsafe impl Sync for Ring {}
 
 impl Ring {
-    pub(super) fn new() -> Ring {
+    fn new() -> Ring {
         let records = (0..RECORDS)
             .map(|_| {
                 UnsafeCell::new(Record {
@@ -146,30 +146,30 @@ impl Drop for Registered {
 }
 
 /// A registered thread that is still sampled.
-pub(super) struct Active {
-    pub(super) ring: &'static Ring,
-    pub(super) timer: usize,
+struct Active {
+    ring: &'static Ring,
+    timer: usize,
     /// Index into the threads' table.
-    pub(super) index: u32,
-    pub(super) serial: u64,
+    index: u32,
+    serial: u64,
     /// The thread's id.
-    pub(super) tid: i32,
+    tid: i32,
     /// Registered by a scan of the threads (`threads.rs`), not by the thread itself: its ring
     /// is not its thread-local one, and goes back to the pool when sampling stops or a scan
     /// finds the thread ended.
-    pub(super) foreign: bool,
+    foreign: bool,
 }
 
 /// The sampler's cold-path state.
-pub(super) struct Inner {
-    pub(super) hz: u32,
-    pub(super) active: Vec<Option<Active>>,
-    pub(super) pool: Vec<&'static Ring>,
-    pub(super) threads: Vec<SampledThread>,
-    pub(super) counts: Counts,
-    pub(super) unsampled_threads: u64,
-    pub(super) serial: u64,
-    pub(super) discovery: threads::Discovery,
+struct Inner {
+    hz: u32,
+    active: Vec<Option<Active>>,
+    pool: Vec<&'static Ring>,
+    threads: Vec<SampledThread>,
+    counts: Counts,
+    unsampled_threads: u64,
+    serial: u64,
+    discovery: threads::Discovery,
 }
 
 /// What makes two samples the same: (thread, tag, flags, frames).
@@ -177,7 +177,7 @@ type StackKey = (u32, u32, u16, Box<[usize]>);
 
 /// Identical samples counted: [`StackKey`] to weight.
 #[derive(Default)]
-pub(super) struct Counts {
+struct Counts {
     stacks: HashMap<StackKey, u64>,
     taken: u64,
     dropped: u64,
@@ -185,7 +185,7 @@ pub(super) struct Counts {
 
 impl Counts {
     /// Reads every record `ring` holds (under the sampler's lock).
-    pub(super) fn drain(&mut self, ring: &Ring, thread: u32) {
+    fn drain(&mut self, ring: &Ring, thread: u32) {
         let head = ring.head.load(Acquire);
         let mut tail = ring.tail.load(Relaxed);
         while tail < head {
@@ -277,7 +277,7 @@ pub(crate) fn start(hz: u32) -> Result<(), String> {
     }
     sampler.running.store(true, SeqCst);
     // Every thread alive now is sampled from here on; later ones are found by the scans.
-    threads::scan(&mut lock(&sampler.inner), None);
+    scan(&mut lock(&sampler.inner), None);
     let spawned = std::thread::Builder::new()
         .name("profiler-sampler".into())
         .spawn(|| {
@@ -290,7 +290,7 @@ pub(crate) fn start(hz: u32) -> Result<(), String> {
                 let inner = &mut *inner;
                 ticks += 1;
                 if ticks.is_multiple_of(threads::RESCAN_TICKS) && sampler.running.load(SeqCst) {
-                    threads::scan(inner, Some(me));
+                    scan(inner, Some(me));
                 }
                 for thread in inner.active.iter().flatten() {
                     inner.counts.drain(thread.ring, thread.index);
@@ -342,14 +342,22 @@ pub(crate) fn register_current() {
     let tid = threads::gettid();
     let mut guard = lock(&sampler.inner);
     let inner = &mut *guard;
-    let registered = match threads::adopt(inner, tid) {
-        Some((slot, serial, ring)) => {
-            if ring.stack_hi.load(SeqCst) == 0 {
-                threads::set_bounds(ring, lo, hi);
+    // A thread a scan found takes its slot as its own: timer and ring stay.
+    let found = inner
+        .active
+        .iter_mut()
+        .enumerate()
+        .find_map(|(slot, active)| active.as_mut().filter(|a| a.tid == tid).map(|a| (slot, a)));
+    let registered = match found {
+        Some((slot, active)) => {
+            active.foreign = false;
+            if active.ring.stack_hi.load(SeqCst) == 0 {
+                set_bounds(active.ring, lo, hi);
+                threads::bounds_known(slot);
             }
-            Some((slot, serial, ring))
+            Some((slot, active.serial, active.ring))
         }
-        None => threads::register(inner, tid, Some((lo, hi)), false, thread_name()),
+        None => register(inner, tid, Some((lo, hi)), false, thread_name()),
     };
     drop(guard);
     let Some((slot, serial, ring)) = registered else {
@@ -360,6 +368,122 @@ pub(crate) fn register_current() {
     // empties the thread-local ring, so that is set after.
     let _ = EXIT.try_with(|exit| exit.set(Some(Registered { slot, serial, ring })));
     let _ = RING.try_with(|r| r.set(ring));
+}
+
+/// Samples thread `tid` from now on: a ring, a slot, a timer of its CPU clock. `bounds` is its
+/// stack when known (the calling thread's); `foreign`: a thread a scan found. Returns its
+/// slot, serial and ring, or `None` (counted unsampled when the cap or the kernel refused it;
+/// not when a thread a scan found has ended meanwhile).
+fn register(
+    inner: &mut Inner,
+    tid: i32,
+    bounds: Option<(usize, usize)>,
+    foreign: bool,
+    name: Option<String>,
+) -> Option<(usize, u64, &'static Ring)> {
+    let live = inner.active.iter().flatten().count();
+    if live >= MAX_THREADS {
+        inner.unsampled_threads += u64::from(inner.discovery.unsampled.insert(tid));
+        return None;
+    }
+    let ring: &'static Ring = match inner.pool.pop() {
+        Some(ring) => ring,
+        None => Box::leak(Box::new(Ring::new())),
+    };
+    ring.head.store(0, SeqCst);
+    ring.tail.store(0, SeqCst);
+    ring.dropped.store(0, SeqCst);
+    // Unknown bounds are an empty range, `[usize::MAX, 0)` (see `set_bounds`).
+    let (lo, hi) = bounds.unwrap_or((usize::MAX, 0));
+    ring.stack_lo.store(lo, SeqCst);
+    ring.stack_hi.store(hi, SeqCst);
+    let slot = match inner.active.iter().position(Option::is_none) {
+        Some(free) => free,
+        None => {
+            inner.active.push(None);
+            inner.active.len() - 1
+        }
+    };
+    threads::publish(slot, tid, ring as *const Ring as usize, bounds.is_some());
+    let Some(timer) = threads::create_timer(tid, slot) else {
+        // No timer, so no signal names this slot.
+        threads::retire(slot);
+        inner.pool.push(ring);
+        if !foreign || threads::alive(tid) {
+            inner.unsampled_threads += u64::from(inner.discovery.unsampled.insert(tid));
+        }
+        return None;
+    };
+    ring.timer.store(timer, SeqCst);
+    let index = inner.threads.len() as u32;
+    inner.threads.push(SampledThread {
+        tid: tid as u32,
+        name,
+    });
+    inner.serial += 1;
+    let serial = inner.serial;
+    inner.active[slot] = Some(Active {
+        ring,
+        timer,
+        index,
+        serial,
+        tid,
+        foreign,
+    });
+    threads::arm(timer, inner.hz);
+    Some((slot, serial, ring))
+}
+
+/// Gives `ring`, whose bounds are unknown (`[usize::MAX, 0)`), the bounds `[lo, hi)`: low
+/// first, so that a handler reading between the two stores sees an empty range either way.
+fn set_bounds(ring: &Ring, lo: usize, hi: usize) {
+    ring.stack_lo.store(lo, SeqCst);
+    ring.stack_hi.store(hi, SeqCst);
+}
+
+/// One scan of the threads (under the sampler's lock; see `threads.rs`): threads a scan found
+/// that have ended give their slots back, threads without a timer get one, and threads a scan
+/// found whose stack pointer the handler noted get their stack's bounds. `skip`: the sampler's
+/// own thread.
+fn scan(inner: &mut Inner, skip: Option<i32>) {
+    // Ended threads first: a reused thread id is then free to be registered again.
+    for slot in 0..inner.active.len() {
+        let dead = inner.active[slot]
+            .as_ref()
+            .is_some_and(|a| a.foreign && threads::timer_dead(a.timer));
+        if let Some(thread) = inner.active[slot].take_if(|_| dead) {
+            // SAFETY: the timer was made by `timer_create` and is deleted once (taken).
+            unsafe { libc::timer_delete(thread.timer as libc::timer_t) };
+            threads::retire(slot);
+            inner.counts.drain(thread.ring, thread.index);
+            inner.pool.push(thread.ring);
+        }
+    }
+    let sampled: std::collections::HashSet<i32> =
+        inner.active.iter().flatten().map(|a| a.tid).collect();
+    for tid in threads::list_threads() {
+        if Some(tid) != skip && !sampled.contains(&tid) && !inner.discovery.unsampled.contains(&tid)
+        {
+            register(inner, tid, None, true, threads::thread_name(tid));
+        }
+    }
+    // Bounds from the stack pointers the handlers saw.
+    let waiting: Vec<(usize, usize)> = (0..inner.active.len())
+        .filter(|&slot| inner.active[slot].is_some())
+        .filter_map(|slot| Some((slot, threads::seen_stack_pointer(slot)?)))
+        .collect();
+    if waiting.is_empty() {
+        return;
+    }
+    let points: Vec<usize> = waiting.iter().map(|&(_, sp)| sp).collect();
+    for ((slot, _), bounds) in waiting.into_iter().zip(threads::mappings_holding(&points)) {
+        if let (Some(active), Some((lo, hi))) = (&inner.active[slot], bounds) {
+            if active.ring.stack_hi.load(SeqCst) == 0 {
+                set_bounds(active.ring, lo, hi);
+            }
+            threads::bounds_known(slot);
+        }
+    }
 }
 
 /// Stops every timer, drains every ring and resolves the stacks (the results are being
@@ -492,7 +616,10 @@ extern "C" fn on_sigprof(_: libc::c_int, info: *mut libc::siginfo_t, context: *m
         record(ring, context);
     } else {
         // A thread that a scan found (it ran no probe): its ring is the one its timer names.
-        threads::on_signal(info, context, record);
+        threads::on_signal(info, context, |ring| {
+            // SAFETY: slots hold only leaked rings (`register`).
+            record(unsafe { &*(ring as *const Ring) }, context);
+        });
     }
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };

@@ -1,5 +1,6 @@
-//! Every thread of the program sampled, not only those that run a probe (cold path, but for
-//! [`on_signal`]).
+//! Every thread of the program sampled, not only those that run a probe: the means `cpu.rs`
+//! uses for it (cold path, but for [`on_signal`]), knowing nothing of its rings (`cpu.rs` names
+//! this module, not the other way round).
 //!
 //! - **Discovery.** When the sampler starts, and then every [`RESCAN_TICKS`] drains (200 ms) on
 //!   the sampler's own thread, `/proc/self/task` is listed and each thread that has no timer
@@ -39,36 +40,40 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{
-    AtomicI32, AtomicPtr, AtomicU32,
+    AtomicBool, AtomicI32, AtomicU32, AtomicUsize,
     Ordering::{Relaxed, SeqCst},
 };
-
-use super::cpu::{Active, Inner, Ring, MAX_THREADS};
-use profiler_format::SampledThread;
 
 /// Drains (50 ms each) between two scans of `/proc/self/task`.
 pub(super) const RESCAN_TICKS: u32 = 4;
 
+/// Slots: the most threads sampled at once.
+pub(super) const SLOTS_LEN: usize = 1024;
+
 /// One slot of a thread sampled: what the handler needs to find its ring from the signal.
-pub(super) struct Slot {
+struct Slot {
     /// The thread's id; 0 when the slot is free.
     tid: AtomicI32,
-    ring: AtomicPtr<Ring>,
+    /// The address of its ring (`cpu.rs`'s), 0 when none.
+    ring: AtomicUsize,
     /// Handlers inside this slot now (see [`retire`]).
     busy: AtomicU32,
-    /// A stack pointer the handler saw on a thread whose bounds are not known yet.
-    seen_sp: std::sync::atomic::AtomicUsize,
+    /// Whether the thread's stack bounds are still unknown (the handler then notes `seen_sp`).
+    need_sp: AtomicBool,
+    /// A stack pointer the handler saw on the thread, while `need_sp`.
+    seen_sp: AtomicUsize,
 }
 
-/// The slots, indexed as `Inner::active`.
-static SLOTS: [Slot; MAX_THREADS] = [const {
+/// The slots, indexed as `cpu.rs`'s active threads.
+static SLOTS: [Slot; SLOTS_LEN] = [const {
     Slot {
         tid: AtomicI32::new(0),
-        ring: AtomicPtr::new(std::ptr::null_mut()),
+        ring: AtomicUsize::new(0),
         busy: AtomicU32::new(0),
-        seen_sp: std::sync::atomic::AtomicUsize::new(0),
+        need_sp: AtomicBool::new(false),
+        seen_sp: AtomicUsize::new(0),
     }
-}; MAX_THREADS];
+}; SLOTS_LEN];
 
 /// The discovery's state, under the sampler's lock.
 #[derive(Default)]
@@ -89,44 +94,20 @@ fn thread_clock(tid: i32) -> libc::clockid_t {
     (!tid << 3) | 6
 }
 
-/// Samples thread `tid` from now on: a ring, a slot, a timer of its CPU clock. `bounds` is its
-/// stack when known. Returns its slot, serial and ring, or `None` (counted unsampled when
-/// the cap or the timer refused it; not when the thread has just ended).
-pub(super) fn register(
-    inner: &mut Inner,
-    tid: i32,
-    bounds: Option<(usize, usize)>,
-    foreign: bool,
-    name: Option<String>,
-) -> Option<(usize, u64, &'static Ring)> {
-    let live = inner.active.iter().flatten().count();
-    if live >= MAX_THREADS {
-        inner.unsampled_threads += u64::from(inner.discovery.unsampled.insert(tid));
-        return None;
-    }
-    let ring: &'static Ring = match inner.pool.pop() {
-        Some(ring) => ring,
-        None => Box::leak(Box::new(Ring::new())),
-    };
-    ring.head.store(0, SeqCst);
-    ring.tail.store(0, SeqCst);
-    ring.dropped.store(0, SeqCst);
-    let (lo, hi) = bounds.unwrap_or((usize::MAX, 0));
-    ring.stack_lo.store(lo, SeqCst);
-    ring.stack_hi.store(hi, SeqCst);
-    let slot = match inner.active.iter().position(Option::is_none) {
-        Some(free) => free,
-        None => {
-            inner.active.push(None);
-            inner.active.len() - 1
-        }
-    };
+/// Puts `ring` (an address that stays valid for the life of the process) in `slot` for thread
+/// `tid`, before its timer exists. `bounds_known`: whether the ring already has its thread's
+/// stack bounds (else the handler notes a stack pointer for [`seen_stack_pointer`]).
+pub(super) fn publish(slot: usize, tid: i32, ring: usize, bounds_known: bool) {
     let published = &SLOTS[slot];
     published.seen_sp.store(0, SeqCst);
-    published
-        .ring
-        .store(ring as *const Ring as *mut Ring, SeqCst);
+    published.need_sp.store(!bounds_known, SeqCst);
+    published.ring.store(ring, SeqCst);
     published.tid.store(tid, SeqCst);
+}
+
+/// A timer of thread `tid`'s CPU clock that sends `SIGPROF` to that thread, carrying `slot`
+/// (unarmed); `None` when the kernel refuses (the thread has ended, or no more timers).
+pub(super) fn create_timer(tid: i32, slot: usize) -> Option<usize> {
     let clock = if tid == gettid() {
         libc::CLOCK_THREAD_CPUTIME_ID
     } else {
@@ -143,60 +124,22 @@ pub(super) fn register(
         event.sigev_value.sival_ptr = (slot + 1) as *mut libc::c_void;
         libc::timer_create(clock, &mut event, &mut timer) == 0
     };
-    if !created {
-        // No timer, so no signal names this slot: nothing to wait for.
-        published.tid.store(0, SeqCst);
-        published.ring.store(std::ptr::null_mut(), SeqCst);
-        inner.pool.push(ring);
-        // A discovered thread that has ended meanwhile (EINVAL) is not a thread refused.
-        if !foreign || std::path::Path::new(&format!("/proc/self/task/{tid}")).exists() {
-            inner.unsampled_threads += u64::from(inner.discovery.unsampled.insert(tid));
-        }
-        return None;
-    }
-    ring.timer.store(timer as usize, SeqCst);
-    let index = inner.threads.len() as u32;
-    inner.threads.push(SampledThread {
-        tid: tid as u32,
-        name,
-    });
-    inner.serial += 1;
-    let serial = inner.serial;
-    inner.active[slot] = Some(Active {
-        ring,
-        timer: timer as usize,
-        index,
-        serial,
-        tid,
-        foreign,
-    });
-    let period = 1_000_000_000 / i64::from(inner.hz.max(1));
-    let spec = libc::itimerspec {
-        it_interval: libc::timespec {
-            tv_sec: period / 1_000_000_000,
-            tv_nsec: period % 1_000_000_000,
-        },
-        it_value: libc::timespec {
-            tv_sec: period / 1_000_000_000,
-            tv_nsec: period % 1_000_000_000,
-        },
-    };
-    // SAFETY: `timer` was just created; `spec` is a valid itimerspec.
-    unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) };
-    Some((slot, serial, ring))
+    created.then_some(timer as usize)
 }
 
-/// The calling thread, already sampled as a discovered thread, takes its slot as its own
-/// (it runs a probe now): its timer and ring stay, and its exit will stop them. Returns the
-/// slot, serial and ring.
-pub(super) fn adopt(inner: &mut Inner, tid: i32) -> Option<(usize, u64, &'static Ring)> {
-    let (slot, active) = inner
-        .active
-        .iter_mut()
-        .enumerate()
-        .find_map(|(i, a)| a.as_mut().filter(|a| a.tid == tid).map(|a| (i, a)))?;
-    active.foreign = false;
-    Some((slot, active.serial, active.ring))
+/// Arms `timer` to expire every `1/hz` s of its thread's CPU time.
+pub(super) fn arm(timer: usize, hz: u32) {
+    let period = 1_000_000_000 / i64::from(hz.max(1));
+    let every = libc::timespec {
+        tv_sec: period / 1_000_000_000,
+        tv_nsec: period % 1_000_000_000,
+    };
+    let spec = libc::itimerspec {
+        it_interval: every,
+        it_value: every,
+    };
+    // SAFETY: `timer` was made by `timer_create`; `spec` is a valid itimerspec.
+    unsafe { libc::timer_settime(timer as libc::timer_t, 0, &spec, std::ptr::null_mut()) };
 }
 
 /// Empties `slot` so that no handler finds its ring any more, and waits for the handlers
@@ -205,19 +148,19 @@ pub(super) fn adopt(inner: &mut Inner, tid: i32) -> Option<(usize, u64, &'static
 pub(super) fn retire(slot: usize) {
     let published = &SLOTS[slot];
     published.tid.store(0, SeqCst);
-    published.ring.store(std::ptr::null_mut(), SeqCst);
+    published.ring.store(0, SeqCst);
     while published.busy.load(SeqCst) != 0 {
         std::thread::yield_now();
     }
 }
 
-/// The handler's way to a discovered thread's ring (the thread has no thread-local ring): the
-/// slot the signal names, if it is this thread's; `record` writes the sample. Async-signal-safe:
-/// atomics and `gettid`.
+/// The handler's way to the ring of a thread a scan found (the thread has no thread-local
+/// ring): the slot the signal names, if it is this thread's; `record` gets the ring's address
+/// and writes the sample. Async-signal-safe: atomics and `gettid`.
 pub(super) fn on_signal(
     info: *mut libc::siginfo_t,
     context: *mut libc::c_void,
-    record: fn(&Ring, *mut libc::c_void),
+    record: impl FnOnce(usize),
 ) {
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
     let Some(info) = (unsafe { info.as_ref() }) else {
@@ -234,15 +177,14 @@ pub(super) fn on_signal(
     published.busy.fetch_add(1, SeqCst);
     if published.tid.load(SeqCst) == gettid() {
         let ring = published.ring.load(SeqCst);
-        // SAFETY: a ring in a slot whose thread id is ours is a leaked ring, not retired
-        // (retiring waits for `busy`).
-        if let Some(ring) = unsafe { ring.as_ref() } {
-            if ring.stack_hi.load(Relaxed) == 0 {
+        if ring != 0 {
+            if published.need_sp.load(Relaxed) {
                 if let Some(sp) = stack_pointer(context) {
                     published.seen_sp.store(sp, Relaxed);
                 }
             }
-            record(ring, context);
+            // Not retired while `busy` counts this handler.
+            record(ring);
         }
     }
     published.busy.fetch_sub(1, SeqCst);
@@ -267,8 +209,20 @@ fn stack_pointer(context: *mut libc::c_void) -> Option<usize> {
     }
 }
 
+/// A stack pointer the handler saw on the thread of `slot`, while its bounds are unknown.
+pub(super) fn seen_stack_pointer(slot: usize) -> Option<usize> {
+    let published = &SLOTS[slot];
+    let sp = published.seen_sp.load(Relaxed);
+    (published.need_sp.load(Relaxed) && sp != 0).then_some(sp)
+}
+
+/// The thread of `slot` has its stack bounds: the handler stops noting stack pointers.
+pub(super) fn bounds_known(slot: usize) {
+    SLOTS[slot].need_sp.store(false, Relaxed);
+}
+
 /// The ids of this process's threads (`/proc/self/task`).
-fn list_threads() -> Vec<i32> {
+pub(super) fn list_threads() -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
@@ -276,14 +230,19 @@ fn list_threads() -> Vec<i32> {
         .collect()
 }
 
+/// Whether thread `tid` of this process is alive.
+pub(super) fn alive(tid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
+}
+
 /// Thread `tid`'s name (`/proc/self/task/TID/comm`).
-fn thread_name(tid: i32) -> Option<String> {
+pub(super) fn thread_name(tid: i32) -> Option<String> {
     let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
     Some(comm.trim_end().to_owned()).filter(|n| !n.is_empty())
 }
 
-/// Whether the timer of a discovered thread is dead (its thread has ended).
-fn timer_dead(timer: usize) -> bool {
+/// Whether the timer of a thread a scan found is dead (its thread has ended).
+pub(super) fn timer_dead(timer: usize) -> bool {
     // SAFETY: `timer` is a live timer id of ours; `now` is written by the call.
     unsafe {
         let mut now: libc::itimerspec = std::mem::zeroed();
@@ -293,7 +252,7 @@ fn timer_dead(timer: usize) -> bool {
 }
 
 /// The read-write mappings of `/proc/self/maps` holding each of `points`, as `[lo, hi)`.
-fn mappings_holding(points: &[usize]) -> Vec<Option<(usize, usize)>> {
+pub(super) fn mappings_holding(points: &[usize]) -> Vec<Option<(usize, usize)>> {
     let mut found = vec![None; points.len()];
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return found;
@@ -320,59 +279,4 @@ fn mappings_holding(points: &[usize]) -> Vec<Option<(usize, usize)>> {
         }
     }
     found
-}
-
-/// One scan (under the sampler's lock): discovered threads that ended give their slots back,
-/// threads without a timer get one, and discovered threads whose stack pointer the handler
-/// noted get their stack's bounds. `skip` is the sampler's own thread.
-pub(super) fn scan(inner: &mut Inner, skip: Option<i32>) {
-    // Ended threads first: a reused thread id is then free to be registered again.
-    for slot in 0..inner.active.len() {
-        let dead = inner.active[slot]
-            .as_ref()
-            .is_some_and(|a| a.foreign && timer_dead(a.timer));
-        if dead {
-            if let Some(thread) = inner.active[slot].take() {
-                // SAFETY: the timer was made by `timer_create` and is deleted once (taken).
-                unsafe { libc::timer_delete(thread.timer as libc::timer_t) };
-                retire(slot);
-                inner.counts.drain(thread.ring, thread.index);
-                inner.pool.push(thread.ring);
-            }
-        }
-    }
-    let sampled: HashSet<i32> = inner.active.iter().flatten().map(|a| a.tid).collect();
-    for tid in list_threads() {
-        if Some(tid) == skip || sampled.contains(&tid) || inner.discovery.unsampled.contains(&tid) {
-            continue;
-        }
-        let name = thread_name(tid);
-        register(inner, tid, None, true, name);
-    }
-    // Bounds from the stack pointers the handlers saw.
-    let mut waiting = Vec::new();
-    for (slot, active) in inner.active.iter().enumerate() {
-        if let Some(active) = active {
-            let sp = SLOTS[slot].seen_sp.load(Relaxed);
-            if active.ring.stack_hi.load(Relaxed) == 0 && sp != 0 {
-                waiting.push((active.ring, sp));
-            }
-        }
-    }
-    if waiting.is_empty() {
-        return;
-    }
-    let points: Vec<usize> = waiting.iter().map(|&(_, sp)| sp).collect();
-    for ((ring, _), bounds) in waiting.into_iter().zip(mappings_holding(&points)) {
-        if let Some((lo, hi)) = bounds {
-            set_bounds(ring, lo, hi);
-        }
-    }
-}
-
-/// Gives `ring`, whose bounds are unknown (`[usize::MAX, 0)`), the bounds `[lo, hi)`: low
-/// first, so that a handler reading between the two stores sees an empty range either way.
-pub(super) fn set_bounds(ring: &Ring, lo: usize, hi: usize) {
-    ring.stack_lo.store(lo, SeqCst);
-    ring.stack_hi.store(hi, SeqCst);
 }
