@@ -476,3 +476,61 @@ fn a_thread_that_runs_no_probe_is_sampled() {
         assert!(inside > 0, "{name}: samples in work_unannotated");
     }
 }
+
+/// The threads `/proc/self/timers` says a POSIX timer notifies (`None` when the kernel does
+/// not list timers there).
+fn timer_threads() -> Option<Vec<i32>> {
+    let timers = std::fs::read_to_string("/proc/self/timers").ok()?;
+    Some(
+        timers
+            .lines()
+            .filter(|line| line.starts_with("notify:"))
+            .filter_map(|line| line.rsplit_once("/tid.")?.1.trim().parse().ok())
+            .collect(),
+    )
+}
+
+#[test]
+fn a_thread_that_runs_no_probe_and_ends_gives_its_timer_back() {
+    let _serial = serial();
+    let guard = start("no_probe_ends", 2000);
+    let Some(_) = timer_threads() else {
+        // Without /proc/self/timers the timers cannot be seen from here.
+        let _ = finish("no_probe_ends", guard);
+        return;
+    };
+    let mut tids = Vec::new();
+    for _ in 0..3 {
+        let worker = std::thread::spawn(|| {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            // Working until a scan gives it a timer (a guard of 3 minutes, not a verdict).
+            let guard = std::time::Instant::now() + std::time::Duration::from_secs(180);
+            let mut x = 0;
+            while timer_notifies(tid) != Some(true) && std::time::Instant::now() < guard {
+                x ^= work_for(std::time::Duration::from_millis(5));
+            }
+            black_box(x ^ work_for(std::time::Duration::from_millis(20)));
+            tid
+        });
+        tids.push(worker.join().unwrap());
+    }
+    // The ended threads' timers are deleted by a later scan (waited for, with a guard).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    let mut left = timer_threads().unwrap();
+    while tids.iter().any(|t| left.contains(t)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = timer_threads().unwrap();
+    }
+    assert!(
+        !tids.iter().any(|t| left.contains(t)),
+        "timers of ended threads {tids:?} still notify {left:?}"
+    );
+    let samples = finish("no_probe_ends", guard);
+    for tid in tids {
+        assert!(
+            samples.threads.iter().any(|t| t.tid == tid as u32),
+            "the ended thread {tid} was sampled"
+        );
+    }
+}

@@ -8,8 +8,8 @@
 //!   `pthread_getcpuclockid` makes from a thread id), `SIGEV_THREAD_ID` to it, its ring reserved
 //!   and published in [`SLOTS`] before the timer is armed. The sampler's own thread is left
 //!   out. A thread that starts and ends between two scans, and runs no probe, is not sampled.
-//!   The cap on threads sampled at once is the one of `cpu.rs`; threads over it are counted
-//!   once each (the warning at the end).
+//!   The cap on threads sampled at once is [`SLOTS_LEN`]; threads over it are counted once
+//!   each (the warning at the end).
 //! - **Which ring.** Every timer carries its slot (`sigev_value` = slot + 1). The handler takes
 //!   the ring from its thread-local when the thread registered itself (it ran a probe), else
 //!   from the slot the signal names, and writes only when the slot's thread id is its own (a
@@ -34,7 +34,8 @@
 //!   before). A discovered one is found dead at a scan: its timer is disarmed for good (the
 //!   kernel stops a CPU timer whose thread is gone, and `timer_gettime` then reads zero; a
 //!   live periodic timer never does, an expiry due but not yet delivered reads 1 ns), and
-//!   `timer_delete` on it succeeds and frees it; its ring is drained and goes back to the pool.
+//!   `timer_delete` on it succeeds and frees it; its ring is drained and goes back to the pool
+//!   (`a_thread_that_runs_no_probe_and_ends_gives_its_timer_back` watches `/proc/self/timers`).
 //!   A thread id reused by a new thread between two scans is seen the same way (the old
 //!   timer, bound to the old thread, is dead) and the new thread gets a timer of its own.
 
