@@ -534,3 +534,51 @@ fn a_thread_that_runs_no_probe_and_ends_gives_its_timer_back() {
         );
     }
 }
+
+#[test]
+fn a_thread_that_ran_a_probe_in_an_earlier_session_is_sampled_in_the_next() {
+    let _serial = serial();
+    let (go, wait) = std::sync::mpsc::channel::<u32>();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let worker = std::thread::Builder::new()
+        .name("two-sessions".into())
+        .spawn(move || {
+            // Session 1: registered by its probe. Session 2: runs none.
+            while let Ok(session) = wait.recv() {
+                if session == 1 {
+                    black_box(layer_b(20_000));
+                } else {
+                    black_box(work_for(std::time::Duration::from_millis(100)));
+                }
+                done.send(()).unwrap();
+            }
+        })
+        .unwrap();
+    let guard = start("first_session", 2000);
+    go.send(1).unwrap();
+    finished.recv().unwrap();
+    let _ = finish("first_session", guard);
+    let guard = start("second_session", 2000);
+    go.send(2).unwrap();
+    finished.recv().unwrap();
+    let samples = finish("second_session", guard);
+    drop(go);
+    worker.join().unwrap();
+    let index = samples
+        .threads
+        .iter()
+        .position(|t| t.name.as_deref() == Some("two-sessions"))
+        .expect("the worker is sampled in the second session");
+    let inside: u64 = samples
+        .stacks
+        .iter()
+        .filter(|s| s.thread as usize == index)
+        .filter(|s| {
+            names(&samples, &s.frames)
+                .first()
+                .is_some_and(|n| n.ends_with("work_unannotated"))
+        })
+        .map(|s| s.count)
+        .sum();
+    assert!(inside > 0, "samples of the worker's second session");
+}

@@ -11,16 +11,17 @@
 //! - Which threads: every thread of the process (`threads.rs` scans `/proc/self/task` at start
 //!   and every 200 ms), and a thread that runs a probe registers itself at once.
 //! - The handler is async-signal-safe: it reads two thread-locals (the ring, the open events;
-//!   both const-initialized, without destructors; a thread a scan found has no thread-local
-//!   ring, and its ring is found from the slot its timer's signal carries), walks the frame
+//!   both const-initialized, without destructors; the ring is the one of the slot the
+//!   timer's signal carries, when that slot is the thread's, else the thread-local one), walks
+//!   the frame
 //!   pointers from the interrupted context, reading only inside the thread's stack (bounds
 //!   taken at registration, or read by a scan for a thread it found), and writes one
 //!   fixed-size record into the ring, or counts a drop when the ring is full. No allocation,
-//!   lock or call other than `timer_getoverrun` (and `gettid` for a thread a scan found);
-//!   `errno` is kept.
+//!   lock or call other than `timer_getoverrun` and `gettid`; `errno` is kept.
 //! - A thread of ours drains the rings every 50 ms into counts of identical stacks (cold path,
 //!   under a lock). At thread exit the thread's timer is deleted (for a thread a scan found, at
-//!   the scan that finds it ended), its ring drained and put back into a pool for the next thread, so memory follows the threads alive, not the threads
+//!   the scan that finds it ended), its ring drained and put back into a pool for the next
+//!   thread, so memory follows the threads alive, not the threads
 //!   ever started. At the end the timers are deleted, the rings drained, and the addresses
 //!   resolved (the `backtrace` crate: symbol tables and debug info, in-process, so that
 //!   addresses need no relocation); an address no symbol covers (a stripped binary) stays an
@@ -610,16 +611,18 @@ fn symbol(pc: usize) -> Option<String> {
 extern "C" fn on_sigprof(_: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     // SAFETY: errno is this thread's; it is put back before returning.
     let errno = unsafe { *libc::__errno_location() };
-    let ring = RING.try_with(Cell::get).unwrap_or(std::ptr::null());
-    // SAFETY: a non-null ring pointer is a leaked ring, never freed.
-    if let Some(ring) = unsafe { ring.as_ref() } {
-        record(ring, context);
-    } else {
-        // A thread that a scan found (it ran no probe): its ring is the one its timer names.
-        threads::on_signal(info, context, |ring| {
-            // SAFETY: slots hold only leaked rings (`register`).
-            record(unsafe { &*(ring as *const Ring) }, context);
-        });
+    // The ring the timer's slot names, when the slot is this thread's (every timer carries its
+    // slot; the thread-local ring may be an earlier sampling period's, which nothing drains).
+    let recorded = threads::on_signal(info, context, |ring| {
+        // SAFETY: slots hold only leaked rings (`register`).
+        record(unsafe { &*(ring as *const Ring) }, context);
+    });
+    if !recorded {
+        let ring = RING.try_with(Cell::get).unwrap_or(std::ptr::null());
+        // SAFETY: a non-null ring pointer is a leaked ring, never freed.
+        if let Some(ring) = unsafe { ring.as_ref() } {
+            record(ring, context);
+        }
     }
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };

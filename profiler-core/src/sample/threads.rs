@@ -11,10 +11,11 @@
 //!   The cap on threads sampled at once is [`SLOTS_LEN`]; threads over it are counted once
 //!   each (the warning at the end).
 //! - **Which ring.** Every timer carries its slot (`sigev_value` = slot + 1). The handler takes
-//!   the ring from its thread-local when the thread registered itself (it ran a probe), else
-//!   from the slot the signal names, and writes only when the slot's thread id is its own (a
-//!   signal of a deleted timer may still arrive; a slot may have been given to another thread
-//!   since). A counter of handlers inside the slot lets the cold path retire a slot (clear it,
+//!   the ring of the slot the signal names when the slot's thread id is its own (a signal of a
+//!   deleted timer may still arrive; a slot may have been given to another thread since), else
+//!   the thread's thread-local ring if it has one. The slot comes first: the thread-local ring
+//!   of a thread that registered itself in an earlier sampling period is drained no more, and
+//!   the slot is what samples that thread in the next one. A counter of handlers inside the slot lets the cold path retire a slot (clear it,
 //!   wait for the counter to reach zero) before its ring goes back to the pool: no handler ever
 //!   writes into a ring that another thread has been given.
 //! - **Stack bounds.** The frame walk reads only inside the thread's stack, and
@@ -155,26 +156,28 @@ pub(super) fn retire(slot: usize) {
     }
 }
 
-/// The handler's way to the ring of a thread a scan found (the thread has no thread-local
-/// ring): the slot the signal names, if it is this thread's; `record` gets the ring's address
-/// and writes the sample. Async-signal-safe: atomics and `gettid`.
+/// The handler's way to a thread's ring: the slot the signal names, if it is this thread's;
+/// `record` gets the ring's address and writes the sample. Returns whether it did (not for a
+/// signal that names no slot of this thread: a deleted timer's, or one sent by hand).
+/// Async-signal-safe: atomics and `gettid`.
 pub(super) fn on_signal(
     info: *mut libc::siginfo_t,
     context: *mut libc::c_void,
     record: impl FnOnce(usize),
-) {
+) -> bool {
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
     let Some(info) = (unsafe { info.as_ref() }) else {
-        return;
+        return false;
     };
     if info.si_code != libc::SI_TIMER {
-        return;
+        return false;
     }
     // SAFETY: an SI_TIMER siginfo carries the timer's sigev_value.
     let slot = unsafe { info.si_value() }.sival_ptr as usize;
     let Some(published) = slot.checked_sub(1).and_then(|i| SLOTS.get(i)) else {
-        return;
+        return false;
     };
+    let mut recorded = false;
     published.busy.fetch_add(1, SeqCst);
     if published.tid.load(SeqCst) == gettid() {
         let ring = published.ring.load(SeqCst);
@@ -186,9 +189,11 @@ pub(super) fn on_signal(
             }
             // Not retired while `busy` counts this handler.
             record(ring);
+            recorded = true;
         }
     }
     published.busy.fetch_sub(1, SeqCst);
+    recorded
 }
 
 /// The stack pointer of an interrupted context.
