@@ -587,3 +587,205 @@ fn an_armed_probe_with_keys_counts_its_work_while_sampling() {
         "its keys were evaluated: {event:?}"
     );
 }
+
+leaf!(work_unannotated, 6);
+
+/// The calling thread's CPU time.
+fn thread_cpu() -> std::time::Duration {
+    // SAFETY: `now` is written by the call.
+    let now = unsafe {
+        let mut now: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now);
+        now
+    };
+    std::time::Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+/// [`work_unannotated`] until this thread has used `cpu` more CPU time: a number of samples
+/// that depends on CPU time, not on how busy the machine is.
+fn work_for(cpu: std::time::Duration) -> u64 {
+    let end = thread_cpu() + cpu;
+    let mut x = 0;
+    while thread_cpu() < end {
+        x ^= black_box(work_unannotated(black_box(20_000)));
+    }
+    x
+}
+
+/// Whether a POSIX timer notifies thread `tid` (`/proc/self/timers`; `None` when the kernel
+/// does not list timers there).
+fn timer_notifies(tid: i32) -> Option<bool> {
+    let timers = std::fs::read_to_string("/proc/self/timers").ok()?;
+    // A line such as `notify: signal/tid.1234`.
+    let want = format!("/tid.{tid}");
+    Some(
+        timers
+            .lines()
+            .any(|line| line.starts_with("notify:") && line.trim_end().ends_with(&want)),
+    )
+}
+
+#[test]
+fn a_thread_that_runs_no_probe_is_sampled() {
+    let _serial = serial();
+    // One thread that runs no probe is alive when the sampler starts (found by the first
+    // scan), the other starts after (found by a later one).
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let before = std::thread::Builder::new()
+        .name("noprobe-before".into())
+        .spawn(move || {
+            wait.recv().unwrap();
+            work_for(std::time::Duration::from_millis(100))
+        })
+        .unwrap();
+    let guard = start("no_probe", 2000);
+    go.send(()).unwrap();
+    black_box(before.join().unwrap());
+    let after = std::thread::Builder::new()
+        .name("noprobe-after".into())
+        .spawn(|| {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            // Wait (working) for a scan to give this thread a timer: a guard of 3 minutes, not a
+            // verdict. Without /proc/self/timers, a second of CPU time spans several scans.
+            let guard = std::time::Instant::now() + std::time::Duration::from_secs(180);
+            let mut x = 0;
+            match timer_notifies(tid) {
+                None => x ^= work_for(std::time::Duration::from_secs(1)),
+                Some(_) => {
+                    while timer_notifies(tid) != Some(true) && std::time::Instant::now() < guard {
+                        x ^= work_for(std::time::Duration::from_millis(5));
+                    }
+                }
+            }
+            x ^ work_for(std::time::Duration::from_millis(100))
+        })
+        .unwrap();
+    black_box(after.join().unwrap());
+    let samples = finish("no_probe", guard);
+    for name in ["noprobe-before", "noprobe-after"] {
+        let index = samples
+            .threads
+            .iter()
+            .position(|t| t.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("{name} is sampled: {:?}", samples.threads));
+        let mut inside = 0;
+        for stack in samples.stacks.iter().filter(|s| s.thread as usize == index) {
+            let names = names(&samples, &stack.frames);
+            assert_eq!(stack.layer, None, "{name} ran in no event: {names:?}");
+            if names
+                .first()
+                .is_some_and(|n| n.ends_with("work_unannotated"))
+            {
+                inside += stack.count;
+            }
+        }
+        assert!(inside > 0, "{name}: samples in work_unannotated");
+    }
+}
+
+/// The threads `/proc/self/timers` says a POSIX timer notifies (`None` when the kernel does
+/// not list timers there).
+fn timer_threads() -> Option<Vec<i32>> {
+    let timers = std::fs::read_to_string("/proc/self/timers").ok()?;
+    Some(
+        timers
+            .lines()
+            .filter(|line| line.starts_with("notify:"))
+            .filter_map(|line| line.rsplit_once("/tid.")?.1.trim().parse().ok())
+            .collect(),
+    )
+}
+
+#[test]
+fn a_thread_that_runs_no_probe_and_ends_gives_its_timer_back() {
+    let _serial = serial();
+    let guard = start("no_probe_ends", 2000);
+    let Some(_) = timer_threads() else {
+        // Without /proc/self/timers the timers cannot be seen from here.
+        let _ = finish("no_probe_ends", guard);
+        return;
+    };
+    let mut tids = Vec::new();
+    for _ in 0..3 {
+        let worker = std::thread::spawn(|| {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            // Working until a scan gives it a timer (a guard of 3 minutes, not a verdict).
+            let guard = std::time::Instant::now() + std::time::Duration::from_secs(180);
+            let mut x = 0;
+            while timer_notifies(tid) != Some(true) && std::time::Instant::now() < guard {
+                x ^= work_for(std::time::Duration::from_millis(5));
+            }
+            black_box(x ^ work_for(std::time::Duration::from_millis(20)));
+            tid
+        });
+        tids.push(worker.join().unwrap());
+    }
+    // The ended threads' timers are deleted by a later scan (waited for, with a guard).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    let mut left = timer_threads().unwrap();
+    while tids.iter().any(|t| left.contains(t)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = timer_threads().unwrap();
+    }
+    assert!(
+        !tids.iter().any(|t| left.contains(t)),
+        "timers of ended threads {tids:?} still notify {left:?}"
+    );
+    let samples = finish("no_probe_ends", guard);
+    for tid in tids {
+        assert!(
+            samples.threads.iter().any(|t| t.tid == tid as u32),
+            "the ended thread {tid} was sampled"
+        );
+    }
+}
+
+#[test]
+fn a_thread_that_ran_a_probe_in_an_earlier_session_is_sampled_in_the_next() {
+    let _serial = serial();
+    let (go, wait) = std::sync::mpsc::channel::<u32>();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let worker = std::thread::Builder::new()
+        .name("two-sessions".into())
+        .spawn(move || {
+            // Session 1: registered by its probe. Session 2: runs none.
+            while let Ok(session) = wait.recv() {
+                if session == 1 {
+                    black_box(layer_b(20_000));
+                } else {
+                    black_box(work_for(std::time::Duration::from_millis(100)));
+                }
+                done.send(()).unwrap();
+            }
+        })
+        .unwrap();
+    let guard = start("first_session", 2000);
+    go.send(1).unwrap();
+    finished.recv().unwrap();
+    let _ = finish("first_session", guard);
+    let guard = start("second_session", 2000);
+    go.send(2).unwrap();
+    finished.recv().unwrap();
+    let samples = finish("second_session", guard);
+    drop(go);
+    worker.join().unwrap();
+    let index = samples
+        .threads
+        .iter()
+        .position(|t| t.name.as_deref() == Some("two-sessions"))
+        .expect("the worker is sampled in the second session");
+    let inside: u64 = samples
+        .stacks
+        .iter()
+        .filter(|s| s.thread as usize == index)
+        .filter(|s| {
+            names(&samples, &s.frames)
+                .first()
+                .is_some_and(|n| n.ends_with("work_unannotated"))
+        })
+        .map(|s| s.count)
+        .sum();
+    assert!(inside > 0, "samples of the worker's second session");
+}

@@ -1,28 +1,33 @@
 //! The CPU sampler (Linux): per-thread CPU-time timers, the `SIGPROF` handler, the rings it
 //! writes, the drain, and the symbols resolved at the end.
 //!
-//! - Each registered thread gets a timer of its own CPU clock (`timer_create` on
-//!   `CLOCK_THREAD_CPUTIME_ID`, `SIGEV_THREAD_ID` to itself): a thread is sampled for the CPU
+//! - Each sampled thread gets a timer of its own CPU clock (`timer_create` on its
+//!   thread CPU clock, `SIGEV_THREAD_ID` to it): a thread is sampled for the CPU
 //!   time it uses, and the signal lands on the thread that used it. (A process-wide
 //!   `setitimer(ITIMER_PROF)` lets the kernel pick the thread, which attributes by who runs at
 //!   the tick rather than who used the time.) The kernel checks CPU timers at its tick, so at
 //!   rates above the tick rate one signal may stand for several expirations: each sample is
 //!   weighted by `1 + timer_getoverrun`.
+//! - Which threads: every thread of the process (`threads.rs` scans `/proc/self/task` at start
+//!   and every 200 ms), and a thread that runs a probe registers itself at once.
 //! - The handler is async-signal-safe: it reads two thread-locals (the ring, the open events;
-//!   both const-initialized, without destructors), walks the frame pointers from the
-//!   interrupted context, reading only inside the thread's stack (bounds taken at
-//!   registration), and writes one fixed-size record into the ring, or counts a drop when the
-//!   ring is full. In `trace` and `continuous` modes on the CPU clock the record also holds the
-//!   sample's time: a mark of the session's clock, the one the events' marks are (the
-//!   time-stamp counter, or `clock_gettime(CLOCK_MONOTONIC)` where it is not trusted; both
-//!   async-signal-safe). No allocation, lock or call other than `timer_getoverrun` and that
-//!   clock; `errno` is kept.
+//!   both const-initialized, without destructors; the ring is the one of the slot the
+//!   timer's signal carries, when that slot is the thread's, else the thread-local one), walks
+//!   the frame pointers from the interrupted context, reading only inside the thread's stack
+//!   (bounds taken at registration, or read by a scan for a thread it found), and writes one
+//!   fixed-size record into the ring, or counts a drop when the ring is full. In `trace` and
+//!   `continuous` modes on the CPU clock the record also holds the sample's time: a mark of the
+//!   session's clock, the one the events' marks are (the time-stamp counter, or
+//!   `clock_gettime(CLOCK_MONOTONIC)` where it is not trusted; both async-signal-safe). No
+//!   allocation, lock or call other than `timer_getoverrun`, `gettid` and that clock; `errno`
+//!   is kept.
 //! - A thread of ours drains the rings every 50 ms into counts of identical stacks (cold path,
 //!   under a lock), and, when times are kept, each sample's time and stack (at most
 //!   [`SampleTimeline::BOUND`]): `trace` mode places them on the events' time line at the end
 //!   (`cpu_samples.timeline`); `continuous` mode's writer takes each window's out
-//!   ([`collect_window`]). At thread exit the thread's timer is deleted, its ring drained and put back
-//!   into a pool for the next thread, so memory follows the threads alive, not the threads
+//!   ([`collect_window`]). At thread exit the thread's timer is deleted (for a thread a scan
+//!   found, at the scan that finds it ended), its ring drained and put back into a pool for the
+//!   next thread, so memory follows the threads alive, not the threads
 //!   ever started. At the end the timers are deleted, the rings drained, and the addresses
 //!   resolved (the `backtrace` crate: symbol tables and debug info, in-process, so that
 //!   addresses need no relocation); an address no symbol covers (a stripped binary) stays an
@@ -43,6 +48,7 @@ use std::time::Duration;
 use profiler_format::{CpuSamples, SampleTimeline, SampledFunction, SampledStack, SampledThread};
 
 use super::open::{innermost, OPEN};
+use super::threads;
 use crate::instrument::clock::CpuClock;
 use crate::register::registry::registry;
 use crate::sync::lock;
@@ -52,7 +58,7 @@ pub(crate) const FRAMES: usize = 64;
 /// Records per thread's ring: 4 s at 1 kHz, drained every 50 ms.
 const RECORDS: usize = 4096;
 /// The most threads sampled at once; later ones are not sampled (counted).
-const MAX_THREADS: usize = 1024;
+const MAX_THREADS: usize = threads::SLOTS_LEN;
 
 /// The clock the handler reads each sample's time from (the session's CPU clock, whose marks
 /// the events' are), null when no time is kept: `trace` mode draws the samples on the events'
@@ -158,6 +164,7 @@ impl Drop for Registered {
             if let Some(thread) = slot.take() {
                 // SAFETY: the timer was made by `timer_create` and is deleted once (taken).
                 unsafe { libc::timer_delete(thread.timer as libc::timer_t) };
+                threads::retire(self.slot);
                 inner.counts.drain(thread.ring, thread.index);
             }
         }
@@ -173,6 +180,12 @@ struct Active {
     /// Index into the threads' table.
     index: u32,
     serial: u64,
+    /// The thread's id.
+    tid: i32,
+    /// Registered by a scan of the threads (`threads.rs`), not by the thread itself: its ring
+    /// is not its thread-local one, and goes back to the pool when sampling stops or a scan
+    /// finds the thread ended.
+    foreign: bool,
 }
 
 /// The sampler's cold-path state.
@@ -186,6 +199,7 @@ struct Inner {
     serial: u64,
     /// The names of the addresses resolved so far (`continuous` mode resolves each window's).
     symbols: HashMap<usize, Option<String>>,
+    discovery: threads::Discovery,
 }
 
 /// What makes two samples the same: (thread, tag, flags, frames).
@@ -274,6 +288,7 @@ fn state() -> &'static Sampler {
             unsampled_threads: 0,
             serial: 0,
             symbols: HashMap::new(),
+            discovery: threads::Discovery::default(),
         }),
         running: AtomicBool::new(false),
     })
@@ -333,23 +348,33 @@ pub(crate) fn start(hz: u32, times: Times, clock: Option<&'static CpuClock>) -> 
                 c as *const CpuClock as *mut CpuClock
             });
         CLOCK.store(clock, SeqCst);
+        inner.discovery = threads::Discovery::default();
     }
     sampler.running.store(true, SeqCst);
+    // Every thread alive now is sampled from here on; later ones are found by the scans.
+    scan(&mut lock(&sampler.inner), None);
     let spawned = std::thread::Builder::new()
         .name("profiler-sampler".into())
         .spawn(|| {
             let sampler = state();
+            let me = threads::gettid();
+            let mut ticks = 0u32;
             while sampler.running.load(SeqCst) {
                 std::thread::sleep(Duration::from_millis(50));
                 let mut inner = lock(&sampler.inner);
                 let inner = &mut *inner;
+                ticks += 1;
+                if ticks.is_multiple_of(threads::RESCAN_TICKS) && sampler.running.load(SeqCst) {
+                    scan(inner, Some(me));
+                }
                 for thread in inner.active.iter().flatten() {
                     inner.counts.drain(thread.ring, thread.index);
                 }
             }
         });
     if let Err(e) = spawned {
-        sampler.running.store(false, SeqCst);
+        // The timers of the first scan stop.
+        let _ = stop_and_collect(&|_| None, false);
         return Err(format!(
             "cannot start the thread that reads the samples ({e})"
         ));
@@ -379,7 +404,8 @@ fn thread_name() -> Option<String> {
     std::thread::current().name().map(str::to_owned)
 }
 
-/// Samples the calling thread from now on (cold path: its first annotated run).
+/// Samples the calling thread from now on (cold path: its first annotated run). A thread a
+/// scan already samples keeps its timer and ring, now its own.
 pub(crate) fn register_current() {
     let sampler = state();
     if !sampler.running.load(SeqCst) || EXIT.try_with(|_| ()).is_err() {
@@ -388,12 +414,52 @@ pub(crate) fn register_current() {
     let Some((lo, hi)) = stack_bounds() else {
         return;
     };
+    let tid = threads::gettid();
     let mut guard = lock(&sampler.inner);
     let inner = &mut *guard;
+    // A thread a scan found takes its slot as its own: timer and ring stay.
+    let found = inner
+        .active
+        .iter_mut()
+        .enumerate()
+        .find_map(|(slot, active)| active.as_mut().filter(|a| a.tid == tid).map(|a| (slot, a)));
+    let registered = match found {
+        Some((slot, active)) => {
+            active.foreign = false;
+            if active.ring.stack_hi.load(SeqCst) == 0 {
+                set_bounds(active.ring, lo, hi);
+                threads::bounds_known(slot);
+            }
+            Some((slot, active.serial, active.ring))
+        }
+        None => register(inner, tid, Some((lo, hi)), false, thread_name()),
+    };
+    drop(guard);
+    let Some((slot, serial, ring)) = registered else {
+        return;
+    };
+    // A previous registration of this thread (an earlier sampling period) is dropped here,
+    // after this one took its place: its slot was emptied when that period stopped. Its drop
+    // empties the thread-local ring, so that is set after.
+    let _ = EXIT.try_with(|exit| exit.set(Some(Registered { slot, serial, ring })));
+    let _ = RING.try_with(|r| r.set(ring));
+}
+
+/// Samples thread `tid` from now on: a ring, a slot, a timer of its CPU clock. `bounds` is its
+/// stack when known (the calling thread's); `foreign`: a thread a scan found. Returns its
+/// slot, serial and ring, or `None` (counted unsampled when the cap or the kernel refused it;
+/// not when a thread a scan found has ended meanwhile).
+fn register(
+    inner: &mut Inner,
+    tid: i32,
+    bounds: Option<(usize, usize)>,
+    foreign: bool,
+    name: Option<String>,
+) -> Option<(usize, u64, &'static Ring)> {
     let live = inner.active.iter().flatten().count();
     if live >= MAX_THREADS {
-        inner.unsampled_threads += 1;
-        return;
+        inner.unsampled_threads += u64::from(inner.discovery.unsampled.insert(tid));
+        return None;
     }
     let ring: &'static Ring = match inner.pool.pop() {
         Some(ring) => ring,
@@ -402,32 +468,10 @@ pub(crate) fn register_current() {
     ring.head.store(0, SeqCst);
     ring.tail.store(0, SeqCst);
     ring.dropped.store(0, SeqCst);
+    // Unknown bounds are an empty range, `[usize::MAX, 0)` (see `set_bounds`).
+    let (lo, hi) = bounds.unwrap_or((usize::MAX, 0));
     ring.stack_lo.store(lo, SeqCst);
     ring.stack_hi.store(hi, SeqCst);
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() };
-    let mut timer: libc::timer_t = std::ptr::null_mut();
-    // SAFETY: `event` is zeroed then filled as timer_create(2) says for SIGEV_THREAD_ID;
-    // `timer` is written by the call.
-    let created = unsafe {
-        let mut event: libc::sigevent = std::mem::zeroed();
-        event.sigev_notify = libc::SIGEV_THREAD_ID;
-        event.sigev_signo = libc::SIGPROF;
-        event.sigev_notify_thread_id = tid;
-        libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut event, &mut timer) == 0
-    };
-    if !created {
-        inner.pool.push(ring);
-        inner.unsampled_threads += 1;
-        return;
-    }
-    ring.timer.store(timer as usize, SeqCst);
-    let _ = RING.try_with(|r| r.set(ring));
-    let index = inner.threads.len() as u32;
-    inner.threads.push(SampledThread {
-        tid: tid as u32,
-        name: thread_name(),
-    });
     let slot = match inner.active.iter().position(Option::is_none) {
         Some(free) => free,
         None => {
@@ -435,31 +479,86 @@ pub(crate) fn register_current() {
             inner.active.len() - 1
         }
     };
+    threads::publish(slot, tid, ring as *const Ring as usize, bounds.is_some());
+    let Some(timer) = threads::create_timer(tid, slot) else {
+        // No timer, so no signal names this slot.
+        threads::retire(slot);
+        inner.pool.push(ring);
+        if !foreign || threads::alive(tid) {
+            inner.unsampled_threads += u64::from(inner.discovery.unsampled.insert(tid));
+        }
+        return None;
+    };
+    ring.timer.store(timer, SeqCst);
+    let index = inner.threads.len() as u32;
+    inner.threads.push(SampledThread {
+        tid: tid as u32,
+        name,
+    });
     inner.serial += 1;
     let serial = inner.serial;
     inner.active[slot] = Some(Active {
         ring,
-        timer: timer as usize,
+        timer,
         index,
         serial,
+        tid,
+        foreign,
     });
-    let period = 1_000_000_000 / i64::from(inner.hz.max(1));
-    let spec = libc::itimerspec {
-        it_interval: libc::timespec {
-            tv_sec: period / 1_000_000_000,
-            tv_nsec: period % 1_000_000_000,
-        },
-        it_value: libc::timespec {
-            tv_sec: period / 1_000_000_000,
-            tv_nsec: period % 1_000_000_000,
-        },
-    };
-    // SAFETY: `timer` was just created; `spec` is a valid itimerspec.
-    unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) };
-    drop(guard);
-    // A previous registration of this thread (an earlier sampling period) is dropped here,
-    // after this one took its place: its slot was emptied when that period stopped.
-    let _ = EXIT.try_with(|exit| exit.set(Some(Registered { slot, serial, ring })));
+    threads::arm(timer, inner.hz);
+    Some((slot, serial, ring))
+}
+
+/// Gives `ring`, whose bounds are unknown (`[usize::MAX, 0)`), the bounds `[lo, hi)`: low
+/// first, so that a handler reading between the two stores sees an empty range either way.
+fn set_bounds(ring: &Ring, lo: usize, hi: usize) {
+    ring.stack_lo.store(lo, SeqCst);
+    ring.stack_hi.store(hi, SeqCst);
+}
+
+/// One scan of the threads (under the sampler's lock; see `threads.rs`): threads a scan found
+/// that have ended give their slots back, threads without a timer get one, and threads a scan
+/// found whose stack pointer the handler noted get their stack's bounds. `skip`: the sampler's
+/// own thread.
+fn scan(inner: &mut Inner, skip: Option<i32>) {
+    // Ended threads first: a reused thread id is then free to be registered again.
+    for slot in 0..inner.active.len() {
+        let dead = inner.active[slot]
+            .as_ref()
+            .is_some_and(|a| a.foreign && threads::timer_dead(a.timer));
+        if let Some(thread) = inner.active[slot].take_if(|_| dead) {
+            // SAFETY: the timer was made by `timer_create` and is deleted once (taken).
+            unsafe { libc::timer_delete(thread.timer as libc::timer_t) };
+            threads::retire(slot);
+            inner.counts.drain(thread.ring, thread.index);
+            inner.pool.push(thread.ring);
+        }
+    }
+    let sampled: std::collections::HashSet<i32> =
+        inner.active.iter().flatten().map(|a| a.tid).collect();
+    for tid in threads::list_threads() {
+        if Some(tid) != skip && !sampled.contains(&tid) && !inner.discovery.unsampled.contains(&tid)
+        {
+            register(inner, tid, None, true, threads::thread_name(tid));
+        }
+    }
+    // Bounds from the stack pointers the handlers saw.
+    let waiting: Vec<(usize, usize)> = (0..inner.active.len())
+        .filter(|&slot| inner.active[slot].is_some())
+        .filter_map(|slot| Some((slot, threads::seen_stack_pointer(slot)?)))
+        .collect();
+    if waiting.is_empty() {
+        return;
+    }
+    let points: Vec<usize> = waiting.iter().map(|&(_, sp)| sp).collect();
+    for ((slot, _), bounds) in waiting.into_iter().zip(threads::mappings_holding(&points)) {
+        if let (Some(active), Some((lo, hi))) = (&inner.active[slot], bounds) {
+            if active.ring.stack_hi.load(SeqCst) == 0 {
+                set_bounds(active.ring, lo, hi);
+            }
+            threads::bounds_known(slot);
+        }
+    }
 }
 
 /// Where a sample taken at a mark of the session's clock lies on the events' time line: its
@@ -521,13 +620,18 @@ pub(crate) fn stop_and_collect(place: Place<'_>, wanted: bool) -> Option<CpuSamp
     }
     let mut guard = lock(&sampler.inner);
     let inner = &mut *guard;
-    for slot in inner.active.iter_mut() {
+    for (index, slot) in inner.active.iter_mut().enumerate() {
         if let Some(thread) = slot.take() {
             // SAFETY: the timer was made by `timer_create` and is deleted once (taken).
             unsafe { libc::timer_delete(thread.timer as libc::timer_t) };
+            threads::retire(index);
             inner.counts.drain(thread.ring, thread.index);
-            // The ring stays the thread's (its pointer is still set) until the thread exits or
-            // registers again; then it goes back to the pool.
+            // A thread's own ring stays its own (its pointer is still set) until the thread
+            // exits or registers again; then it goes back to the pool. A discovered thread's
+            // ring is no longer reachable from any handler (retired): back to the pool now.
+            if thread.foreign {
+                inner.pool.push(thread.ring);
+            }
         }
     }
     // No timer is left to fire: the handler reads no clock any more.
@@ -693,13 +797,21 @@ fn symbol(pc: usize) -> Option<String> {
 
 /// The `SIGPROF` handler: one record into this thread's ring (see the module's documentation
 /// for what makes it async-signal-safe).
-extern "C" fn on_sigprof(_: libc::c_int, _: *mut libc::siginfo_t, context: *mut libc::c_void) {
+extern "C" fn on_sigprof(_: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     // SAFETY: errno is this thread's; it is put back before returning.
     let errno = unsafe { *libc::__errno_location() };
-    let ring = RING.try_with(Cell::get).unwrap_or(std::ptr::null());
-    // SAFETY: a non-null ring pointer is a leaked ring, never freed.
-    if let Some(ring) = unsafe { ring.as_ref() } {
-        record(ring, context);
+    // The ring the timer's slot names, when the slot is this thread's (every timer carries its
+    // slot; the thread-local ring may be an earlier sampling period's, which nothing drains).
+    let recorded = threads::on_signal(info, context, |ring| {
+        // SAFETY: slots hold only leaked rings (`register`).
+        record(unsafe { &*(ring as *const Ring) }, context);
+    });
+    if !recorded {
+        let ring = RING.try_with(Cell::get).unwrap_or(std::ptr::null());
+        // SAFETY: a non-null ring pointer is a leaked ring, never freed.
+        if let Some(ring) = unsafe { ring.as_ref() } {
+            record(ring, context);
+        }
     }
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };

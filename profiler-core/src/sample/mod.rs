@@ -10,16 +10,24 @@
 //!   crate), never in the handler; `continuous` mode's writer collects each window's samples
 //!   ([`window_samples`]).
 //!
-//! Which threads are sampled: the thread that starts the session, and every thread when it
-//! first runs an annotated function or probe (the first such run pays the registration: a
-//! ring from the pool or a new one, and a timer). A thread that never runs one is not sampled;
-//! [`sample_this_thread`] registers one by hand. A forked child inherits no timer
-//! (`timer_create` timers are not inherited): it is not sampled.
+//! - `threads.rs` (same): every thread of the process is sampled, not only those that run a
+//!   probe: `/proc/self/task` is scanned when sampling starts and every 200 ms after, and each
+//!   thread without a timer gets one on its CPU clock.
+//!
+//! Which threads are sampled: every thread alive when the session starts, and every thread
+//! started later from the next scan on (at most 200 ms); a thread also registers itself when it
+//! first runs an annotated function or probe (a ring from the pool or a new one, and a timer;
+//! one a scan already found keeps its own). A thread that starts and ends between two scans
+//! without running a probe is not sampled; [`sample_this_thread`] registers one at once. The
+//! sampler's own thread is not sampled. A forked child inherits no timer (`timer_create`
+//! timers are not inherited): it is not sampled.
 
 pub(crate) mod open;
 
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
 mod cpu;
+#[cfg(all(feature = "cpu-sample", target_os = "linux"))]
+mod threads;
 
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
 pub(crate) use cpu::Times;
@@ -72,8 +80,10 @@ pub(crate) fn register_thread(open: &open::OpenStack) {
     cpu::register_current();
 }
 
-/// Samples the calling thread from now on, when sampling is on (a thread that runs no
-/// annotated function is not sampled otherwise). Does nothing when sampling is off.
+/// Samples the calling thread from now on, when sampling is on. Every thread is found by the
+/// sampler's scans (every 200 ms) anyway; this one is sampled at once, with its whole stacks
+/// from its first sample (a thread a scan found has one-frame samples until the next scan has
+/// read its stack's bounds). Does nothing when sampling is off.
 pub fn sample_this_thread() {
     if open::publishing() {
         let _ = open::OPEN.try_with(|open| {
