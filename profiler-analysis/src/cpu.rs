@@ -10,7 +10,9 @@
 //! types (`samples`/`count`, `cpu`/`nanoseconds`: each sample stands for one period of CPU
 //! time, `1e9 / hz` ns), one location and one function per function of the samples (a function
 //! without a name is named by its address), and string labels `layer`, `phase`, `event` (the
-//! probe's id), `thread` and `rank` on every sample taken inside an event (`rank` on all).
+//! probe's id), `thread` and `rank` on every sample taken inside an event (`rank` on all), and
+//! `inherited` = `true` on the samples of a thread that opened no event, tagged with the event
+//! of the thread that last opened or closed one (a pool's worker doing a layer's work).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -367,6 +369,9 @@ pub fn pprof(profile: &Profile, filter: Option<&Filter>) -> Option<proto::PprofP
             }
             if let Some(event) = &stack.event {
                 add("event", event);
+            }
+            if stack.inherited {
+                add("inherited", "true");
             }
             let thread = samples.threads.get(stack.thread as usize);
             if let Some(thread) = thread {

@@ -379,6 +379,7 @@ fn with_cpu_samples(dir: &Path, base: &Path) -> PathBuf {
             phase: event.phase.clone(),
             frames: vec![0, 1],
             truncated: false,
+            inherited: false,
             count: 2 * event.samples_ns.len() as u64,
         });
         for j in 0..event.samples_ns.len() {

@@ -789,3 +789,73 @@ fn a_thread_that_ran_a_probe_in_an_earlier_session_is_sampled_in_the_next() {
         .sum();
     assert!(inside > 0, "samples of the worker's second session");
 }
+
+/// [`work_in_helper`] until this thread has used `cpu` more CPU time.
+fn helper_work_for(cpu: std::time::Duration) -> u64 {
+    let end = thread_cpu() + cpu;
+    let mut x = 0;
+    while thread_cpu() < end {
+        x ^= black_box(work_in_helper(black_box(20_000)));
+    }
+    x
+}
+
+/// A layer that hands its work to a thread that runs no annotated code (a pool's worker).
+#[profiled(layer = "sample_pool")]
+fn hands_work_to_a_worker() -> u64 {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("pool-worker".into())
+            .spawn_scoped(scope, || {
+                profiler_core::sample_this_thread();
+                helper_work_for(std::time::Duration::from_millis(150))
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    })
+}
+
+#[test]
+fn a_worker_without_events_inherits_the_event_that_handed_it_work() {
+    let _serial = serial();
+    let guard = start("pool", 2000);
+    black_box(hands_work_to_a_worker());
+    // Outside every event, a worker's samples carry none.
+    let idle = std::thread::Builder::new()
+        .name("idle-worker".into())
+        .spawn(|| {
+            profiler_core::sample_this_thread();
+            work_for(std::time::Duration::from_millis(50))
+        })
+        .unwrap();
+    black_box(idle.join().unwrap());
+    let samples = finish("pool", guard);
+    let thread = |name: &str| {
+        samples
+            .threads
+            .iter()
+            .position(|t| t.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("{name} is sampled: {:?}", samples.threads)) as u32
+    };
+    let (worker, idle) = (thread("pool-worker"), thread("idle-worker"));
+    let mut inherited = 0;
+    for stack in &samples.stacks {
+        let names = names(&samples, &stack.frames);
+        if stack.thread == worker && ran_in(&names) == Some("work_in_helper") {
+            assert_eq!(stack.layer.as_deref(), Some("sample_pool"), "{names:?}");
+            assert!(stack.inherited, "marked inherited: {stack:?}");
+            inherited += stack.count;
+        }
+        if stack.thread == idle {
+            assert_eq!(stack.layer, None, "{names:?}");
+        }
+        if stack.thread != worker && stack.thread != idle {
+            assert!(
+                !stack.inherited,
+                "only workers inherit: {stack:?} {names:?}"
+            );
+        }
+    }
+    assert!(inherited > 0, "the worker's samples: {:?}", samples.stacks);
+}

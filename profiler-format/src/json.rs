@@ -170,6 +170,12 @@ pub struct SampledStack {
     /// True when the stack was deeper than the frames kept.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// True when the samples' thread had opened no annotated event while sampling (a pool's
+    /// worker): `event` is then the innermost event of the thread that last opened or closed
+    /// one when they were taken (the layer whose work the pool was most likely doing), not an
+    /// event of their own thread.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inherited: bool,
     /// How many samples had this stack and this event.
     pub count: u64,
 }

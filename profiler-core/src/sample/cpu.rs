@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use profiler_format::{CpuSamples, SampleTimeline, SampledFunction, SampledStack, SampledThread};
 
-use super::open::{innermost, OPEN};
+use super::open::{innermost_or_inherited, OPEN};
 use super::threads;
 use crate::instrument::clock::CpuClock;
 use crate::register::registry::registry;
@@ -751,6 +751,7 @@ fn resolve<'k>(
             phase: entry.and_then(|e| e.desc.info.phase.map(str::to_owned)),
             frames,
             truncated: flags & 1 != 0,
+            inherited: flags & 4 != 0,
             count,
         });
     }
@@ -825,7 +826,9 @@ fn record(ring: &Ring, context: *mut libc::c_void) {
         ring.dropped.fetch_add(1, Relaxed);
         return;
     }
-    let (tag, deep) = OPEN.try_with(innermost).unwrap_or((0, false));
+    let (tag, deep, inherited) = OPEN
+        .try_with(innermost_or_inherited)
+        .unwrap_or((0, false, false));
     // SAFETY: the slot at `head` is not read by the drain until `head` is released past it,
     // and only this thread's handler writes it (a handler does not interrupt itself: SIGPROF
     // is blocked while it runs).
@@ -843,7 +846,7 @@ fn record(ring: &Ring, context: *mut libc::c_void) {
     slot.time = unsafe { CLOCK.load(Relaxed).as_ref() }.map_or(0, CpuClock::raw);
     slot.tag = tag;
     slot.depth = depth as u16;
-    slot.flags = u16::from(truncated) | (u16::from(deep) << 1);
+    slot.flags = u16::from(truncated) | (u16::from(deep) << 1) | (u16::from(inherited) << 2);
     slot.weight = 1 + overrun.max(0) as u32;
     ring.head.store(head.wrapping_add(1), Release);
 }

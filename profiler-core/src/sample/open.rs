@@ -20,6 +20,10 @@
 //! than [`CAPACITY`] are counted (the depth goes on) but not stored: their samples are tagged
 //! with the deepest stored run, and marked truncated.
 //!
+//! Each push and pop also stores the thread's new innermost run in a process-wide cell
+//! (`LAST`): the samples of a thread that opens no event (a pool's worker) inherit it
+//! ([`innermost_or_inherited`]).
+//!
 //! The depth is reset when a thread first pushes in a new publication period ([`GENERATION`]),
 //! so that a run left open when sampling stopped cannot mis-tag the next session's samples.
 
@@ -37,6 +41,11 @@ pub(crate) const CAPACITY: usize = 128;
 
 /// A slot whose push has raised the depth but not yet written the entry.
 const PENDING: u32 = u32::MAX;
+
+/// Registry index + 1 of the innermost event open on the thread that last opened or closed
+/// one (0: none): the tag inherited by the samples of threads that run no annotated code (a
+/// pool's workers doing a layer's work; see [`innermost_or_inherited`]).
+static LAST: AtomicU32 = AtomicU32::new(0);
 
 /// The publication period: a thread whose stack belongs to an older one starts it empty.
 static GENERATION: AtomicU32 = AtomicU32::new(0);
@@ -96,6 +105,7 @@ pub(crate) fn start_publishing() {
         return;
     }
     GENERATION.fetch_add(1, SeqCst);
+    LAST.store(0, SeqCst);
     for entry in registry().iter() {
         entry.desc.state.tag();
     }
@@ -146,6 +156,7 @@ pub(crate) fn push(desc: &'static Descriptor) {
         }
         compiler_fence(SeqCst);
         interrupt(3);
+        LAST.store(index + 1, Relaxed);
         if open.registered.get() != generation {
             crate::sample::register_thread(open);
         }
@@ -160,6 +171,13 @@ pub(crate) fn pop() {
         interrupt(4);
         if depth > 0 && open.generation.get() == GENERATION.load(Relaxed) {
             open.depth.store(depth - 1, Relaxed);
+            // The run below is this thread's innermost now.
+            let below = (depth as usize - 1)
+                .checked_sub(1)
+                .map(|i| open.entries[i.min(CAPACITY - 1)].load(Relaxed))
+                .filter(|&entry| entry != PENDING)
+                .map_or(0, |entry| entry + 1);
+            LAST.store(below, Relaxed);
         }
     });
 }
@@ -183,6 +201,20 @@ pub(crate) fn innermost(open: &OpenStack) -> (u32, bool) {
         }
     }
     (0, false)
+}
+
+/// [`innermost`], or, for a thread that has opened no event in this publication period (a
+/// pool's worker doing a layer's work, a thread of the framework), the innermost event of the
+/// thread that last opened or closed one, marked inherited: `(registry index + 1, truncated,
+/// inherited)`. What a handler reads.
+#[inline(always)]
+pub(crate) fn innermost_or_inherited(open: &OpenStack) -> (u32, bool, bool) {
+    if open.generation.get() != GENERATION.load(Relaxed) {
+        let last = LAST.load(Relaxed);
+        return (last, false, last != 0);
+    }
+    let (tag, deep) = innermost(open);
+    (tag, deep, false)
 }
 
 /// Test hook: runs the installed interruption at step `step` of a push (0 to 3) or a pop (4),
