@@ -207,6 +207,10 @@ pub(crate) fn innermost(open: &OpenStack) -> (u32, bool) {
 /// pool's worker doing a layer's work, a thread of the framework), the innermost event of the
 /// thread that last opened or closed one, marked inherited: `(registry index + 1, truncated,
 /// inherited)`. What a handler reads.
+#[cfg_attr(
+    not(all(feature = "cpu-sample", target_os = "linux")),
+    allow(dead_code)
+)]
 #[inline(always)]
 pub(crate) fn innermost_or_inherited(open: &OpenStack) -> (u32, bool, bool) {
     if open.generation.get() != GENERATION.load(Relaxed) {
