@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{dlrm, read_json, run, scratch, stderr, stdout};
+use common::{default_signals, dlrm, read_json, run, scratch, stderr, stdout};
 
 /// The example with a small schedule, `vars` (values may be any bytes), and `args`.
 fn command(dir: &Path, vars: &[(&str, &OsStr)], args: &[&str]) -> Command {
@@ -36,23 +36,6 @@ fn assert_refused_before_training(out: &Output, what: &str, expected: &str) {
     assert!(err.contains(expected), "{what}: {err}");
     assert!(!stdout(out).contains("iter "), "{what} ran training");
     assert!(!err.contains("panicked"), "{what}: {err}");
-}
-
-/// Gives the child the default disposition of the signals the tests send: a test run started
-/// in the background by a non-interactive shell (`cmd &`) inherits SIGINT ignored, and an
-/// ignored signal is one the profiler rightly leaves alone.
-#[cfg(unix)]
-fn default_signals(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: only async-signal-safe calls (signal(2)) between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-            Ok(())
-        });
-    }
 }
 
 /// Waits for `child` at most `limit`, then kills it (so that a failure never hangs the suite).

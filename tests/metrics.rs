@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{dlrm, read_json, run, scratch, stderr, stdout};
+use common::{default_signals, dlrm, read_json, run, scratch, stderr, stdout};
 use serde_json::Value;
 
 #[test]
@@ -138,6 +138,9 @@ impl Rank {
         for (k, v) in vars {
             cmd.env(k, v);
         }
+        // The rank is ended with SIGTERM, which a test run started in the background may
+        // inherit ignored.
+        default_signals(&mut cmd);
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{dlrm, read_json, scratch};
+use common::{default_signals, dlrm, read_json, scratch};
 use serde_json::Value;
 
 /// A running job, killed if the test ends without stopping it (a failed assertion must not
@@ -56,6 +56,9 @@ fn start(dir: &Path, vars: &[(&str, &str)]) -> Job {
         cmd.env(k, v);
     }
     limit_memory(&mut cmd);
+    // `stop` ends the job with SIGINT, which a test run started in the background inherits
+    // ignored (the job then never stops).
+    default_signals(&mut cmd);
     Job(Some(cmd.spawn().unwrap()))
 }
 

@@ -90,3 +90,20 @@ pub fn read_json(path: &Path) -> Value {
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
 }
+
+/// Gives the child the default disposition of the signals the tests send: a test run started
+/// in the background by a non-interactive shell (`cmd &`) inherits SIGINT ignored, and an
+/// ignored signal is one the profiler rightly leaves alone.
+#[cfg(unix)]
+pub fn default_signals(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls (signal(2)) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+}
