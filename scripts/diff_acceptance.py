@@ -30,7 +30,7 @@ gzipped, with `manifest.json` (how each file was made, and the comparisons): tha
 tests/data/diff-corpus was recorded (`--runs 4 --keep tests/data/diff-corpus`, about 4 minutes).
 `--reuse` judges the profiles already in DIR again instead of making new runs (`--prof PATH`
 judges them with another build of `prof`). The numbers are an experiment on a shared machine:
-they belong in docs, never in a test's verdict (profiler-cli/tests/diff_corpus.rs judges the
+they belong in docs, never in a test's verdict (profiler-cli/tests/prof/diff_corpus.rs judges the
 recorded corpus, whose verdicts do not change from run to run).
 """
 

@@ -2,5 +2,5 @@
 //! the macros are the package `ui-tests/`).
 //!
 //! The user documentation is the repository's `README.md` and `docs/` (`guide.md`,
-//! `reference.md`, `overhead.md`, `architecture.md`); `tests/readme.rs` checks that the README's
+//! `reference.md`, `overhead.md`, `architecture.md`); `tests/suite/readme.rs` checks that the README's
 //! first profile is what the `dlrm` example prints.

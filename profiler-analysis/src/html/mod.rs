@@ -696,7 +696,7 @@ mod tests {
         let line = data["report"]["work"].as_str().unwrap();
         assert!(line.contains("(given: PROF_PEAK_FLOPS=2e10)"), "{line}");
         // The script draws the columns from these cells (drawn in a browser by
-        // profiler-cli/tests/html_chromium.rs).
+        // profiler-cli/tests/prof/html_chromium.rs).
         for wired in [
             "e.work_cells",
             "e.over_peak",
@@ -714,7 +714,7 @@ mod tests {
 
     /// The stretches no probe covers, on the page as in `prof report`: each with its scatter as
     /// the report writes it (`±18.1µs ?`), and the script recommends only those that stand out
-    /// of it (drawn in a browser by profiler-cli/tests/html_chromium.rs).
+    /// of it (drawn in a browser by profiler-cli/tests/prof/html_chromium.rs).
     #[test]
     fn gaps_carry_the_reports_scatter_and_only_reliable_ones_are_recommended() {
         let path = concat!(

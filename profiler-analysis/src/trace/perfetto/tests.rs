@@ -1,6 +1,6 @@
 //! Unit tests of the Perfetto trace: each written trace is decoded with the messages generated
 //! from Perfetto's protos (`protos.rs`, the code the writer encodes with; the Python check in
-//! `profiler-cli/tests/trace_perfetto.rs` decodes with Perfetto's own Python package), and its
+//! `profiler-cli/tests/prof/trace_perfetto.rs` decodes with Perfetto's own Python package), and its
 //! slices, tracks and counters are checked one by one against the JSON trace of the same
 //! profile, itself checked against the profile by `trace/tests.rs`.
 

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod common;
+use crate::common;
 use common::{prof, scratch};
 
 /// The pages of the documentation, from the repository's root.

@@ -51,9 +51,12 @@ pub fn dlrm() -> PathBuf {
     example("dlrm", &[])
 }
 
-/// A fresh directory for one test's output.
+/// A fresh directory for one test's output, never another test's: the modules of this binary
+/// share its process, and two of them may ask for the same name.
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("prof-e2e-{}-{name}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("prof-e2e-{}-{n}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-mod common;
+use crate::common;
 
 fn example(name: &str) -> PathBuf {
     common::example(name, &["cuda"])

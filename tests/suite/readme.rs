@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-mod common;
+use crate::common;
 use common::{run, scratch, stderr};
 
 fn readme() -> String {

@@ -12,7 +12,7 @@ use profiler_analysis::flame::verdict_color;
 use profiler_format::read::parse_profile;
 use profiler_format::Profile;
 
-mod common;
+use crate::common;
 use common::{prof, scratch};
 
 fn corpus(name: &str) -> PathBuf {

@@ -30,7 +30,7 @@ fn corpus() -> PathBuf {
 }
 
 /// Where the table sits in docs/overhead.md: between these two lines.
-const BEGIN: &str = "<!-- diff-corpus table: profiler-cli/tests/diff_corpus.rs checks it -->";
+const BEGIN: &str = "<!-- diff-corpus table: profiler-cli/tests/prof/diff_corpus.rs checks it -->";
 const END: &str = "<!-- end of the diff-corpus table -->";
 
 fn load(file: &str) -> Profile {

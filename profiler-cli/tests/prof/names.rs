@@ -9,7 +9,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{prof, scratch};
 
 fn data(name: &str) -> PathBuf {

@@ -7,7 +7,7 @@
 //! for the rank slowed on purpose (slower than the others; its layer slower than at its start).
 #![cfg(feature = "metrics")]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{read_json, run, scratch, stderr, stdout};
 
 fn events(profile: &Value) -> &Vec<Value> {
@@ -460,7 +460,7 @@ fn continuous_mode_keeps_rewriting_the_last_windows() {
 /// run's first ones (its baseline) and the last ones, and `prof report` judges the drift of each
 /// event against both. Which verdict comes out depends on how busy the machine was in those
 /// windows, so it is not asserted here: the verdicts are checked on a recorded run of the same
-/// kind, `profiler-cli/tests/data/cli/continuous-slow.json` (profiler-cli/tests/continuous.rs).
+/// kind, `profiler-cli/tests/data/cli/continuous-slow.json` (profiler-cli/tests/prof/continuous.rs).
 #[test]
 fn continuous_mode_keeps_its_baseline_and_its_recent_windows() {
     use profiler_analysis::report::{build, render, ReportOptions};

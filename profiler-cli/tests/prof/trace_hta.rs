@@ -8,7 +8,7 @@
 //! cannot be imported it is skipped with a note on stderr, unless `PROF_REQUIRE_HTA=1`, which
 //! makes that a failure (CI sets it).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;

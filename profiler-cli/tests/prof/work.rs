@@ -1,7 +1,7 @@
 //! `prof report` on a profile whose events count their work: the rates' columns, and `--peak`
 //! overriding the profile's `run.peak` (a bad file is an error, status 2).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

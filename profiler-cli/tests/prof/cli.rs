@@ -6,10 +6,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{prof, scratch};
 
-#[path = "cli/peak.rs"]
 mod peak;
 
 fn data(name: &str) -> PathBuf {

@@ -13,7 +13,7 @@ use profiler_format::{
 };
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{prof, scratch};
 
 fn fixture() -> Profile {

@@ -9,7 +9,7 @@
 //! - `one_million_samples` runs with the other tests: `prof trace`, `report` and `html` on 1,000
 //!   events x 1,000 iterations (a 14 MB compact profile, a 470 MB trace).
 //! - `ten_million_samples` and `diff_of_two_100_mb_profiles` are the targets of issue 16, too
-//!   slow for a debug build: `cargo test --release -p profiler-cli --test large -- --ignored
+//!   slow for a debug build: `cargo test --release -p profiler-cli --test prof large:: -- --ignored
 //!   --nocapture` runs them and prints each command's time and peak memory (docs/overhead.md's
 //!   "Large profiles" has the numbers). Times are printed, never asserted: this machine is
 //!   shared.

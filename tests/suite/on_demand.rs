@@ -7,7 +7,7 @@
 //! the trace fell in is longer by exactly those iterations; and sampling goes on after it.
 #![cfg(all(feature = "enable", target_os = "linux"))]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

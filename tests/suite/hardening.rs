@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::{default_signals, dlrm, read_json, run, scratch, stderr, stdout};
 
 /// The example with a small schedule, `vars` (values may be any bytes), and `args`.

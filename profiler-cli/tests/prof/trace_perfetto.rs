@@ -1,6 +1,6 @@
 //! `prof trace --format perfetto` end to end: the format chosen by flag or by the output's name,
 //! the bytes of known profiles' traces kept beside them (`tests/data/trace/*.pftrace`: a change
-//! of the encoding shows; `PROF_BLESS=1 cargo test -p profiler-cli --test trace_perfetto`
+//! of the encoding shows; `PROF_BLESS=1 cargo test -p profiler-cli --test prof trace_perfetto::`
 //! writes them anew, deliberately), bad outputs, `--iterations` (both formats, and what is
 //! refused), and an independent decoding: the kept files and
 //! fresh ones are read with Perfetto's own protos (`tests/perfetto_check.py`, the `perfetto`
@@ -12,7 +12,7 @@
 //! Where the `perfetto` package cannot be imported it is skipped with a note on stderr, unless
 //! `PROF_REQUIRE_PERFETTO=1`, which makes that a failure (CI sets it).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

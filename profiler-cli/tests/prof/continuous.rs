@@ -17,7 +17,7 @@ use profiler_analysis::load_profile;
 use profiler_format::{Profile, Stats};
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{prof, scratch};
 
 fn fixture() -> PathBuf {

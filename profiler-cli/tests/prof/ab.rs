@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 use common::{prof, scratch};
 
 fn data(name: &str) -> PathBuf {
