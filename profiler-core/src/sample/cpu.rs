@@ -198,7 +198,7 @@ struct Inner {
     unsampled_threads: u64,
     serial: u64,
     /// The names of the addresses resolved so far (`continuous` mode resolves each window's).
-    symbols: HashMap<usize, Option<String>>,
+    symbols: HashMap<usize, Vec<String>>,
     discovery: threads::Discovery,
 }
 
@@ -689,12 +689,12 @@ fn resolve<'k>(
     hz: u32,
     threads: Vec<SampledThread>,
     counted: impl Iterator<Item = (&'k StackKey, u64)>,
-    symbols: &mut HashMap<usize, Option<String>>,
+    symbols: &mut HashMap<usize, Vec<String>>,
 ) -> (CpuSamples, Vec<u32>) {
     let reg = registry();
     let mut functions: Vec<SampledFunction> = Vec::new();
     let mut by_name: HashMap<String, u32> = HashMap::new();
-    let mut by_addr: HashMap<usize, u32> = HashMap::new();
+    let mut by_addr: HashMap<usize, Vec<u32>> = HashMap::new();
     // Stacks of addresses that resolve to the same functions are one stack.
     let mut merged: HashMap<(u32, u32, u16, Vec<u32>), u64> = HashMap::new();
     let mut merged_of: Vec<(u32, u32, u16, Vec<u32>)> = Vec::new();
@@ -703,30 +703,36 @@ fn resolve<'k>(
         let frames: Vec<u32> = frames
             .iter()
             .enumerate()
-            .map(|(i, &addr)| {
+            .flat_map(|(i, &addr)| {
                 // A caller's frame holds a return address: its call is the byte before.
                 let pc = if i == 0 { addr } else { addr.saturating_sub(1) };
-                if let Some(&f) = by_addr.get(&pc) {
-                    return f;
+                if let Some(f) = by_addr.get(&pc) {
+                    return f.clone();
                 }
-                let name = symbols.entry(pc).or_insert_with(|| symbol(pc)).clone();
-                let f = match &name {
-                    Some(name) => *by_name.entry(name.clone()).or_insert_with(|| {
-                        functions.push(SampledFunction {
-                            name: Some(name.clone()),
-                            addr: format!("{pc:#x}"),
-                        });
-                        functions.len() as u32 - 1
-                    }),
-                    None => {
-                        functions.push(SampledFunction {
-                            name: None,
-                            addr: format!("{pc:#x}"),
-                        });
-                        functions.len() as u32 - 1
-                    }
+                let names = symbols.entry(pc).or_insert_with(|| symbol(pc));
+                // The functions inlined at `pc` are frames of their own, innermost first, as
+                // the stack is (a leaf's inlined helpers above it, each caller below).
+                let f: Vec<u32> = if names.is_empty() {
+                    functions.push(SampledFunction {
+                        name: None,
+                        addr: format!("{pc:#x}"),
+                    });
+                    vec![functions.len() as u32 - 1]
+                } else {
+                    names
+                        .iter()
+                        .map(|name| {
+                            *by_name.entry(name.clone()).or_insert_with(|| {
+                                functions.push(SampledFunction {
+                                    name: Some(name.clone()),
+                                    addr: format!("{pc:#x}"),
+                                });
+                                functions.len() as u32 - 1
+                            })
+                        })
+                        .collect()
                 };
-                by_addr.insert(pc, f);
+                by_addr.insert(pc, f.clone());
                 f
             })
             .collect();
@@ -785,15 +791,21 @@ fn resolve<'k>(
     (samples, index)
 }
 
-/// The demangled name of the function holding `pc`, without its hash.
-fn symbol(pc: usize) -> Option<String> {
-    let mut name = None;
+/// The demangled names (without their hashes) of the functions at `pc`: the innermost function
+/// inlined there first, the function holding `pc` last; only the latter without debug info
+/// (the symbol table), none when nothing names it.
+fn symbol(pc: usize) -> Vec<String> {
+    let mut names = Vec::new();
     backtrace::resolve(pc as *mut libc::c_void, |symbol| {
-        if name.is_none() {
-            name = symbol.name().map(|n| format!("{n:#}"));
+        if let Some(name) = symbol.name() {
+            let name = format!("{name:#}");
+            // The symbol table and the debug info can both name the holder.
+            if names.last() != Some(&name) {
+                names.push(name);
+            }
         }
     });
-    name
+    names
 }
 
 /// The `SIGPROF` handler: one record into this thread's ring (see the module's documentation
@@ -909,5 +921,47 @@ fn walk(context: *mut libc::c_void, lo: usize, hi: usize, frames: &mut [usize]) 
             return (n, false);
         }
         fp = next;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names of a resolved stack's frames, leaf first.
+    fn names(samples: &CpuSamples, stack: usize) -> Vec<&str> {
+        samples.stacks[stack]
+            .frames
+            .iter()
+            .map(|&f| samples.functions[f as usize].name.as_deref().unwrap_or("?"))
+            .collect()
+    }
+
+    #[test]
+    fn inlined_functions_are_frames_of_their_own() {
+        // The addresses' names as the debug info gives them (innermost inlined first): the
+        // leaf's pc holds `softmax` inlined into `closure` inlined into `call_mut`; its caller's
+        // return address (0x2001, its call at 0x2000) is plain `run`; 0x3000 is unnamed.
+        let mut symbols: HashMap<usize, Vec<String>> = HashMap::new();
+        symbols.insert(0x1000, vec!["softmax".into(), "closure".into(), "call_mut".into()]);
+        symbols.insert(0x2000, vec!["run".into()]);
+        symbols.insert(0x3000, vec![]);
+        let leaf: StackKey = (0, 0, 0, vec![0x1000, 0x2001].into_boxed_slice());
+        let other: StackKey = (0, 0, 0, vec![0x3000, 0x2001].into_boxed_slice());
+        let threads = vec![SampledThread { tid: 1, name: None }];
+        let (samples, index) = resolve(
+            1000,
+            threads,
+            [(&leaf, 3), (&other, 1)].into_iter(),
+            &mut symbols,
+        );
+        assert_eq!(
+            names(&samples, index[0] as usize),
+            ["softmax", "closure", "call_mut", "run"]
+        );
+        assert_eq!(names(&samples, index[1] as usize), ["?", "run"]);
+        // Each name is one function, however many addresses hold it.
+        assert_eq!(samples.functions.len(), 5);
+        assert_eq!(samples.stacks[index[0] as usize].count, 3);
     }
 }
