@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::sync::{Mutex, MutexGuard};
 
 use profiler_core::format::CpuSamples;
-use profiler_core::{probe, profiled, Config, Filter, InitGuard, Mode, Profile};
+use profiler_core::{probe, profiled, Config, Filter, InitGuard, Mode, Profile, SampleClock};
 
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -28,7 +28,12 @@ fn start(name: &str, hz: u32) -> InitGuard {
 }
 
 fn start_with(name: &str, hz: u32, filter: Filter) -> InitGuard {
+    start_on(name, hz, filter, SampleClock::Auto)
+}
+
+fn start_on(name: &str, hz: u32, filter: Filter, clock: SampleClock) -> InitGuard {
     let config = Config {
+        cpu_sample_clock: clock,
         filter,
         mode: Mode::Sample,
         warmup: 1,
@@ -612,17 +617,79 @@ fn work_for(cpu: std::time::Duration) -> u64 {
     x
 }
 
-/// Whether a POSIX timer notifies thread `tid` (`/proc/self/timers`; `None` when the kernel
-/// does not list timers there).
+/// Whether a POSIX timer or a perf event notifies thread `tid` (`None` when the kernel does
+/// not list timers in `/proc/self/timers`).
 fn timer_notifies(tid: i32) -> Option<bool> {
-    let timers = std::fs::read_to_string("/proc/self/timers").ok()?;
-    // A line such as `notify: signal/tid.1234`.
-    let want = format!("/tid.{tid}");
-    Some(
-        timers
-            .lines()
-            .any(|line| line.starts_with("notify:") && line.trim_end().ends_with(&want)),
-    )
+    Some(timer_threads()?.contains(&tid))
+}
+
+/// The threads a task-clock event's signals go to: the owners (`F_GETOWN_EX`) of this
+/// process's perf event descriptors.
+fn perf_event_owners() -> Vec<i32> {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    let mut owners = Vec::new();
+    for fd in fds.flatten() {
+        let Ok(fd_num) = fd.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let is_perf = std::fs::read_link(fd.path())
+            .is_ok_and(|target| target.to_string_lossy() == "anon_inode:[perf_event]");
+        if !is_perf {
+            continue;
+        }
+        // `struct f_owner_ex`: type, pid.
+        let mut owner = [0i32; 2];
+        // SAFETY: F_GETOWN_EX (16) writes a `struct f_owner_ex` into `owner`.
+        if unsafe { libc::fcntl(fd_num, 16, owner.as_mut_ptr()) } == 0 && owner[1] > 0 {
+            owners.push(owner[1]);
+        }
+    }
+    owners
+}
+
+/// This process's perf event descriptor whose signals go to thread `tid`, if any.
+fn perf_event_of(tid: i32) -> Option<i32> {
+    let fds = std::fs::read_dir("/proc/self/fd").ok()?;
+    fds.flatten().find_map(|fd| {
+        let fd_num = fd.file_name().to_string_lossy().parse::<i32>().ok()?;
+        let target = std::fs::read_link(fd.path()).ok()?;
+        if target.to_string_lossy() != "anon_inode:[perf_event]" {
+            return None;
+        }
+        let mut owner = [0i32; 2];
+        // SAFETY: F_GETOWN_EX (16) writes a `struct f_owner_ex` into `owner`.
+        (unsafe { libc::fcntl(fd_num, 16, owner.as_mut_ptr()) } == 0 && owner[1] == tid)
+            .then_some(fd_num)
+    })
+}
+
+/// Whether this process may open a task-clock perf event of the calling thread (what the
+/// sampler's `auto` clock needs).
+fn perf_events_allowed() -> bool {
+    // perf_event_attr, version 0 (64 bytes): software task clock, disabled, user time only.
+    let mut attr = [0u64; 8];
+    attr[0] = 1 | (64 << 32); // type PERF_TYPE_SOFTWARE, size 64
+    attr[1] = 1; // PERF_COUNT_SW_TASK_CLOCK
+    attr[2] = 1_000_000; // sample_period
+    attr[5] = 1 | (1 << 5) | (1 << 6); // disabled, exclude_kernel, exclude_hv
+                                       // SAFETY: a valid perf_event_attr of the size it states.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr.as_ptr(),
+            0 as libc::pid_t,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            8 as libc::c_ulong,
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: ours, closed once.
+        unsafe { libc::close(fd as i32) };
+    }
+    fd >= 0
 }
 
 #[test]
@@ -684,17 +751,17 @@ fn a_thread_that_runs_no_probe_is_sampled() {
     }
 }
 
-/// The threads `/proc/self/timers` says a POSIX timer notifies (`None` when the kernel does
-/// not list timers there).
+/// The threads a POSIX timer (`/proc/self/timers`) or a task-clock perf event notifies
+/// (`None` when the kernel does not list timers there).
 fn timer_threads() -> Option<Vec<i32>> {
     let timers = std::fs::read_to_string("/proc/self/timers").ok()?;
-    Some(
-        timers
-            .lines()
-            .filter(|line| line.starts_with("notify:"))
-            .filter_map(|line| line.rsplit_once("/tid.")?.1.trim().parse().ok())
-            .collect(),
-    )
+    let mut tids: Vec<i32> = timers
+        .lines()
+        .filter(|line| line.starts_with("notify:"))
+        .filter_map(|line| line.rsplit_once("/tid.")?.1.trim().parse().ok())
+        .collect();
+    tids.extend(perf_event_owners());
+    Some(tids)
 }
 
 #[test]
@@ -858,4 +925,157 @@ fn a_worker_without_events_inherits_the_event_that_handed_it_work() {
         }
     }
     assert!(inherited > 0, "the worker's samples: {:?}", samples.stacks);
+}
+
+/// Tags on the main thread and a helper, `n` rounds each; checks every sample whose function is
+/// known carries its event, and returns the samples.
+fn tagged_run(name: &str, clock: SampleClock) -> (CpuSamples, Vec<i32>) {
+    let guard = start_on(name, 2000, Filter::all(), clock);
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    black_box(layer_a(1));
+    let clocked = timer_threads().unwrap_or_default();
+    let helper = std::thread::spawn(|| {
+        let end = thread_cpu() + std::time::Duration::from_millis(60);
+        let mut x = 0;
+        while thread_cpu() < end {
+            x ^= helper_layer(black_box(20_000));
+        }
+        x
+    });
+    let end = thread_cpu() + std::time::Duration::from_millis(60);
+    while thread_cpu() < end {
+        black_box(layer_a(black_box(20_000)));
+    }
+    black_box(helper.join().unwrap());
+    let samples = finish(name, guard);
+    for stack in &samples.stacks {
+        let names = names(&samples, &stack.frames);
+        match ran_in(&names) {
+            Some("work_in_a") => assert_eq!(stack.layer.as_deref(), Some("sample_a"), "{names:?}"),
+            Some("work_in_helper") => {
+                assert_eq!(stack.layer.as_deref(), Some("sample_helper"), "{names:?}")
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        samples
+            .stacks
+            .iter()
+            .any(|s| s.layer.as_deref() == Some("sample_a")),
+        "samples in layer a"
+    );
+    assert!(
+        clocked.contains(&me),
+        "the main thread is sampled: {clocked:?}"
+    );
+    (samples, clocked)
+}
+
+#[test]
+fn the_perf_task_clock_samples_when_the_kernel_allows_it() {
+    let _serial = serial();
+    if !perf_events_allowed() {
+        eprintln!(
+            "skipped: perf_event_open is refused here (perf_event_paranoid 3, or a seccomp \
+             filter); the sampler uses POSIX timers"
+        );
+        return;
+    }
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    let (samples, _) = tagged_run("perf_clock", SampleClock::Auto);
+    assert_eq!(samples.clock.as_deref(), Some("perf_task_clock"));
+    // The main thread had a task-clock event, and no timer.
+    let timers = std::fs::read_to_string("/proc/self/timers").unwrap_or_default();
+    assert!(
+        !timers.contains(&format!("/tid.{me}")),
+        "no POSIX timer while sampling with perf events: {timers}"
+    );
+    // Its event is closed once sampling stopped.
+    assert_eq!(perf_event_of(me), None, "the event is closed at the end");
+}
+
+#[test]
+fn posix_timers_sample_when_asked_for() {
+    let _serial = serial();
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    let guard = start_on("posix_clock_probe", 2000, Filter::all(), SampleClock::Posix);
+    black_box(layer_a(1));
+    assert_eq!(
+        perf_event_of(me),
+        None,
+        "no perf event with PROF_CPU_SAMPLE_CLOCK=posix"
+    );
+    let _ = finish("posix_clock_probe", guard);
+    let (samples, _) = tagged_run("posix_clock", SampleClock::Posix);
+    assert_eq!(samples.clock.as_deref(), Some("posix_timer"));
+}
+
+/// Sends this thread a `SIGPROF` as a perf event's would come, naming descriptor `fd`.
+fn forge_perf_signal(fd: i32) {
+    // A siginfo_t (128 bytes) with SIGPOLL's fields: signo, errno, code, then band (a long,
+    // at offset 16) and fd (offset 24).
+    let mut info = [0u8; 128];
+    info[0..4].copy_from_slice(&libc::SIGPROF.to_ne_bytes());
+    info[8..12].copy_from_slice(&1i32.to_ne_bytes()); // POLL_IN
+    info[24..28].copy_from_slice(&fd.to_ne_bytes());
+    // SAFETY: a thread may queue a signal with any si_code to itself; `info` is 128 bytes.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_tgsigqueueinfo,
+            libc::getpid(),
+            libc::gettid(),
+            libc::SIGPROF,
+            info.as_ptr(),
+        )
+    };
+}
+
+#[test]
+fn a_signal_naming_another_threads_event_does_not_reach_its_ring() {
+    let _serial = serial();
+    if !perf_events_allowed() {
+        eprintln!("skipped: perf_event_open is refused here; no task-clock events to route");
+        return;
+    }
+    let guard = start("stale_fd", 1000);
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    black_box(layer_b(1000));
+    let fd = perf_event_of(me).expect("this thread has a task-clock event");
+    // Another thread, inside layer `sample_helper`, gets signals naming this thread's event
+    // (as a signal still pending for a closed descriptor that was reused would): they must
+    // not be written into this thread's ring (where they would carry `sample_helper`).
+    std::thread::spawn(move || {
+        let _p = probe!("stale_target", layer = "sample_helper");
+        for _ in 0..200 {
+            forge_perf_signal(fd);
+        }
+    })
+    .join()
+    .unwrap();
+    let samples = finish("stale_fd", guard);
+    let index = samples
+        .threads
+        .iter()
+        .position(|t| t.tid == me as u32)
+        .expect("this thread is sampled") as u32;
+    for stack in samples.stacks.iter().filter(|s| s.thread == index) {
+        assert_ne!(
+            stack.layer.as_deref(),
+            Some("sample_helper"),
+            "a signal of another thread landed in this thread's ring: {:?}",
+            names(&samples, &stack.frames)
+        );
+    }
+    assert!(
+        samples
+            .stacks
+            .iter()
+            .any(|s| s.thread != index && s.layer.as_deref() == Some("sample_helper")),
+        "the forged signals were sampled on their own thread"
+    );
 }

@@ -27,6 +27,8 @@ pub(crate) mod open;
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
 mod cpu;
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
+mod perf;
+#[cfg(all(feature = "cpu-sample", target_os = "linux"))]
 mod threads;
 
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
@@ -56,10 +58,11 @@ pub(crate) fn start(
     hz: u32,
     times: Times,
     clock: Option<&'static crate::instrument::clock::CpuClock>,
+    source: crate::select::config::SampleClock,
 ) {
     #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
     {
-        if let Err(why) = cpu::start(hz, times, clock) {
+        if let Err(why) = cpu::start(hz, times, clock, source) {
             eprintln!("profiler-core: warning: CPU sampling is off: {why}");
             return;
         }
@@ -68,7 +71,7 @@ pub(crate) fn start(
         let _ = open::OPEN.try_with(register_thread);
     }
     #[cfg(not(all(feature = "cpu-sample", target_os = "linux")))]
-    let _ = (hz, times, clock);
+    let _ = (hz, times, clock, source);
 }
 
 /// Registers the thread of `open` with the sampler (once per thread and period of sampling).

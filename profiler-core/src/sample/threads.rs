@@ -169,12 +169,16 @@ pub(super) fn on_signal(
     let Some(info) = (unsafe { info.as_ref() }) else {
         return false;
     };
-    if info.si_code != libc::SI_TIMER {
-        return false;
-    }
-    // SAFETY: an SI_TIMER siginfo carries the timer's sigev_value.
-    let slot = unsafe { info.si_value() }.sival_ptr as usize;
-    let Some(published) = slot.checked_sub(1).and_then(|i| SLOTS.get(i)) else {
+    let slot = if info.si_code == libc::SI_TIMER {
+        // SAFETY: an SI_TIMER siginfo carries the timer's sigev_value.
+        (unsafe { info.si_value() }.sival_ptr as usize).checked_sub(1)
+    } else if super::perf::POLL_CODES.contains(&info.si_code) {
+        // A task-clock event's signal: its descriptor names the slot.
+        super::perf::slot_of(info)
+    } else {
+        None
+    };
+    let Some(published) = slot.and_then(|i| SLOTS.get(i)) else {
         return false;
     };
     let mut recorded = false;
