@@ -1079,3 +1079,83 @@ fn a_signal_naming_another_threads_event_does_not_reach_its_ring() {
         "the forged signals were sampled on their own thread"
     );
 }
+
+static SIGPROFS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+extern "C" fn count_sigprof(_: libc::c_int) {
+    SIGPROFS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Installs [`count_sigprof`] for `SIGPROF`; returns the action it replaced.
+fn count_sigprofs() -> libc::sigaction {
+    // SAFETY: the action is zeroed then filled as sigaction(2) says; the handler only touches
+    // an atomic.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = count_sigprof as *const () as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        assert_eq!(libc::sigaction(libc::SIGPROF, &action, &mut old), 0);
+        old
+    }
+}
+
+#[test]
+fn a_forked_child_gets_no_signal_and_keeps_no_clock_running() {
+    let _serial = serial();
+    let guard = start("fork", 2000);
+    black_box(layer_a(1000));
+    let mut pipe = [0i32; 2];
+    // SAFETY: two descriptors written into `pipe`.
+    assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
+    // SAFETY: the child calls only async-signal-safe functions (sigaction, clock_gettime,
+    // read, _exit) and arithmetic.
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0, "fork");
+    if child == 0 {
+        // The child holds copies of the parent's event descriptors. It counts the SIGPROFs
+        // it gets while it computes, then waits for the parent to close the pipe.
+        let _ = count_sigprofs();
+        black_box(work_for(std::time::Duration::from_millis(50)));
+        let mut byte = 0u8;
+        // SAFETY: the read end of our pipe, one byte.
+        unsafe {
+            libc::close(pipe[1]);
+            libc::read(pipe[0], (&mut byte as *mut u8).cast(), 1);
+            libc::_exit(SIGPROFS.load(std::sync::atomic::Ordering::SeqCst).min(100) as i32)
+        }
+    }
+    // SAFETY: our descriptor, closed once.
+    unsafe { libc::close(pipe[0]) };
+    // The parent's thread is still sampled after the fork.
+    let end = thread_cpu() + std::time::Duration::from_millis(50);
+    while thread_cpu() < end {
+        black_box(layer_b(black_box(20_000)));
+    }
+    let samples = finish("fork", guard);
+    assert!(
+        samples
+            .stacks
+            .iter()
+            .any(|s| s.layer.as_deref() == Some("sample_b")),
+        "the parent is sampled after the fork"
+    );
+    // Sampling has stopped: with the child still holding its copies of the descriptors, this
+    // thread must get no more SIGPROF (each event was disabled before it was closed).
+    let old = count_sigprofs();
+    SIGPROFS.store(0, std::sync::atomic::Ordering::SeqCst);
+    black_box(work_for(std::time::Duration::from_millis(100)));
+    let after_stop = SIGPROFS.load(std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: puts back the action `count_sigprofs` replaced.
+    unsafe { libc::sigaction(libc::SIGPROF, &old, std::ptr::null_mut()) };
+    let mut status = 0;
+    // SAFETY: our pipe's write end; our child.
+    unsafe {
+        libc::close(pipe[1]);
+        assert_eq!(libc::waitpid(child, &mut status, 0), child);
+    }
+    assert_eq!(after_stop, 0, "SIGPROFs after sampling stopped");
+    assert!(libc::WIFEXITED(status), "the child exited: {status:#x}");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "SIGPROFs the child got");
+}

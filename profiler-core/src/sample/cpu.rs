@@ -1,13 +1,17 @@
-//! The CPU sampler (Linux): per-thread CPU-time timers, the `SIGPROF` handler, the rings it
-//! writes, the drain, and the symbols resolved at the end.
+//! The CPU sampler (Linux): a clock per thread, the `SIGPROF` handler, the rings it writes,
+//! the drain, and the symbols resolved at the end.
 //!
-//! - Each sampled thread gets a timer of its own CPU clock (`timer_create` on its
-//!   thread CPU clock, `SIGEV_THREAD_ID` to it): a thread is sampled for the CPU
-//!   time it uses, and the signal lands on the thread that used it. (A process-wide
+//! - Each sampled thread gets a clock of its own CPU time that signals that thread: a
+//!   task-clock perf event (`perf.rs`; a high-resolution timer, one signal per period) where
+//!   the kernel allows it, else a timer of its CPU clock (`timer_create` on its thread CPU
+//!   clock, `SIGEV_THREAD_ID` to it; `threads.rs`). A thread is sampled for the CPU time it
+//!   uses, and the signal lands on the thread that used it. (A process-wide
 //!   `setitimer(ITIMER_PROF)` lets the kernel pick the thread, which attributes by who runs at
 //!   the tick rather than who used the time.) The kernel checks CPU timers at its tick, so at
-//!   rates above the tick rate one signal may stand for several expirations: each sample is
-//!   weighted by `1 + timer_getoverrun`.
+//!   rates above the tick rate one timer signal may stand for several expirations: each such
+//!   sample is weighted by `1 + timer_getoverrun`. The session picks the clock once at start
+//!   (`PROF_CPU_SAMPLE_CLOCK`); a thread whose event cannot be opened or routed (out of
+//!   descriptors) gets a timer.
 //! - Which threads: every thread of the process (`threads.rs` scans `/proc/self/task` at start
 //!   and every 200 ms), and a thread that runs a probe registers itself at once.
 //! - The handler is async-signal-safe: it reads two thread-locals (the ring, the open events;
@@ -19,14 +23,15 @@
 //!   `continuous` modes on the CPU clock the record also holds the sample's time: a mark of the
 //!   session's clock, the one the events' marks are (the time-stamp counter, or
 //!   `clock_gettime(CLOCK_MONOTONIC)` where it is not trusted; both async-signal-safe). No
-//!   allocation, lock or call other than `timer_getoverrun`, `gettid` and that clock; `errno`
-//!   is kept.
+//!   allocation, lock or call other than `timer_getoverrun` (timers only), `gettid` and that
+//!   clock; `errno` is kept.
 //! - A thread of ours drains the rings every 50 ms into counts of identical stacks (cold path,
 //!   under a lock), and, when times are kept, each sample's time and stack (at most
 //!   [`SampleTimeline::BOUND`]): `trace` mode places them on the events' time line at the end
 //!   (`cpu_samples.timeline`); `continuous` mode's writer takes each window's out
 //!   ([`collect_window`]). At thread exit the thread's timer is deleted (for a thread a scan
-//!   found, at the scan that finds it ended), its ring drained and put back into a pool for the
+//!   found, at the scan that finds it ended; a thread's event is disabled, then closed), its
+//!   ring drained and put back into a pool for the
 //!   next thread, so memory follows the threads alive, not the threads
 //!   ever started. At the end the timers are deleted, the rings drained, and the addresses
 //!   resolved (the `backtrace` crate: symbol tables and debug info, in-process, so that

@@ -2,8 +2,9 @@
 //!
 //! - `open.rs`: while sampling is on, each run publishes itself as its thread's open event (a
 //!   fixed-size thread-local stack), which tags the samples and answers [`open_event`].
-//! - `cpu.rs` (Linux, feature `cpu-sample`): a per-thread CPU-time timer
-//!   (`timer_create(CLOCK_THREAD_CPUTIME_ID)` delivering `SIGPROF` to that thread), the
+//! - `cpu.rs` (Linux, feature `cpu-sample`): a clock per thread delivering `SIGPROF` to
+//!   that thread every period of its CPU time (`perf.rs`'s task-clock event, or, where the
+//!   kernel refuses it or `PROF_CPU_SAMPLE_CLOCK=posix`, a `timer_create` timer), the
 //!   async-signal-safe handler that walks the frame pointers into the thread's ring of
 //!   fixed-size records (with the sample's time in `trace` and `continuous` modes), the drain
 //!   that counts identical stacks, and the symbols resolved at the end (the `backtrace`
@@ -19,8 +20,9 @@
 //! first runs an annotated function or probe (a ring from the pool or a new one, and a timer;
 //! one a scan already found keeps its own). A thread that starts and ends between two scans
 //! without running a probe is not sampled; [`sample_this_thread`] registers one at once. The
-//! sampler's own thread is not sampled. A forked child inherits no timer (`timer_create`
-//! timers are not inherited): it is not sampled.
+//! sampler's own thread is not sampled. A forked child inherits no timer and no event
+//! (`timer_create` timers are not inherited; the events have no `inherit` bit, and their
+//! signals go to the parent's threads): it is not sampled.
 
 pub(crate) mod open;
 

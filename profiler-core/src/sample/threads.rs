@@ -3,14 +3,16 @@
 //! this module, not the other way round).
 //!
 //! - **Discovery.** When the sampler starts, and then every [`RESCAN_TICKS`] drains (200 ms) on
-//!   the sampler's own thread, `/proc/self/task` is listed and each thread that has no timer
-//!   yet gets one: a `timer_create` on *that* thread's CPU clock (the clock id glibc's
-//!   `pthread_getcpuclockid` makes from a thread id), `SIGEV_THREAD_ID` to it, its ring reserved
-//!   and published in [`SLOTS`] before the timer is armed. The sampler's own thread is left
+//!   the sampler's own thread, `/proc/self/task` is listed and each thread that has no clock
+//!   yet gets one: a task-clock event of that thread (`perf.rs`), or a `timer_create` on *that*
+//!   thread's CPU clock (the clock id glibc's `pthread_getcpuclockid` makes from a thread id),
+//!   `SIGEV_THREAD_ID` to it; its ring reserved and published in [`SLOTS`] before the clock
+//!   is armed. The sampler's own thread is left
 //!   out. A thread that starts and ends between two scans, and runs no probe, is not sampled.
 //!   The cap on threads sampled at once is [`SLOTS_LEN`]; threads over it are counted once
 //!   each (the warning at the end).
-//! - **Which ring.** Every timer carries its slot (`sigev_value` = slot + 1). The handler takes
+//! - **Which ring.** Every timer carries its slot (`sigev_value` = slot + 1); an event's
+//!   signal carries its descriptor, which `perf.rs` maps to the slot. The handler takes
 //!   the ring of the slot the signal names when the slot's thread id is its own (a signal of a
 //!   deleted timer may still arrive; a slot may have been given to another thread since), else
 //!   the thread's thread-local ring if it has one. The slot comes first: the thread-local ring
@@ -38,7 +40,9 @@
 //!   `timer_delete` on it succeeds and frees it; its ring is drained and goes back to the pool
 //!   (`a_thread_that_runs_no_probe_and_ends_gives_its_timer_back` watches `/proc/self/timers`).
 //!   A thread id reused by a new thread between two scans is seen the same way (the old
-//!   timer, bound to the old thread, is dead) and the new thread gets a timer of its own.
+//!   timer, bound to the old thread, is dead) and the new thread gets a timer of its own. A
+//!   thread's task-clock event is found dead the same way: `poll` reports it hung up once its
+//!   thread has exited (`perf.rs`); it is disabled, unmapped and closed.
 
 use std::collections::HashSet;
 use std::sync::atomic::{
