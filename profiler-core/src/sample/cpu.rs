@@ -185,8 +185,9 @@ impl Drop for Registered {
 /// What interrupts a sampled thread.
 #[derive(Clone, Copy, Debug)]
 enum Clock {
-    /// A task-clock event (`perf.rs`): its descriptor.
-    Perf(i32),
+    /// A task-clock event (`perf.rs`): its descriptor, and when its thread started
+    /// (`threads::start_time`, `None` when it could not be read).
+    Perf(i32, Option<u64>),
     /// A timer of the thread's CPU clock (`threads.rs`): its `timer_t`.
     Posix(usize),
 }
@@ -196,7 +197,7 @@ impl Clock {
     /// through it any more (taken once: the caller took the thread out of `active`).
     fn stop(self, slot: usize) {
         match self {
-            Clock::Perf(fd) => {
+            Clock::Perf(fd, _) => {
                 perf::disable(fd);
                 threads::retire(slot);
                 perf::close(fd);
@@ -209,10 +210,14 @@ impl Clock {
         }
     }
 
-    /// Whether the thread it samples has ended.
-    fn thread_ended(self) -> bool {
+    /// Whether the thread it samples, `tid`, has ended (a thread that reused its id is
+    /// another).
+    fn thread_ended(self, tid: i32) -> bool {
         match self {
-            Clock::Perf(fd) => perf::ended(fd),
+            Clock::Perf(_, started) => {
+                let now = threads::start_time(tid);
+                now.is_none() || (started.is_some() && now != started)
+            }
             Clock::Posix(timer) => threads::timer_dead(timer),
         }
     }
@@ -578,7 +583,7 @@ fn register(
         None
     };
     let clock = match event {
-        Some(fd) => Some(Clock::Perf(fd)),
+        Some(fd) => Some(Clock::Perf(fd, threads::start_time(tid))),
         None => threads::create_timer(tid, slot).map(Clock::Posix),
     };
     let Some(clock) = clock else {
@@ -591,7 +596,7 @@ fn register(
         return None;
     };
     match clock {
-        Clock::Perf(_) => ring.overruns.store(false, SeqCst),
+        Clock::Perf(..) => ring.overruns.store(false, SeqCst),
         Clock::Posix(timer) => {
             ring.timer.store(timer, SeqCst);
             ring.overruns.store(true, SeqCst);
@@ -615,7 +620,7 @@ fn register(
     });
     match clock {
         Clock::Posix(timer) => threads::arm(timer, inner.hz),
-        Clock::Perf(fd) => {
+        Clock::Perf(fd, _) => {
             if !perf::route_and_enable(fd, tid, slot) {
                 // Its descriptor is past what the handler routes (or fcntl refused): a timer
                 // instead, in the same slot.
@@ -664,13 +669,15 @@ fn scan(inner: &mut Inner, skip: Option<i32>) {
     for slot in 0..inner.active.len() {
         let dead = inner.active[slot]
             .as_ref()
-            .is_some_and(|a| a.foreign && a.clock.thread_ended());
+            .is_some_and(|a| a.foreign && a.clock.thread_ended(a.tid));
         if let Some(thread) = inner.active[slot].take_if(|_| dead) {
             thread.clock.stop(slot);
             inner.counts.drain(thread.ring, thread.index);
             inner.pool.push(thread.ring);
         }
     }
+    // Those left are alive: their names read again.
+    refresh_names(inner);
     let sampled: std::collections::HashSet<i32> =
         inner.active.iter().flatten().map(|a| a.tid).collect();
     for tid in threads::list_threads() {
@@ -694,6 +701,18 @@ fn scan(inner: &mut Inner, skip: Option<i32>) {
                 set_bounds(active.ring, lo, hi);
             }
             threads::bounds_known(slot);
+        }
+    }
+}
+
+/// The names of the threads a scan found, read again: a thread found just after it was
+/// created may not have set its name yet (it then has its creator's).
+fn refresh_names(inner: &mut Inner) {
+    for active in inner.active.iter().flatten().filter(|a| a.foreign) {
+        if let Some(name) = threads::thread_name(active.tid) {
+            if let Some(thread) = inner.threads.get_mut(active.index as usize) {
+                thread.name = Some(name);
+            }
         }
     }
 }
@@ -759,6 +778,7 @@ pub(crate) fn stop_and_collect(place: Place<'_>, wanted: bool) -> Option<CpuSamp
     }
     let mut guard = lock(&sampler.inner);
     let inner = &mut *guard;
+    refresh_names(inner);
     for (index, slot) in inner.active.iter_mut().enumerate() {
         if let Some(thread) = slot.take() {
             thread.clock.stop(index);

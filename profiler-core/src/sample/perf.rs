@@ -13,6 +13,10 @@
 //!   against its own: a descriptor closed and then reused for another thread's event may route
 //!   a signal still pending for the first thread to the second's slot, whose thread id is not
 //!   the first's, so it is refused there.
+//! - **Threads that end.** Nothing on the event says so (`poll` reports an event without a
+//!   ring buffer hung up whether or not its thread lives), so a scan compares the thread's
+//!   start time (`/proc/self/task/TID/stat`) with the one read when the event was opened:
+//!   gone, or another thread under a reused id, and the event is retired.
 //! - **Retiring.** An event is disabled (`PERF_EVENT_IOC_DISABLE`: also a copy of its
 //!   descriptor a forked child holds stops counting), its descriptor unmapped, its slot
 //!   retired, then closed.
@@ -184,19 +188,6 @@ pub(super) fn disable(fd: i32) {
 pub(super) fn close(fd: i32) {
     // SAFETY: `fd` is ours, closed once.
     unsafe { libc::close(fd) };
-}
-
-/// Whether the thread event `fd` samples has ended (the kernel then reports the event hung
-/// up).
-pub(super) fn ended(fd: i32) -> bool {
-    let mut poll = libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no wait.
-    let n = unsafe { libc::poll(&mut poll, 1, 0) };
-    n > 0 && poll.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
 /// The slot the descriptor of an `O_ASYNC` signal's `info` maps to, if any. Async-signal-safe.

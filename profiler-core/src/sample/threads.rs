@@ -244,6 +244,16 @@ pub(super) fn list_threads() -> Vec<i32> {
         .collect()
 }
 
+/// When thread `tid` of this process started (clock ticks after boot, `/proc/self/task/TID/stat`'s
+/// 22nd field), `None` when it is gone: with its id, it tells a thread from a later one that
+/// reused the id.
+pub(super) fn start_time(tid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // The name, in parentheses, may hold spaces: the fields after it start at the 3rd.
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_ascii_whitespace().nth(22 - 3)?.parse().ok()
+}
+
 /// Whether thread `tid` of this process is alive.
 pub(super) fn alive(tid: i32) -> bool {
     std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
