@@ -1215,3 +1215,72 @@ fn a_thread_found_by_a_scan_keeps_its_one_registration_while_it_lives() {
         samples.threads
     );
 }
+
+/// The descriptors of this process that are perf events.
+fn perf_event_fds() -> Vec<i32> {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter(|fd| {
+            std::fs::read_link(fd.path())
+                .is_ok_and(|t| t.to_string_lossy() == "anon_inode:[perf_event]")
+        })
+        .filter_map(|fd| fd.file_name().to_string_lossy().parse().ok())
+        .collect()
+}
+
+#[test]
+fn task_clock_events_take_at_most_half_the_descriptors() {
+    let _serial = serial();
+    if !perf_events_allowed() {
+        eprintln!("skipped: perf_event_open is refused here; no task-clock events");
+        return;
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is written by the call.
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+        0
+    );
+    let low = libc::rlimit {
+        rlim_cur: 64,
+        rlim_max: limit.rlim_max,
+    };
+    // SAFETY: a valid rlimit; put back below.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &low) }, 0);
+    let guard = start("fd_cap", 1000);
+    let (tell, told) = std::sync::mpsc::channel::<()>();
+    let release = std::sync::Arc::new(std::sync::Barrier::new(41));
+    let workers: Vec<_> = (0..40)
+        .map(|_| {
+            let (tell, release) = (tell.clone(), release.clone());
+            std::thread::spawn(move || {
+                profiler_core::sample_this_thread();
+                tell.send(()).unwrap();
+                release.wait();
+            })
+        })
+        .collect();
+    for _ in 0..40 {
+        told.recv().unwrap();
+    }
+    // Every worker is registered: an event or a timer each.
+    let fds = perf_event_fds();
+    release.wait();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    let samples = finish("fd_cap", guard);
+    // SAFETY: the limit read above.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
+    assert_eq!(samples.clock.as_deref(), Some("perf_task_clock"));
+    assert!(!fds.is_empty(), "task-clock events");
+    assert!(
+        fds.iter().all(|&fd| fd < 32),
+        "events below half the limit of 64: {fds:?}"
+    );
+}

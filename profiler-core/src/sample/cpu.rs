@@ -803,8 +803,8 @@ pub(crate) fn stop_and_collect(place: Place<'_>, wanted: bool) -> Option<CpuSamp
     if inner.timer_threads > 0 {
         eprintln!(
             "profiler-core: warning: {} threads were sampled by POSIX timers (checked at the \
-             kernel's tick), not task-clock events: their event could not be opened (out of \
-             file descriptors?) or its descriptor was {} or more",
+             kernel's tick), not task-clock events: their event could not be opened, or it \
+             would have taken the program's file descriptors past half its limit (or {})",
             inner.timer_threads,
             perf::FDS_LEN
         );

@@ -8,8 +8,9 @@
 //!
 //! - **Which ring.** The signal's `siginfo` carries the event's descriptor (`si_fd`, `si_code`
 //!   `POLL_IN`); [`FDS`] maps a descriptor to its slot (`threads.rs`), filled on the cold path
-//!   before the event is enabled. Descriptors are small integers; one at or past [`FDS_LEN`] is
-//!   not used (the thread gets a timer instead). The handler still checks the slot's thread id
+//!   before the event is enabled. Descriptors are small integers; one at or past [`FDS_LEN`],
+//!   or past half the process's limit on descriptors, is not used (the thread gets a timer
+//!   instead, see [`FD_CAP`]). The handler still checks the slot's thread id
 //!   against its own: a descriptor closed and then reused for another thread's event may route
 //!   a signal still pending for the first thread to the second's slot, whose thread id is not
 //!   the first's, so it is refused there.
@@ -27,11 +28,18 @@
 //!   some kernels), a seccomp filter (containers), or a kernel without perf events; the
 //!   sampler then uses the timers for the whole session, and says so once.
 
-use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::SeqCst};
 
 /// Descriptors the handler can route: an event whose descriptor is at or past this is closed
 /// and its thread gets a timer instead.
 pub(super) const FDS_LEN: usize = 4096;
+
+/// The first descriptor not used for an event: [`FDS_LEN`], or half the process's soft limit
+/// on descriptors (`RLIMIT_NOFILE`, read by [`available`]) when that is less. Descriptors are
+/// given lowest first, so an event at or past it means the program's table is half full: the
+/// thread gets a timer, and the program keeps the other half (1,024 threads would otherwise
+/// take every descriptor of the usual limit of 1,024).
+static FD_CAP: AtomicUsize = AtomicUsize::new(FDS_LEN);
 
 /// Descriptor -> slot + 1 (0: none), for the handler.
 static FDS: [AtomicU32; FDS_LEN] = [const { AtomicU32::new(0) }; FDS_LEN];
@@ -124,6 +132,19 @@ pub(super) fn open(tid: i32, hz: u32) -> Result<i32, std::io::Error> {
 /// Whether this process may sample its threads with task-clock events: `Err` with the
 /// kernel's refusal, in words, when not (an event of the calling thread is opened and closed).
 pub(super) fn available(hz: u32) -> Result<(), String> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is written by the call.
+    let cap = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        usize::try_from(limit.rlim_cur / 2)
+            .unwrap_or(FDS_LEN)
+            .min(FDS_LEN)
+    } else {
+        FDS_LEN
+    };
+    FD_CAP.store(cap, SeqCst);
     match open(0, hz) {
         Ok(fd) => {
             close(fd);
@@ -148,10 +169,14 @@ pub(super) fn available(hz: u32) -> Result<(), String> {
 }
 
 /// Routes the signals of event `fd` to `slot` (for the handler) and to thread `tid`, then
-/// enables it. `false` when it cannot be routed (`fd` past [`FDS_LEN`], or `fcntl` refused):
-/// the caller closes it.
+/// enables it. `false` when it is not (`fd` at or past [`FD_CAP`], or `fcntl` refused): the
+/// caller closes it.
 pub(super) fn route_and_enable(fd: i32, tid: i32, slot: usize) -> bool {
-    let Some(entry) = usize::try_from(fd).ok().and_then(|i| FDS.get(i)) else {
+    let Some(entry) = usize::try_from(fd)
+        .ok()
+        .filter(|&i| i < FD_CAP.load(SeqCst))
+        .and_then(|i| FDS.get(i))
+    else {
         return false;
     };
     entry.store(slot as u32 + 1, SeqCst);
