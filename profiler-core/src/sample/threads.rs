@@ -38,11 +38,13 @@
 //!   kernel stops a CPU timer whose thread is gone, and `timer_gettime` then reads zero; a
 //!   live periodic timer never does, an expiry due but not yet delivered reads 1 ns), and
 //!   `timer_delete` on it succeeds and frees it; its ring is drained and goes back to the pool
-//!   (`a_thread_that_runs_no_probe_and_ends_gives_its_timer_back` watches `/proc/self/timers`).
+//!   (`a_thread_that_runs_no_probe_and_ends_gives_its_timer_back` watches `/proc/self/timers`,
+//!   and the owners of the perf event descriptors).
 //!   A thread id reused by a new thread between two scans is seen the same way (the old
 //!   timer, bound to the old thread, is dead) and the new thread gets a timer of its own. A
-//!   thread's task-clock event is found dead the same way: `poll` reports it hung up once its
-//!   thread has exited (`perf.rs`); it is disabled, unmapped and closed.
+//!   thread's task-clock event is found dead when its thread's start time ([`start_time`])
+//!   is gone or differs from the one read when the event was opened (a reused id; `perf.rs`):
+//!   it is disabled, unmapped and closed.
 
 use std::collections::HashSet;
 use std::sync::atomic::{
