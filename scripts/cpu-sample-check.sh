@@ -5,10 +5,13 @@
 # within 3 points of the truth (h all of b; k all of helper; f and g in layer a at 3:1 of work,
 # whose shares of time the example measures itself with its thread's CPU clock around each call
 # and prints as `truth: f F g G`: 3:1 of work is 3:1 of time only if a round costs both the
-# same). It also prints the sampling's expected error: the kernel checks CPU timers at its tick
-# (CONFIG_HZ), so above that rate a signal stands for several periods (its weight) and the
-# independent samples are about CPU seconds x min(HZ, CONFIG_HZ); one standard error of a
-# share p from n of them is sqrt(p (1 - p) / n). With
+# same). It also prints the sampling's expected error: with the perf_event task clock
+# (`cpu_samples.clock` perf_task_clock, the default where the kernel allows it) each period is
+# a signal of its own, so the independent samples are about CPU seconds x HZ; with POSIX
+# timers (posix_timer: PROF_CPU_SAMPLE_CLOCK=posix, or the fallback) the kernel checks them at
+# its tick (CONFIG_HZ), so above that rate a signal stands for several periods (its weight)
+# and they are about CPU seconds x min(HZ, CONFIG_HZ); one standard error of a share p from n
+# of them is sqrt(p (1 - p) / n). PROF_CPU_SAMPLE_CLOCK is passed on to the example. With
 # `go` on PATH, also reads the pprof profile back with `go tool pprof`; then runs a stripped copy
 # (addresses instead of names, and no crash).
 #
@@ -76,11 +79,13 @@ share = right / inside if inside else 0
 print(f"inside an annotated event: {inside} samples, tagged right: {right} ({100*share:.2f}%)")
 ok &= share >= 0.99
 truth = {"a": {"f": truth_f, "g": truth_g}, "b": {"h": 100.0}, "helper": {"k": 100.0}}
-# Independent samples: a sample stands for `weight` periods of 1/hz s; the kernel looks at most
-# once a tick.
-per_second = min(s["hz"], config_hz)
+# Independent samples: a task-clock event signals every period; a POSIX timer's sample stands
+# for `weight` periods of 1/hz s, the kernel looking at most once a tick.
+clock = s.get("clock") or "posix_timer"
+per_second = s["hz"] if clock == "perf_task_clock" else min(s["hz"], config_hz)
 print(f"truth of layer a, measured (CPU time in f and g): f {truth_f:.2f}%, g {truth_g:.2f}% "
-      f"(3:1 of work would be 75/25); timers checked at CONFIG_HZ={config_hz}")
+      f"(3:1 of work would be 75/25); sampled by {clock}"
+      + ("" if clock == "perf_task_clock" else f", timers checked at CONFIG_HZ={config_hz}"))
 for layer, want in truth.items():
     got = leaf_in_layer.get(layer, {})
     n = sum(got.values())

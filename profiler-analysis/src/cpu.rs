@@ -104,10 +104,16 @@ pub fn top_functions(samples: &CpuSamples, n: usize) -> Vec<EventFunctions> {
 /// samples with their share of the event's samples.
 pub fn report_text(samples: &CpuSamples, n: usize) -> String {
     let mut out = format!(
-        "CPU samples: {} at {} Hz on {} threads{}; top functions by self samples per event\n",
+        "CPU samples: {} at {} Hz on {} threads{}{}; top functions by self samples per event\n",
         samples.taken,
         samples.hz,
         samples.threads.len(),
+        match samples.clock.as_deref() {
+            Some("perf_task_clock") => ", by perf task-clock events".to_owned(),
+            Some("posix_timer") => ", by POSIX CPU-time timers".to_owned(),
+            Some(other) => format!(", by {}", crate::printable(other)),
+            None => String::new(),
+        },
         if samples.dropped > 0 {
             format!(" ({} dropped)", samples.dropped)
         } else {
@@ -408,4 +414,27 @@ pub fn pprof_gz(profile: &proto::PprofProfile) -> Vec<u8> {
     // Writing into a Vec cannot fail.
     gz.write_all(&raw).expect("in memory");
     gz.finish().expect("in memory")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_names_the_clock_that_sampled() {
+        let mut samples = CpuSamples {
+            hz: 1000,
+            taken: 7,
+            ..CpuSamples::default()
+        };
+        let head = |s: &CpuSamples| report_text(s, 5).lines().next().unwrap().to_owned();
+        assert_eq!(
+            head(&samples),
+            "CPU samples: 7 at 1000 Hz on 0 threads; top functions by self samples per event"
+        );
+        samples.clock = Some("perf_task_clock".into());
+        assert!(head(&samples).contains("0 threads, by perf task-clock events;"));
+        samples.clock = Some("posix_timer".into());
+        assert!(head(&samples).contains("0 threads, by POSIX CPU-time timers;"));
+    }
 }

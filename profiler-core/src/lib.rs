@@ -180,7 +180,7 @@ mod enabled_api {
     pub use crate::probes::runtime::RuntimeProbe;
     pub use crate::probes::timer::ProbeGuard;
     pub use crate::sample::{open_event, open_layer, sample_this_thread, OpenEvent, OpenLayer};
-    pub use crate::select::config::{Config, ConfigError, DelayAmount, Mode};
+    pub use crate::select::config::{Config, ConfigError, DelayAmount, Mode, SampleClock};
     pub use crate::start::startup::{publish_open_events, InitGuard};
     pub use profiler_format::filter::{Filter, FilterError, Key};
 

@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::sync::{Mutex, MutexGuard};
 
 use profiler_core::format::CpuSamples;
-use profiler_core::{probe, profiled, Config, Filter, InitGuard, Mode, Profile};
+use profiler_core::{probe, profiled, Config, Filter, InitGuard, Mode, Profile, SampleClock};
 
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -28,7 +28,12 @@ fn start(name: &str, hz: u32) -> InitGuard {
 }
 
 fn start_with(name: &str, hz: u32, filter: Filter) -> InitGuard {
+    start_on(name, hz, filter, SampleClock::Auto)
+}
+
+fn start_on(name: &str, hz: u32, filter: Filter, clock: SampleClock) -> InitGuard {
     let config = Config {
+        cpu_sample_clock: clock,
         filter,
         mode: Mode::Sample,
         warmup: 1,
@@ -264,10 +269,14 @@ fn a_deep_recursion_truncates_stacks_and_does_not_crash() {
         samples.stacks.iter().all(|s| s.frames.len() <= 64),
         "no stack longer than the frames kept"
     );
-    assert!(samples
+    // `finish` runs `layer_b` (its first probe registers this thread with the sampler, inside
+    // it): a sample may land there too, at this rate.
+    let other: Vec<_> = samples
         .stacks
         .iter()
-        .all(|s| s.layer.as_deref() == Some("deep") || s.layer.is_none()));
+        .filter(|s| !matches!(s.layer.as_deref(), None | Some("deep") | Some("sample_b")))
+        .collect();
+    assert!(other.is_empty(), "{other:?}");
 }
 
 #[test]
@@ -612,17 +621,79 @@ fn work_for(cpu: std::time::Duration) -> u64 {
     x
 }
 
-/// Whether a POSIX timer notifies thread `tid` (`/proc/self/timers`; `None` when the kernel
-/// does not list timers there).
+/// Whether a POSIX timer or a perf event notifies thread `tid` (`None` when the kernel does
+/// not list timers in `/proc/self/timers`).
 fn timer_notifies(tid: i32) -> Option<bool> {
-    let timers = std::fs::read_to_string("/proc/self/timers").ok()?;
-    // A line such as `notify: signal/tid.1234`.
-    let want = format!("/tid.{tid}");
-    Some(
-        timers
-            .lines()
-            .any(|line| line.starts_with("notify:") && line.trim_end().ends_with(&want)),
-    )
+    Some(timer_threads()?.contains(&tid))
+}
+
+/// The threads a task-clock event's signals go to: the owners (`F_GETOWN_EX`) of this
+/// process's perf event descriptors.
+fn perf_event_owners() -> Vec<i32> {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    let mut owners = Vec::new();
+    for fd in fds.flatten() {
+        let Ok(fd_num) = fd.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let is_perf = std::fs::read_link(fd.path())
+            .is_ok_and(|target| target.to_string_lossy() == "anon_inode:[perf_event]");
+        if !is_perf {
+            continue;
+        }
+        // `struct f_owner_ex`: type, pid.
+        let mut owner = [0i32; 2];
+        // SAFETY: F_GETOWN_EX (16) writes a `struct f_owner_ex` into `owner`.
+        if unsafe { libc::fcntl(fd_num, 16, owner.as_mut_ptr()) } == 0 && owner[1] > 0 {
+            owners.push(owner[1]);
+        }
+    }
+    owners
+}
+
+/// This process's perf event descriptor whose signals go to thread `tid`, if any.
+fn perf_event_of(tid: i32) -> Option<i32> {
+    let fds = std::fs::read_dir("/proc/self/fd").ok()?;
+    fds.flatten().find_map(|fd| {
+        let fd_num = fd.file_name().to_string_lossy().parse::<i32>().ok()?;
+        let target = std::fs::read_link(fd.path()).ok()?;
+        if target.to_string_lossy() != "anon_inode:[perf_event]" {
+            return None;
+        }
+        let mut owner = [0i32; 2];
+        // SAFETY: F_GETOWN_EX (16) writes a `struct f_owner_ex` into `owner`.
+        (unsafe { libc::fcntl(fd_num, 16, owner.as_mut_ptr()) } == 0 && owner[1] == tid)
+            .then_some(fd_num)
+    })
+}
+
+/// Whether this process may open a task-clock perf event of the calling thread (what the
+/// sampler's `auto` clock needs).
+fn perf_events_allowed() -> bool {
+    // perf_event_attr, version 0 (64 bytes): software task clock, disabled, user time only.
+    let mut attr = [0u64; 8];
+    attr[0] = 1 | (64 << 32); // type PERF_TYPE_SOFTWARE, size 64
+    attr[1] = 1; // PERF_COUNT_SW_TASK_CLOCK
+    attr[2] = 1_000_000; // sample_period
+    attr[5] = 1 | (1 << 5) | (1 << 6); // disabled, exclude_kernel, exclude_hv
+                                       // SAFETY: a valid perf_event_attr of the size it states.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr.as_ptr(),
+            0 as libc::pid_t,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            8 as libc::c_ulong,
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: ours, closed once.
+        unsafe { libc::close(fd as i32) };
+    }
+    fd >= 0
 }
 
 #[test]
@@ -631,13 +702,17 @@ fn a_thread_that_runs_no_probe_is_sampled() {
     // One thread that runs no probe is alive when the sampler starts (found by the first
     // scan), the other starts after (found by a later one).
     let (go, wait) = std::sync::mpsc::channel::<()>();
+    let (ready, started) = std::sync::mpsc::channel::<()>();
     let before = std::thread::Builder::new()
         .name("noprobe-before".into())
         .spawn(move || {
+            // Running, so named: the sampler's first scan reads its name.
+            ready.send(()).unwrap();
             wait.recv().unwrap();
             work_for(std::time::Duration::from_millis(100))
         })
         .unwrap();
+    started.recv().unwrap();
     let guard = start("no_probe", 2000);
     go.send(()).unwrap();
     black_box(before.join().unwrap());
@@ -684,17 +759,17 @@ fn a_thread_that_runs_no_probe_is_sampled() {
     }
 }
 
-/// The threads `/proc/self/timers` says a POSIX timer notifies (`None` when the kernel does
-/// not list timers there).
+/// The threads a POSIX timer (`/proc/self/timers`) or a task-clock perf event notifies
+/// (`None` when the kernel does not list timers there).
 fn timer_threads() -> Option<Vec<i32>> {
     let timers = std::fs::read_to_string("/proc/self/timers").ok()?;
-    Some(
-        timers
-            .lines()
-            .filter(|line| line.starts_with("notify:"))
-            .filter_map(|line| line.rsplit_once("/tid.")?.1.trim().parse().ok())
-            .collect(),
-    )
+    let mut tids: Vec<i32> = timers
+        .lines()
+        .filter(|line| line.starts_with("notify:"))
+        .filter_map(|line| line.rsplit_once("/tid.")?.1.trim().parse().ok())
+        .collect();
+    tids.extend(perf_event_owners());
+    Some(tids)
 }
 
 #[test]
@@ -839,6 +914,13 @@ fn a_worker_without_events_inherits_the_event_that_handed_it_work() {
             .unwrap_or_else(|| panic!("{name} is sampled: {:?}", samples.threads)) as u32
     };
     let (worker, idle) = (thread("pool-worker"), thread("idle-worker"));
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() } as u32;
+    let me = samples
+        .threads
+        .iter()
+        .position(|t| t.tid == me)
+        .expect("this thread is sampled") as u32;
     let mut inherited = 0;
     for stack in &samples.stacks {
         let names = names(&samples, &stack.frames);
@@ -850,12 +932,355 @@ fn a_worker_without_events_inherits_the_event_that_handed_it_work() {
         if stack.thread == idle {
             assert_eq!(stack.layer, None, "{names:?}");
         }
-        if stack.thread != worker && stack.thread != idle {
+        // A thread that opens events keeps its own tags. (Any other thread that runs no
+        // event, the test harness's or the profiler's, may inherit too, as a worker does.)
+        if stack.thread == me {
             assert!(
                 !stack.inherited,
-                "only workers inherit: {stack:?} {names:?}"
+                "a thread that opens events inherits nothing: {stack:?} {names:?}"
             );
         }
     }
     assert!(inherited > 0, "the worker's samples: {:?}", samples.stacks);
+}
+
+/// Tags on the main thread and a helper, `n` rounds each; checks every sample whose function is
+/// known carries its event, and returns the samples.
+fn tagged_run(name: &str, clock: SampleClock) -> (CpuSamples, Vec<i32>) {
+    let guard = start_on(name, 2000, Filter::all(), clock);
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    black_box(layer_a(1));
+    let clocked = timer_threads().unwrap_or_default();
+    let helper = std::thread::spawn(|| {
+        let end = thread_cpu() + std::time::Duration::from_millis(60);
+        let mut x = 0;
+        while thread_cpu() < end {
+            x ^= helper_layer(black_box(20_000));
+        }
+        x
+    });
+    let end = thread_cpu() + std::time::Duration::from_millis(60);
+    while thread_cpu() < end {
+        black_box(layer_a(black_box(20_000)));
+    }
+    black_box(helper.join().unwrap());
+    let samples = finish(name, guard);
+    for stack in &samples.stacks {
+        let names = names(&samples, &stack.frames);
+        match ran_in(&names) {
+            Some("work_in_a") => assert_eq!(stack.layer.as_deref(), Some("sample_a"), "{names:?}"),
+            Some("work_in_helper") => {
+                assert_eq!(stack.layer.as_deref(), Some("sample_helper"), "{names:?}")
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        samples
+            .stacks
+            .iter()
+            .any(|s| s.layer.as_deref() == Some("sample_a")),
+        "samples in layer a"
+    );
+    assert!(
+        clocked.contains(&me),
+        "the main thread is sampled: {clocked:?}"
+    );
+    (samples, clocked)
+}
+
+#[test]
+fn the_perf_task_clock_samples_when_the_kernel_allows_it() {
+    let _serial = serial();
+    if !perf_events_allowed() {
+        eprintln!(
+            "skipped: perf_event_open is refused here (perf_event_paranoid 3, or a seccomp \
+             filter); the sampler uses POSIX timers"
+        );
+        return;
+    }
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    let (samples, _) = tagged_run("perf_clock", SampleClock::Auto);
+    assert_eq!(samples.clock.as_deref(), Some("perf_task_clock"));
+    // The main thread had a task-clock event, and no timer.
+    let timers = std::fs::read_to_string("/proc/self/timers").unwrap_or_default();
+    assert!(
+        !timers.contains(&format!("/tid.{me}")),
+        "no POSIX timer while sampling with perf events: {timers}"
+    );
+    // Its event is closed once sampling stopped.
+    assert_eq!(perf_event_of(me), None, "the event is closed at the end");
+}
+
+#[test]
+fn posix_timers_sample_when_asked_for() {
+    let _serial = serial();
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    let guard = start_on("posix_clock_probe", 2000, Filter::all(), SampleClock::Posix);
+    black_box(layer_a(1));
+    assert_eq!(
+        perf_event_of(me),
+        None,
+        "no perf event with PROF_CPU_SAMPLE_CLOCK=posix"
+    );
+    let _ = finish("posix_clock_probe", guard);
+    let (samples, _) = tagged_run("posix_clock", SampleClock::Posix);
+    assert_eq!(samples.clock.as_deref(), Some("posix_timer"));
+}
+
+/// Sends this thread a `SIGPROF` as a perf event's would come, naming descriptor `fd`.
+fn forge_perf_signal(fd: i32) {
+    // A siginfo_t (128 bytes) with SIGPOLL's fields: signo, errno, code, then band (a long,
+    // at offset 16) and fd (offset 24).
+    let mut info = [0u8; 128];
+    info[0..4].copy_from_slice(&libc::SIGPROF.to_ne_bytes());
+    info[8..12].copy_from_slice(&1i32.to_ne_bytes()); // POLL_IN
+    info[24..28].copy_from_slice(&fd.to_ne_bytes());
+    // SAFETY: a thread may queue a signal with any si_code to itself; `info` is 128 bytes.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_tgsigqueueinfo,
+            libc::getpid(),
+            libc::gettid(),
+            libc::SIGPROF,
+            info.as_ptr(),
+        )
+    };
+}
+
+#[test]
+fn a_signal_naming_another_threads_event_does_not_reach_its_ring() {
+    let _serial = serial();
+    if !perf_events_allowed() {
+        eprintln!("skipped: perf_event_open is refused here; no task-clock events to route");
+        return;
+    }
+    let guard = start("stale_fd", 1000);
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    black_box(layer_b(1000));
+    let fd = perf_event_of(me).expect("this thread has a task-clock event");
+    // Another thread, inside layer `sample_helper`, gets signals naming this thread's event
+    // (as a signal still pending for a closed descriptor that was reused would): they must
+    // not be written into this thread's ring (where they would carry `sample_helper`).
+    std::thread::spawn(move || {
+        let _p = probe!("stale_target", layer = "sample_helper");
+        for _ in 0..200 {
+            forge_perf_signal(fd);
+        }
+    })
+    .join()
+    .unwrap();
+    let samples = finish("stale_fd", guard);
+    let index = samples
+        .threads
+        .iter()
+        .position(|t| t.tid == me as u32)
+        .expect("this thread is sampled") as u32;
+    for stack in samples.stacks.iter().filter(|s| s.thread == index) {
+        assert_ne!(
+            stack.layer.as_deref(),
+            Some("sample_helper"),
+            "a signal of another thread landed in this thread's ring: {:?}",
+            names(&samples, &stack.frames)
+        );
+    }
+    assert!(
+        samples
+            .stacks
+            .iter()
+            .any(|s| s.thread != index && s.layer.as_deref() == Some("sample_helper")),
+        "the forged signals were sampled on their own thread"
+    );
+}
+
+static SIGPROFS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+extern "C" fn count_sigprof(_: libc::c_int) {
+    SIGPROFS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Installs [`count_sigprof`] for `SIGPROF`; returns the action it replaced.
+fn count_sigprofs() -> libc::sigaction {
+    // SAFETY: the action is zeroed then filled as sigaction(2) says; the handler only touches
+    // an atomic.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = count_sigprof as *const () as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        assert_eq!(libc::sigaction(libc::SIGPROF, &action, &mut old), 0);
+        old
+    }
+}
+
+#[test]
+fn a_forked_child_gets_no_signal_and_keeps_no_clock_running() {
+    let _serial = serial();
+    let guard = start("fork", 2000);
+    black_box(layer_a(1000));
+    let mut pipe = [0i32; 2];
+    // SAFETY: two descriptors written into `pipe`.
+    assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
+    // SAFETY: the child calls only async-signal-safe functions (sigaction, clock_gettime,
+    // read, _exit) and arithmetic.
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0, "fork");
+    if child == 0 {
+        // The child holds copies of the parent's event descriptors. It counts the SIGPROFs
+        // it gets while it computes, then waits for the parent to close the pipe.
+        let _ = count_sigprofs();
+        black_box(work_for(std::time::Duration::from_millis(50)));
+        let mut byte = 0u8;
+        // SAFETY: the read end of our pipe, one byte.
+        unsafe {
+            libc::close(pipe[1]);
+            libc::read(pipe[0], (&mut byte as *mut u8).cast(), 1);
+            libc::_exit(SIGPROFS.load(std::sync::atomic::Ordering::SeqCst).min(100) as i32)
+        }
+    }
+    // SAFETY: our descriptor, closed once.
+    unsafe { libc::close(pipe[0]) };
+    // The parent's thread is still sampled after the fork.
+    let end = thread_cpu() + std::time::Duration::from_millis(50);
+    while thread_cpu() < end {
+        black_box(layer_b(black_box(20_000)));
+    }
+    let samples = finish("fork", guard);
+    assert!(
+        samples
+            .stacks
+            .iter()
+            .any(|s| s.layer.as_deref() == Some("sample_b")),
+        "the parent is sampled after the fork"
+    );
+    // Sampling has stopped: with the child still holding its copies of the descriptors, this
+    // thread must get no more SIGPROF (each event was disabled before it was closed).
+    let old = count_sigprofs();
+    SIGPROFS.store(0, std::sync::atomic::Ordering::SeqCst);
+    black_box(work_for(std::time::Duration::from_millis(100)));
+    let after_stop = SIGPROFS.load(std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: puts back the action `count_sigprofs` replaced.
+    unsafe { libc::sigaction(libc::SIGPROF, &old, std::ptr::null_mut()) };
+    let mut status = 0;
+    // SAFETY: our pipe's write end; our child.
+    unsafe {
+        libc::close(pipe[1]);
+        assert_eq!(libc::waitpid(child, &mut status, 0), child);
+    }
+    assert_eq!(after_stop, 0, "SIGPROFs after sampling stopped");
+    assert!(libc::WIFEXITED(status), "the child exited: {status:#x}");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "SIGPROFs the child got");
+}
+
+#[test]
+fn a_thread_found_by_a_scan_keeps_its_one_registration_while_it_lives() {
+    let _serial = serial();
+    let guard = start("one_registration", 1000);
+    let worker = std::thread::Builder::new()
+        .name("noprobe-steady".into())
+        .spawn(|| {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            // Working until a scan gives it a clock (a guard of 3 minutes, not a verdict),
+            // then through about five more scans (every 200 ms): a scan must not take a live
+            // thread for ended (and register it again as another thread).
+            let guard = std::time::Instant::now() + std::time::Duration::from_secs(180);
+            let mut x = 0;
+            while timer_notifies(tid) == Some(false) && std::time::Instant::now() < guard {
+                x ^= work_for(std::time::Duration::from_millis(5));
+            }
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            while std::time::Instant::now() < until {
+                x ^= work_for(std::time::Duration::from_millis(5));
+            }
+            black_box(x);
+            tid
+        })
+        .unwrap();
+    let tid = worker.join().unwrap();
+    let samples = finish("one_registration", guard);
+    let entries = samples
+        .threads
+        .iter()
+        .filter(|t| t.tid == tid as u32)
+        .count();
+    assert_eq!(
+        entries, 1,
+        "registrations of thread {tid}: {:?}",
+        samples.threads
+    );
+}
+
+/// The descriptors of this process that are perf events.
+fn perf_event_fds() -> Vec<i32> {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter(|fd| {
+            std::fs::read_link(fd.path())
+                .is_ok_and(|t| t.to_string_lossy() == "anon_inode:[perf_event]")
+        })
+        .filter_map(|fd| fd.file_name().to_string_lossy().parse().ok())
+        .collect()
+}
+
+#[test]
+fn task_clock_events_take_at_most_half_the_descriptors() {
+    let _serial = serial();
+    if !perf_events_allowed() {
+        eprintln!("skipped: perf_event_open is refused here; no task-clock events");
+        return;
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is written by the call.
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+        0
+    );
+    let low = libc::rlimit {
+        rlim_cur: 64,
+        rlim_max: limit.rlim_max,
+    };
+    // SAFETY: a valid rlimit; put back below.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &low) }, 0);
+    let guard = start("fd_cap", 1000);
+    let (tell, told) = std::sync::mpsc::channel::<()>();
+    let release = std::sync::Arc::new(std::sync::Barrier::new(41));
+    let workers: Vec<_> = (0..40)
+        .map(|_| {
+            let (tell, release) = (tell.clone(), release.clone());
+            std::thread::spawn(move || {
+                profiler_core::sample_this_thread();
+                tell.send(()).unwrap();
+                release.wait();
+            })
+        })
+        .collect();
+    for _ in 0..40 {
+        told.recv().unwrap();
+    }
+    // Every worker is registered: an event or a timer each.
+    let fds = perf_event_fds();
+    release.wait();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    let samples = finish("fd_cap", guard);
+    // SAFETY: the limit read above.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
+    assert_eq!(samples.clock.as_deref(), Some("perf_task_clock"));
+    assert!(!fds.is_empty(), "task-clock events");
+    assert!(
+        fds.iter().all(|&fd| fd < 32),
+        "events below half the limit of 64: {fds:?}"
+    );
 }

@@ -85,6 +85,16 @@ pub struct CpuSamples {
     /// in files written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<SampleTimeline>,
+    /// What interrupted the threads: `perf_task_clock` (a `perf_event_open` task-clock event
+    /// per thread, one signal per period) or `posix_timer` (a `timer_create` timer of each
+    /// thread's CPU clock, checked at the kernel's tick, a signal weighted by its overruns).
+    /// Absent in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<String>,
+    /// Signals that found no thread's storage (a stopped timer's or event's, still pending when
+    /// it stopped), not counted in `taken`. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unrouted: u64,
 }
 
 /// When each sample was taken, on the events' time line (`trace` mode): parallel lists, one

@@ -1,13 +1,17 @@
-//! The CPU sampler (Linux): per-thread CPU-time timers, the `SIGPROF` handler, the rings it
-//! writes, the drain, and the symbols resolved at the end.
+//! The CPU sampler (Linux): a clock per thread, the `SIGPROF` handler, the rings it writes,
+//! the drain, and the symbols resolved at the end.
 //!
-//! - Each sampled thread gets a timer of its own CPU clock (`timer_create` on its
-//!   thread CPU clock, `SIGEV_THREAD_ID` to it): a thread is sampled for the CPU
-//!   time it uses, and the signal lands on the thread that used it. (A process-wide
+//! - Each sampled thread gets a clock of its own CPU time that signals that thread: a
+//!   task-clock perf event (`perf.rs`; a high-resolution timer, one signal per period) where
+//!   the kernel allows it, else a timer of its CPU clock (`timer_create` on its thread CPU
+//!   clock, `SIGEV_THREAD_ID` to it; `threads.rs`). A thread is sampled for the CPU time it
+//!   uses, and the signal lands on the thread that used it. (A process-wide
 //!   `setitimer(ITIMER_PROF)` lets the kernel pick the thread, which attributes by who runs at
 //!   the tick rather than who used the time.) The kernel checks CPU timers at its tick, so at
-//!   rates above the tick rate one signal may stand for several expirations: each sample is
-//!   weighted by `1 + timer_getoverrun`.
+//!   rates above the tick rate one timer signal may stand for several expirations: each such
+//!   sample is weighted by `1 + timer_getoverrun`. The session picks the clock once at start
+//!   (`PROF_CPU_SAMPLE_CLOCK`); a thread whose event cannot be opened or routed (out of
+//!   descriptors) gets a timer.
 //! - Which threads: every thread of the process (`threads.rs` scans `/proc/self/task` at start
 //!   and every 200 ms), and a thread that runs a probe registers itself at once.
 //! - The handler is async-signal-safe: it reads two thread-locals (the ring, the open events;
@@ -19,14 +23,15 @@
 //!   `continuous` modes on the CPU clock the record also holds the sample's time: a mark of the
 //!   session's clock, the one the events' marks are (the time-stamp counter, or
 //!   `clock_gettime(CLOCK_MONOTONIC)` where it is not trusted; both async-signal-safe). No
-//!   allocation, lock or call other than `timer_getoverrun`, `gettid` and that clock; `errno`
-//!   is kept.
+//!   allocation, lock or call other than `timer_getoverrun` (timers only), `gettid` and that
+//!   clock; `errno` is kept.
 //! - A thread of ours drains the rings every 50 ms into counts of identical stacks (cold path,
 //!   under a lock), and, when times are kept, each sample's time and stack (at most
 //!   [`SampleTimeline::BOUND`]): `trace` mode places them on the events' time line at the end
 //!   (`cpu_samples.timeline`); `continuous` mode's writer takes each window's out
 //!   ([`collect_window`]). At thread exit the thread's timer is deleted (for a thread a scan
-//!   found, at the scan that finds it ended), its ring drained and put back into a pool for the
+//!   found, at the scan that finds it ended; a thread's event is disabled, then closed), its
+//!   ring drained and put back into a pool for the
 //!   next thread, so memory follows the threads alive, not the threads
 //!   ever started. At the end the timers are deleted, the rings drained, and the addresses
 //!   resolved (the `backtrace` crate: symbol tables and debug info, in-process, so that
@@ -48,9 +53,11 @@ use std::time::Duration;
 use profiler_format::{CpuSamples, SampleTimeline, SampledFunction, SampledStack, SampledThread};
 
 use super::open::{innermost_or_inherited, OPEN};
+use super::perf;
 use super::threads;
 use crate::instrument::clock::CpuClock;
 use crate::register::registry::registry;
+use crate::select::config::SampleClock;
 use crate::sync::lock;
 
 /// Frames kept per sample.
@@ -104,8 +111,11 @@ struct Ring {
     /// The thread's stack, `[lo, hi)`: the only memory the frame walk reads.
     stack_lo: AtomicUsize,
     stack_hi: AtomicUsize,
-    /// The thread's timer (`timer_t`), for `timer_getoverrun`.
+    /// The thread's timer (`timer_t`), for `timer_getoverrun`, when `overruns`.
     timer: AtomicUsize,
+    /// Whether the thread is sampled by a timer (whose overruns weigh its samples), not a
+    /// task-clock event (one signal per period).
+    overruns: AtomicBool,
 }
 
 // SAFETY: a record is written only by the handler of the ring's thread, at `head`, before
@@ -135,6 +145,7 @@ impl Ring {
             stack_lo: AtomicUsize::new(0),
             stack_hi: AtomicUsize::new(0),
             timer: AtomicUsize::new(0),
+            overruns: AtomicBool::new(false),
         }
     }
 }
@@ -162,9 +173,7 @@ impl Drop for Registered {
         let slot = inner.active.get_mut(self.slot);
         if let Some(slot) = slot.filter(|s| s.as_ref().is_some_and(|a| a.serial == self.serial)) {
             if let Some(thread) = slot.take() {
-                // SAFETY: the timer was made by `timer_create` and is deleted once (taken).
-                unsafe { libc::timer_delete(thread.timer as libc::timer_t) };
-                threads::retire(self.slot);
+                thread.clock.stop(self.slot);
                 inner.counts.drain(thread.ring, thread.index);
             }
         }
@@ -173,10 +182,55 @@ impl Drop for Registered {
     }
 }
 
+/// What interrupts a sampled thread.
+#[derive(Clone, Copy, Debug)]
+enum Clock {
+    /// A task-clock event (`perf.rs`): its descriptor, and when its thread started
+    /// (`threads::start_time`, `None` when it could not be read).
+    Perf(i32, Option<u64>),
+    /// A timer of the thread's CPU clock (`threads.rs`): its `timer_t`.
+    Posix(usize),
+}
+
+impl Clock {
+    /// Stops it for good and retires `slot`, its thread's, so that no handler finds the ring
+    /// through it any more (taken once: the caller took the thread out of `active`).
+    fn stop(self, slot: usize) {
+        match self {
+            Clock::Perf(fd, _) => {
+                perf::disable(fd);
+                threads::retire(slot);
+                perf::close(fd);
+            }
+            Clock::Posix(timer) => {
+                // SAFETY: the timer was made by `timer_create` and is deleted once.
+                unsafe { libc::timer_delete(timer as libc::timer_t) };
+                threads::retire(slot);
+            }
+        }
+    }
+
+    /// Whether the thread it samples, `tid`, has ended (a thread that reused its id is
+    /// another).
+    fn thread_ended(self, tid: i32) -> bool {
+        match self {
+            Clock::Perf(_, started) => {
+                let now = threads::start_time(tid);
+                now.is_none() || (started.is_some() && now != started)
+            }
+            Clock::Posix(timer) => threads::timer_dead(timer),
+        }
+    }
+}
+
+/// Signals that found no ring: a signal of a stopped timer or event still pending, or one no
+/// slot of its thread claims (counted by the handler, reported at the end).
+static UNROUTED: AtomicU64 = AtomicU64::new(0);
+
 /// A registered thread that is still sampled.
 struct Active {
     ring: &'static Ring,
-    timer: usize,
+    clock: Clock,
     /// Index into the threads' table.
     index: u32,
     serial: u64,
@@ -191,6 +245,11 @@ struct Active {
 /// The sampler's cold-path state.
 struct Inner {
     hz: u32,
+    /// Whether threads get task-clock events (`perf.rs`; else timers).
+    perf: bool,
+    /// Threads that got a timer although the session samples with task-clock events (their
+    /// event could not be opened or routed: out of descriptors).
+    timer_threads: u64,
     active: Vec<Option<Active>>,
     pool: Vec<&'static Ring>,
     threads: Vec<SampledThread>,
@@ -281,6 +340,8 @@ fn state() -> &'static Sampler {
     STATE.get_or_init(|| Sampler {
         inner: Mutex::new(Inner {
             hz: 0,
+            perf: false,
+            timer_threads: 0,
             active: Vec::new(),
             pool: Vec::new(),
             threads: Vec::new(),
@@ -306,8 +367,15 @@ fn sigprof_is_free() -> bool {
 }
 
 /// Installs the handler and the drain; threads are registered as they come. With `times`
-/// other than [`Times::Off`], the handler reads `clock` for each sample's time.
-pub(crate) fn start(hz: u32, times: Times, clock: Option<&'static CpuClock>) -> Result<(), String> {
+/// other than [`Times::Off`], the handler reads `clock` for each sample's time. `source`: which
+/// clock interrupts the threads ([`SampleClock::Auto`]: task-clock events when the kernel
+/// allows them, else timers, said once on stderr).
+pub(crate) fn start(
+    hz: u32,
+    times: Times,
+    clock: Option<&'static CpuClock>,
+    source: SampleClock,
+) -> Result<(), String> {
     let sampler = state();
     if sampler.running.load(SeqCst) {
         return Err("a sampler is already running in this process".into());
@@ -334,9 +402,26 @@ pub(crate) fn start(hz: u32, times: Times, clock: Option<&'static CpuClock>) -> 
             std::io::Error::last_os_error()
         ));
     }
+    let perf = match source {
+        SampleClock::Posix => false,
+        SampleClock::Auto => match perf::available(hz) {
+            Ok(()) => true,
+            Err(why) => {
+                eprintln!(
+                    "profiler-core: CPU samples come from POSIX CPU-time timers, checked at the \
+                     kernel's tick (one signal may stand for several periods), not from a \
+                     perf_event task clock ({why})"
+                );
+                false
+            }
+        },
+    };
     {
         let mut inner = lock(&sampler.inner);
         inner.hz = hz;
+        inner.perf = perf;
+        inner.timer_threads = 0;
+        UNROUTED.store(0, SeqCst);
         inner.threads.clear();
         let times = if clock.is_some() { times } else { Times::Off };
         inner.counts = Counts::new(times);
@@ -480,7 +565,28 @@ fn register(
         }
     };
     threads::publish(slot, tid, ring as *const Ring as usize, bounds.is_some());
-    let Some(timer) = threads::create_timer(tid, slot) else {
+    // A task-clock event when the session has them (the calling thread's is opened as
+    // `pid = 0`: the same event), else, or when it cannot be opened or routed, a timer.
+    let event = if inner.perf {
+        let target = if tid == threads::gettid() { 0 } else { tid };
+        match perf::open(target, inner.hz) {
+            Ok(fd) => Some(fd),
+            // The thread has ended: no timer either.
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
+                threads::retire(slot);
+                inner.pool.push(ring);
+                return None;
+            }
+            Err(_) => None,
+        }
+    } else {
+        None
+    };
+    let clock = match event {
+        Some(fd) => Some(Clock::Perf(fd, threads::start_time(tid))),
+        None => threads::create_timer(tid, slot).map(Clock::Posix),
+    };
+    let Some(clock) = clock else {
         // No timer, so no signal names this slot.
         threads::retire(slot);
         inner.pool.push(ring);
@@ -489,7 +595,14 @@ fn register(
         }
         return None;
     };
-    ring.timer.store(timer, SeqCst);
+    match clock {
+        Clock::Perf(..) => ring.overruns.store(false, SeqCst),
+        Clock::Posix(timer) => {
+            ring.timer.store(timer, SeqCst);
+            ring.overruns.store(true, SeqCst);
+            inner.timer_threads += u64::from(inner.perf);
+        }
+    }
     let index = inner.threads.len() as u32;
     inner.threads.push(SampledThread {
         tid: tid as u32,
@@ -499,13 +612,44 @@ fn register(
     let serial = inner.serial;
     inner.active[slot] = Some(Active {
         ring,
-        timer,
+        clock,
         index,
         serial,
         tid,
         foreign,
     });
-    threads::arm(timer, inner.hz);
+    match clock {
+        Clock::Posix(timer) => threads::arm(timer, inner.hz),
+        Clock::Perf(fd, _) => {
+            if !perf::route_and_enable(fd, tid, slot) {
+                // Its descriptor is past what the handler routes (or fcntl refused): a timer
+                // instead, in the same slot.
+                inner.active[slot] = None;
+                perf::disable(fd);
+                threads::retire(slot);
+                perf::close(fd);
+                threads::publish(slot, tid, ring as *const Ring as usize, bounds.is_some());
+                let Some(timer) = threads::create_timer(tid, slot) else {
+                    threads::retire(slot);
+                    inner.pool.push(ring);
+                    inner.unsampled_threads += u64::from(inner.discovery.unsampled.insert(tid));
+                    return None;
+                };
+                ring.timer.store(timer, SeqCst);
+                ring.overruns.store(true, SeqCst);
+                inner.timer_threads += 1;
+                inner.active[slot] = Some(Active {
+                    ring,
+                    clock: Clock::Posix(timer),
+                    index,
+                    serial,
+                    tid,
+                    foreign,
+                });
+                threads::arm(timer, inner.hz);
+            }
+        }
+    }
     Some((slot, serial, ring))
 }
 
@@ -525,15 +669,15 @@ fn scan(inner: &mut Inner, skip: Option<i32>) {
     for slot in 0..inner.active.len() {
         let dead = inner.active[slot]
             .as_ref()
-            .is_some_and(|a| a.foreign && threads::timer_dead(a.timer));
+            .is_some_and(|a| a.foreign && a.clock.thread_ended(a.tid));
         if let Some(thread) = inner.active[slot].take_if(|_| dead) {
-            // SAFETY: the timer was made by `timer_create` and is deleted once (taken).
-            unsafe { libc::timer_delete(thread.timer as libc::timer_t) };
-            threads::retire(slot);
+            thread.clock.stop(slot);
             inner.counts.drain(thread.ring, thread.index);
             inner.pool.push(thread.ring);
         }
     }
+    // Those left are alive: their names read again.
+    refresh_names(inner);
     let sampled: std::collections::HashSet<i32> =
         inner.active.iter().flatten().map(|a| a.tid).collect();
     for tid in threads::list_threads() {
@@ -557,6 +701,18 @@ fn scan(inner: &mut Inner, skip: Option<i32>) {
                 set_bounds(active.ring, lo, hi);
             }
             threads::bounds_known(slot);
+        }
+    }
+}
+
+/// The names of the threads a scan found, read again: a thread found just after it was
+/// created may not have set its name yet (it then has its creator's).
+fn refresh_names(inner: &mut Inner) {
+    for active in inner.active.iter().flatten().filter(|a| a.foreign) {
+        if let Some(name) = threads::thread_name(active.tid) {
+            if let Some(thread) = inner.threads.get_mut(active.index as usize) {
+                thread.name = Some(name);
+            }
         }
     }
 }
@@ -606,6 +762,8 @@ pub(crate) fn collect_window(from: u64, to: u64) -> Option<CpuSamples> {
     let (mut samples, _) = resolve(inner.hz, inner.threads.clone(), stacks, &mut inner.symbols);
     samples.taken = taken;
     samples.dropped = dropped;
+    samples.clock = Some(clock_name(inner.perf).to_owned());
+    samples.unrouted = UNROUTED.load(SeqCst);
     Some(samples)
 }
 
@@ -620,11 +778,10 @@ pub(crate) fn stop_and_collect(place: Place<'_>, wanted: bool) -> Option<CpuSamp
     }
     let mut guard = lock(&sampler.inner);
     let inner = &mut *guard;
+    refresh_names(inner);
     for (index, slot) in inner.active.iter_mut().enumerate() {
         if let Some(thread) = slot.take() {
-            // SAFETY: the timer was made by `timer_create` and is deleted once (taken).
-            unsafe { libc::timer_delete(thread.timer as libc::timer_t) };
-            threads::retire(index);
+            thread.clock.stop(index);
             inner.counts.drain(thread.ring, thread.index);
             // A thread's own ring stays its own (its pointer is still set) until the thread
             // exits or registers again; then it goes back to the pool. A discovered thread's
@@ -643,6 +800,16 @@ pub(crate) fn stop_and_collect(place: Place<'_>, wanted: bool) -> Option<CpuSamp
             inner.unsampled_threads
         );
     }
+    if inner.timer_threads > 0 {
+        eprintln!(
+            "profiler-core: warning: {} threads were sampled by POSIX timers (checked at the \
+             kernel's tick), not task-clock events: their event could not be opened, or it \
+             would have taken the program's file descriptors past half its limit (or {})",
+            inner.timer_threads,
+            perf::FDS_LEN
+        );
+    }
+    let unrouted = UNROUTED.swap(0, SeqCst);
     let counts = std::mem::replace(&mut inner.counts, Counts::new(Times::Off));
     if !wanted {
         inner.threads.clear();
@@ -657,10 +824,21 @@ pub(crate) fn stop_and_collect(place: Place<'_>, wanted: bool) -> Option<CpuSamp
     let (mut samples, index) = resolve(inner.hz, threads, stacks, &mut inner.symbols);
     samples.taken = counts.taken;
     samples.dropped = counts.dropped;
+    samples.clock = Some(clock_name(inner.perf).to_owned());
+    samples.unrouted = unrouted;
     if counts.times == Times::Timeline {
         samples.timeline = Some(timeline(&counts, &index, place));
     }
     Some(samples)
+}
+
+/// `cpu_samples.clock`: what interrupts the threads.
+fn clock_name(perf: bool) -> &'static str {
+    if perf {
+        "perf_task_clock"
+    } else {
+        "posix_timer"
+    }
 }
 
 /// Each timed sample of `counts` placed by `place`, its stack the one `index` gives its key.
@@ -787,6 +965,8 @@ fn resolve<'k>(
         functions,
         stacks: sorted,
         timeline: None,
+        clock: None,
+        unrouted: 0,
     };
     (samples, index)
 }
@@ -822,8 +1002,11 @@ extern "C" fn on_sigprof(_: libc::c_int, info: *mut libc::siginfo_t, context: *m
     if !recorded {
         let ring = RING.try_with(Cell::get).unwrap_or(std::ptr::null());
         // SAFETY: a non-null ring pointer is a leaked ring, never freed.
-        if let Some(ring) = unsafe { ring.as_ref() } {
-            record(ring, context);
+        match unsafe { ring.as_ref() } {
+            Some(ring) => record(ring, context),
+            None => {
+                UNROUTED.fetch_add(1, Relaxed);
+            }
         }
     }
     // SAFETY: as above.
@@ -851,8 +1034,13 @@ fn record(ring: &Ring, context: *mut libc::c_void) {
         ring.stack_hi.load(Relaxed),
         &mut slot.frames,
     );
-    // SAFETY: the timer is this thread's, alive while its ring pointer is set.
-    let overrun = unsafe { libc::timer_getoverrun(ring.timer.load(Relaxed) as libc::timer_t) };
+    // A task-clock event signals once per period; a timer's signal may stand for several.
+    let overrun = if ring.overruns.load(Relaxed) {
+        // SAFETY: the timer is this thread's, alive while its ring pointer is set.
+        unsafe { libc::timer_getoverrun(ring.timer.load(Relaxed) as libc::timer_t) }
+    } else {
+        0
+    };
     // SAFETY: a non-null clock is a leaked session's; `raw` reads the time-stamp counter or
     // `clock_gettime(CLOCK_MONOTONIC)`, both async-signal-safe.
     slot.time = unsafe { CLOCK.load(Relaxed).as_ref() }.map_or(0, CpuClock::raw);

@@ -2,8 +2,9 @@
 //!
 //! - `open.rs`: while sampling is on, each run publishes itself as its thread's open event (a
 //!   fixed-size thread-local stack), which tags the samples and answers [`open_event`].
-//! - `cpu.rs` (Linux, feature `cpu-sample`): a per-thread CPU-time timer
-//!   (`timer_create(CLOCK_THREAD_CPUTIME_ID)` delivering `SIGPROF` to that thread), the
+//! - `cpu.rs` (Linux, feature `cpu-sample`): a clock per thread delivering `SIGPROF` to
+//!   that thread every period of its CPU time (`perf.rs`'s task-clock event, or, where the
+//!   kernel refuses it or `PROF_CPU_SAMPLE_CLOCK=posix`, a `timer_create` timer), the
 //!   async-signal-safe handler that walks the frame pointers into the thread's ring of
 //!   fixed-size records (with the sample's time in `trace` and `continuous` modes), the drain
 //!   that counts identical stacks, and the symbols resolved at the end (the `backtrace`
@@ -19,13 +20,16 @@
 //! first runs an annotated function or probe (a ring from the pool or a new one, and a timer;
 //! one a scan already found keeps its own). A thread that starts and ends between two scans
 //! without running a probe is not sampled; [`sample_this_thread`] registers one at once. The
-//! sampler's own thread is not sampled. A forked child inherits no timer (`timer_create`
-//! timers are not inherited): it is not sampled.
+//! sampler's own thread is not sampled. A forked child inherits no timer and no event
+//! (`timer_create` timers are not inherited; the events have no `inherit` bit, and their
+//! signals go to the parent's threads): it is not sampled.
 
 pub(crate) mod open;
 
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
 mod cpu;
+#[cfg(all(feature = "cpu-sample", target_os = "linux"))]
+mod perf;
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
 mod threads;
 
@@ -56,10 +60,11 @@ pub(crate) fn start(
     hz: u32,
     times: Times,
     clock: Option<&'static crate::instrument::clock::CpuClock>,
+    source: crate::select::config::SampleClock,
 ) {
     #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
     {
-        if let Err(why) = cpu::start(hz, times, clock) {
+        if let Err(why) = cpu::start(hz, times, clock, source) {
             eprintln!("profiler-core: warning: CPU sampling is off: {why}");
             return;
         }
@@ -68,7 +73,7 @@ pub(crate) fn start(
         let _ = open::OPEN.try_with(register_thread);
     }
     #[cfg(not(all(feature = "cpu-sample", target_os = "linux")))]
-    let _ = (hz, times, clock);
+    let _ = (hz, times, clock, source);
 }
 
 /// Registers the thread of `open` with the sampler (once per thread and period of sampling).

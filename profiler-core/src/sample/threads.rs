@@ -3,14 +3,16 @@
 //! this module, not the other way round).
 //!
 //! - **Discovery.** When the sampler starts, and then every [`RESCAN_TICKS`] drains (200 ms) on
-//!   the sampler's own thread, `/proc/self/task` is listed and each thread that has no timer
-//!   yet gets one: a `timer_create` on *that* thread's CPU clock (the clock id glibc's
-//!   `pthread_getcpuclockid` makes from a thread id), `SIGEV_THREAD_ID` to it, its ring reserved
-//!   and published in [`SLOTS`] before the timer is armed. The sampler's own thread is left
+//!   the sampler's own thread, `/proc/self/task` is listed and each thread that has no clock
+//!   yet gets one: a task-clock event of that thread (`perf.rs`), or a `timer_create` on *that*
+//!   thread's CPU clock (the clock id glibc's `pthread_getcpuclockid` makes from a thread id),
+//!   `SIGEV_THREAD_ID` to it; its ring reserved and published in [`SLOTS`] before the clock
+//!   is armed. The sampler's own thread is left
 //!   out. A thread that starts and ends between two scans, and runs no probe, is not sampled.
 //!   The cap on threads sampled at once is [`SLOTS_LEN`]; threads over it are counted once
 //!   each (the warning at the end).
-//! - **Which ring.** Every timer carries its slot (`sigev_value` = slot + 1). The handler takes
+//! - **Which ring.** Every timer carries its slot (`sigev_value` = slot + 1); an event's
+//!   signal carries its descriptor, which `perf.rs` maps to the slot. The handler takes
 //!   the ring of the slot the signal names when the slot's thread id is its own (a signal of a
 //!   deleted timer may still arrive; a slot may have been given to another thread since), else
 //!   the thread's thread-local ring if it has one. The slot comes first: the thread-local ring
@@ -36,9 +38,13 @@
 //!   kernel stops a CPU timer whose thread is gone, and `timer_gettime` then reads zero; a
 //!   live periodic timer never does, an expiry due but not yet delivered reads 1 ns), and
 //!   `timer_delete` on it succeeds and frees it; its ring is drained and goes back to the pool
-//!   (`a_thread_that_runs_no_probe_and_ends_gives_its_timer_back` watches `/proc/self/timers`).
+//!   (`a_thread_that_runs_no_probe_and_ends_gives_its_timer_back` watches `/proc/self/timers`,
+//!   and the owners of the perf event descriptors).
 //!   A thread id reused by a new thread between two scans is seen the same way (the old
-//!   timer, bound to the old thread, is dead) and the new thread gets a timer of its own.
+//!   timer, bound to the old thread, is dead) and the new thread gets a timer of its own. A
+//!   thread's task-clock event is found dead when its thread's start time ([`start_time`])
+//!   is gone or differs from the one read when the event was opened (a reused id; `perf.rs`):
+//!   it is disabled, unmapped and closed.
 
 use std::collections::HashSet;
 use std::sync::atomic::{
@@ -169,12 +175,16 @@ pub(super) fn on_signal(
     let Some(info) = (unsafe { info.as_ref() }) else {
         return false;
     };
-    if info.si_code != libc::SI_TIMER {
-        return false;
-    }
-    // SAFETY: an SI_TIMER siginfo carries the timer's sigev_value.
-    let slot = unsafe { info.si_value() }.sival_ptr as usize;
-    let Some(published) = slot.checked_sub(1).and_then(|i| SLOTS.get(i)) else {
+    let slot = if info.si_code == libc::SI_TIMER {
+        // SAFETY: an SI_TIMER siginfo carries the timer's sigev_value.
+        (unsafe { info.si_value() }.sival_ptr as usize).checked_sub(1)
+    } else if super::perf::POLL_CODES.contains(&info.si_code) {
+        // A task-clock event's signal: its descriptor names the slot.
+        super::perf::slot_of(info)
+    } else {
+        None
+    };
+    let Some(published) = slot.and_then(|i| SLOTS.get(i)) else {
         return false;
     };
     let mut recorded = false;
@@ -234,6 +244,16 @@ pub(super) fn list_threads() -> Vec<i32> {
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect()
+}
+
+/// When thread `tid` of this process started (clock ticks after boot, `/proc/self/task/TID/stat`'s
+/// 22nd field), `None` when it is gone: with its id, it tells a thread from a later one that
+/// reused the id.
+pub(super) fn start_time(tid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // The name, in parentheses, may hold spaces: the fields after it start at the 3rd.
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_ascii_whitespace().nth(22 - 3)?.parse().ok()
 }
 
 /// Whether thread `tid` of this process is alive.

@@ -309,7 +309,7 @@ pub fn start(
             ActiveClock::Cpu(clock) => Some(clock),
             ActiveClock::Custom(_) => None,
         };
-        crate::sample::start(hz, times, clock);
+        crate::sample::start(hz, times, clock, session.config().cpu_sample_clock);
     }
     if crate::sample::open::wanted() {
         crate::sample::open::start_publishing();

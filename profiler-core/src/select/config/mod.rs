@@ -109,6 +109,22 @@ pub struct Config {
     pub delay: Option<DelayAmount>,
     /// CPU samples per second of each thread's CPU time (`PROF_CPU_SAMPLE`), `None`: off.
     pub cpu_sample: Option<u32>,
+    /// What interrupts the sampled threads (`PROF_CPU_SAMPLE_CLOCK`).
+    pub cpu_sample_clock: SampleClock,
+}
+
+/// What interrupts each sampled thread every `1/PROF_CPU_SAMPLE` s of its CPU time
+/// (`PROF_CPU_SAMPLE_CLOCK`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SampleClock {
+    /// A `perf_event_open` task-clock event per thread (a high-resolution timer: one signal
+    /// per period) when the kernel allows it, else a POSIX timer, said once on stderr
+    /// (`auto`, the default).
+    #[default]
+    Auto,
+    /// A POSIX timer of each thread's CPU clock (`timer_create`), checked at the kernel's tick:
+    /// above the tick rate a signal stands for several periods (`posix`).
+    Posix,
 }
 
 /// How long `PROF_DELAY` delays each run of a selected probe.
@@ -164,6 +180,7 @@ impl Default for Config {
             delay_filter: None,
             delay: None,
             cpu_sample: None,
+            cpu_sample_clock: SampleClock::Auto,
         }
     }
 }

@@ -4,8 +4,8 @@
 //! [`VARIABLES`]; a test holds the reference to it.
 
 use super::{
-    Config, ConfigError, Mode, MAX_BASELINE_WINDOWS, MAX_EVENTS, MAX_PROBES, MAX_REPEAT,
-    MAX_SHAPES, MAX_WINDOWS,
+    Config, ConfigError, Mode, SampleClock, MAX_BASELINE_WINDOWS, MAX_EVENTS, MAX_PROBES,
+    MAX_REPEAT, MAX_SHAPES, MAX_WINDOWS,
 };
 use profiler_format::filter::Filter;
 use profiler_format::write::shorten;
@@ -309,7 +309,36 @@ pub(crate) const VARIABLES: &[Variable] = &[
             Ok(())
         },
     },
+    Variable {
+        name: "PROF_CPU_SAMPLE_CLOCK",
+        default: "`auto`",
+        meaning: "what interrupts each thread for `PROF_CPU_SAMPLE`: `auto` (a `perf_event_open` \
+                  task-clock event per thread, one signal per period, when the kernel allows \
+                  it, else the POSIX timers, said once on stderr) or `posix` (a `timer_create` \
+                  timer of each thread's CPU clock, checked at the kernel's tick); recorded as \
+                  `cpu_samples.clock`",
+        set: |c, v| {
+            c.cpu_sample_clock = parse_sample_clock(v)?;
+            Ok(())
+        },
+    },
 ];
+
+/// `PROF_CPU_SAMPLE_CLOCK`: `auto` or `posix` (empty: `auto`).
+fn parse_sample_clock(value: &str) -> Result<SampleClock, ConfigError> {
+    match value.trim() {
+        "" | "auto" => Ok(SampleClock::Auto),
+        "posix" => Ok(SampleClock::Posix),
+        other => Err(ConfigError::new(
+            "PROF_CPU_SAMPLE_CLOCK",
+            format!(
+                "error: PROF_CPU_SAMPLE_CLOCK={other}: not a sampling clock\n  = help: use \
+                 `auto` (a perf_event task clock when the kernel allows it, else POSIX timers) \
+                 or `posix` (POSIX CPU-time timers)"
+            ),
+        )),
+    }
+}
 
 /// `PROF_METRICS`: `ADDR:PORT`, the address a host name or an IP (IPv6 in brackets), the port a
 /// number from 0 to 65535. Kept as written: it is resolved and bound at start-up.
@@ -788,6 +817,28 @@ mod tests {
                 assert_eq!(e.var, "PROF_CPU_SAMPLE");
                 assert!(e.to_string().contains("`cpu-sample` feature"), "{e}");
             }
+        }
+    }
+
+    #[test]
+    fn the_cpu_sample_clock_is_checked() {
+        assert_eq!(config(&[]).unwrap().cpu_sample_clock, SampleClock::Auto);
+        for (value, want) in [
+            ("", SampleClock::Auto),
+            ("auto", SampleClock::Auto),
+            (" posix ", SampleClock::Posix),
+        ] {
+            let c = config(&[("PROF_CPU_SAMPLE_CLOCK", value)]).unwrap();
+            assert_eq!(c.cpu_sample_clock, want, "{value:?}");
+        }
+        for bad in ["perf", "POSIX", "timer", "1"] {
+            let e = config(&[("PROF_CPU_SAMPLE_CLOCK", bad)]).unwrap_err();
+            assert_eq!(e.var, "PROF_CPU_SAMPLE_CLOCK", "{bad}");
+            let text = e.to_string();
+            assert!(
+                text.contains(bad) && text.contains("`posix`"),
+                "{bad}: {text}"
+            );
         }
     }
 
