@@ -23,16 +23,24 @@ seconds=${1:-10}
 hz=${2:-1000}
 # A target directory of its own: the flags below would otherwise rebuild everything in target/.
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/frame-pointers}
-RUSTFLAGS="-C force-frame-pointers=yes" cargo build -q --release --example cpu_layers -p profiler-suite
-cargo build -q -p profiler-cli --bin prof
-prof=target/debug/prof
-[ -x "$prof" ] || prof=$CARGO_TARGET_DIR/debug/prof
+# CPU_LAYERS_EXE and PROF_EXE: binaries built elsewhere (a machine without cargo); nothing is
+# built then.
+if [ -n "${CPU_LAYERS_EXE:-}" ]; then
+    exe=$CPU_LAYERS_EXE
+    prof=${PROF_EXE:?PROF_EXE must name a prof binary with CPU_LAYERS_EXE}
+else
+    RUSTFLAGS="-C force-frame-pointers=yes" cargo build -q --release --example cpu_layers -p profiler-suite
+    cargo build -q -p profiler-cli --bin prof
+    exe=$CARGO_TARGET_DIR/release/examples/cpu_layers
+    prof=target/debug/prof
+    [ -x "$prof" ] || prof=$CARGO_TARGET_DIR/debug/prof
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The CPU time the run used (user + system), to compare with the samples taken.
 PROF_CPU_SAMPLE=$hz PROF_WARMUP=2 PROF_REPEAT=1000000 PROF_OUT="$work/prof.json" \
     /usr/bin/time -f '%U %S' -o "$work/cpu" \
-    "$CARGO_TARGET_DIR/release/examples/cpu_layers" "$seconds" 2>"$work/stderr" || {
+    "$exe" "$seconds" 2>"$work/stderr" || {
     cat "$work/stderr"
     exit 1
 }
@@ -107,7 +115,7 @@ if command -v go >/dev/null; then
     go tool pprof -top -tagfocus layer=a "$work/profile.pb.gz" 2>/dev/null | head -8
 fi
 # A stripped binary: addresses, no names, no crash.
-cp "$CARGO_TARGET_DIR/release/examples/cpu_layers" "$work/stripped"
+cp "$exe" "$work/stripped"
 strip "$work/stripped"
 PROF_CPU_SAMPLE=$hz PROF_WARMUP=2 PROF_REPEAT=1000000 PROF_OUT="$work/stripped.json" \
     "$work/stripped" 1 2>/dev/null || status=1

@@ -19,9 +19,14 @@ iters=${2:-1500}
 hz=${3:-1000}
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/frame-pointers}
-RUSTFLAGS="-C force-frame-pointers=yes" cargo build -q --release --example cpu_layers -p profiler-suite
-exe=$PWD/$CARGO_TARGET_DIR/release/examples/cpu_layers
-[[ $CARGO_TARGET_DIR == /* ]] && exe=$CARGO_TARGET_DIR/release/examples/cpu_layers
+# CPU_LAYERS_EXE: the example built elsewhere (a machine without cargo); nothing is built then.
+if [ -n "${CPU_LAYERS_EXE:-}" ]; then
+    exe=$CPU_LAYERS_EXE
+else
+    RUSTFLAGS="-C force-frame-pointers=yes" cargo build -q --release --example cpu_layers -p profiler-suite
+    exe=$PWD/$CARGO_TARGET_DIR/release/examples/cpu_layers
+    [[ $CARGO_TARGET_DIR == /* ]] && exe=$CARGO_TARGET_DIR/release/examples/cpu_layers
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
