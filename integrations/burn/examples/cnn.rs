@@ -1,4 +1,5 @@
-//! A small CNN trained with burn on `Autodiff<Profiled<NdArray>>`: three conv blocks (two convs
+//! A small CNN trained with burn on `Autodiff<Profiled<NdArray>>` (or `Autodiff<Profiled<Flex>>`
+//! with `--features flex` and `--backend flex`): three conv blocks (two convs
 //! 3x3 with ReLUs, max-pool 2x2) and two linear layers, Adam, on random images (the data phase makes
 //! them). Each layer's forward runs in `profiler_burn::layer`, the backward pass in
 //! `profiler_burn::backward`, so the summary shows `block1/bwd`, `block2/bwd`, ... beside the
@@ -8,6 +9,7 @@
 //! cargo run --release --example cnn                       # sample mode, summary on stderr
 //! PROF_MODE=trace cargo run --release --example cnn
 //! cargo run --release --example cnn -- --wide 2           # block 2 twice as wide inside
+//! PROF_MODE=trace cargo run --release --features flex --example cnn -- --backend flex
 //! ```
 
 use burn::backend::NdArray;
@@ -17,12 +19,9 @@ use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{Linear, LinearConfig, PaddingConfig2d, Relu};
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};
-use burn::tensor::backend::Backend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
 use profiler_core::{probe, profiled};
-
-/// The backend: burn's autodiff over the profiling decorator over ndarray.
-type B = profiler_burn::Backend<NdArray>;
 
 /// Two convs 3x3 (same padding) with ReLUs, `in -> hidden -> out` channels, and a max-pool
 /// 2x2: doubling `hidden` changes this block's work and no other's.
@@ -114,11 +113,23 @@ fn batch<B: Backend>(
     (images, labels)
 }
 
-/// `--wide N`: block N (1, 2 or 3) gets twice the hidden channels; `--iters N`: at most N
-/// iterations (default: until the profiler's schedule is complete, at most 10,000).
-fn args() -> Result<(Option<usize>, usize), String> {
-    let mut wide = None;
-    let mut iters = 10_000;
+/// The command line: `--wide N`, `--iters N`, `--backend NAME`.
+struct Args {
+    /// Block N (1, 2 or 3) gets twice the hidden channels.
+    wide: Option<usize>,
+    /// At most this many iterations (default: until the profiler's schedule is complete, at
+    /// most 10,000).
+    iters: usize,
+    /// The inner backend: `ndarray` (the default) or `flex` (with the `flex` feature).
+    backend: String,
+}
+
+fn args() -> Result<Args, String> {
+    let mut parsed = Args {
+        wide: None,
+        iters: 10_000,
+        backend: "ndarray".to_string(),
+    };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| {
@@ -128,29 +139,33 @@ fn args() -> Result<(Option<usize>, usize), String> {
         };
         match arg.as_str() {
             "--wide" => match value("--wide")? {
-                n @ 1..=3 => wide = Some(n),
+                n @ 1..=3 => parsed.wide = Some(n),
                 n => return Err(format!("--wide {n}: the blocks are 1, 2 and 3")),
             },
-            "--iters" => iters = value("--iters")?,
+            "--iters" => parsed.iters = value("--iters")?,
+            "--backend" => {
+                parsed.backend = args
+                    .next()
+                    .ok_or("--backend takes a name: ndarray or flex")?
+            }
             other => {
                 return Err(format!(
-                    "unknown argument `{other}` (use --wide N, --iters N)"
+                    "unknown argument `{other}` (use --wide N, --iters N, --backend ndarray|flex)"
                 ))
             }
         }
     }
-    Ok((wide, iters))
+    match parsed.backend.as_str() {
+        "ndarray" => {}
+        "flex" if cfg!(feature = "flex") => {}
+        "flex" => return Err("--backend flex needs the `flex` feature (--features flex)".into()),
+        other => return Err(format!("unknown backend `{other}` (use ndarray or flex)")),
+    }
+    Ok(parsed)
 }
 
-#[profiler_core::main]
-fn main() {
-    let (wide, iters) = match args() {
-        Ok(args) => args,
-        Err(message) => {
-            eprintln!("cnn: {message}");
-            std::process::exit(2);
-        }
-    };
+/// Trains the model on `B` (burn's autodiff over the decorator over an inner backend).
+fn train<B: AutodiffBackend>(wide: Option<usize>, iters: usize) {
     let device = Default::default();
     <B as Backend>::seed(&device, 7);
     let mut hidden = [16, 32, 64];
@@ -181,5 +196,21 @@ fn main() {
             optim.step(1e-3, model, grads)
         };
         profiler_core::step();
+    }
+}
+
+#[profiler_core::main]
+fn main() {
+    let args = match args() {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("cnn: {message}");
+            std::process::exit(2);
+        }
+    };
+    match args.backend.as_str() {
+        #[cfg(feature = "flex")]
+        "flex" => train::<profiler_burn::Backend<burn_flex::Flex>>(args.wide, args.iters),
+        _ => train::<profiler_burn::Backend<NdArray>>(args.wide, args.iters),
     }
 }

@@ -24,6 +24,13 @@
 //! Without the `enable` feature (on by default; it turns on profiler-core's), [`Backend<B>`]
 //! is `Autodiff<B>` and [`Profiled<B>`] is `B` itself, and [`layer`] and [`backward`] only call
 //! their closure: the decorator is not in the build.
+//!
+//! The decorator is generic over the inner backend. The `flex` feature (off by default) adds
+//! burn's Flex CPU backend (`burn_flex`, burn 0.21's pure-Rust successor to ndarray) so that
+//! `Backend<burn_flex::Flex>` can be named here; the tests and the cnn example (`--backend
+//! flex`) use it (a user's crate names it `Backend<burn::backend::Flex>` with burn's `flex`
+//! feature). burn-candle cannot train a model with max-pooling (its `max_pool2d_with_indices`
+//! panics), and burn's other backends need a GPU or libtorch.
 
 #[cfg(feature = "enable")]
 mod attribution;

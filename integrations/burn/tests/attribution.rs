@@ -7,10 +7,14 @@ use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{Linear, LinearConfig, PaddingConfig2d, Relu};
-use burn::tensor::backend::Backend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Distribution, Tensor};
 
 type B = profiler_burn::Backend<NdArray>;
+
+/// The decorator over burn's Flex backend (the `flex` feature): the same checks as over ndarray.
+#[cfg(feature = "flex")]
+type F = profiler_burn::Backend<burn_flex::Flex>;
 
 type Counts = Vec<(
     (&'static str, Option<&'static str>, Option<&'static str>),
@@ -35,6 +39,16 @@ struct Mlp<B: Backend> {
 
 #[test]
 fn each_linear_layers_backward_ops_are_its_own() {
+    linear_layers::<B>();
+}
+
+#[cfg(feature = "flex")]
+#[test]
+fn each_linear_layers_backward_ops_are_its_own_over_flex() {
+    linear_layers::<F>();
+}
+
+fn linear_layers<B: AutodiffBackend>() {
     let device = Default::default();
     let model: Mlp<B> = Mlp {
         l1: LinearConfig::new(4, 8).init(&device),
@@ -104,6 +118,16 @@ impl<B: Backend> Block<B> {
 
 #[test]
 fn conv_blocks_backward_ops_are_their_own_and_none_is_lost() {
+    conv_blocks::<B>();
+}
+
+#[cfg(feature = "flex")]
+#[test]
+fn conv_blocks_backward_ops_are_their_own_and_none_is_lost_over_flex() {
+    conv_blocks::<F>();
+}
+
+fn conv_blocks<B: AutodiffBackend>() {
     let device = Default::default();
     let b1: Block<B> = Block::new([2, 4], &device);
     let b2: Block<B> = Block::new([4, 4], &device);
