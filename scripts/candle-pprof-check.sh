@@ -19,8 +19,11 @@ iters=${1:-60}
 hz=${2:-1000}
 command -v go >/dev/null || { echo "go is not on PATH (apt-get install golang-go)" >&2; exit 1; }
 # The candle workspace's own target directory; the frame-pointer flags make its release build
-# one of their own (a later release build without them rebuilds).
-RUSTFLAGS="-C force-frame-pointers=yes" cargo build -q --release \
+# one of their own (a later release build without them rebuilds). Debug info (`limited`): it
+# names the functions inlined at an address (candle's softmax is a closure inlined into rayon's
+# worker code: without it, its samples are named by the rayon function holding them), by their
+# paths (line tables alone name an inlined function without its path: `{closure#0}<...>`).
+CARGO_PROFILE_RELEASE_DEBUG=limited RUSTFLAGS="-C force-frame-pointers=yes" cargo build -q --release \
     --manifest-path integrations/candle/Cargo.toml --features llama --example llama
 cargo build -q -p profiler-cli --bin prof
 prof=target/debug/prof
@@ -50,6 +53,20 @@ while read -r name id; do
     go tool pprof -top -nodecount=12 -tagfocus "event=$id" "$work/profile.pb.gz" 2>&1
     echo
 done <"$work/ids"
+# The same question asked of go tool pprof: the samples whose stack names softmax, and those that
+# name candle's matmul, under each span (`-symbolize=none`: pprof's default display simplifies
+# Rust's names, generic arguments and all, before -focus matches them).
+echo "== go tool pprof -symbolize=none -focus=REGEX -tagfocus event=ID: the samples in each span"
+printf '%-8s %-8s %s\n' span work "samples (pprof's total of the focused nodes)"
+while read -r name id; do
+    for kind in softmax 'MatMul|gemm'; do
+        total=$(go tool pprof -symbolize=none -top -nodecount=100000 -focus="(?i)$kind" \
+            -tagfocus "event=$id" "$work/profile.pb.gz" 2>/dev/null |
+            sed -n 's/^Showing nodes accounting for \([^,]*\),.*/\1/p')
+        printf '%-8s %-8s %s\n' "$name" "${kind%%|*}" "${total:-0}"
+    done
+done <"$work/ids"
+echo
 python3 - "$work/prof.json" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
