@@ -28,11 +28,15 @@
 # or the same wheels, e.g. a PyTorch cu130 environment's site-packages/nvidia/cu13/lib) on
 # LD_LIBRARY_PATH; `readelf -d` lists them (NEEDED).
 #
-# Exit status: 0 done; 2 the environment (no python3 or pip, a download failed, no C compiler for
-# the stub).
+# Exit status: 0 done; 2 a usage error or the environment (no python3 or pip, a download failed, no
+# C compiler for the stub).
 set -euo pipefail
 
-dir=${1:?usage: scripts/cuda-toolkit-from-pip.sh DIR  (where the toolkit goes; outside the repository)}
+if [ $# -ne 1 ] || [ -z "$1" ]; then
+  echo "usage: scripts/cuda-toolkit-from-pip.sh DIR  (where the toolkit goes; outside the repository)" >&2
+  exit 2
+fi
+dir=$1
 nvcc_v=${CUDA_PIP_NVCC:-13.0.88}
 pins=(
   "nvidia-cuda-nvcc==$nvcc_v"
