@@ -20,7 +20,16 @@
 #   2  the environment: a tool is missing (cargo, python3) or a build or a program failed to run
 #   3  no NVIDIA GPU here (no nvidia-smi, no GPU listed, or no driver library): nothing was run
 #
-# The candle example needs nvcc to build (candle compiles its kernels): on PATH, or CUDA_HOME/bin.
+# The candle example needs nvcc to build (candle compiles its kernels): on PATH, or CUDA_HOME/bin;
+# and, to link, the CUDA libraries and a libcuda (a toolkit's lib64/stubs will do). A machine with
+# no CUDA toolkit gets both from NVIDIA's pip wheels (CUDA 13.0, which a 580 driver runs):
+#
+#   eval "$(scripts/cuda-toolkit-from-pip.sh /somewhere/cuda-pip)"  # CUDA_HOME, PATH, CUDA_COMPUTE_CAP=90
+#
+# To run, candle-mlp needs the driver's libcuda.so.1 and libcudart.so.13, libcublas.so.13 (with
+# libcublasLt.so.13), libcurand.so.10 on the loader's path (LD_LIBRARY_PATH: a CUDA 13 toolkit's
+# lib64, or a PyTorch cu130 environment's site-packages/nvidia/cu13/lib); when one is missing the
+# candle example is listed as not verifiable, with the names.
 #
 # A GPU machine without a Rust toolchain (or without the crates' registry): build on a machine
 # that has them, carry the folder, and check there with what it holds:
@@ -28,8 +37,9 @@
 #   scripts/gpu-check.sh --build-only DIR    # here: builds, copies the binaries into DIR
 #   GPU_CHECK_BIN=DIR scripts/gpu-check.sh   # there: runs DIR's binaries, builds nothing
 #
-# DIR holds cuda_mlp, prof (with `cuda`), cuda_hw (the hardware tests) and, when nvcc and the
-# driver's libcuda were there to build and link it, candle-mlp.
+# DIR holds cuda_mlp, prof (with `cuda`), cuda_hw (the hardware tests) and, when nvcc was there
+# (PATH or CUDA_HOME/bin, e.g. from scripts/cuda-toolkit-from-pip.sh), candle-mlp. Without a GPU
+# to ask, --build-only needs CUDA_COMPUTE_CAP for candle's kernels (90: H100, H200).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +58,25 @@ for line in sys.stdin:
   target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
   cp "$target/release/examples/cuda_mlp" "$target/release/prof" "$dir/" || exit 2
   cp "$hw" "$dir/cuda_hw" || exit 2
+  # The candle example, when there is an nvcc: never a stale one from an earlier build.
+  rm -f "$dir/candle-mlp"
+  if [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/nvcc" ]; then
+    PATH="$CUDA_HOME/bin:$PATH"
+  fi
+  if command -v nvcc >/dev/null 2>&1; then
+    cap=${CUDA_COMPUTE_CAP:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')}
+    if [ -z "$cap" ]; then
+      echo "gpu-check: no GPU here to ask for its compute capability: set CUDA_COMPUTE_CAP (90 for an H100 or H200)" >&2
+      exit 2
+    fi
+    CUDA_COMPUTE_CAP=$cap cargo build --release --manifest-path integrations/candle/Cargo.toml --features cuda || exit 2
+    ctarget=$(cargo metadata --format-version 1 --no-deps --manifest-path integrations/candle/Cargo.toml |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])') || exit 2
+    cp "$ctarget/release/candle-mlp" "$dir/" || exit 2
+  else
+    echo "gpu-check: no nvcc (PATH or CUDA_HOME/bin): candle-mlp is not built; without a CUDA toolkit," >&2
+    echo "           eval \"\$(scripts/cuda-toolkit-from-pip.sh DIR)\" first (NVIDIA's pip wheels)" >&2
+  fi
   dirty=
   git diff --quiet HEAD 2>/dev/null || dirty=" with uncommitted changes"
   echo "gpu-check: binaries of $(git rev-parse --short HEAD)$dirty in $dir: $(ls "$dir" | tr '\n' ' ')"
@@ -119,7 +148,7 @@ if [ -n "$bin" ]; then
   if [ -x "$bin/candle-mlp" ]; then
     candle=$bin/candle-mlp
   else
-    cannot "the candle example on the GPU ($bin has no candle-mlp: candle's cuda build needs nvcc and the driver's libcuda where it is built)"
+    cannot "the candle example on the GPU ($bin has no candle-mlp: --build-only builds it where nvcc is, e.g. after scripts/cuda-toolkit-from-pip.sh)"
   fi
 else
   say "build with cuda (release)"
@@ -135,12 +164,23 @@ else
   if command -v nvcc >/dev/null 2>&1; then
     cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
     if CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-$cap} cargo build --release --manifest-path integrations/candle/Cargo.toml --features cuda; then
-      candle=integrations/candle/target/release/candle-mlp
+      candle=$(cargo metadata --format-version 1 --no-deps --manifest-path integrations/candle/Cargo.toml |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/candle-mlp
     else
       environment "the candle example did not build with --features cuda"
     fi
   else
-    cannot "the candle example on the GPU (nvcc is not on PATH; candle compiles its kernels with it)"
+    cannot "the candle example on the GPU (nvcc is not on PATH; candle compiles its kernels with it: scripts/cuda-toolkit-from-pip.sh gives one)"
+  fi
+fi
+
+# candle-mlp links the CUDA libraries (cudarc's dynamic-linking): one the loader cannot find makes
+# the example unverifiable here, not a mismatch.
+if [ -n "$candle" ]; then
+  missing=$(ldd "$candle" 2>/dev/null | awk '/not found/ { print $1 }' | paste -sd' ' -)
+  if [ -n "$missing" ]; then
+    cannot "the candle example on the GPU (the loader finds no $missing for $candle: put their folder on LD_LIBRARY_PATH, a CUDA 13 toolkit's lib64 or a PyTorch cu130 environment's site-packages/nvidia/cu13/lib)"
+    candle=
   fi
 fi
 
