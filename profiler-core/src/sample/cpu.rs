@@ -1131,7 +1131,10 @@ mod tests {
         // leaf's pc holds `softmax` inlined into `closure` inlined into `call_mut`; its caller's
         // return address (0x2001, its call at 0x2000) is plain `run`; 0x3000 is unnamed.
         let mut symbols: HashMap<usize, Vec<String>> = HashMap::new();
-        symbols.insert(0x1000, vec!["softmax".into(), "closure".into(), "call_mut".into()]);
+        symbols.insert(
+            0x1000,
+            vec!["softmax".into(), "closure".into(), "call_mut".into()],
+        );
         symbols.insert(0x2000, vec!["run".into()]);
         symbols.insert(0x3000, vec![]);
         let leaf: StackKey = (0, 0, 0, vec![0x1000, 0x2001].into_boxed_slice());
