@@ -27,43 +27,13 @@
 use std::time::Instant;
 
 use burn::backend::{Autodiff, NdArray};
-use burn::module::Module;
-use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
-use burn::nn::{PaddingConfig2d, Relu};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Distribution, Tensor};
 
-/// The cnn example's conv block: two 3x3 convs (same padding) with ReLUs and a 2x2 max-pool.
-#[derive(Module, Debug)]
-struct ConvBlock<B: Backend> {
-    conv_a: Conv2d<B>,
-    conv_b: Conv2d<B>,
-    pool: MaxPool2d,
-    relu: Relu,
-}
-
-impl<B: Backend> ConvBlock<B> {
-    fn new([input, hidden, output]: [usize; 3], device: &B::Device) -> Self {
-        let conv = |channels| {
-            Conv2dConfig::new(channels, [3, 3])
-                .with_padding(PaddingConfig2d::Same)
-                .init(device)
-        };
-        ConvBlock {
-            conv_a: conv([input, hidden]),
-            conv_b: conv([hidden, output]),
-            pool: MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init(),
-            relu: Relu::new(),
-        }
-    }
-
-    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let x = self.relu.forward(self.conv_a.forward(x));
-        self.pool.forward(self.relu.forward(self.conv_b.forward(x)))
-    }
-}
+#[path = "shared/conv_block.rs"]
+mod conv_block;
+use conv_block::ConvBlock;
 
 /// The cnn's batch size.
 const BATCH: usize = 16;
