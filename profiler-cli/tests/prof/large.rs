@@ -25,15 +25,12 @@ use std::time::Instant;
 
 use profiler_format::{Event, Iterations, Profile, Run, Stats, SCHEMA};
 
+use crate::common;
+
 /// A fresh directory of its own for one test (under the target directory: the traces are
 /// hundreds of megabytes).
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("large")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::target_scratch("large", name)
 }
 
 /// Deterministic noise (SplitMix64).

@@ -10,27 +10,19 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use profiler_analysis::cpu::proto;
 use prost::Message;
+
+use crate::common::{self, prof};
 
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("pprof-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn prof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_prof"))
-        .args(args)
-        .output()
-        .expect("prof runs")
+    common::target_scratch("pprof", name)
 }
 
 fn text(bytes: &[u8]) -> String {

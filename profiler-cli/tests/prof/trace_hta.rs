@@ -28,14 +28,8 @@ fn fixture(name: &str) -> Profile {
     load_profile(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// An empty directory of its own for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("trace_hta")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::target_scratch("trace_hta", name)
 }
 
 /// Writes the trace as `prof trace` does: pretty JSON (HTA finds the rank with `"rank": N`,

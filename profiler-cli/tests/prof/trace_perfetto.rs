@@ -23,14 +23,8 @@ fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
-/// An empty directory of its own for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("trace_perfetto")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::target_scratch("trace_perfetto", name)
 }
 
 fn prof(args: &[&std::ffi::OsStr]) -> Output {

@@ -17,6 +17,17 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// A fresh directory `name` of the module `module` under the target directory (for outputs too
+/// large for the system's temporary directory, and kept there after a failure to look at).
+pub fn target_scratch(module: &str, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(module)
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// Runs the `prof` binary with `args`.
 pub fn prof(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_prof"))
