@@ -187,19 +187,22 @@ pub(crate) enum Run {
     None,
     /// A recorded run (`trace` mode).
     Recorded(Recorded),
+    /// A run of a learning iteration of `trace` mode.
+    Learning(Learning),
+    /// An armed (or hooked, or warmup) run.
+    Armed(Armed),
+    /// An armed run of a plain session, entered without stream or keys.
+    Sampled(Sampled),
+    // The kinds of run published as their thread's open events (CPU sampling on) come last, so
+    // that the others keep the discriminants they had before them: `ProbeGuard::finish` sends
+    // these four on with one jump, and the others' ends compile as they did.
     /// A recorded run published as its thread's open event (CPU sampling on): its drop also
     /// closes the event.
     RecordedTagged(Recorded),
-    /// A run of a learning iteration of `trace` mode.
-    Learning(Learning),
     /// A learning run published as its thread's open event.
     LearningTagged(Learning),
-    /// An armed (or hooked, or warmup) run.
-    Armed(Armed),
     /// An armed run published as its thread's open event.
     ArmedTagged(Armed),
-    /// An armed run of a plain session, entered without stream or keys.
-    Sampled(Sampled),
     /// Nothing is measured, but the run is published as its thread's open event (CPU
     /// sampling on: `sample/open.rs`); its drop closes it.
     Tagged,

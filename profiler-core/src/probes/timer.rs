@@ -46,7 +46,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crate::instrument::device::{AsStream, Stream};
 use crate::measure::Run;
-use crate::register::descriptor::{Descriptor, State, PUBLISHED};
+use crate::register::descriptor::{Descriptor, State, ARMED_BIT, PUBLISHED};
 pub use crate::register::work::Count;
 use crate::session::current;
 use crate::store::buffer::tag;
@@ -127,23 +127,27 @@ impl ProbeGuard {
             Run::None => {}
             Run::Recorded(r) => r.at.end_recorded(r, 0),
             Run::Sampled(run) => run.at.finish_sampled(run),
-            Run::RecordedTagged(r) => {
-                r.at.end_recorded(r, 0);
-                crate::sample::open::pop();
-            }
             Run::Learning(l) => l.at.end_learning(l, 0),
             Run::Armed(armed) => armed.at.finish_armed(armed),
-            Run::LearningTagged(l) => {
-                l.at.end_learning(l, 0);
-                crate::sample::open::pop();
+            Run::RecordedTagged(_) | Run::LearningTagged(_) | Run::ArmedTagged(_) | Run::Tagged => {
+                finish_tagged(&self.run)
             }
-            Run::ArmedTagged(armed) => {
-                armed.at.finish_armed(armed);
-                crate::sample::open::pop();
-            }
-            Run::Tagged => crate::sample::open::pop(),
         }
     }
+}
+
+/// [`ProbeGuard::finish`] for a run published as its thread's open event (CPU sampling on): it
+/// ends as its kind does, then closes the event. Out of line, so that `finish` ends every other
+/// kind with a jump and keeps no stack frame.
+#[inline(never)]
+fn finish_tagged(run: &Run) {
+    match run {
+        Run::RecordedTagged(r) => r.at.end_recorded(r, 0),
+        Run::LearningTagged(l) => l.at.end_learning(l, 0),
+        Run::ArmedTagged(armed) => armed.at.finish_armed(armed),
+        _ => {}
+    }
+    crate::sample::open::pop();
 }
 
 /// While the open events are published: `desc` opens on this thread (unless its run may move
@@ -263,10 +267,21 @@ fn enter_slow_with(
     stream: Option<Stream>,
     work: Option<&Work>,
 ) -> ProbeGuard {
-    if raw & PUBLISHED != 0 {
-        return enter_published(desc, raw & !PUBLISHED, nests, stream, work);
-    }
-    start_slow(desc, raw, nests, stream, work)
+    // The states as the schedule stores them (a recorded run here is an `async fn`'s: `enter`
+    // sends its own to `enter_recorded` directly); any other value carries [`PUBLISHED`]. The
+    // published runs leave by the default arm, so that with publication off this match is the
+    // comparisons it was before it existed.
+    let state = match raw {
+        0 => State::Off,
+        1 => State::Learn,
+        2 => State::Hook,
+        3 => State::Traced,
+        4 => State::Armed,
+        8 if stream.is_none() => return enter_recorded(desc),
+        8 => State::Recorded,
+        _ => return enter_published(desc, raw & !PUBLISHED, nests, stream.as_ref(), work),
+    };
+    start_state(desc, state, nests, stream, work)
 }
 
 /// A run while the open events are published (CPU sampling on): in state `raw` (without
@@ -276,30 +291,32 @@ fn enter_published(
     desc: &'static Descriptor,
     raw: u32,
     nests: bool,
-    stream: Option<Stream>,
+    stream: Option<&Stream>,
     work: Option<&Work>,
 ) -> ProbeGuard {
     if raw == State::Off as u32 {
         return enter_tagged(desc, nests);
     }
-    published(desc, nests, || start_slow(desc, raw, nests, stream, work))
+    // The stream comes by reference, so that the entries with publication off pass `None` in
+    // a register only on their way here.
+    let stream = stream.copied();
+    published(desc, nests, || {
+        if raw == State::Recorded as u32 && stream.is_none() {
+            return start_recorded(desc);
+        }
+        start_state(desc, State::from_raw(raw), nests, stream, work)
+    })
 }
 
-/// [`enter_slow_with`] past the publication of the open event.
+/// A run in `state` starts on the general path (the session's [`start_run`](crate::measure::Measuring::start_run)).
 #[inline(always)]
-fn start_slow(
+fn start_state(
     desc: &'static Descriptor,
-    raw: u32,
+    state: State,
     nests: bool,
     stream: Option<Stream>,
     work: Option<&Work>,
 ) -> ProbeGuard {
-    // A recorded run of an `async fn` (`enter` sends its own there directly), or one published
-    // as its thread's open event.
-    if raw == State::Recorded as u32 && stream.is_none() {
-        return start_recorded(desc);
-    }
-    let state = State::from_raw(raw);
     match current() {
         Some(session) => {
             let at = &session.measuring;
@@ -319,7 +336,7 @@ fn enter_armed(desc: &'static Descriptor) -> ProbeGuard {
         Some(session) if session.measuring.plain => {
             ProbeGuard::of(session.measuring.start_sampled(desc))
         }
-        Some(_) => start_slow(desc, State::Armed as u32, true, None, None),
+        Some(_) => enter_slow(desc, State::Armed as u32, true, None),
         None => ProbeGuard::inert(),
     }
 }
@@ -405,8 +422,9 @@ pub use crate::measure::{shape_of, Dims, Work, NO_WORK};
 /// the only runs whose `flops`, `bytes` and `shape` expressions are evaluated.
 #[inline(always)]
 pub fn is_armed(state: u32) -> bool {
-    // Armed, whether or not the open events are published (CPU sampling on).
-    state & !PUBLISHED == State::Armed as u32
+    // Armed, whether or not the open events are published (CPU sampling on): no other state
+    // has the bit, so that this is one test, as the comparison was before publication.
+    state & ARMED_BIT != 0
 }
 
 /// The count of `value` (the macros wrap each `flops` and `bytes` expression in it).

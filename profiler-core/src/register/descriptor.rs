@@ -16,7 +16,28 @@ static TAGGING: AtomicBool = AtomicBool::new(false);
 /// no state is then equal to the values the fast paths test ([`State::Off`],
 /// [`State::Recorded`], [`State::Armed`]), so that every run leaves them for the general entry,
 /// which publishes it, and with publication off those paths test nothing for it.
-pub(crate) const PUBLISHED: u32 = 8;
+pub(crate) const PUBLISHED: u32 = 16;
+
+/// The bit of [`State::Armed`], which no other state has, published or not.
+pub(crate) const ARMED_BIT: u32 = State::Armed as u32;
+
+// No state but `Armed` has its bit, and none reaches `PUBLISHED`'s.
+const _: () = {
+    let others = [
+        State::Off,
+        State::Learn,
+        State::Hook,
+        State::Recorded,
+        State::Traced,
+    ];
+    let mut i = 0;
+    while i < others.len() {
+        assert!(others[i] as u32 & ARMED_BIT == 0);
+        assert!((others[i] as u32) < PUBLISHED);
+        i += 1;
+    }
+    assert!((State::Armed as u32) < PUBLISHED);
+};
 
 /// Whether the open events are published (CPU sampling on).
 #[inline(always)]
@@ -39,18 +60,21 @@ pub enum State {
     /// Warmup (or a selected probe not seen yet): the slow path learns order and occurrences.
     Learn = 1,
     /// One of this probe's events is measured in the current iteration.
-    Armed = 2,
+    Armed = 4,
     /// Nothing is measured, but the hooks apply (an NVTX range, `PROF_SYNC` around the run, the
     /// delay of `PROF_DELAY` after it).
-    Hook = 3,
+    ///
+    /// (The values: [`State::Armed`] is the only one with bit 2 ([`ARMED_BIT`]), so that a
+    /// probe with keys finds out whether to evaluate them with one test, [`PUBLISHED`] or not.)
+    Hook = 2,
     /// `trace` mode: every run is measured and recorded into its thread's buffer; which event
     /// it belongs to is worked out at `step()`.
-    Recorded = 4,
+    Recorded = 8,
     /// `trace` mode, for a probe whose runs cannot be recorded (timed on a stream, with hooks,
     /// its memory counted, or a clock whose marks are not one time line): every run is measured
     /// on the armed path, as [`State::Armed`]'s are, but its `flops`, `bytes` and `shape`
     /// expressions are not evaluated (`trace` mode keeps no work).
-    Traced = 5,
+    Traced = 3,
 }
 
 impl State {
@@ -60,10 +84,10 @@ impl State {
         match raw & !PUBLISHED {
             0 => State::Off,
             1 => State::Learn,
-            2 => State::Armed,
-            4 => State::Recorded,
-            5 => State::Traced,
-            _ => State::Hook,
+            2 => State::Hook,
+            3 => State::Traced,
+            4 => State::Armed,
+            _ => State::Recorded,
         }
     }
 }
