@@ -20,9 +20,12 @@ pub fn step_mfu(rows: &[EventRow], iter_mean_ns: f64, peak: Option<&Peak>) -> Op
 
 /// The FLOPs of one iteration ([`step_mfu`]'s rule), `None` without events with FLOPs.
 pub fn step_flops(rows: &[EventRow]) -> Option<f64> {
+    // In execution order whatever the caller's, so that the sum is the same for any order.
+    let mut rows: Vec<&EventRow> = rows.iter().collect();
+    rows.sort_by_key(|r| r.order);
     let has_flops = |r: &EventRow| r.work.as_ref().and_then(|w| w.flops_per_run).is_some();
     let by_order: std::collections::HashMap<u32, &EventRow> =
-        rows.iter().map(|r| (r.order, r)).collect();
+        rows.iter().map(|&r| (r.order, r)).collect();
     let counted_above = |r: &EventRow| {
         let mut parent = r.parent;
         let mut steps = 0;
@@ -40,6 +43,7 @@ pub fn step_flops(rows: &[EventRow]) -> Option<f64> {
     };
     let outer: Vec<f64> = rows
         .iter()
+        .copied()
         .filter(|r| has_flops(r) && !counted_above(r))
         .filter_map(|r| Some(r.work.as_ref()?.flops_per_run? * r.calls_per_iter))
         .collect();
@@ -134,4 +138,50 @@ pub fn work_line(
             .to_owned(),
     );
     Some(format!("work: {}", parts.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::work::WorkRow;
+
+    /// Top-level event rows, in execution order, each run once per iteration doing `flops`.
+    fn rows(flops: &[f64]) -> Vec<EventRow> {
+        let profile: profiler_format::Profile =
+            serde_json::from_str(include_str!("../tests/data/summary/memory.json")).unwrap();
+        let first = crate::rows::profile_rows(&profile, 0.25, 0.05).events[0].clone();
+        flops
+            .iter()
+            .enumerate()
+            .map(|(i, &f)| EventRow {
+                order: i as u32,
+                parent: None,
+                calls_per_iter: 1.0,
+                work: Some(WorkRow {
+                    flops_per_s: None,
+                    bytes_per_s: None,
+                    flops_per_run: Some(f),
+                    intensity: None,
+                    bound: None,
+                    mfu: None,
+                }),
+                ..first.clone()
+            })
+            .collect()
+    }
+
+    /// The step's FLOPs are summed in execution order whatever the order of the rows given (the
+    /// report's sorted by median, the tables' in the file's order), so that a sum of very
+    /// different sizes comes out the same, to the last digit, for the summary and the report.
+    #[test]
+    fn the_step_flops_are_the_same_for_the_rows_in_any_order() {
+        let in_order = rows(&[1.0, 1.0, 1e16]);
+        let mut reversed = in_order.clone();
+        reversed.reverse();
+        let want = step_flops(&in_order).unwrap();
+        assert_eq!(want, 1e16 + 2.0);
+        assert_eq!(step_flops(&reversed), Some(want));
+        let line = |rows: &[EventRow]| work_line(rows, 1e6, None, true);
+        assert_eq!(line(&reversed), line(&in_order));
+    }
 }
