@@ -66,7 +66,7 @@ pub fn fraction(s: &str) -> Result<f64, String> {
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Profile>, Failure> {
     Ok(paths
         .iter()
-        .map(|f| analysis::load_profile(f))
+        .map(analysis::load_profile)
         .collect::<Result<_, _>>()?)
 }
 
