@@ -16,7 +16,6 @@ pub mod columns;
 pub mod descriptive_stats;
 pub mod rows;
 pub mod shapes;
-pub mod step_work;
 pub mod summary;
 pub mod table_text;
 pub mod tables;

@@ -152,7 +152,7 @@ fn one_call_makes_the_rows_and_what_comes_of_them() {
     let mut in_order = rows.events.clone();
     in_order.sort_by_key(|r| r.order);
     let line = |definitions| {
-        profiler_tables::step_work::work_line(
+        profiler_tables::tables::work_line(
             &in_order,
             rows.iteration.mean_ns,
             profile.run.peak.as_ref(),

@@ -146,7 +146,7 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak: Option<profiler_format::peak::Peak>,
     /// The line on the work (the step's FLOPs and MFU, the peak, the definitions), when some
-    /// event counts its work ([`profiler_tables::step_work::work_line`]).
+    /// event counts its work ([`profiler_tables::tables::work_line`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub work: Option<String>,
     /// The events that ran only before the loop (not scheduled), each with its first run, as
