@@ -62,14 +62,12 @@ pub fn fraction(s: &str) -> Result<f64, String> {
     }
 }
 
-/// The profile at `path`, or the failure that says why it cannot be read.
-pub fn load(path: &Path) -> Result<Profile, Failure> {
-    Ok(analysis::load_profile(path)?)
-}
-
 /// Every profile of `paths`, in order; the first that cannot be loaded is the failure.
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Profile>, Failure> {
-    paths.iter().map(|f| load(f)).collect()
+    Ok(paths
+        .iter()
+        .map(analysis::load_profile)
+        .collect::<Result<_, _>>()?)
 }
 
 /// `error: cannot write PATH: WHY`, with a help line.

@@ -1,6 +1,6 @@
-//! The tables computed from a `prof.json` (read through `profiler-format`): the measures of each
-//! event and of the iteration ([`rows`]), the one table of columns every output renders
-//! ([`columns`]), where the mean iteration goes ([`breakdown`]), and the end-of-run summary
+//! The tables computed from a `prof.json` (read through `profiler-format`), all of them by one
+//! call ([`tables::profile_tables`]): the measures of each event and of the iteration
+//! ([`rows`]), the one table of columns every output renders ([`columns`]), where the mean iteration goes ([`breakdown`]), and the end-of-run summary
 //! ([`summary`]), with the descriptive statistics ([`descriptive_stats`]) and the text for people
 //! ([`table_text`]) they need. The profiled program prints its summary from here (through
 //! profiler-core's `enable` feature) and `prof report` builds its rows from here (through
@@ -16,7 +16,7 @@ pub mod columns;
 pub mod descriptive_stats;
 pub mod rows;
 pub mod shapes;
-pub mod step_work;
 pub mod summary;
 pub mod table_text;
+pub mod tables;
 pub mod work;

@@ -1,13 +1,14 @@
 //! The end-of-run summary printed on stderr: one row per event in execution order, built from
-//! the same [`profile_rows`] as `prof report`, so that the two never disagree.
+//! the same [`profile_tables`] as `prof report`, so that the two never disagree.
 
 use std::fmt::Write;
 
 use crate::columns::{self, Place};
-use crate::rows::{profile_rows, Perturbation, ProfileRows};
+use crate::rows::{Perturbation, ProfileRows};
 use crate::table_text::{
     aligned, clip, human_ns, percent, printable, printable_lines, signed_percent, MAX_CELL,
 };
+use crate::tables::{profile_tables, ProfileTables};
 use profiler_format::Profile;
 
 /// Events whose coefficient of variation is above this are noisy (the default of `prof report`).
@@ -131,21 +132,25 @@ pub fn before_loop_line(profile: &Profile) -> Option<String> {
 }
 
 fn summary_with(profile: &Profile, last_line: &str) -> String {
-    let rows = profile_rows(profile, CV_THRESHOLD, PERTURBATION_THRESHOLD);
-    // The breakdown from the same rows, before they are sorted (it reads them by event index).
-    let breakdown = crate::breakdown::breakdown(profile, &rows);
+    let tables = profile_tables(profile, CV_THRESHOLD, PERTURBATION_THRESHOLD);
     let findings = crate::advice::advise(
         profile,
-        &rows,
-        breakdown.as_ref(),
+        &tables.rows,
+        tables.breakdown.as_ref(),
         &crate::advice::AdviceOptions::default(),
     );
-    let ProfileRows {
-        iteration,
-        perturbation,
-        mut events,
+    let ProfileTables {
+        rows:
+            ProfileRows {
+                iteration,
+                perturbation,
+                mut events,
+                ..
+            },
+        breakdown,
+        work_brief,
         ..
-    } = rows;
+    } = tables;
     events.sort_by_key(|e| e.order);
     let mut out = String::new();
     let _ = writeln!(
@@ -191,9 +196,7 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
              (profiler_core::Alloc)"
         );
     }
-    if let Some(work) =
-        crate::step_work::work_line(&events, iteration.mean_ns, profile.run.peak.as_ref(), false)
-    {
+    if let Some(work) = work_brief {
         let _ = writeln!(out, "  {work}");
     }
     let _ = writeln!(

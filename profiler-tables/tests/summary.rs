@@ -133,3 +133,36 @@ fn the_summary_shows_control_characters_in_names_as_escapes() {
     assert!(shown.contains("\\e[2J\\u{7}\\n!"), "{shown}");
     assert_eq!(shown.lines().count(), clean.lines().count(), "{shown}");
 }
+
+/// What the summary and `prof report` are built from comes from one call: the rows, their
+/// breakdown, the work line in full (the report's) and brief (the summary's, which prints it),
+/// and the device memory, each as computed on its own from the rows in execution order.
+#[test]
+fn one_call_makes_the_rows_and_what_comes_of_them() {
+    use profiler_tables::rows::{device_usage, profile_rows};
+    use profiler_tables::tables::profile_tables;
+    let profile = with_work(serde_json::json!({
+        "schema": "profiler-core/peak/v1", "flops": 2.4e10, "bytes": 1.2e10,
+        "source": "measured", "detail": "CPU. More.", "host": "h"
+    }));
+    let tables = profile_tables(&profile, 0.25, 0.05);
+    let rows = profile_rows(&profile, 0.25, 0.05);
+    let breakdown = profiler_tables::breakdown::breakdown(&profile, &rows);
+    assert_eq!(format!("{:?}", tables.breakdown), format!("{breakdown:?}"));
+    let mut in_order = rows.events.clone();
+    in_order.sort_by_key(|r| r.order);
+    let line = |definitions| {
+        profiler_tables::tables::work_line(
+            &in_order,
+            rows.iteration.mean_ns,
+            profile.run.peak.as_ref(),
+            definitions,
+        )
+    };
+    assert_eq!(tables.work, line(true));
+    assert_eq!(tables.work_brief, line(false));
+    let brief = tables.work_brief.as_deref().expect("a work line");
+    assert!(summary::summary(&profile, "prof.json").contains(brief));
+    assert_eq!(tables.device_memory, device_usage(&profile));
+    assert_eq!(format!("{:?}", tables.rows), format!("{rows:?}"));
+}

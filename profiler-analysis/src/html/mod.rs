@@ -52,7 +52,7 @@ use super::trace::{self, AverageIteration};
 use super::{event_key, stats};
 use profiler_format::{Event, Profile, Run};
 use profiler_tables::columns::{Families, Family, Place};
-use profiler_tables::rows::profile_rows;
+use profiler_tables::tables::profile_tables;
 
 /// The most iteration wall times embedded in a page.
 pub const MAX_ITERATIONS: usize = 5000;
@@ -239,13 +239,13 @@ fn page_data<'a>(profile: &'a Profile, baseline: Option<&'a Profile>) -> PageDat
         ..ReportOptions::default()
     };
     // The rows once, for the report (grouped by phase) and the layer groups beside it.
-    let rows = profile_rows(
+    let tables = profile_tables(
         profile,
         options.cv_threshold,
         options.perturbation_threshold,
     );
-    let layer_groups = report::groups(profile, &rows, GroupBy::Layer);
-    let by_phase = report::build_from(profile, rows, &options);
+    let layer_groups = report::groups(profile, &tables.rows, GroupBy::Layer);
+    let by_phase = report::build_from(profile, tables, &options);
     let average = trace::average_iteration(profile, by_phase.breakdown.as_ref()).ok();
     let rows = event_data(profile, &by_phase.events, average.as_ref());
     let shapes = report::shape_table(&by_phase).map(|(headers, rows)| ShapeTable { headers, rows });

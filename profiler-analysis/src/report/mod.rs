@@ -16,11 +16,12 @@ use super::diff::DiffOptions;
 use super::{drift, text};
 use crate::Format;
 use profiler_format::{Event, Profile};
-use profiler_tables::breakdown::{breakdown, Breakdown};
-use profiler_tables::rows::{device_usage, profile_rows, ratio_or_zero, ProfileRows};
+use profiler_tables::breakdown::Breakdown;
+use profiler_tables::rows::{ratio_or_zero, ProfileRows};
 pub use profiler_tables::rows::{
     DeviceMemoryRow, DeviceUsageRow, EventRow, IterationRow, MemoryRow, Perturbation,
 };
+use profiler_tables::tables::{profile_tables, ProfileTables};
 
 /// What [`ReportOptions::group_by`] groups events by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,7 +146,7 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak: Option<profiler_format::peak::Peak>,
     /// The line on the work (the step's FLOPs and MFU, the peak, the definitions), when some
-    /// event counts its work ([`profiler_tables::step_work::work_line`]).
+    /// event counts its work ([`profiler_tables::tables::work_line`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub work: Option<String>,
     /// The events that ran only before the loop (not scheduled), each with its first run, as
@@ -224,18 +225,21 @@ fn group_rows(
     groups
 }
 
-/// Computes the report of a profile (see the module documentation for every definition).
+/// Computes the report of a profile (see the module documentation for every definition): the
+/// tables of [`profile_tables`] (rows, breakdown, work, device memory), then what only the
+/// report has (groups, windows, advice) and the order asked for.
 pub fn build(profile: &Profile, options: &ReportOptions) -> Report {
-    let measures = profile_rows(
+    let tables = profile_tables(
         profile,
         options.cv_threshold,
         options.perturbation_threshold,
     );
-    build_from(profile, measures, options)
+    build_from(profile, tables, options)
 }
 
 /// The groups of `by` (as [`build`] makes them) from `measures`, the rows that
-/// [`profile_rows`] computed for `profile`: for a caller that groups the same rows twice.
+/// [`profile_rows`](profiler_tables::rows::profile_rows) computed for `profile`: for a caller
+/// that groups the same rows twice.
 pub fn groups(profile: &Profile, measures: &ProfileRows, by: GroupBy) -> Vec<GroupRow> {
     group_rows(
         &profile.events,
@@ -246,12 +250,10 @@ pub fn groups(profile: &Profile, measures: &ProfileRows, by: GroupBy) -> Vec<Gro
     )
 }
 
-/// [`build`] from the rows that [`profile_rows`] computed for `profile` with `options`'
+/// [`build`] from the tables that [`profile_tables`] computed for `profile` with `options`'
 /// thresholds (`cv_threshold`, `perturbation_threshold`), so that a caller that needs them too
 /// computes them once.
-pub fn build_from(profile: &Profile, measures: ProfileRows, options: &ReportOptions) -> Report {
-    // The breakdown from the same rows, before they are sorted (it reads them by event index).
-    let breakdown = breakdown(profile, &measures);
+pub fn build_from(profile: &Profile, tables: ProfileTables, options: &ReportOptions) -> Report {
     let windows = options
         .windows
         .then(|| {
@@ -264,26 +266,31 @@ pub fn build_from(profile: &Profile, measures: ProfileRows, options: &ReportOpti
         .flatten();
     let advice = crate::advise::findings_of(
         profile,
-        &measures,
-        breakdown.as_ref(),
+        &tables.rows,
+        tables.breakdown.as_ref(),
         windows.as_ref(),
         &crate::advise::AdviceOptions {
             cv_threshold: options.cv_threshold,
         },
     );
-    let ProfileRows {
-        iteration,
-        perturbation,
-        events: mut rows,
-        ancestors: chains,
-    } = measures;
+    let ProfileTables {
+        rows:
+            ProfileRows {
+                iteration,
+                perturbation,
+                events: mut rows,
+                ancestors: chains,
+            },
+        breakdown,
+        work,
+        device_memory,
+        ..
+    } = tables;
     let groups = options.group_by.map_or_else(Vec::new, |by| {
         group_rows(&profile.events, &rows, &chains, by, iteration.mean_ns)
     });
 
     rows.sort_by_key(|r| r.order);
-    let peak = profile.run.peak.clone();
-    let work = profiler_tables::step_work::work_line(&rows, iteration.mean_ns, peak.as_ref(), true);
     match options.sort {
         SortBy::Order => {}
         SortBy::Median => rows.sort_by(|a, b| b.median_ns.total_cmp(&a.median_ns)),
@@ -304,9 +311,9 @@ pub fn build_from(profile: &Profile, measures: ProfileRows, options: &ReportOpti
         breakdown,
         cv_threshold: options.cv_threshold,
         windows,
-        device_memory: device_usage(profile),
+        device_memory,
         work,
-        peak,
+        peak: profile.run.peak.clone(),
         before_loop: profile.before_loop.clone(),
         advice,
     }

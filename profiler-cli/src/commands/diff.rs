@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use profiler_analysis::diff;
 
-use crate::common::{fraction, load, print, Failure, FormatArg};
+use crate::common::{fraction, print, Failure, FormatArg};
+use profiler_analysis::load_profile;
 
 /// Compare two runs: per event and for the whole iteration, the median ratio with a
 /// bootstrap 95% confidence interval, a Mann-Whitney p-value and a verdict. With several
@@ -83,11 +84,11 @@ pub fn run(args: DiffArgs) -> Result<ExitCode, Failure> {
     }
     let b = before
         .iter()
-        .map(|p| load(p))
+        .map(load_profile)
         .collect::<Result<Vec<_>, _>>()?;
     let a = after
         .iter()
-        .map(|p| load(p))
+        .map(load_profile)
         .collect::<Result<Vec<_>, _>>()?;
     let result = diff::diff_runs(&b, &a, &options);
     print(&diff::render(&result, args.format.into()));

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use profiler_analysis::{self as analysis, diff, flame};
 
-use crate::common::{check_output, fraction, load, load_all, parse_filter, write_output, Failure};
+use crate::common::{check_output, fraction, load_all, parse_filter, write_output, Failure};
+use profiler_analysis::load_profile;
 
 /// A flame graph of the mean iteration: an interactive SVG (or folded stacks), one frame per
 /// event, as wide as its time per iteration, nested by parent; with --diff, frames coloured
@@ -56,7 +57,7 @@ fn cpu_flame(
             "error: prof flame --cpu draws one prof.json\n  = help: give one file",
         ));
     };
-    let profile = load(file)?;
+    let profile = load_profile(file)?;
     let Some(folded) = analysis::cpu::folded(&profile, filter) else {
         return Err(Failure::new(format!(
             "error: {} has no CPU samples\n  = help: run the program with \

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use profiler_analysis::html;
 
-use crate::common::{check_output, load, write_output, Failure};
+use crate::common::{check_output, write_output, Failure};
+use profiler_analysis::load_profile;
 
 /// One self-contained HTML report (no network needed to view it).
 #[derive(clap::Args)]
@@ -24,8 +25,8 @@ pub struct HtmlArgs {
 /// checked before any input is read.
 pub fn run(args: HtmlArgs) -> Result<ExitCode, Failure> {
     check_output(&args.output)?;
-    let profile = load(&args.file)?;
-    let baseline = args.diff.as_deref().map(load).transpose()?;
+    let profile = load_profile(&args.file)?;
+    let baseline = args.diff.as_deref().map(load_profile).transpose()?;
     let page = html::html_report(&profile, baseline.as_ref());
     write_output(&args.output, page.as_bytes())?;
     eprintln!("prof: wrote {}", args.output.display());

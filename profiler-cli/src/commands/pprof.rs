@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use profiler_analysis::cpu;
 
-use crate::common::{check_output, load, parse_filter, write_output, Failure};
+use crate::common::{check_output, parse_filter, write_output, Failure};
+use profiler_analysis::load_profile;
 
 /// The CPU samples of a prof.json (taken with PROF_CPU_SAMPLE) as a gzipped pprof profile
 /// (profile.proto), each sample labelled with its event's `layer`, `phase` and `event` (the
@@ -28,7 +29,7 @@ pub struct PprofArgs {
 pub fn run(args: PprofArgs) -> Result<ExitCode, Failure> {
     check_output(&args.output)?;
     let filter = parse_filter(args.filter.as_deref())?;
-    let profile = load(&args.file)?;
+    let profile = load_profile(&args.file)?;
     let Some(pprof) = cpu::pprof(&profile, filter.as_ref()) else {
         return Err(Failure::new(format!(
             "error: {} has no CPU samples\n  = help: run the program with PROF_CPU_SAMPLE=1000 \

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use profiler_analysis::report;
 
-use crate::common::{fraction, load, print, Failure, FormatArg};
+use crate::common::{fraction, print, Failure, FormatArg};
+use profiler_analysis::load_profile;
 
 /// One row per event (and per group): calls per iteration, median, mean, min, max, stddev,
 /// p90, coefficient of variation, share, self and total time; noisy events and the
@@ -88,12 +89,13 @@ fn non_negative(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Prints the report of `args.file`, judged against `--peak`'s peak when given.
 /// Functions listed per event under the CPU samples.
 const TOP_FUNCTIONS: usize = 5;
 
+/// Prints the report of `args.file`, judged against `--peak`'s peak when given: the profile
+/// read, [`report::build`] (every figure, once) and [`report::render`] (the text).
 pub fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
-    let mut profile = load(&args.file)?;
+    let mut profile = load_profile(&args.file)?;
     if let Some(path) = args.peak {
         let peak = profiler_format::peak::load_peak(&path)
             .map_err(|e| Failure::new(format!("error: --peak {e}")))?;

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use profiler_analysis::trace;
 
-use crate::common::{cannot_write, check_output, load, Failure};
+use crate::common::{cannot_write, check_output, Failure};
+use profiler_analysis::load_profile;
 
 /// Chrome Trace Event Format (Kineto flavoured) that opens in Perfetto and loads in
 /// HolisticTraceAnalysis, or Perfetto's protobuf trace for large profiles; `.gz` output is
@@ -85,7 +86,7 @@ fn write_trace(
     iterations: Option<trace::IterationRange>,
 ) -> Result<(), Failure> {
     check_output(output)?;
-    let mut profile = load(file)?;
+    let mut profile = load_profile(file)?;
     if let Some(iterations) = iterations {
         trace::keep_iterations(&mut profile, iterations)
             .map_err(|e| Failure::new(format!("error: {}: {e}", file.display())))?;
