@@ -210,6 +210,24 @@ impl Measuring {
     /// A measured run ends: store its marks, and close its hooks.
     #[inline(never)]
     pub(crate) fn finish_armed(&self, armed: &Armed) {
+        // The common run: measured on the CPU, no hooks (a probe with keys, or any armed run of
+        // a session that is not plain). Its stop mark and its sample, and nothing else tested.
+        if armed.hooks == 0
+            && armed.dstart == NO_MARK
+            && armed.event != LEARNING
+            && armed.event != HOOKS_ONLY
+        {
+            let stop = self.clock.mark();
+            self.store_run(armed, stop, NO_MARK, None);
+            return;
+        }
+        self.finish_hooked(armed);
+    }
+
+    /// [`finish_armed`](Self::finish_armed) for the other runs: learning or hooks only, timed
+    /// on a stream, or with hooks (synchronization, memory, the delay, NVTX, kernels).
+    #[inline(never)]
+    fn finish_hooked(&self, armed: &Armed) {
         if armed.event == LEARNING || armed.event == HOOKS_ONLY {
             self.discard_run(armed);
             return;
