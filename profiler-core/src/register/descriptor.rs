@@ -63,9 +63,8 @@ pub enum State {
     Armed = 4,
     /// Nothing is measured, but the hooks apply (an NVTX range, `PROF_SYNC` around the run, the
     /// delay of `PROF_DELAY` after it).
-    ///
-    /// (The values: [`State::Armed`] is the only one with bit 2 ([`ARMED_BIT`]), so that a
-    /// probe with keys finds out whether to evaluate them with one test, [`PUBLISHED`] or not.)
+    // The values: `Armed` is the only one with bit 2 (`ARMED_BIT`), so that a probe with keys
+    // finds out whether to evaluate them with one test, `PUBLISHED` or not.
     Hook = 2,
     /// `trace` mode: every run is measured and recorded into its thread's buffer; which event
     /// it belongs to is worked out at `step()`.
