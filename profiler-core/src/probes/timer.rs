@@ -271,14 +271,20 @@ fn enter_slow_with(
     // sends its own to `enter_recorded` directly); any other value carries [`PUBLISHED`]. The
     // published runs leave by the default arm, so that with publication off this match is the
     // comparisons it was before it existed.
+    const OFF: u32 = State::Off as u32;
+    const LEARN: u32 = State::Learn as u32;
+    const HOOK: u32 = State::Hook as u32;
+    const TRACED: u32 = State::Traced as u32;
+    const ARMED: u32 = State::Armed as u32;
+    const RECORDED: u32 = State::Recorded as u32;
     let state = match raw {
-        0 => State::Off,
-        1 => State::Learn,
-        2 => State::Hook,
-        3 => State::Traced,
-        4 => State::Armed,
-        8 if stream.is_none() => return enter_recorded(desc),
-        8 => State::Recorded,
+        OFF => State::Off,
+        LEARN => State::Learn,
+        HOOK => State::Hook,
+        TRACED => State::Traced,
+        ARMED => State::Armed,
+        RECORDED if stream.is_none() => return enter_recorded(desc),
+        RECORDED => State::Recorded,
         _ => return enter_published(desc, raw & !PUBLISHED, nests, stream.as_ref(), work),
     };
     start_state(desc, state, nests, stream, work)
