@@ -46,7 +46,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crate::instrument::device::{AsStream, Stream};
 use crate::measure::Run;
-use crate::register::descriptor::{Descriptor, State, ARMED_BIT, PUBLISHED};
+use crate::register::descriptor::{values, Descriptor, State, ARMED_BIT, PUBLISHED};
 pub use crate::register::work::Count;
 use crate::session::current;
 use crate::store::buffer::tag;
@@ -271,20 +271,14 @@ fn enter_slow_with(
     // sends its own to `enter_recorded` directly); any other value carries [`PUBLISHED`]. The
     // published runs leave by the default arm, so that with publication off this match is the
     // comparisons it was before it existed.
-    const OFF: u32 = State::Off as u32;
-    const LEARN: u32 = State::Learn as u32;
-    const HOOK: u32 = State::Hook as u32;
-    const TRACED: u32 = State::Traced as u32;
-    const ARMED: u32 = State::Armed as u32;
-    const RECORDED: u32 = State::Recorded as u32;
     let state = match raw {
-        OFF => State::Off,
-        LEARN => State::Learn,
-        HOOK => State::Hook,
-        TRACED => State::Traced,
-        ARMED => State::Armed,
-        RECORDED if stream.is_none() => return enter_recorded(desc),
-        RECORDED => State::Recorded,
+        values::OFF => State::Off,
+        values::LEARN => State::Learn,
+        values::HOOK => State::Hook,
+        values::TRACED => State::Traced,
+        values::ARMED => State::Armed,
+        values::RECORDED if stream.is_none() => return enter_recorded(desc),
+        values::RECORDED => State::Recorded,
         _ => return enter_published(desc, raw & !PUBLISHED, nests, stream.as_ref(), work),
     };
     start_state(desc, state, nests, stream, work)

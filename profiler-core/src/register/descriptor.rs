@@ -18,6 +18,19 @@ static TAGGING: AtomicBool = AtomicBool::new(false);
 /// which publishes it, and with publication off those paths test nothing for it.
 pub(crate) const PUBLISHED: u32 = 16;
 
+/// The states' raw values, to match a loaded state against without converting it first (the
+/// hot path's entries, [`State::from_raw`]).
+pub(crate) mod values {
+    use super::State;
+
+    pub(crate) const OFF: u32 = State::Off as u32;
+    pub(crate) const LEARN: u32 = State::Learn as u32;
+    pub(crate) const HOOK: u32 = State::Hook as u32;
+    pub(crate) const TRACED: u32 = State::Traced as u32;
+    pub(crate) const ARMED: u32 = State::Armed as u32;
+    pub(crate) const RECORDED: u32 = State::Recorded as u32;
+}
+
 /// The bit of [`State::Armed`], which no other state has, published or not.
 pub(crate) const ARMED_BIT: u32 = State::Armed as u32;
 
@@ -52,6 +65,9 @@ pub(crate) fn set_tagging(on: bool) -> bool {
 }
 
 /// The run-time state of a probe: what its next run does.
+///
+/// The values are chosen so that `Armed` is the only one with bit 2: a probe with keys finds
+/// out whether to evaluate them with one test, whether the open events are published or not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum State {
@@ -63,8 +79,6 @@ pub enum State {
     Armed = 4,
     /// Nothing is measured, but the hooks apply (an NVTX range, `PROF_SYNC` around the run, the
     /// delay of `PROF_DELAY` after it).
-    // The values: `Armed` is the only one with bit 2 (`ARMED_BIT`), so that a probe with keys
-    // finds out whether to evaluate them with one test, `PUBLISHED` or not.
     Hook = 2,
     /// `trace` mode: every run is measured and recorded into its thread's buffer; which event
     /// it belongs to is worked out at `step()`.
@@ -81,11 +95,11 @@ impl State {
     #[inline(always)]
     pub(crate) fn from_raw(raw: u32) -> State {
         match raw & !PUBLISHED {
-            0 => State::Off,
-            1 => State::Learn,
-            2 => State::Hook,
-            3 => State::Traced,
-            4 => State::Armed,
+            values::OFF => State::Off,
+            values::LEARN => State::Learn,
+            values::HOOK => State::Hook,
+            values::TRACED => State::Traced,
+            values::ARMED => State::Armed,
             _ => State::Recorded,
         }
     }
