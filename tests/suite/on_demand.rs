@@ -270,7 +270,9 @@ fn a_trace_asked_through_the_control_file_starts_where_rank_0_says() {
         text.contains("iterations=5") && text.contains("id=t1"),
         "{text}"
     );
-    wait_for("the trace", || !traces(&dir).is_empty());
+    wait_for(&format!("the trace asked at iteration {at:?}"), || {
+        !traces(&dir).is_empty()
+    });
     // The sampling goes on after the trace: wait for a window that starts after it (on a busy
     // machine the job may not have closed one yet when the trace appears).
     let traced_from = first_of(&traces(&dir)[0]);

@@ -477,19 +477,58 @@ pub(crate) fn write_trace(results: &Results<'_>, taken: Taken) {
     }
 }
 
+/// How many of the last iteration marks tell the recent pace (8 iterations): the iteration
+/// marks a `continuous` window's close drops never include them.
+pub(crate) const PACE_MARKS: usize = 9;
+
+/// How far ahead rank 0 sets a request's start when no iteration has been timed yet (the
+/// first iterations of the run).
+const UNPACED_LEAD: u32 = 10;
+
 /// Iterations in half a second at the recent pace (at least two): how far ahead rank 0 sets a
 /// request's start, so that every rank sees the request before it.
 fn lead_iterations(m: &Measuring, marks: &[u64]) -> u32 {
-    let recent = &marks[marks.len().saturating_sub(9)..];
-    let mut ns: Vec<u64> = recent
+    let recent = &marks[marks.len().saturating_sub(PACE_MARKS)..];
+    let ns: Vec<u64> = recent
         .windows(2)
         .filter_map(|w| match m.clock.elapsed(w[0], w[1]) {
             Reading::Ready(ns) => Some(ns),
             _ => None,
         })
         .collect();
+    lead_at_pace(ns)
+}
+
+/// [`lead_iterations`] from the recent iterations' times: half a second at their median, plus
+/// two; [`UNPACED_LEAD`] when none is known (never the most a lead may be, which at an unknown
+/// pace could be hours of training).
+fn lead_at_pace(mut ns: Vec<u64>) -> u32 {
     ns.sort_unstable();
-    let median = ns.get(ns.len() / 2).copied().unwrap_or(0).max(1);
-    let lead = 500_000_000u64.div_ceil(median) + 2;
+    let Some(&median) = ns.get(ns.len() / 2) else {
+        return UNPACED_LEAD;
+    };
+    let lead = 500_000_000u64.div_ceil(median.max(1)) + 2;
     lead.min(1_000_000) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lead_is_half_a_second_at_the_recent_pace() {
+        assert_eq!(lead_at_pace(vec![1_000_000; 8]), 502);
+        // The median, not the mean: one slow iteration does not shorten it.
+        assert_eq!(lead_at_pace(vec![1_000_000, 1_000_000, 400_000_000]), 502);
+        assert_eq!(lead_at_pace(vec![2_000_000_000]), 3);
+        // The fastest loops are capped.
+        assert_eq!(lead_at_pace(vec![0, 0, 1]), 1_000_000);
+    }
+
+    #[test]
+    fn an_unknown_pace_gives_a_short_lead_never_the_cap() {
+        // A request seen as a continuous window began, before the fix, named an iteration a
+        // million ahead: the trace came after minutes of training, or never.
+        assert_eq!(lead_at_pace(Vec::new()), UNPACED_LEAD);
+    }
 }

@@ -7,6 +7,7 @@
 //! long the run.
 
 use super::measured::Measured;
+use super::on_demand::PACE_MARKS;
 use super::writer::{Handed, Writer};
 use crate::measure::Measuring;
 use crate::select::config::Config;
@@ -80,13 +81,37 @@ fn kernels_needed_from(config: &Config, run: &Measured, first: u32) -> u32 {
 }
 
 /// Drops what no sample will read again: iteration marks before `iter` (and before any pending
-/// sample), and the kernel records of runs before `kernels_from`.
+/// sample), but never the last [`PACE_MARKS`], which tell the recent pace a trace on demand is
+/// named from; and the kernel records of runs before `kernels_from`.
 fn forget_before(run: &mut Measured, iter: u32, kernels_from: u32) {
     let oldest = run.samples.oldest_pending().unwrap_or(iter).min(iter);
     let marks = &mut run.iterations;
     let drop = oldest.saturating_sub(marks.base) as usize;
-    let drop = drop.min(marks.marks.len().saturating_sub(1));
+    let drop = drop.min(marks.marks.len().saturating_sub(PACE_MARKS));
     marks.marks.drain(..drop);
     marks.base += drop as u32;
     run.device.kernels.forget_before(kernels_from);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_close_keeps_the_marks_that_tell_the_pace() {
+        let mut run = Measured::default();
+        run.iterations.marks = (0..30).map(|i| 1_000 * i).collect();
+        // The window that closes now began at the iteration just completed: every older mark
+        // could go, but the last ones tell a trace on demand how far ahead to start.
+        forget_before(&mut run, 29, 0);
+        assert_eq!(run.iterations.marks.len(), PACE_MARKS);
+        assert_eq!(run.iterations.base, 21);
+        assert_eq!(run.iterations.completed(), 29);
+        assert_eq!(run.iterations.span(25, 2), [25_000, 26_000, 27_000]);
+        // Older marks than those are dropped as before.
+        run.iterations.marks.extend((30..60).map(|i| 1_000 * i));
+        forget_before(&mut run, 40, 0);
+        assert_eq!(run.iterations.base, 40);
+        assert_eq!(run.iterations.marks.len(), 20);
+    }
 }
