@@ -9,6 +9,11 @@ pub fn quantile(q: f64, df: f64) -> f64 {
     }
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
+        if mid == lo || mid == hi {
+            // `lo` and `hi` are neighbours: every further step would leave the midpoint where
+            // it is (about 60 steps in, where 200 were once taken).
+            return mid;
+        }
         if cdf(mid, df) < q {
             lo = mid;
         } else {

@@ -216,11 +216,26 @@ pub fn runs_needed(spread: f64, threshold: f64, alpha: f64) -> Option<usize> {
         return None;
     }
     let target = threshold.ln_1p();
-    (LOAD_MIN_RUNS..=1000usize).find(|&n| {
+    let enough = |n: usize| {
         let t = crate::student::quantile(1.0 - alpha / 2.0, (2 * n - 2) as f64);
         t * spread / (n as f64).sqrt() <= target
-    })
+    };
+    // The reach falls as `n` grows (both `t` and `1 / √n` do): the first `n` that is enough is
+    // found by halving the range, in 10 quantiles rather than up to 1,000.
+    let (mut lo, mut hi) = (LOAD_MIN_RUNS, MOST_RUNS + 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if enough(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    (lo <= MOST_RUNS).then_some(lo)
 }
+
+/// The most runs a side [`runs_needed`] will ask for.
+const MOST_RUNS: usize = 1000;
 
 /// An event's (fastest-5%, median) time in one run, from its samples; its recorded median for
 /// both when the samples were not kept; `None` when not positive.
@@ -406,5 +421,30 @@ mod tests {
         assert!(b.unwrap() > 3 * a.unwrap(), "{a:?} {b:?}");
         assert_eq!(runs_needed(10.0, 0.02, 0.05), None);
         assert_eq!(runs_needed(f64::NAN, 0.02, 0.05), None);
+    }
+
+    #[test]
+    fn runs_needed_is_the_first_count_that_is_enough() {
+        // The halving search against the count it stands for: the first from LOAD_MIN_RUNS on.
+        let enough = |n: usize, spread: f64| {
+            crate::student::quantile(0.975, (2 * n - 2) as f64) * spread / (n as f64).sqrt()
+                <= 0.02f64.ln_1p()
+        };
+        for spread in [0.005, 0.0127, 0.027, 0.05, 0.1, 0.2, 0.3] {
+            let n = runs_needed(spread, 0.02, 0.05).unwrap();
+            assert!(enough(n, spread), "{spread}: {n}");
+            assert!(
+                n == LOAD_MIN_RUNS || !enough(n - 1, spread),
+                "{spread}: {n}"
+            );
+        }
+        // Just enough at the most runs asked for, and just not.
+        let t = |n: usize| crate::student::quantile(0.975, (2 * n - 2) as f64);
+        let at_most = 0.02f64.ln_1p() * (MOST_RUNS as f64).sqrt() / t(MOST_RUNS);
+        assert_eq!(
+            runs_needed(at_most * 0.999_999, 0.02, 0.05),
+            Some(MOST_RUNS)
+        );
+        assert_eq!(runs_needed(at_most * 1.000_001, 0.02, 0.05), None);
     }
 }
