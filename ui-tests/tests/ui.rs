@@ -1,9 +1,13 @@
 //! Compile-time tests of the macros: what must compile and run (`pass/`, this package's
 //! examples) and what must not, with the expected diagnostics (`fail/*.stderr`, through trybuild).
 //!
-//! The same files pass in the enabled build (`cargo test -p profiler-ui-tests`) and the disabled one
-//! (`cargo test -p profiler-ui-tests --no-default-features`): argument validation, and so every error
-//! message, is the same in both. Regenerate the `.stderr` files with `TRYBUILD=overwrite`.
+//! The same files pass in the enabled build (`cargo test -p profiler-ui-tests --features enable`)
+//! and the disabled one (`cargo test -p profiler-ui-tests`): argument validation, and so every
+//! error message, is the same in both. trybuild checks the programs that must fail with this
+//! package's features (none by default, so only the macros are built for it: see its
+//! `Cargo.toml`); the programs that must run, in the build profiler-core has here (in
+//! `cargo test --workspace`, with `enable`, which other packages turn on). Regenerate the
+//! `.stderr` files with `TRYBUILD=overwrite`.
 
 // With `cuda`, `stream = <expr>` must name a stream (`pass/stream_key.rs` uses a type of its
 // own, which only the builds without `cuda` accept, never evaluating it): the UI tests run in
@@ -71,11 +75,20 @@ fn what_must_compile_runs() {
 
 /// `pass/enabled_matches_build.rs` checks that the programs really run in this build.
 fn expected_enabled() -> &'static str {
-    if cfg!(feature = "enable") {
+    if profiling_compiled_in() {
         "1"
     } else {
         "0"
     }
+}
+
+/// Whether profiler-core was built with `enable` here: this package's own feature does not say
+/// (in a workspace build, other packages turn it on in profiler-core), the registry does.
+fn profiling_compiled_in() -> bool {
+    #[profiler_core::profiled(layer = "ui")]
+    fn registered_when_enabled() {}
+    registered_when_enabled();
+    !profiler_core::probes().is_empty()
 }
 
 /// The example `name` that `cargo test` built beside this test, or that this builds now: when it
@@ -93,8 +106,9 @@ fn example(name: &str) -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "-p", "profiler-ui-tests", "--examples"]);
-        if !cfg!(feature = "enable") {
-            cmd.arg("--no-default-features");
+        // As this test was built (the examples of a workspace build have profiling compiled in).
+        if profiling_compiled_in() {
+            cmd.args(["--features", "enable"]);
         }
         if profile_dir.ends_with("release") {
             cmd.arg("--release");
