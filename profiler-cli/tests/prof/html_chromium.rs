@@ -7,7 +7,9 @@
 //! frame must load and draw every frame with a width on screen.
 //!
 //! The browser is `$PROF_CHROMIUM`, else `/usr/bin/chromium`, else `chromium` on `PATH` (Debian's
-//! `chromium` package). Without one the browser checks are skipped with a message, unless
+//! `chromium` package), launched once for all the pages of this process and driven over its
+//! DevTools pipe (a new tab per page, its DOM read once the page's load event fired, as
+//! `--dump-dom` does; a launch per page took about a second each). Without one the browser checks are skipped with a message, unless
 //! `PROF_REQUIRE_CHROMIUM=1` (as in CI), which makes a missing browser a failure. The static
 //! checks (self-contained, parseable data, size) always run.
 
@@ -15,7 +17,10 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 use profiler_analysis::html::html_report;
 use profiler_analysis::load_profile;
@@ -149,9 +154,11 @@ fn chromium() -> Result<PathBuf, String> {
 }
 
 /// Loads `page` in headless Chromium and returns the DOM once the page has loaded, or `None` when
-/// there is no browser and none is required.
-fn dump_dom(page: &Path, dir: &Path) -> Option<String> {
-    let browser = match chromium() {
+/// there is no browser and none is required. One browser serves every page of this process (a
+/// launch is about a second of the machine's time, and there are 15 pages).
+fn dump_dom(page: &Path) -> Option<String> {
+    static BROWSER: Mutex<Option<Browser>> = Mutex::new(None);
+    let browser_path = match chromium() {
         Ok(b) => b,
         Err(why) => {
             if std::env::var("PROF_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
@@ -161,11 +168,45 @@ fn dump_dom(page: &Path, dir: &Path) -> Option<String> {
             return None;
         }
     };
-    let profile_dir = dir.join("chromium-profile");
-    let out_path = dir.join("dom.html");
-    let err_path = dir.join("chromium.stderr");
-    let mut child = Command::new(&browser)
-        .args([
+    let mut held = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let browser = held.get_or_insert_with(|| Browser::launch(&browser_path));
+    let dom = browser.dump_dom(page);
+    if dom.is_err() {
+        *held = None; // a failed browser is not reused
+    }
+    Some(dom.unwrap_or_else(|why| panic!("{}: {why}", browser_path.display())))
+}
+
+/// Headless Chromium driven over its DevTools pipe (`--remote-debugging-pipe`): commands go in
+/// on its file descriptor 3 and replies and events come out on 4, each a JSON text ended by a NUL
+/// byte. It ends when this process does (its end of the pipe closes), or when dropped.
+struct Browser {
+    child: std::process::Child,
+    to: File,
+    from: std::sync::mpsc::Receiver<Value>,
+    next: u64,
+    stderr: PathBuf,
+}
+
+impl Browser {
+    fn launch(path: &Path) -> Browser {
+        use std::io::{BufRead, BufReader};
+        use std::os::fd::{AsRawFd, FromRawFd};
+        use std::os::unix::process::CommandExt;
+        let pipe = || {
+            let mut fds = [0; 2];
+            // SAFETY: pipe2 writes two descriptors into `fds`, owned by the Files made below.
+            assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+            // SAFETY: fresh descriptors, each owned once.
+            unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+        };
+        let (commands_read, commands_write) = pipe();
+        let (replies_read, replies_write) = pipe();
+        let dir = scratch("browser");
+        let stderr = dir.join("chromium.stderr");
+        let (fd3, fd4) = (commands_read.as_raw_fd(), replies_write.as_raw_fd());
+        let mut cmd = Command::new(path);
+        cmd.args([
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
@@ -176,39 +217,182 @@ fn dump_dom(page: &Path, dir: &Path) -> Option<String> {
             "--disable-sync",
             "--disable-dev-shm-usage",
             "--mute-audio",
+            "--remote-debugging-pipe",
         ])
-        .arg(format!("--user-data-dir={}", profile_dir.display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", page.display()))
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
         .stdin(Stdio::null())
-        .stdout(File::create(&out_path).unwrap())
-        .stderr(File::create(&err_path).unwrap())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", browser.display()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
+        .stdout(Stdio::null())
+        .stderr(File::create(&stderr).unwrap());
+        // SAFETY: only fcntl(2) and dup2(2), async-signal-safe, between fork and exec: the two
+        // pipe ends become descriptors 3 and 4 (first copied above both, in case one of them is
+        // already 3 or 4), without close-on-exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let high3 = libc::fcntl(fd3, libc::F_DUPFD_CLOEXEC, 10);
+                let high4 = libc::fcntl(fd4, libc::F_DUPFD_CLOEXEC, 10);
+                if high3 < 0 || high4 < 0 || libc::dup2(high3, 3) < 0 || libc::dup2(high4, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
-        if start.elapsed() > BROWSER_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{} did not finish in {BROWSER_TIMEOUT:?}; stderr:\n{}",
-                browser.display(),
-                std::fs::read_to_string(&err_path).unwrap_or_default()
-            );
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", path.display()));
+        drop((commands_read, replies_write));
+        let (send, from) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut replies = BufReader::new(replies_read);
+            let mut message = Vec::new();
+            while replies.read_until(0, &mut message).is_ok_and(|n| n > 0) {
+                message.pop();
+                let Ok(value) = serde_json::from_slice::<Value>(&message) else {
+                    break;
+                };
+                if send.send(value).is_err() {
+                    break;
+                }
+                message.clear();
+            }
+        });
+        Browser {
+            child,
+            to: commands_write,
+            from,
+            next: 0,
+            stderr,
         }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let dom = std::fs::read_to_string(&out_path).unwrap();
-    assert!(
-        status.success() && !dom.is_empty(),
-        "{} failed ({status}); stderr:\n{}",
-        browser.display(),
-        std::fs::read_to_string(&err_path).unwrap_or_default()
-    );
-    Some(dom)
+    }
+
+    /// Sends a command (to the page's session when `session` is given) and waits for its
+    /// result; events met on the way go to `event`.
+    fn call(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+        mut event: impl FnMut(&Value),
+        deadline: Instant,
+    ) -> Result<Value, String> {
+        use std::io::Write;
+        self.next += 1;
+        let mut command = serde_json::json!({"id": self.next, "method": method, "params": params});
+        if let Some(s) = session {
+            command["sessionId"] = s.into();
+        }
+        let mut bytes = serde_json::to_vec(&command).unwrap();
+        bytes.push(0);
+        self.to
+            .write_all(&bytes)
+            .map_err(|e| format!("{method}: {e}{}", self.said()))?;
+        loop {
+            let message = self.receive(method, deadline)?;
+            if message["id"] == self.next {
+                if let Some(error) = message.get("error") {
+                    return Err(format!("{method}: {error}"));
+                }
+                return Ok(message["result"].clone());
+            }
+            event(&message);
+        }
+    }
+
+    fn receive(&mut self, waiting_for: &str, deadline: Instant) -> Result<Value, String> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.from.recv_timeout(left).map_err(|e| {
+            format!(
+                "no answer to {waiting_for} ({e}) within {BROWSER_TIMEOUT:?}{}",
+                self.said()
+            )
+        })
+    }
+
+    /// What the browser wrote to its standard error.
+    fn said(&self) -> String {
+        format!(
+            "; stderr:\n{}",
+            std::fs::read_to_string(&self.stderr).unwrap_or_default()
+        )
+    }
+
+    /// Opens `page` in a new tab, waits for its load event, and returns its DOM as
+    /// `--dump-dom` prints it (the document element's markup).
+    fn dump_dom(&mut self, page: &Path) -> Result<String, String> {
+        let deadline = Instant::now() + BROWSER_TIMEOUT;
+        let none = |_: &Value| {};
+        let target = self.call(
+            None,
+            "Target.createTarget",
+            serde_json::json!({"url": "about:blank"}),
+            none,
+            deadline,
+        )?["targetId"]
+            .clone();
+        let session = self.call(
+            None,
+            "Target.attachToTarget",
+            serde_json::json!({"targetId": target, "flatten": true}),
+            none,
+            deadline,
+        )?["sessionId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let s = Some(session.as_str());
+        let loaded = std::cell::Cell::new(false);
+        let saw = |m: &Value| {
+            if m["method"] == "Page.loadEventFired" && m["sessionId"] == session.as_str() {
+                loaded.set(true);
+            }
+        };
+        self.call(s, "Page.enable", serde_json::json!({}), saw, deadline)?;
+        let url = format!("file://{}", page.display());
+        let navigated = self.call(
+            s,
+            "Page.navigate",
+            serde_json::json!({"url": url}),
+            saw,
+            deadline,
+        )?;
+        if let Some(error) = navigated.get("errorText") {
+            return Err(format!("{url}: {error}"));
+        }
+        while !loaded.get() {
+            let message = self.receive("the page's load event", deadline)?;
+            saw(&message);
+        }
+        let dom = self.call(
+            s,
+            "Runtime.evaluate",
+            serde_json::json!({
+                "expression": "document.documentElement.outerHTML",
+                "returnByValue": true
+            }),
+            none,
+            deadline,
+        )?["result"]["value"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        self.call(
+            None,
+            "Target.closeTarget",
+            serde_json::json!({"targetId": target}),
+            none,
+            deadline,
+        )?;
+        if dom.is_empty() {
+            return Err(format!("{url}: an empty DOM"));
+        }
+        Ok(dom)
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Writes the page, checks it statically, then in the browser; returns the rendered DOM (`None`
@@ -219,7 +403,7 @@ fn render(name: &str, profile: &Profile, baseline: Option<&Profile>) -> Option<S
     let dir = scratch(name);
     let page = dir.join("report.html");
     std::fs::write(&page, &html).unwrap();
-    let dom = dump_dom(&page, &dir)?;
+    let dom = dump_dom(&page)?;
     let body = dom
         .find("<body")
         .map(|i| &dom[i..i + dom[i..].find('>').unwrap_or(0)])
