@@ -322,6 +322,13 @@ fn substituted(args: &[String], out: &Path) -> Vec<String> {
         previous = arg;
         result.push(replaced);
     }
+    // Its runs go to the scratch folder, not to `prof-ab` in the package's folder.
+    if args.first().is_some_and(|c| c == "ab") && !args.iter().any(|a| a == "--dir") {
+        result.extend([
+            "--dir".to_owned(),
+            out.join("ab-runs").display().to_string(),
+        ]);
+    }
     result
 }
 
