@@ -182,21 +182,24 @@ fn open_descriptor_of(meta: &std::fs::Metadata) -> Option<u32> {
     fds.into_iter().find(|fd| {
         std::fs::metadata(format!("/proc/self/fd/{fd}"))
             .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
-            && !read_only(*fd)
+            && may_write(*fd)
     })
 }
 
-/// Whether descriptor `fd` is open for reading only (`/proc/self/fdinfo`: the access mode in
-/// the low bits of `flags`, 0 = `O_RDONLY`); false when it cannot be told.
+/// Whether descriptor `fd` may write (`/proc/self/fdinfo`: the access mode in the low bits of
+/// `flags`, 0 = `O_RDONLY`). A descriptor closed since it was listed (a reader on another
+/// thread done with the file) writes nothing; one whose mode cannot be told otherwise counts
+/// as writing.
 #[cfg(target_os = "linux")]
-fn read_only(fd: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
-        .ok()
-        .and_then(|info| {
-            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
-            u32::from_str_radix(flags.trim(), 8).ok()
-        })
-        .is_some_and(|flags| flags & 0o3 == 0)
+fn may_write(fd: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")) {
+        Ok(info) => info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|flags| u32::from_str_radix(flags.trim(), 8).ok())
+            .is_none_or(|flags| flags & 0o3 != 0),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    }
 }
 
 /// Elsewhere only the standard descriptors can be asked about portably; the magic paths are
@@ -392,6 +395,30 @@ fn still_ours(tmp: &tempfile::NamedTempFile) -> std::io::Result<bool> {
 
 #[cfg(test)]
 mod tests {
+
+    /// A descriptor closed between its listing and the look at its mode (a reader on another
+    /// thread done with the file) writes nothing: the results are not refused for it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn only_descriptors_that_may_write_count() {
+        use std::os::fd::AsRawFd;
+        let dir = std::env::temp_dir().join(format!("prof-may-write-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.json");
+        std::fs::write(&path, "{}").unwrap();
+        let reader = std::fs::File::open(&path).unwrap();
+        let writer = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        assert!(!may_write(reader.as_raw_fd() as u32));
+        assert!(may_write(writer.as_raw_fd() as u32));
+        let closed = reader.as_raw_fd() as u32;
+        drop((reader, writer));
+        assert!(!may_write(closed) || std::fs::metadata(format!("/proc/self/fd/{closed}")).is_ok());
+        assert!(!may_write(i32::MAX as u32));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     use super::*;
     #[cfg(unix)]
     use std::os::unix::fs::FileTypeExt;
