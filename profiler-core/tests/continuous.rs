@@ -463,3 +463,183 @@ fn a_trace_on_demand_takes_every_event_then_sampling_goes_on() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A folder of its own for a test's files (the results, the control file, the traces).
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("prof-continuous-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The names of the files in `dir`.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Asks this process for a trace on demand, as `prof trigger PID` does: SIGUSR2, delivered to
+/// this thread before `raise` returns, taken by the next `step()`.
+fn trigger() {
+    // SAFETY: raise(3) with a signal whose handler the session installed (or, before one is,
+    // whose default this test never reaches: it is called only in continuous mode).
+    assert_eq!(unsafe { libc::raise(libc::SIGUSR2) }, 0);
+}
+
+/// A trace that begins at the `step()` where a sampling window is complete (so the window's
+/// close waits), and whose last iteration leaves a sample pending (`second()` does not run in
+/// it): the trace waits for it a few steps, and the window closes in one of them. That close
+/// kept only the recent iteration marks, so the trace, taken next, got later iterations' wall
+/// times in place of its own (issue found in review: 9 wall times of iterations 30 to 38
+/// instead of 12 of 26 to 37).
+#[test]
+fn a_window_closing_while_a_trace_waits_for_its_last_samples_keeps_the_traces_marks() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let dir = scratch("trace-drain");
+    let config = Config {
+        filter: Filter::parse("layer=c1").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat: 12,
+        out: dir.join("prof.json").display().to_string(),
+        trace_out: Some(dir.join("t-%i.json").display().to_string()),
+        summary: false,
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    // Windows of 2 events x 12 iterations after 2 of warmup: the first is [2, 26), complete at
+    // the step that ends iteration 25, where the trace (PROF_REPEAT = 12 iterations) is asked:
+    // it takes iterations 26 to 37, and second() skips 37.
+    for i in 0..50u64 {
+        first(&clock, 100 + i);
+        if i != 37 {
+            second(&clock);
+        }
+        if i == 25 {
+            trigger();
+        }
+        profiler_core::step();
+    }
+    drop(guard);
+    let t = read(&dir.join("t-26.json"));
+    let wall: Vec<u64> = t["iterations"]["wall_ns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(t["iterations"]["first"], 26);
+    // Iteration i: first() takes 100 + i ns, second() 10 ns.
+    let want: Vec<u64> = (26..38u64)
+        .map(|i| 100 + i + if i == 37 { 0 } else { 10 })
+        .collect();
+    assert_eq!(wall, want, "the trace's wall times are its own iterations'");
+}
+
+/// A program that calls `snapshot()` after each step absorbs the closed windows before the
+/// writer thread looks; the writer still rewrites the file (it counts the windows handed over,
+/// not those it absorbed itself). Before, such a program's `prof.json` was written only at the
+/// end, and the metrics endpoint never moved.
+#[test]
+fn snapshots_do_not_keep_the_writer_from_rewriting_the_file() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let out = out_path("snapshots");
+    let _ = std::fs::remove_file(&out);
+    let config = Config {
+        filter: Filter::parse("layer=c1").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat: 3,
+        out: out.display().to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    let started = std::time::Instant::now();
+    let mut i = 0u64;
+    // Windows close every 6 iterations; the writer writes the first at once.
+    while !out.exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the file was not written while the program ran ({i} iterations)"
+        );
+        first(&clock, 100 + i % 7);
+        second(&clock);
+        profiler_core::step();
+        assert!(profiler_core::snapshot().is_some());
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        i += 1;
+    }
+    let v = read(&out);
+    drop(guard);
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(v["complete"], false, "a rewrite while the run goes on");
+    assert!(last_index(&v).is_some());
+}
+
+/// The end of the run writes the traces on demand still queued and waits for the one the
+/// writer thread is writing: once the guard is dropped (a program's `main` returns next), the
+/// trace is on disk and no temporary file is left. Before, the end did not wait: the program
+/// exited with `.t-10.json.XXXX.tmp` beside its results and no trace.
+#[test]
+fn the_end_waits_for_a_trace_the_writer_is_writing() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let dir = scratch("trace-in-flight");
+    // A long trace, so that its write lasts long enough to be seen under way.
+    let n = 50_000u32;
+    let config = Config {
+        filter: Filter::parse("layer=c1").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat: n,
+        out: dir.join("prof.json").display().to_string(),
+        trace_out: Some(dir.join("t-%i.json").display().to_string()),
+        summary: false,
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    let in_flight = |names: &[String]| names.iter().any(|n| n.starts_with(".t-10.json"));
+    let started = std::time::Instant::now();
+    let mut caught = false;
+    for i in 0.. {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "no trace was written"
+        );
+        first(&clock, 100);
+        second(&clock);
+        if i == 9 {
+            trigger();
+        }
+        profiler_core::step();
+        if i > u64::from(n) + 10 {
+            let now = names(&dir);
+            caught = in_flight(&now);
+            if caught || now.iter().any(|n| n == "t-10.json") {
+                break; // being written (the case this test is for), or written already
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    drop(guard);
+    let after = names(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("the trace's write seen under way at the end: {caught}");
+    assert!(
+        after.iter().any(|n| n == "t-10.json"),
+        "the trace is not on disk once the end returned: {after:?}"
+    );
+    assert!(
+        !after.iter().any(|n| n.ends_with(".tmp")),
+        "a temporary file was left: {after:?}"
+    );
+}

@@ -246,11 +246,17 @@ pub(crate) fn writing<T>(write: impl FnOnce(&dyn Fn() -> bool) -> T) -> T {
     result
 }
 
-/// Ends the process of the second signal, if one came while results were written.
+/// Ends the process of the second signal, if one came while results were written: once the
+/// other writes under way (on other threads) have seen it too and removed their temporary files,
+/// which they do between two chunks (a second at most is waited for them).
 #[cfg(unix)]
 fn end_if_asked() {
     let signal = SECOND.load(SeqCst);
     if signal != 0 {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while WRITING.load(SeqCst) != 0 && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let _ = signal_hook::low_level::emulate_default_handler(signal);
         std::process::exit(128 + signal);
     }

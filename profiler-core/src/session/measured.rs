@@ -47,9 +47,12 @@ impl Iterations {
     }
 
     /// The marks of iterations `first..` (at most `len` of them, and the mark that ended the
-    /// last).
+    /// last); none if the mark of `first` was dropped (never a later iteration's in its place).
     pub(crate) fn span(&self, first: u32, len: usize) -> &[u64] {
-        let from = first.saturating_sub(self.base) as usize;
+        let Some(from) = first.checked_sub(self.base) else {
+            return &[];
+        };
+        let from = from as usize;
         let to = (from + len + 1).min(self.marks.len());
         self.marks.get(from..to).unwrap_or_default()
     }

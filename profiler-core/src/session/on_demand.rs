@@ -93,6 +93,12 @@ impl OnDemand {
     pub(crate) fn tracing(&self) -> bool {
         self.window.as_ref().is_some_and(|w| w.armed < w.len)
     }
+
+    /// The first iteration of the trace held (under way, or waiting for its last samples):
+    /// its marks are read when it is taken, so a window's close keeps them.
+    pub(crate) fn held_from(&self) -> Option<u32> {
+        self.window.as_ref().map(|w| w.first)
+    }
 }
 
 /// A trace handed to the writer thread.
@@ -286,6 +292,9 @@ impl OnDemand {
 pub(crate) struct Outbox {
     /// Traces taken, waiting for the writer thread.
     queue: Mutex<VecDeque<Taken>>,
+    /// Held while traces are written: the end of the run, which writes those still queued,
+    /// waits for one the writer thread is writing (it is out of the queue, not yet on disk).
+    writing: Mutex<()>,
     /// What the writer last saw of the control file.
     watch: Mutex<ControlWatch>,
 }
@@ -295,6 +304,7 @@ impl Outbox {
     pub(crate) fn at_start(control: Option<&str>) -> Outbox {
         Outbox {
             queue: Mutex::default(),
+            writing: Mutex::default(),
             watch: Mutex::new(ControlWatch::at_start(control)),
         }
     }
@@ -308,8 +318,11 @@ impl Outbox {
         }
     }
 
-    /// The writer thread (or the end of the run): writes the traces handed over.
+    /// The writer thread (or the end of the run): writes the traces handed over. The end's
+    /// call returns once every trace handed over is on disk, the one the writer thread was
+    /// writing included.
     pub(crate) fn write_queued(&self, results: &Results<'_>) {
+        let _writing = lock(&self.writing);
         loop {
             let Some(taken) = lock(&self.queue).pop_front() else {
                 return;

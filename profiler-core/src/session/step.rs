@@ -51,8 +51,14 @@ impl Session {
                 self.finish(c);
                 return;
             }
-            c.windows
-                .close((config, m), &self.writer, &mut c.measured, completed);
+            let trace_from = c.on_demand.held_from();
+            c.windows.close(
+                (config, m),
+                &self.writer,
+                &mut c.measured,
+                completed,
+                trace_from,
+            );
         }
         c.measured.arm(m, completed);
     }

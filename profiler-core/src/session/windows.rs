@@ -23,13 +23,15 @@ pub(crate) struct Windows {
 
 impl Windows {
     /// The pass of the schedule that began at `self.first` is complete: iteration `completed`
-    /// begins the next one. The window goes to `writer`.
+    /// begins the next one. The window goes to `writer`. `trace_from` is the first iteration of
+    /// a trace on demand not yet taken (one waiting for its last samples), whose marks are kept.
     pub(crate) fn close(
         &mut self,
         (config, m): (&Config, &Measuring),
         writer: &'static Writer,
         run: &mut Measured,
         completed: u32,
+        trace_from: Option<u32>,
     ) {
         let first = self.first;
         let kernels_from = kernels_needed_from(config, run, first);
@@ -48,7 +50,11 @@ impl Windows {
         run.device.step_memory.forget_before(first);
         self.first = completed;
         run.plan.armed_iterations = 0;
-        forget_before(run, completed, kernels_from);
+        forget_before(
+            run,
+            completed.min(trace_from.unwrap_or(completed)),
+            kernels_from,
+        );
         if self.closed == 1 {
             eprintln!(
                 "profiler-core: continuous mode: first window closed after {} iterations; {} is \

@@ -116,6 +116,9 @@ impl Archive {
 struct Queue {
     /// Windows handed over, oldest first.
     closed: VecDeque<Closed>,
+    /// Windows handed over so far: the writer has news when this moved since it last looked,
+    /// whoever absorbed them (the writer, or a `snapshot()` on another thread).
+    handed: u64,
     /// Emptied [`Closed`] buffers, for the next closes.
     spare: Vec<Closed>,
     /// The writer thread was started (or could not be).
@@ -236,6 +239,7 @@ impl Writer {
             .resize_with(resolved.len(), Resolved::default);
         std::mem::swap(&mut closed.resolved, resolved);
         q.closed.push_back(closed);
+        q.handed += 1;
         bound_queue(config, &mut q);
         self.start(config, &mut q);
         if q.inline {
@@ -321,6 +325,8 @@ impl Writer {
         let (config, m) = (served.config(), served.measuring());
         let mut last_write: Option<Instant> = None;
         let mut news = false;
+        // Windows handed over when the writer last looked.
+        let mut seen = 0;
         let mut batch: VecDeque<Closed> = VecDeque::new();
         loop {
             served.between_looks();
@@ -329,7 +335,7 @@ impl Writer {
                 if q.stopped {
                     return;
                 }
-                if !q.closed.is_empty() {
+                if q.handed != seen {
                     break;
                 }
                 let due_in = last_write.map_or(Duration::ZERO, |t| {
@@ -345,12 +351,14 @@ impl Writer {
                 served.between_looks();
                 q = lock(&self.queue);
             }
+            // New windows are news even when a snapshot absorbed them first.
+            news |= q.handed != seen;
+            seen = q.handed;
             drop(q);
             {
                 let mut archive = lock(&self.archive);
                 // Taken with the archive locked: see the module's documentation.
                 std::mem::swap(&mut lock(&self.queue).closed, &mut batch);
-                news |= !batch.is_empty();
                 self.absorb_all((config, m), &mut archive, batch.drain(..));
             }
             let due = last_write.is_none_or(|t| t.elapsed() >= WRITE_INTERVAL);
@@ -368,19 +376,21 @@ impl Writer {
     /// cold-path state are those of the last window closed, which must be the one shown.
     fn write_latest(&self, served: &dyn Served) {
         if let Some((profile, generation)) = served.latest() {
-            self.write_generation(served.config(), generation, &profile);
-            served.publish(&profile);
+            self.write_generation(served, generation, &profile);
         }
     }
 
-    /// Writes `profile` unless a newer generation is on disk already. Failures are reported
+    /// Writes `profile` and publishes it to the metrics endpoint, unless a newer generation is
+    /// on disk already (the end's final write among them: it holds the same lock while it
+    /// writes and publishes, so that older numbers never follow it). Failures are reported
     /// once; the end's write reports its own.
-    fn write_generation(&self, config: &Config, generation: u64, profile: &Profile) {
+    fn write_generation(&self, served: &dyn Served, generation: u64, profile: &Profile) {
         let mut last = lock(&self.written_generation);
         if generation <= *last {
             return;
         }
-        let path = config.output_path();
+        served.publish(profile);
+        let path = served.config().output_path();
         match crate::output::write_profile(profile, &path) {
             Ok(()) => *last = generation,
             Err(why) => {
