@@ -299,8 +299,9 @@ pub mod __private {
         AsyncGuard::inert()
     }
 
-    /// The chunks the running session's record buffers have allocated, and the records they
-    /// could not keep, so that tests can check that `trace` mode's memory stays bounded.
+    /// The chunks the running session's record buffers have allocated, and the runs whose
+    /// records they could not keep, so that tests can check that `trace` mode's memory stays
+    /// bounded.
     #[cfg(feature = "enable")]
     pub fn record_buffers() -> Option<(usize, u64)> {
         let session = crate::session::current()?;

@@ -560,3 +560,45 @@ fn a_merged_event_takes_the_place_of_its_last_run() {
     assert_eq!(event(&p, "late_p", 0).stats.count, 2);
     assert_eq!(event(&p, "late_p", 0).stats.mean_ns, 3);
 }
+
+#[profiled(layer = "t12")]
+fn before_exit() {
+    clock().advance(3);
+}
+
+#[profiled(layer = "t12")]
+async fn in_a_destructor(ns: u64) -> u64 {
+    clock().advance(ns);
+    ns
+}
+
+/// A thread-local whose destructor runs an `async fn` probe.
+struct Late;
+impl Drop for Late {
+    fn drop(&mut self) {
+        block_on(in_a_destructor(1));
+    }
+}
+thread_local! { static LATE: Late = const { Late }; }
+
+/// An `async fn` probe run from a thread-local's destructor, after the thread's buffer was
+/// given back, during warmup (where an `async fn` looks up its thread's buffer to name where
+/// it started): the run is not recorded, and the program goes on. Before, the look-up
+/// registered the exiting thread anew, which panicked inside a thread-local's destructor: the
+/// runtime aborted the whole program.
+#[test]
+fn an_async_fn_in_a_thread_locals_destructor_does_not_abort_the_program() {
+    let _s = serial();
+    let _g = start("async-exit", "layer=t12", 1, 2, 4096);
+    std::thread::spawn(|| {
+        // Its destructor is registered first, so it runs after the buffers' own.
+        LATE.with(|_| ());
+        before_exit(); // a learning run: this thread's buffer, and its exit hook
+    })
+    .join()
+    .unwrap();
+    profiler_core::step();
+    before_exit();
+    profiler_core::step();
+    assert_eq!(event(&snapshot(), "before_exit", 0).stats.count, 1);
+}

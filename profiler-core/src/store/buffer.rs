@@ -110,7 +110,8 @@ impl Inner {
 pub(crate) struct Buffers {
     inner: Mutex<Inner>,
     max_chunks: usize,
-    /// Records that found no room (no chunk left within the bound).
+    /// Runs whose records found no room (no chunk left within the bound): one a run, whether
+    /// its record is one word or a pair (the end of the run reports them as runs).
     dropped: AtomicU64,
     /// Records of runs made while their thread was exiting (in a thread-local's destructor,
     /// after this thread's log was retired).
@@ -301,7 +302,7 @@ impl Buffers {
             (true, held)
         });
         if !pushed.0 {
-            self.dropped.fetch_add(words.len() as u64, Relaxed);
+            self.dropped.fetch_add(1, Relaxed);
         }
         pushed.1
     }
@@ -391,8 +392,14 @@ impl Buffers {
     }
 
     /// The index of this thread's log here (registering it first), for a record written on
-    /// another thread to name where its run started. `None` when no chunk is left.
+    /// another thread to name where its run started. `None` when no chunk is left, or while the
+    /// thread exits (`EXIT` is gone: registering would panic inside a thread-local's
+    /// destructor, which aborts the program; the run's record is then dropped and counted
+    /// where it is pushed).
     pub(crate) fn log_index(&self) -> Option<u32> {
+        if EXIT.try_with(|_| ()).is_err() {
+            return None;
+        }
         LOCAL.with(|l| {
             if !std::ptr::eq(l.owner.get(), self) {
                 self.register(l);
@@ -402,7 +409,7 @@ impl Buffers {
         })
     }
 
-    /// Records that could not be kept so far for want of room.
+    /// Runs whose records could not be kept so far for want of room.
     pub(crate) fn dropped(&self) -> u64 {
         self.dropped.load(Relaxed)
     }
@@ -419,7 +426,9 @@ impl Buffers {
 
     /// Hands every record written since the last drain to `visit`, log by log, each log's
     /// records in the order its thread wrote them (chunk by chunk), and frees what was read.
-    /// The cold path; records written while it runs wait for the next drain.
+    /// The cold path; records written while it runs wait for the next drain. One drain at a
+    /// time: the current chunks are read outside the lock, so a second drain could free one
+    /// that the first still reads (every caller holds the session's cold-path lock).
     pub(crate) fn drain(&self, mut visit: impl FnMut(u32, &[Record])) {
         let (mut full, current) = {
             let mut inner = lock(&self.inner);
@@ -478,6 +487,13 @@ impl Buffers {
                 }
             }
         }
+        // A thread that exited while it had no chunk (its last hand-over found none left) has
+        // no records here any more: its full chunks were handed over before it retired.
+        for slot in inner.slots.iter_mut() {
+            if !slot.free && slot.chunk.is_none() && slot.log.retired.load(Acquire) {
+                slot.free = true;
+            }
+        }
     }
 }
 
@@ -507,6 +523,29 @@ mod tests {
         out
     }
 
+    /// Threads that each fill their one chunk, find no other left (a bound of one chunk) and
+    /// exit: each one's slot is free again after the drain that reads its records, so that
+    /// threads spawned per iteration do not grow the slots (before, such a slot was never
+    /// freed: 50 threads, 50 slots).
+    #[test]
+    fn the_slot_of_a_thread_that_exited_without_a_chunk_is_reused() {
+        let b: &'static Buffers = Box::leak(Box::new(Buffers::new(1)));
+        for round in 0..50u64 {
+            std::thread::spawn(move || {
+                for i in 0..(CHUNK as u64 + 1) {
+                    b.push_one(round * 10_000 + i, 1, 7);
+                }
+            })
+            .join()
+            .unwrap();
+            assert_eq!(drained(b).len(), CHUNK);
+        }
+        let inner = lock(&b.inner);
+        assert_eq!(inner.slots.len(), 1);
+        assert!(inner.slots[0].free);
+        assert_eq!(b.dropped(), 50);
+    }
+
     #[test]
     fn records_cross_chunks_in_order_and_chunks_are_reused() {
         let b = Box::leak(Box::new(Buffers::new(4)));
@@ -533,9 +572,10 @@ mod tests {
         for i in 1..2000 {
             b.push(&[rec(i), rec(i)]);
         }
-        // Two chunks hold 2,048 words: what did not fit was dropped, and counted.
+        // Two chunks hold 2,048 words: the runs that did not fit were dropped, and counted
+        // (a run each, its record a pair of words).
         let got = drained(b);
-        assert_eq!(got.len() as u64 + b.dropped(), 1 + 2 * 1999);
+        assert_eq!(got.len() as u64 + 2 * b.dropped(), 1 + 2 * 1999);
         assert!(got.len() <= 2 * CHUNK);
     }
 
