@@ -319,6 +319,16 @@ pub mod __private {
         Some(session.device_memory_kept())
     }
 
+    /// Renumbers the running session's iterations so that the last one completed is `last`,
+    /// as if the run had gone on that long without a probe running: for the tests of the last
+    /// iteration number a run counts to.
+    #[cfg(feature = "enable")]
+    pub fn renumber_iterations(last: u32) {
+        if let Some(session) = crate::session::current() {
+            session.renumber_iterations(last);
+        }
+    }
+
     /// The per-iteration run counter of the probe named `name`, so that the benchmark can
     /// re-arm one probe many times within one iteration.
     #[cfg(feature = "enable")]

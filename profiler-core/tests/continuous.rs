@@ -643,3 +643,49 @@ fn the_end_waits_for_a_trace_the_writer_is_writing() {
         "a temporary file was left: {after:?}"
     );
 }
+
+/// Iteration numbers are 32-bit: a `continuous` run that reaches the last one it counts to
+/// (2^32 steps: 12 hours at 10 µs a step) stops measuring there, says so, and writes its
+/// results at the end; the program goes on. Before, the count overflowed: `step()` panicked
+/// in a debug build, and in a release build iteration 0 came again (marks were never dropped
+/// again, and every sample after it was lost).
+#[test]
+fn a_run_stops_measuring_at_the_last_iteration_number_it_counts() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let out = out_path("last-iteration");
+    let config = Config {
+        filter: Filter::parse("layer=c1").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat: 3,
+        out: out.display().to_string(),
+        summary: false,
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    let run = |n: u64| {
+        for i in 0..n {
+            first(&clock, 100 + i % 5);
+            second(&clock);
+            profiler_core::step();
+        }
+    };
+    run(20); // two windows of 2 events x 3 iterations closed
+    profiler_core::__private::renumber_iterations(u32::MAX - 6);
+    run(20); // past the last iteration number
+    assert!(
+        !profiler_core::finished(),
+        "the program is not told to stop"
+    );
+    let p = profiler_core::snapshot().unwrap();
+    assert!(
+        p.iterations.count <= u64::from(u32::MAX - 1),
+        "{}",
+        p.iterations.count
+    );
+    drop(guard);
+    let v = read(&out);
+    let _ = std::fs::remove_file(&out);
+    assert!(last_index(&v).is_some(), "the windows so far are written");
+}

@@ -379,6 +379,15 @@ impl Session {
         lock(&self.control).measured.device.step_memory.kept()
     }
 
+    /// Renumbers the iterations so that the last one completed is `last` (tests only: see
+    /// `__private::renumber_iterations`).
+    pub(crate) fn renumber_iterations(&self, last: u32) {
+        let mut c = lock(&self.control);
+        let iterations = &mut c.measured.iterations;
+        let held = (iterations.marks.len() as u32).saturating_sub(1);
+        iterations.base = last.saturating_sub(held);
+    }
+
     /// What this session's profiles are made with.
     fn results(&self) -> Results<'_> {
         Results {

@@ -170,7 +170,7 @@ impl OnDemand {
                 run.arm_every(m, completed, window.armed);
                 return true;
             }
-            let last = window.first + window.len;
+            let last = window.first.saturating_add(window.len);
             let waiting = run.samples.pending.iter().any(|&(_, _, i)| i < last);
             if waiting && window.drained < DRAIN_STEPS {
                 window.drained += 1;
@@ -468,7 +468,7 @@ pub(crate) fn write_trace(results: &Results<'_>, taken: Taken) {
         cpu_samples: None,
     };
     let path = results.config.trace_output_path(window.first);
-    let last = window.first + window.armed;
+    let last = window.first.saturating_add(window.armed);
     match crate::output::write_profile(&profile, &path) {
         Ok(()) => eprintln!(
             "profiler-core: trace on demand ({}): iterations {}..{last}{} in {}",

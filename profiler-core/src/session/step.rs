@@ -11,6 +11,10 @@ use crate::register::descriptor::State;
 use crate::schedule::{Plan, SessionMode};
 use profiler_format::Profile;
 
+/// The last iteration number a run counts to: iteration numbers are 32-bit (in `prof.json`'s
+/// samples too), and one below the largest leaves room for the iteration under way.
+pub(crate) const LAST_ITERATION: u32 = u32::MAX - 1;
+
 impl Session {
     /// The end of an iteration.
     pub(crate) fn step(&'static self) {
@@ -26,6 +30,10 @@ impl Session {
             return;
         }
         let run = &mut c.measured;
+        if run.iterations.completed() >= LAST_ITERATION {
+            self.stop_counting(c);
+            return;
+        }
         run.iterations.marks.push(now);
         let completed = run.iterations.completed();
         run.device
@@ -145,6 +153,21 @@ impl Session {
                 schedule.desc(entry).state.store(State::Off, Relaxed);
             }
         }
+    }
+
+    /// The iteration count reached [`LAST_ITERATION`] (a `continuous` run of 2^32 steps: 12
+    /// hours at 10 µs a step): measuring stops, as when a schedule is complete, but the program
+    /// is told nothing (`finished()` stays false, `PROF_EXIT` does not end it). The windows
+    /// written so far stay; the end of the run writes them once more.
+    #[cold]
+    fn stop_counting(&self, c: &mut Control) {
+        c.end.finished = true;
+        self.switch_off(&c.measured.plan);
+        c.measured.plan.armed.clear();
+        eprintln!(
+            "profiler-core: {LAST_ITERATION} iterations, the most a run counts (iteration numbers \
+             are 32-bit): measuring stops here; the results so far are written at the end"
+        );
     }
 
     fn finish(&self, c: &mut Control) {
