@@ -438,25 +438,23 @@ pub(crate) fn start(
     sampler.running.store(true, SeqCst);
     // Every thread alive now is sampled from here on; later ones are found by the scans.
     scan(&mut lock(&sampler.inner), None);
-    let spawned = std::thread::Builder::new()
-        .name("profiler-sampler".into())
-        .spawn(|| {
-            let sampler = state();
-            let me = threads::gettid();
-            let mut ticks = 0u32;
-            while sampler.running.load(SeqCst) {
-                std::thread::sleep(Duration::from_millis(50));
-                let mut inner = lock(&sampler.inner);
-                let inner = &mut *inner;
-                ticks += 1;
-                if ticks.is_multiple_of(threads::RESCAN_TICKS) && sampler.running.load(SeqCst) {
-                    scan(inner, Some(me));
-                }
-                for thread in inner.active.iter().flatten() {
-                    inner.counts.drain(thread.ring, thread.index);
-                }
+    let spawned = crate::sync::spawn("profiler-sampler", || {
+        let sampler = state();
+        let me = threads::gettid();
+        let mut ticks = 0u32;
+        while sampler.running.load(SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+            let mut inner = lock(&sampler.inner);
+            let inner = &mut *inner;
+            ticks += 1;
+            if ticks.is_multiple_of(threads::RESCAN_TICKS) && sampler.running.load(SeqCst) {
+                scan(inner, Some(me));
             }
-        });
+            for thread in inner.active.iter().flatten() {
+                inner.counts.drain(thread.ring, thread.index);
+            }
+        }
+    });
     if let Err(e) = spawned {
         // The timers of the first scan stop.
         let _ = stop_and_collect(&|_| None, false);

@@ -192,9 +192,7 @@ mod served {
                 open: AtomicUsize::new(0),
             });
             let server = Arc::clone(&shared);
-            let started = std::thread::Builder::new()
-                .name("profiler-metrics".into())
-                .spawn(move || serve(&listener, &server));
+            let started = crate::sync::spawn("profiler-metrics", move || serve(&listener, &server));
             if let Err(why) = started {
                 eprintln!(
                     "profiler-core: warning: cannot start the thread that serves PROF_METRICS \
@@ -297,12 +295,10 @@ mod served {
                 continue;
             }
             let one = Arc::clone(shared);
-            let spawned = std::thread::Builder::new()
-                .name("profiler-metrics-conn".into())
-                .spawn(move || {
-                    answer(stream, &one);
-                    one.open.fetch_sub(1, Relaxed);
-                });
+            let spawned = crate::sync::spawn("profiler-metrics-conn", move || {
+                answer(stream, &one);
+                one.open.fetch_sub(1, Relaxed);
+            });
             if spawned.is_err() {
                 shared.open.fetch_sub(1, Relaxed);
             }

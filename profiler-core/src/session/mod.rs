@@ -124,6 +124,9 @@ pub struct Session {
     /// How many probes the registry held when the session started: those were selected (or
     /// not) then; a later one is adopted when it registers.
     registered_at_start: usize,
+    /// The process that started the session: a process forked from it (a data-loading worker)
+    /// holds a copy of the session, which writes nothing (the results are the parent's).
+    pid: u32,
 }
 
 static CURRENT: AtomicPtr<Session> = AtomicPtr::new(std::ptr::null_mut());
@@ -225,6 +228,7 @@ impl Session {
             metrics: None,
             too_many_runtime: AtomicBool::new(false),
             registered_at_start,
+            pid: std::process::id(),
         }
     }
 

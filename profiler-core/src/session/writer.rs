@@ -258,10 +258,9 @@ impl Writer {
         }
         q.started = true;
         q.inline = match self.served.get().copied() {
-            Some(served) => std::thread::Builder::new()
-                .name("profiler-writer".into())
-                .spawn(move || self.run(served))
-                .is_err(),
+            Some(served) => {
+                crate::sync::spawn("profiler-writer", move || self.run(served)).is_err()
+            }
             None => true,
         };
         if q.inline {

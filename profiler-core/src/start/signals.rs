@@ -58,38 +58,44 @@ fn install_now() {
 
 fn try_install(taken: &[libc::c_int]) -> std::io::Result<()> {
     let got_one = Arc::new(AtomicBool::new(false));
+    // A process forked from this one (a data-loading worker) inherits the handlers but not the
+    // thread that writes the results: there a signal takes its default action at once, as it
+    // would without the profiler (the results are the parent's to write).
+    let owner = std::process::id();
     for &signal in taken {
         // Registered first, so it runs first: the second signal finds the flag set and ends
         // the process with the default action, at once unless results are being written
         // (then `writing` ends it once their temporary files are gone; a third signal at once).
         let seen = Arc::clone(&got_one);
         let action = move || {
-            if seen.load(SeqCst) && (WRITING.load(SeqCst) == 0 || SECOND.swap(signal, SeqCst) != 0)
+            // SAFETY: getpid(2) is async-signal-safe and cannot fail.
+            let forked = unsafe { libc::getpid() } as u32 != owner;
+            if forked
+                || seen.load(SeqCst)
+                    && (WRITING.load(SeqCst) == 0 || SECOND.swap(signal, SeqCst) != 0)
             {
                 // Async-signal-safe: it resets the disposition and raises the signal.
                 let _ = signal_hook::low_level::emulate_default_handler(signal);
             }
         };
-        // SAFETY: the action only touches atomics and calls `emulate_default_handler`, which
-        // signal-hook documents as async-signal-safe.
+        // SAFETY: the action only touches atomics, calls getpid and `emulate_default_handler`,
+        // which signal-hook documents as async-signal-safe.
         unsafe { signal_hook::low_level::register(signal, action) }?;
         signal_hook::flag::register(signal, Arc::clone(&got_one))?;
     }
     let mut signals = Signals::new(taken)?;
-    std::thread::Builder::new()
-        .name("profiler-signals".into())
-        .spawn(move || {
-            if let Some(signal) = signals.forever().next() {
-                let name = signal_hook::low_level::signal_name(signal).unwrap_or("a signal");
-                if let Some(session) = crate::session::current() {
-                    eprintln!("profiler-core: {name}: writing the results measured so far");
-                    session.end_on_signal();
-                }
-                let _ = signal_hook::low_level::emulate_default_handler(signal);
-                // Only reached if the default action did not end the process.
-                std::process::exit(128 + signal);
+    crate::sync::spawn("profiler-signals", move || {
+        if let Some(signal) = signals.forever().next() {
+            let name = signal_hook::low_level::signal_name(signal).unwrap_or("a signal");
+            if let Some(session) = crate::session::current() {
+                eprintln!("profiler-core: {name}: writing the results measured so far");
+                session.end_on_signal();
             }
-        })?;
+            let _ = signal_hook::low_level::emulate_default_handler(signal);
+            // Only reached if the default action did not end the process.
+            std::process::exit(128 + signal);
+        }
+    })?;
     Ok(())
 }
 
