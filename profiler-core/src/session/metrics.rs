@@ -71,7 +71,9 @@ mod served {
 
     /// The most bytes of a request read: a scrape's request line and headers are a few hundred.
     pub(crate) const MAX_REQUEST: usize = 8 * 1024;
-    /// How long a connection may take to send its request, and to take the response.
+    /// How long a connection may take to send its whole request (a deadline, not a wait per
+    /// read: a client that trickles a byte at a time is cut off too), and each write of the
+    /// response.
     const IO_TIMEOUT: Duration = Duration::from_secs(5);
     /// The most connections answered at once; more are closed at once.
     pub(crate) const MAX_OPEN: usize = 16;
@@ -248,11 +250,11 @@ mod served {
         let ranked = if port == 0 {
             0
         } else {
-            u16::try_from(u32::from(port) + rank).map_err(|_| {
+            let sum = u64::from(port) + u64::from(rank);
+            u16::try_from(sum).map_err(|_| {
                 format!(
-                    "PROF_METRICS={addr}: rank {rank} would listen on port {} (the port plus the \
-                     rank), past 65535",
-                    u32::from(port) + rank
+                    "PROF_METRICS={addr}: rank {rank} would listen on port {sum} (the port plus \
+                     the rank), past 65535"
                 )
             })?
         };
@@ -308,13 +310,18 @@ mod served {
     /// Reads one request (at most [`MAX_REQUEST`] bytes, within [`IO_TIMEOUT`]) and answers it:
     /// `GET /metrics` (or `HEAD`) with the text published last; anything else 404, 405 or 431.
     fn answer(mut stream: TcpStream, shared: &Shared) {
-        let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
+        let deadline = Instant::now() + IO_TIMEOUT;
         let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
         let mut buf = vec![0u8; MAX_REQUEST];
         let mut len = 0;
         let head_end = loop {
             if len == buf.len() {
                 break None;
+            }
+            // Each read waits at most what is left of the request's time.
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+                return;
             }
             match stream.read(&mut buf[len..]) {
                 Ok(0) | Err(_) => return,
@@ -921,6 +928,28 @@ mod tests {
         assert!(why.contains(&addr.to_string()), "{why}");
         let why = bind("127.0.0.1:65535", 1).unwrap_err();
         assert!(why.contains("past 65535"), "{why}");
+        // The largest rank: an error naming the port it would take, not an overflow.
+        let why = bind("127.0.0.1:9464", u32::MAX).unwrap_err();
+        assert!(why.contains("port 4294976759"), "{why}");
+    }
+
+    /// A client that sends its request a byte at a time, each byte within the I/O timeout of
+    /// the one before, is cut off once the request's time is up: sixteen such clients held
+    /// every connection slot for hours before (the timeout was per read).
+    #[test]
+    fn a_request_trickled_a_byte_at_a_time_is_cut_off() {
+        let (_metrics, addr) = serving();
+        let mut slow = TcpStream::connect(addr).unwrap();
+        let started = std::time::Instant::now();
+        let mut cut = false;
+        while started.elapsed() < Duration::from_secs(60) {
+            if slow.write_all(b"G").is_err() {
+                cut = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert!(cut, "still open after 60 s of a byte every 200 ms");
     }
 }
 
