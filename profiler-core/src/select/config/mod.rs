@@ -423,6 +423,19 @@ mod tests {
         Config::from_lookup(|k| map.get(k).cloned())
     }
 
+    /// A bad value of any variable, however long, is never echoed whole: each message stays
+    /// short (PROF_CPU_SAMPLE_CLOCK's once repeated a 100 KB value).
+    #[test]
+    fn a_huge_bad_value_is_shortened_in_every_message() {
+        let huge = format!("x{}\u{7}", "y".repeat(100_000));
+        for var in super::vars::VARIABLES {
+            if let Err(e) = config(&[(var.name, &huge)]) {
+                let text = e.to_string();
+                assert!(text.len() < 2_000, "{}: {} bytes", var.name, text.len());
+            }
+        }
+    }
+
     #[test]
     fn defaults() {
         let c = config(&[]).unwrap();

@@ -332,9 +332,10 @@ fn parse_sample_clock(value: &str) -> Result<SampleClock, ConfigError> {
         other => Err(ConfigError::new(
             "PROF_CPU_SAMPLE_CLOCK",
             format!(
-                "error: PROF_CPU_SAMPLE_CLOCK={other}: not a sampling clock\n  = help: use \
+                "error: PROF_CPU_SAMPLE_CLOCK={}: not a sampling clock\n  = help: use \
                  `auto` (a perf_event task clock when the kernel allows it, else POSIX timers) \
-                 or `posix` (POSIX CPU-time timers)"
+                 or `posix` (POSIX CPU-time timers)",
+                shorten(other, 60)
             ),
         )),
     }
@@ -502,9 +503,10 @@ fn read_peak(path: &str) -> Result<profiler_format::peak::Peak, ConfigError> {
         ConfigError::new(
             "PROF_PEAK",
             format!(
-                "error: PROF_PEAK={path}: {why}\n  = help: PROF_PEAK names a peak.json written \
+                "error: PROF_PEAK={}: {why}\n  = help: PROF_PEAK names a peak.json written \
                  by `prof peak` (schema {PEAK_SCHEMA}); or give the figures with \
-                 PROF_PEAK_FLOPS and PROF_PEAK_BYTES"
+                 PROF_PEAK_FLOPS and PROF_PEAK_BYTES",
+                shorten(path, 200)
             ),
         )
     };
