@@ -1284,3 +1284,140 @@ fn task_clock_events_take_at_most_half_the_descriptors() {
         "events below half the limit of 64: {fds:?}"
     );
 }
+
+/// The task-clock count (ns) of the perf event `fd`.
+fn task_clock_count(fd: i32) -> u64 {
+    let mut count = 0u64;
+    // SAFETY: read(2) of a perf event's 8-byte count into a valid u64.
+    let n = unsafe { libc::read(fd, (&mut count as *mut u64).cast(), 8) };
+    assert_eq!(n, 8);
+    count
+}
+
+/// A process forked while sampling runs that ends with `exit` (its threads' thread-locals
+/// dropped) leaves the parent's sampling alone. Before, the child's copy of this thread's
+/// registration disabled the perf event that the child's descriptor shares with the parent, and
+/// the parent's thread was never sampled again (found in review: its task clock stopped).
+#[test]
+fn a_forked_child_that_exits_leaves_the_parents_sampling_alone() {
+    let _s = serial();
+    if !perf_events_allowed() {
+        println!("skipped: this machine refuses perf events (the POSIX timers are not shared)");
+        return;
+    }
+    let guard = start("fork-exit", 1000);
+    black_box(layer_a(200_000)); // this thread registers itself: its own perf event
+                                 // SAFETY: gettid(2).
+    let me = unsafe { libc::gettid() };
+    let fd = perf_event_of(me).expect("this thread's perf event");
+    // SAFETY: the child only leaves, through exit(3), which runs this thread's thread-local
+    // destructors as a program that returns from a worker does.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        // SAFETY: as above.
+        unsafe { libc::exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: waitpid(2) on our own child.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    let before = task_clock_count(fd);
+    black_box(work_for(std::time::Duration::from_millis(100)));
+    let after = task_clock_count(fd);
+    drop(guard);
+    let _ = std::fs::remove_file(out_path("fork-exit"));
+    assert!(
+        after > before,
+        "this thread's task clock stopped counting when the child exited ({before} ns, then \
+         {after} ns after 100 ms of CPU)"
+    );
+}
+
+/// The names of this process's threads.
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect()
+}
+
+/// Sessions started one after the other within the sampler thread's 50 ms nap leave one
+/// sampler thread, not one per session (found in review: 3 to 4 at once, which then sampled
+/// each other).
+#[test]
+fn sessions_started_in_quick_succession_leave_one_sampler_thread() {
+    let _s = serial();
+    for i in 0..5 {
+        let guard = start(&format!("restart-{i}"), 1000);
+        black_box(layer_a(1_000));
+        profiler_core::step();
+        drop(guard);
+        let _ = std::fs::remove_file(out_path(&format!("restart-{i}")));
+    }
+    let guard = start("restart-last", 1000);
+    let samplers = || {
+        thread_names()
+            .iter()
+            .filter(|n| n.starts_with("profiler-sampl"))
+            .count()
+    };
+    // The earlier periods' threads leave at their next look (every 50 ms), however late.
+    let started = std::time::Instant::now();
+    while samplers() > 1 && started.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let running = samplers();
+    drop(guard);
+    let _ = std::fs::remove_file(out_path("restart-last"));
+    assert_eq!(running, 1, "sampler threads running at once");
+}
+
+/// This process's resident memory, in KiB.
+fn resident_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// A sampled thread's ring (about 2 MiB) is resident only as far as its samples are written:
+/// 32 threads that register and then wait cost a few pages each, not their whole rings (found
+/// in review: 2.1 MiB each, at once, up to 2 GB at a thousand threads).
+#[test]
+fn an_idle_sampled_thread_keeps_little_of_its_ring_resident() {
+    let _s = serial();
+    let guard = start("resident", 1000);
+    black_box(layer_a(1_000));
+    let before = resident_kib();
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let wait = std::sync::Arc::new(Mutex::new(wait));
+    let (ready, registered) = std::sync::mpsc::channel::<()>();
+    let threads: Vec<_> = (0..32)
+        .map(|_| {
+            let wait = std::sync::Arc::clone(&wait);
+            let ready = ready.clone();
+            std::thread::spawn(move || {
+                black_box(layer_a(10)); // registers this thread: its ring
+                ready.send(()).unwrap();
+                let _ = wait.lock().unwrap().recv();
+            })
+        })
+        .collect();
+    for _ in 0..32 {
+        registered.recv().unwrap();
+    }
+    let grown = resident_kib().saturating_sub(before);
+    drop(go);
+    for t in threads {
+        t.join().unwrap();
+    }
+    drop(guard);
+    let _ = std::fs::remove_file(out_path("resident"));
+    assert!(
+        grown < 32 * 1024,
+        "32 idle sampled threads made {grown} KiB resident (a whole ring is about 2 MiB)"
+    );
+}

@@ -44,7 +44,7 @@
 use std::cell::{Cell, UnsafeCell};
 use std::collections::HashMap;
 use std::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU64, AtomicUsize,
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release, SeqCst},
 };
 use std::sync::{Mutex, OnceLock};
@@ -125,18 +125,13 @@ unsafe impl Sync for Ring {}
 
 impl Ring {
     fn new() -> Ring {
-        let records = (0..RECORDS)
-            .map(|_| {
-                UnsafeCell::new(Record {
-                    time: 0,
-                    tag: 0,
-                    depth: 0,
-                    flags: 0,
-                    weight: 0,
-                    frames: [0; FRAMES],
-                })
-            })
-            .collect();
+        // Zeroed by the allocator, not written here: a ring (about 2 MiB) is then backed by
+        // fresh zero pages that become resident only as far as the handler writes records,
+        // rather than all of it at once for every thread sampled.
+        // SAFETY: a record is plain integers (and `UnsafeCell` is transparent), for which all
+        // zero bits is a valid value.
+        let records =
+            unsafe { Box::<[UnsafeCell<Record>]>::new_zeroed_slice(RECORDS).assume_init() };
         Ring {
             records,
             head: AtomicUsize::new(0),
@@ -168,6 +163,9 @@ struct Registered {
 impl Drop for Registered {
     fn drop(&mut self) {
         let _ = RING.try_with(|r| r.set(std::ptr::null()));
+        if !state().owned() {
+            return; // a forked child's copy: the parent's to undo
+        }
         let mut state = lock(&state().inner);
         let inner = &mut *state;
         let slot = inner.active.get_mut(self.slot);
@@ -333,6 +331,21 @@ impl Counts {
 struct Sampler {
     inner: Mutex<Inner>,
     running: AtomicBool,
+    /// The process that started sampling: a process forked from it copies `running` and the
+    /// lock (held, if the reader thread held it at the fork), but samples nothing, and its
+    /// threads' exits touch neither (a perf event's descriptor is shared with the parent:
+    /// disabling it in the child would stop the parent's thread).
+    owner: AtomicU32,
+    /// Which sampling period runs: the reader thread of an earlier one stops even when a new
+    /// one started before it looked.
+    period: AtomicU64,
+}
+
+impl Sampler {
+    /// Whether this process is the one sampling (not a child forked from it).
+    fn owned(&self) -> bool {
+        self.owner.load(SeqCst) == std::process::id()
+    }
 }
 
 fn state() -> &'static Sampler {
@@ -351,6 +364,8 @@ fn state() -> &'static Sampler {
             symbols: HashMap::new(),
             discovery: threads::Discovery::default(),
         }),
+        owner: AtomicU32::new(0),
+        period: AtomicU64::new(0),
         running: AtomicBool::new(false),
     })
 }
@@ -435,14 +450,16 @@ pub(crate) fn start(
         CLOCK.store(clock, SeqCst);
         inner.discovery = threads::Discovery::default();
     }
+    sampler.owner.store(std::process::id(), SeqCst);
+    let period = sampler.period.fetch_add(1, SeqCst) + 1;
     sampler.running.store(true, SeqCst);
     // Every thread alive now is sampled from here on; later ones are found by the scans.
     scan(&mut lock(&sampler.inner), None);
-    let spawned = crate::sync::spawn("profiler-sampler", || {
+    let spawned = crate::sync::spawn("profiler-sampler", move || {
         let sampler = state();
         let me = threads::gettid();
         let mut ticks = 0u32;
-        while sampler.running.load(SeqCst) {
+        while sampler.running.load(SeqCst) && sampler.period.load(SeqCst) == period {
             std::thread::sleep(Duration::from_millis(50));
             let mut inner = lock(&sampler.inner);
             let inner = &mut *inner;
@@ -491,7 +508,7 @@ fn thread_name() -> Option<String> {
 /// scan already samples keeps its timer and ring, now its own.
 pub(crate) fn register_current() {
     let sampler = state();
-    if !sampler.running.load(SeqCst) || EXIT.try_with(|_| ()).is_err() {
+    if !sampler.running.load(SeqCst) || EXIT.try_with(|_| ()).is_err() || !sampler.owned() {
         return;
     }
     let Some((lo, hi)) = stack_bounds() else {
@@ -499,6 +516,11 @@ pub(crate) fn register_current() {
     };
     let tid = threads::gettid();
     let mut guard = lock(&sampler.inner);
+    // Sampling may have stopped while this thread waited for the lock: a clock armed now
+    // would outlive the period.
+    if !sampler.running.load(SeqCst) {
+        return;
+    }
     let inner = &mut *guard;
     // A thread a scan found takes its slot as its own: timer and ring stay.
     let found = inner
