@@ -464,6 +464,20 @@ fn a_trace_on_demand_takes_every_event_then_sampling_goes_on() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A continuous-mode configuration over layer `c1`: 2 iterations of warmup, then windows of
+/// `repeat` iterations per event, written to `out`.
+fn c1(out: &std::path::Path, repeat: u32) -> Config {
+    Config {
+        filter: Filter::parse("layer=c1").unwrap(),
+        mode: Mode::Continuous,
+        warmup: 2,
+        repeat,
+        out: out.display().to_string(),
+        summary: false,
+        ..Config::default()
+    }
+}
+
 /// A folder of its own for a test's files (the results, the control file, the traces).
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("prof-continuous-{}-{name}", std::process::id()));
@@ -503,14 +517,8 @@ fn a_window_closing_while_a_trace_waits_for_its_last_samples_keeps_the_traces_ma
     let clock = FakeClock::new();
     let dir = scratch("trace-drain");
     let config = Config {
-        filter: Filter::parse("layer=c1").unwrap(),
-        mode: Mode::Continuous,
-        warmup: 2,
-        repeat: 12,
-        out: dir.join("prof.json").display().to_string(),
         trace_out: Some(dir.join("t-%i.json").display().to_string()),
-        summary: false,
-        ..Config::default()
+        ..c1(&dir.join("prof.json"), 12)
     };
     let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
     // Windows of 2 events x 12 iterations after 2 of warmup: the first is [2, 26), complete at
@@ -553,16 +561,7 @@ fn snapshots_do_not_keep_the_writer_from_rewriting_the_file() {
     let clock = FakeClock::new();
     let out = out_path("snapshots");
     let _ = std::fs::remove_file(&out);
-    let config = Config {
-        filter: Filter::parse("layer=c1").unwrap(),
-        mode: Mode::Continuous,
-        warmup: 2,
-        repeat: 3,
-        out: out.display().to_string(),
-        summary: false,
-        ..Config::default()
-    };
-    let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    let guard = profiler_core::init_with(c1(&out, 3), Some(Box::new(clock.clone()))).unwrap();
     let started = std::time::Instant::now();
     let mut i = 0u64;
     // Windows close every 6 iterations; the writer writes the first at once.
@@ -597,14 +596,8 @@ fn the_end_waits_for_a_trace_the_writer_is_writing() {
     // A long trace, so that its write lasts long enough to be seen under way.
     let n = 50_000u32;
     let config = Config {
-        filter: Filter::parse("layer=c1").unwrap(),
-        mode: Mode::Continuous,
-        warmup: 2,
-        repeat: n,
-        out: dir.join("prof.json").display().to_string(),
         trace_out: Some(dir.join("t-%i.json").display().to_string()),
-        summary: false,
-        ..Config::default()
+        ..c1(&dir.join("prof.json"), n)
     };
     let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
     let in_flight = |names: &[String]| names.iter().any(|n| n.starts_with(".t-10.json"));
@@ -654,16 +647,7 @@ fn a_run_stops_measuring_at_the_last_iteration_number_it_counts() {
     let _s = serial();
     let clock = FakeClock::new();
     let out = out_path("last-iteration");
-    let config = Config {
-        filter: Filter::parse("layer=c1").unwrap(),
-        mode: Mode::Continuous,
-        warmup: 2,
-        repeat: 3,
-        out: out.display().to_string(),
-        summary: false,
-        ..Config::default()
-    };
-    let guard = profiler_core::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+    let guard = profiler_core::init_with(c1(&out, 3), Some(Box::new(clock.clone()))).unwrap();
     let run = |n: u64| {
         for i in 0..n {
             first(&clock, 100 + i % 5);
