@@ -1332,47 +1332,6 @@ fn a_forked_child_that_exits_leaves_the_parents_sampling_alone() {
     );
 }
 
-/// The names of this process's threads.
-fn thread_names() -> Vec<String> {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-        .map(|name| name.trim().to_owned())
-        .collect()
-}
-
-/// Sessions started one after the other within the sampler thread's 50 ms nap leave one
-/// sampler thread, not one per session (found in review: 3 to 4 at once, which then sampled
-/// each other).
-#[test]
-fn sessions_started_in_quick_succession_leave_one_sampler_thread() {
-    let _s = serial();
-    for i in 0..5 {
-        let guard = start(&format!("restart-{i}"), 1000);
-        black_box(layer_a(1_000));
-        profiler_core::step();
-        drop(guard);
-        let _ = std::fs::remove_file(out_path(&format!("restart-{i}")));
-    }
-    let guard = start("restart-last", 1000);
-    let samplers = || {
-        thread_names()
-            .iter()
-            .filter(|n| n.starts_with("profiler-sampl"))
-            .count()
-    };
-    // The earlier periods' threads leave at their next look (every 50 ms), however late.
-    let started = std::time::Instant::now();
-    while samplers() > 1 && started.elapsed() < std::time::Duration::from_secs(20) {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let running = samplers();
-    drop(guard);
-    let _ = std::fs::remove_file(out_path("restart-last"));
-    assert_eq!(running, 1, "sampler threads running at once");
-}
-
 /// This process's resident memory, in KiB.
 fn resident_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
