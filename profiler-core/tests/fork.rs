@@ -11,7 +11,7 @@
 //!
 //! Each case runs in a child process (this test binary run again with `PROF_TEST_CASE`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -138,7 +138,7 @@ fn child(case: &str, dir: &Path) {
     }
 }
 
-fn run_case(case: &str) -> (Output, PathBuf) {
+fn run_case(case: &str) -> Output {
     let dir = std::env::temp_dir().join(format!("prof-fork-{}-{case}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -148,47 +148,43 @@ fn run_case(case: &str) -> (Output, PathBuf) {
         .output()
         .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    (out, dir)
+    out
 }
 
+/// What the child printed on stdout.
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn a_worker_forked_after_init_ends_of_one_sigterm() {
-    let (out, _) = run_case("worker-sigterm");
-    let text = stdout(&out);
+/// The child printed `line`; else its whole output, and how it ended, is the message.
+fn assert_said(out: &Output, line: &str) {
     assert!(
-        text.contains("worker ended of signal 15"),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        stdout(out).contains(line),
+        "no `{line}` in:\n{}\n{}\n{:?}",
+        stdout(out),
+        String::from_utf8_lossy(&out.stderr),
+        out.status
     );
 }
 
+fn a_worker_forked_after_init_ends_of_one_sigterm() {
+    assert_said(&run_case("worker-sigterm"), "worker ended of signal 15");
+}
+
 fn a_worker_forked_after_init_writes_nothing_over_the_parents_results() {
-    let (out, _) = run_case("worker-returns");
+    let out = run_case("worker-returns");
     let text = stdout(&out);
     let parent = text
         .lines()
         .find_map(|l| l.strip_prefix("parent: "))
         .unwrap_or_else(|| panic!("{text}\n{}", String::from_utf8_lossy(&out.stderr)));
-    assert!(
-        text.contains(&format!("written by: Some({parent})")),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(text.contains("worker exited: Some(0)"), "{text}");
+    assert_said(&out, &format!("written by: Some({parent})"));
+    assert_said(&out, "worker exited: Some(0)");
 }
 
 fn a_program_that_blocks_sigterm_after_init_takes_it_with_sigwait() {
-    let (out, _) = run_case("sigwait");
-    let text = stdout(&out);
-    assert!(
-        text.contains("sigtimedwait returned 15"),
-        "{text}\n{}\n{:?}",
-        String::from_utf8_lossy(&out.stderr),
-        out.status
-    );
+    let out = run_case("sigwait");
+    assert_said(&out, "sigtimedwait returned 15");
     assert!(out.status.success(), "{:?}", out.status);
 }
 
