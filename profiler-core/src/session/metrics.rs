@@ -10,6 +10,13 @@
 //! window for window, and nothing the server does (a scraper that never reads, a thousand of
 //! them) can hold up the training thread or the writer.
 //!
+//! The endpoint is the process's, not a session's: after the run's end it goes on serving the
+//! last window published until the process exits, and a later session of the same process (a
+//! sweep that starts one per configuration) that asks for the same `PROF_METRICS` takes it
+//! over (it serves `# EOF` until that session publishes), so that its port is not found taken
+//! by the profiler itself. A later session that asks for another address closes the old
+//! endpoint first.
+//!
 //! The series are those of the last closed window (see `docs/guide.md`, "Prometheus and
 //! Grafana"), rendered with the Prometheus project's `prometheus-client` (the `metrics`
 //! feature), which also escapes the label values. Without the feature, `PROF_METRICS` is an
@@ -54,7 +61,7 @@ mod served {
     use std::collections::HashMap;
     use std::io::{Read, Write};
     use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -96,6 +103,45 @@ mod served {
         job: String,
         /// The calls counted per event over the windows published so far.
         totals: Mutex<Totals>,
+        /// Which of the sessions that served on the endpoint this one is: it publishes only
+        /// while it is the last ([`Shared::owner`]).
+        generation: u64,
+    }
+
+    /// The process's endpoint, once a session bound one: it outlives the session.
+    static ENDPOINT: Mutex<Option<Endpoint>> = Mutex::new(None);
+
+    /// An endpoint being served, and what it was bound for.
+    #[derive(Debug)]
+    struct Endpoint {
+        /// `PROF_METRICS` and the rank it was bound for: a session asking the same takes it
+        /// over.
+        asked: (String, u32),
+        /// The address it listens on.
+        local: SocketAddr,
+        /// What its server thread serves.
+        shared: Arc<Shared>,
+    }
+
+    impl Endpoint {
+        /// Stops the server thread and waits (up to a second) for its listener to be closed,
+        /// so that the port can be bound again.
+        fn close(self) {
+            self.shared.stopped.store(true, Relaxed);
+            // The server thread waits in `accept`: a connection of our own wakes it up.
+            let mut wake = self.local;
+            if wake.ip().is_unspecified() {
+                wake.set_ip(match wake {
+                    SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                    SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
+            let until = Instant::now() + Duration::from_secs(1);
+            while !self.shared.closed.load(Relaxed) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
     }
 
     /// Between the renders and the server thread.
@@ -105,6 +151,22 @@ mod served {
         text: Mutex<Arc<String>>,
         /// Connections being answered.
         open: AtomicUsize,
+        /// The generation of the session that publishes (changed under `text`'s lock).
+        owner: AtomicU64,
+        /// Set to stop the server thread.
+        stopped: AtomicBool,
+        /// Set by the server thread once its listener is closed.
+        closed: AtomicBool,
+    }
+
+    impl Shared {
+        /// A new session takes the endpoint over: it serves nothing until that session
+        /// publishes, and the sessions before publish no more. Returns the new owner.
+        fn take_over(&self) -> u64 {
+            let mut text = lock(&self.text);
+            *text = Arc::new("# EOF\n".to_owned());
+            self.owner.fetch_add(1, Relaxed) + 1
+        }
     }
 
     /// The running counts behind `prof_event_calls_total`.
@@ -157,6 +219,26 @@ mod served {
                 return Ok(None);
             };
             let rank = crate::output::rank();
+            let job = config.job.clone().unwrap_or_else(program);
+            let asked = (addr.clone(), rank);
+            let mut endpoint = lock(&ENDPOINT);
+            if let Some(served) = endpoint.as_ref().filter(|e| e.asked == asked) {
+                let generation = served.shared.take_over();
+                eprintln!(
+                    "profiler-core: metrics on http://{}/metrics (the endpoint of the session \
+                     before, taken over)",
+                    served.local
+                );
+                return Ok(Some(Metrics::of(
+                    Arc::clone(&served.shared),
+                    job,
+                    generation,
+                )));
+            }
+            // Another address: the old endpoint closes, so that its port is free again.
+            if let Some(old) = endpoint.take() {
+                old.close();
+            }
             let listener = match bind(addr, rank) {
                 Ok(listener) => listener,
                 Err(why) if config.metrics_optional => {
@@ -177,14 +259,38 @@ mod served {
                     ))
                 }
             };
-            let local = listener
-                .local_addr()
-                .map_or_else(|_| addr.clone(), |a| a.to_string());
-            let metrics = Metrics::serving(listener, config.job.clone().unwrap_or_else(program));
-            if metrics.is_some() {
+            let Ok(local) = listener.local_addr() else {
+                return Err(ConfigError::new(
+                    "PROF_METRICS",
+                    format!("error: PROF_METRICS={addr}: the address bound cannot be read"),
+                ));
+            };
+            let metrics = Metrics::serving(listener, job);
+            if let Some(metrics) = &metrics {
                 eprintln!("profiler-core: metrics on http://{local}/metrics");
+                *endpoint = Some(Endpoint {
+                    asked,
+                    local,
+                    shared: Arc::clone(&metrics.shared),
+                });
             }
             Ok(metrics)
+        }
+
+        /// Where the process's endpoint listens, if one is served.
+        #[cfg(test)]
+        pub(crate) fn served_at() -> Option<SocketAddr> {
+            lock(&ENDPOINT).as_ref().map(|e| e.local)
+        }
+
+        /// A session's handle on the endpoint that `shared` serves.
+        fn of(shared: Arc<Shared>, job: String, generation: u64) -> Metrics {
+            Metrics {
+                shared,
+                job,
+                totals: Mutex::new(Totals::default()),
+                generation,
+            }
         }
 
         /// Serves `listener` from a thread of its own; `None` (with a warning) if none starts.
@@ -192,9 +298,12 @@ mod served {
             let shared = Arc::new(Shared {
                 text: Mutex::new(Arc::new("# EOF\n".to_owned())),
                 open: AtomicUsize::new(0),
+                owner: AtomicU64::new(0),
+                stopped: AtomicBool::new(false),
+                closed: AtomicBool::new(false),
             });
             let server = Arc::clone(&shared);
-            let started = crate::sync::spawn("profiler-metrics", move || serve(&listener, &server));
+            let started = crate::sync::spawn("profiler-metrics", move || serve(listener, &server));
             if let Err(why) = started {
                 eprintln!(
                     "profiler-core: warning: cannot start the thread that serves PROF_METRICS \
@@ -202,11 +311,7 @@ mod served {
                 );
                 return None;
             }
-            Some(Metrics {
-                shared,
-                job,
-                totals: Mutex::new(Totals::default()),
-            })
+            Some(Metrics::of(shared, job, 0))
         }
 
         /// The windows of `profile` (the one just made to be written) become the text served.
@@ -227,7 +332,12 @@ mod served {
                     Some(Instant::now() + JUDGEMENT_INTERVAL.max(took * JUDGEMENT_SHARE));
             }
             drop(totals);
-            *lock(&self.shared.text) = Arc::new(text);
+            let mut served = lock(&self.shared.text);
+            // A session replaced by a later one on the same endpoint (its end, say, written
+            // after the new one started) publishes no more.
+            if self.shared.owner.load(Relaxed) == self.generation {
+                *served = Arc::new(text);
+            }
         }
     }
 
@@ -280,9 +390,12 @@ mod served {
 
     /// The server thread: each connection is answered on a short-lived thread of its own, at
     /// most [`MAX_OPEN`] at once (more are closed at once), so a slow scraper holds up only
-    /// itself.
-    fn serve(listener: &TcpListener, shared: &Arc<Shared>) {
+    /// itself. It ends when a later session closes the endpoint ([`Endpoint::close`]).
+    fn serve(listener: TcpListener, shared: &Arc<Shared>) {
         for conn in listener.incoming() {
+            if shared.stopped.load(Relaxed) {
+                break;
+            }
             let stream = match conn {
                 Ok(stream) => stream,
                 Err(_) => {
@@ -305,6 +418,8 @@ mod served {
                 shared.open.fetch_sub(1, Relaxed);
             }
         }
+        drop(listener);
+        shared.closed.store(true, Relaxed);
     }
 
     /// Reads one request (at most [`MAX_REQUEST`] bytes, within [`IO_TIMEOUT`]) and answers it:
@@ -648,6 +763,7 @@ mod served {
 #[cfg(all(test, feature = "metrics"))]
 mod tests {
     use super::served::{bind, render, Metrics, Totals, MAX_REQUEST};
+    use crate::select::config::{Config, Mode};
     use profiler_format::Profile;
     use std::io::{Read, Write};
     use std::net::{SocketAddr, TcpStream};
@@ -931,6 +1047,54 @@ mod tests {
         // The largest rank: an error naming the port it would take, not an overflow.
         let why = bind("127.0.0.1:9464", u32::MAX).unwrap_err();
         assert!(why.contains("port 4294976759"), "{why}");
+    }
+
+    /// The endpoint is the process's: a later session asking the same `PROF_METRICS` takes it
+    /// over (before, it found its port taken by the profiler itself: "cannot listen on"), the
+    /// session before publishes no more, and one asking for another address closes it. The
+    /// only test that starts the process's endpoint.
+    #[test]
+    fn a_later_session_takes_the_endpoint_over() {
+        let config = |addr: &str| Config {
+            mode: Mode::Continuous,
+            metrics: Some(addr.into()),
+            ..Config::default()
+        };
+        let scrape = |addr| get(addr, b"GET /metrics HTTP/1.1\r\n\r\n");
+        let first = Metrics::start(&config("127.0.0.1:0")).unwrap().unwrap();
+        let at = Metrics::served_at().unwrap();
+        first.publish(&recorded());
+        assert!(scrape(at).contains("prof_window_index{"));
+
+        let second = Metrics::start(&config("127.0.0.1:0")).unwrap().unwrap();
+        assert_eq!(Metrics::served_at(), Some(at));
+        assert!(scrape(at).ends_with("\r\n\r\n# EOF\n"), "{}", scrape(at));
+        first.publish(&recorded());
+        assert!(
+            !scrape(at).contains("prof_window_index{"),
+            "the first still publishes"
+        );
+        second.publish(&recorded());
+        assert!(scrape(at).contains("prof_window_index{"));
+
+        // The same port asked by number: the endpoint bound from `:0` closes, and the port is
+        // free for it.
+        let by_number = format!("127.0.0.1:{}", at.port());
+        let third = Metrics::start(&config(&by_number)).unwrap();
+        assert!(third.is_some());
+        assert_eq!(Metrics::served_at(), Some(at));
+        assert!(scrape(at).ends_with("# EOF\n"));
+
+        // Another address: the endpoint before is closed.
+        let _fourth = Metrics::start(&config("127.0.0.1:0")).unwrap().unwrap();
+        let now = Metrics::served_at().unwrap();
+        if now != at {
+            assert!(
+                std::net::TcpStream::connect(at).is_err(),
+                "{at} still listens"
+            );
+        }
+        assert!(scrape(now).starts_with("HTTP/1.1 200 "));
     }
 
     /// A client that sends its request a byte at a time, each byte within the I/O timeout of
