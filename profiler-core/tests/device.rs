@@ -369,3 +369,82 @@ fn without_a_device_stream_probes_are_timed_on_the_cpu() {
     assert!(e.gpu.is_none());
     assert_eq!(p.run.clock, "fake");
 }
+
+/// A trace on demand in continuous mode while the device runs an iteration behind the host (as
+/// training with `PROF_SYNC=0` does): a sample is pending at every `step()`. The trace waited
+/// for none to be pending while the sampling schedule went on arming, so it never began (no
+/// trace file); now sampling pauses while they land, the trace takes its iterations, and
+/// sampling waits again for the trace's last samples before it arms a slot they hold. Asked
+/// at four iterations in a row, so that sampling resumes at each of the window's slots.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_trace_on_demand_begins_while_the_device_runs_behind() {
+    let _s = serial();
+    for asked in 10..14 {
+        let (trace, sampled) = trace_behind(asked);
+        let e = event(&trace, "dev_gemm", &A.handle().to_string(), 0);
+        let s = event(&sampled, "dev_gemm", &A.handle().to_string(), 0);
+
+        // Its 4 iterations in a row, each with its own kernel's device time.
+        let e = event(&trace, "dev_gemm", &A.handle().to_string(), 0);
+        let first = u32::try_from(trace.iterations.first).unwrap();
+        assert_eq!(
+            e.sample_iters,
+            (first..first + 4).collect::<Vec<u32>>(),
+            "asked at {asked}"
+        );
+        let want: Vec<u64> = e
+            .sample_iters
+            .iter()
+            .map(|&i| 1000 + u64::from(i))
+            .collect();
+        assert_eq!(e.samples_ns, want, "asked at {asked}: the trace");
+        // The sampling windows around it hold no sample of another iteration's kernel, and
+        // none more than PROF_REPEAT.
+        let s = event(&sampled, "dev_gemm", &A.handle().to_string(), 0);
+        let want: Vec<u64> = s
+            .sample_iters
+            .iter()
+            .map(|&i| 1000 + u64::from(i))
+            .collect();
+        assert_eq!(s.samples_ns, want, "asked at {asked}: the windows");
+        for w in &sampled.windows {
+            assert!(w.events[0].samples_ns.len() <= 4, "asked at {asked}: {w:?}");
+        }
+    }
+}
+
+/// 40 iterations of continuous mode whose kernel of iteration `i` takes `1000 + i` ns and ends
+/// after the iteration's `step()`, a trace asked at iteration `asked`: the trace written, and
+/// the run's profile.
+#[cfg(target_os = "linux")]
+fn trace_behind(asked: u64) -> (Profile, Profile) {
+    let sim = SimDevice::new();
+    let mut c = config("behind", "name=dev_gemm", Mode::Continuous, 2, 4);
+    let dir = std::path::Path::new(&c.out).with_file_name("behind-traces");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    c.trace_out = Some(dir.join("t-%i.json").display().to_string());
+    let g = start(c, &sim);
+    for i in 0..40u64 {
+        dev_gemm(&sim, A, 1000 + i);
+        if i == asked {
+            // What `prof trigger PID` sends, taken by the next step().
+            // SAFETY: raise(3) of a signal whose handler the continuous session installed.
+            assert_eq!(unsafe { libc::raise(libc::SIGUSR2) }, 0);
+        }
+        profiler_core::step();
+        // The kernel ends only after the step(): its sample is read at the next one.
+        sim.advance(10_000);
+    }
+    let sampled = snapshot();
+    drop(g);
+    let traces: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    assert_eq!(traces.len(), 1, "asked at {asked}: {traces:?}");
+    let trace = serde_json::from_slice(&std::fs::read(&traces[0]).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (trace, sampled)
+}

@@ -10,7 +10,9 @@
 //!   with `at=` a little ahead of its own iteration (half a second of iterations, at least two);
 //!   the other ranks wait for that line.
 //! - **Taking.** At the `step()` that begins the asked iteration (and once no sample of the
-//!   window under way is still pending), the sampling schedule pauses where it is and every
+//!   window under way is still pending: the sampling schedule arms nothing while they land, as
+//!   it arms nothing while the trace's last samples land), the sampling schedule pauses where
+//!   it is and every
 //!   event is armed, each iteration writing slot `k` of every event (the storage reserved for
 //!   `PROF_REPEAT` samples per event, which bounds N). The samples are resolved as in any
 //!   iteration, into the trace's own buffers. The sampling window then goes on where it paused;
@@ -45,8 +47,13 @@ pub(crate) static SIGNALLED: AtomicU64 = AtomicU64::new(0);
 pub(crate) const DEFAULT_COUNT: u64 = u64::MAX;
 
 /// How many steps a finished trace waits for samples still pending (a run on another thread
-/// not yet ended) before it is written without them.
+/// not yet ended, a device behind) before it is written without them.
 const DRAIN_STEPS: u32 = 4;
+
+/// How many steps a trace that is due waits, the sampling schedule paused, for the samples of
+/// the window under way still pending (a device an iteration or more behind) before the
+/// request is given up.
+const START_STEPS: u32 = 64;
 
 /// What asked for a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,6 +85,20 @@ pub(crate) struct TraceWindow {
     resolved: Vec<Resolved>,
 }
 
+/// What the sampling schedule does in the iteration a `step()` begins, once the trace on
+/// demand had its say ([`OnDemand::step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// It goes on: its window closes if complete, and it arms the iteration.
+    Sample,
+    /// Its window closes if complete, and it arms nothing: samples still pending (of the
+    /// window, before a trace begins; of the trace, once it ended) hold slots that a run it
+    /// armed would write.
+    Wait,
+    /// The trace armed the iteration: nothing else.
+    Trace,
+}
+
 /// The cold-path state of traces on demand.
 #[derive(Debug, Default)]
 pub(crate) struct OnDemand {
@@ -85,6 +106,8 @@ pub(crate) struct OnDemand {
     request: Option<Request>,
     /// The trace under way.
     window: Option<TraceWindow>,
+    /// Steps the request due has waited for pending samples.
+    waited: u32,
 }
 
 impl OnDemand {
@@ -147,15 +170,15 @@ impl ControlWatch {
 
 impl OnDemand {
     /// `step()` in `continuous` mode, once the iteration's samples are queued: starts, arms or
-    /// ends a trace on demand (a trace that ends goes to `hand`). True when it armed the
-    /// iteration `completed` begins (the sampling schedule then arms nothing).
+    /// ends a trace on demand (a trace that ends goes to `hand`), and says what the sampling
+    /// schedule does in the iteration `completed` begins.
     pub(crate) fn step(
         &mut self,
         (config, m): (&Config, &Measuring),
         run: &mut Measured,
         completed: u32,
         hand: impl FnOnce(Taken),
-    ) -> bool {
+    ) -> Turn {
         let signalled = SIGNALLED.swap(0, Relaxed);
         if signalled != 0 {
             self.request = Some(Request {
@@ -168,13 +191,15 @@ impl OnDemand {
         if let Some(window) = &mut self.window {
             if window.armed < window.len {
                 run.arm_every(m, completed, window.armed);
-                return true;
+                return Turn::Trace;
             }
             let last = window.first.saturating_add(window.len);
             let waiting = run.samples.pending.iter().any(|&(_, _, i)| i < last);
             if waiting && window.drained < DRAIN_STEPS {
+                // The sampling schedule stays paused: a run it armed would write a slot that a
+                // sample of the trace still holds.
                 window.drained += 1;
-                return false;
+                return Turn::Wait;
             }
             if let Some(taken) = self.take(m, run) {
                 hand(taken);
@@ -184,12 +209,33 @@ impl OnDemand {
             Some(r) => r.at.is_none_or(|at| at <= completed),
             None => false,
         };
-        // The slots a trace writes may still hold a pending sample of the window under way.
-        if !due || !run.samples.pending.is_empty() {
-            return false;
+        if !due {
+            return Turn::Sample;
         }
+        // The slots a trace writes may still hold a pending sample of the window under way:
+        // the sampling schedule pauses (nothing armed) while they land. A device an iteration
+        // behind (PROF_SYNC=0) leaves a sample pending at every step, so sampling on, the
+        // trace would never begin.
+        if !run.samples.pending.is_empty() {
+            if self.waited < START_STEPS {
+                self.waited += 1;
+                m.schedule.rest_every(&mut run.plan);
+                return Turn::Wait;
+            }
+            self.waited = 0;
+            if let Some(request) = self.request.take() {
+                eprintln!(
+                    "profiler-core: trace on demand (asked by {}): samples of the iterations \
+                     before it were still pending after {START_STEPS} steps (the device did \
+                     not reach them); the request is given up, sampling goes on",
+                    request.source
+                );
+            }
+            return Turn::Sample;
+        }
+        self.waited = 0;
         let Some(request) = self.request.take() else {
-            return false;
+            return Turn::Sample;
         };
         let repeat = config.repeat;
         let len = profiler_format::control::iterations_taken(request.iterations, repeat);
@@ -216,7 +262,7 @@ impl OnDemand {
         });
         // The sampling schedule pauses: its armed probe rests with the others after the trace.
         run.arm_every(m, completed, 0);
-        true
+        Turn::Trace
     }
 
     /// A trace's iteration completed.

@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::device::DeviceState;
+use super::on_demand::Turn;
 use super::{lock, on_demand, Control, Session};
 use crate::instrument::clock::Reading;
 use crate::register::descriptor::State;
@@ -48,10 +49,13 @@ impl Session {
         run.resolve(m, &armed, c.on_demand.apart(), false);
         run.discover_late(m);
         let continuous = m.schedule.mode == SessionMode::Continuous;
-        if continuous
-            && c.on_demand
+        let turn = if continuous {
+            c.on_demand
                 .step((config, m), run, completed, |taken| self.hand_trace(taken))
-        {
+        } else {
+            Turn::Sample
+        };
+        if turn == Turn::Trace {
             return; // a trace on demand armed this iteration; the sampling schedule waits
         }
         if self.schedule_complete(&run.plan) {
@@ -68,7 +72,9 @@ impl Session {
                 trace_from,
             );
         }
-        c.measured.arm(m, completed);
+        if turn == Turn::Sample {
+            c.measured.arm(m, completed);
+        }
     }
 
     /// The iteration that ended was armed (if any event was): its events, taken from the plan;
