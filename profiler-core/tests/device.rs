@@ -382,9 +382,6 @@ fn a_trace_on_demand_begins_while_the_device_runs_behind() {
     let _s = serial();
     for asked in 10..14 {
         let (trace, sampled) = trace_behind(asked);
-        let e = event(&trace, "dev_gemm", &A.handle().to_string(), 0);
-        let s = event(&sampled, "dev_gemm", &A.handle().to_string(), 0);
-
         // Its 4 iterations in a row, each with its own kernel's device time.
         let e = event(&trace, "dev_gemm", &A.handle().to_string(), 0);
         let first = u32::try_from(trace.iterations.first).unwrap();
