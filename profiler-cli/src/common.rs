@@ -81,18 +81,47 @@ pub fn cannot_write(path: &Path, why: impl std::fmt::Display) -> Failure {
 
 /// Checks, before any input is read, that `path` can take the output: it names a regular file
 /// or nothing yet (not a directory, a FIFO, a device or a link to one), in a directory that
-/// exists.
-pub fn check_output(path: &Path) -> Result<(), Failure> {
+/// exists, and none of the command's `inputs` (the output would replace it).
+pub fn check_output<P: AsRef<Path>>(path: &Path, inputs: &[P]) -> Result<(), Failure> {
     // Follows links, the kernel's too (`/dev/stdout` leads through `/proc/self/fd/1` to a pipe).
     use profiler_format::write::OutputPathError as Why;
     match profiler_format::write::check_output_path(path) {
-        Ok(_) => Ok(()),
+        Ok(_) => {
+            if let Some(input) = inputs.iter().find(|i| same_file(path, i.as_ref())) {
+                return Err(Failure(format!(
+                    "error: cannot write {}: it is the input {} (the output would replace it)\n  \
+                     = help: give -o another path",
+                    path.display(),
+                    input.as_ref().display()
+                )));
+            }
+            Ok(())
+        }
         Err(Why::Target(why)) => Err(cannot_write(path, why)),
         Err(Why::NoDirectory(dir)) => Err(cannot_write(
             path,
             format_args!("the directory {} does not exist", dir.display()),
         )),
         Err(Why::NotWritable(_, e)) => Err(cannot_write(path, e)),
+    }
+}
+
+/// Whether `a` and `b` name the same file, links followed (false when either is not there).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
     }
 }
 

@@ -106,7 +106,7 @@ impl From<FlameGroupArg> for flame::Grouping {
 /// Writes the flame graph; the output and the filter are checked before any input is read.
 pub fn run(args: FlameArgs) -> Result<ExitCode, Failure> {
     let output = &args.output;
-    check_output(output)?;
+    check_output(output, &[&args.files[..], &args.diff[..]].concat())?;
     let filter = parse_filter(args.filter.as_deref())?;
     if args.cpu {
         return cpu_flame(&args, filter.as_ref());

@@ -24,7 +24,8 @@ pub struct HtmlArgs {
 /// Writes the report of `args.file`, against `--diff`'s baseline when given; the output is
 /// checked before any input is read.
 pub fn run(args: HtmlArgs) -> Result<ExitCode, Failure> {
-    check_output(&args.output)?;
+    let inputs: Vec<&PathBuf> = std::iter::once(&args.file).chain(&args.diff).collect();
+    check_output(&args.output, &inputs)?;
     let profile = load_profile(&args.file)?;
     let baseline = args.diff.as_deref().map(load_profile).transpose()?;
     let page = html::html_report(&profile, baseline.as_ref());

@@ -27,7 +27,7 @@ pub struct MergeArgs {
 pub fn run(args: MergeArgs) -> Result<ExitCode, Failure> {
     let output = args.output.as_deref();
     if let Some(output) = output {
-        check_output(output)?;
+        check_output(output, &args.files)?;
     }
     let profiles = load_all(&args.files)?;
     let merged = merge::merge(&profiles)?;

@@ -168,7 +168,7 @@ fn measure_gpu_peak(
     format: PeakFormatArg,
 ) -> Result<(), Failure> {
     use peak::gpu::{GpuDtype, GpuOptions};
-    check_output(output)?;
+    check_output::<&Path>(output, &[])?;
     let options = GpuOptions {
         ordinal: request.ordinal,
         dtype: match request.dtype {
@@ -206,7 +206,7 @@ fn measure_peak(
     options: &peak::Options,
     format: PeakFormatArg,
 ) -> Result<(), Failure> {
-    check_output(output)?;
+    check_output::<&Path>(output, &[])?;
     let measured = peak::measure(options).map_err(Failure::new)?;
     write_peak(output, &measured.peak(), || measured.table(), format)
 }

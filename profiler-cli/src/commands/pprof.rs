@@ -27,7 +27,7 @@ pub struct PprofArgs {
 
 /// Writes the profile; the output and the filter are checked before the input is read.
 pub fn run(args: PprofArgs) -> Result<ExitCode, Failure> {
-    check_output(&args.output)?;
+    check_output(&args.output, &[&args.file])?;
     let filter = parse_filter(args.filter.as_deref())?;
     let profile = load_profile(&args.file)?;
     let Some(pprof) = cpu::pprof(&profile, filter.as_ref()) else {

@@ -85,7 +85,7 @@ fn write_trace(
     format: TraceFormatArg,
     iterations: Option<trace::IterationRange>,
 ) -> Result<(), Failure> {
-    check_output(output)?;
+    check_output(output, &[file])?;
     let mut profile = load_profile(file)?;
     if let Some(iterations) = iterations {
         trace::keep_iterations(&mut profile, iterations)

@@ -575,3 +575,68 @@ fn outputs_that_are_not_files_are_refused_up_front() {
     );
     assert!(err.contains("does not exist"), "{err}");
 }
+
+/// An output that is one of the command's inputs (by its own path, or through a link) is
+/// refused before anything is written: before, `prof html in.json -o in.json` replaced the
+/// profile with its page, and said it wrote it.
+#[cfg(unix)]
+#[test]
+fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
+    let dir = scratch("output-is-input");
+    let input = dir.join("in.json");
+    let base = dir.join("base.json");
+    std::fs::copy(data("batch32.json"), &input).unwrap();
+    std::fs::copy(data("batch64.json"), &base).unwrap();
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink(&input, &link).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let base_before = std::fs::read(&base).unwrap();
+    for target in [&input, &link] {
+        for args in [
+            vec!["trace", p(&input), "-o", p(target)],
+            vec!["html", p(&input), "-o", p(target)],
+            vec!["flame", p(&input), "-o", p(target)],
+            vec!["pprof", p(&input), "-o", p(target)],
+            vec!["merge", p(&base), p(&input), "-o", p(target)],
+        ] {
+            let err = fails_with_2(&args);
+            assert!(
+                err.starts_with(&format!(
+                    "error: cannot write {}: it is the input {}",
+                    target.display(),
+                    input.display()
+                )),
+                "{args:?}: {err}"
+            );
+            assert!(err.contains("help:"), "{args:?}: {err}");
+        }
+    }
+    // The baseline of a comparison is an input too.
+    for args in [
+        vec!["html", p(&input), "--diff", p(&base), "-o", p(&base)],
+        vec!["flame", p(&input), "--diff", p(&base), "-o", p(&base)],
+    ] {
+        let err = fails_with_2(&args);
+        assert!(err.contains("it is the input"), "{args:?}: {err}");
+    }
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        before,
+        "the input was replaced"
+    );
+    assert_eq!(
+        std::fs::read(&base).unwrap(),
+        base_before,
+        "the baseline was replaced"
+    );
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["base.json", "in.json", "link.json"]);
+}
