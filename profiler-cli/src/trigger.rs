@@ -70,6 +70,24 @@ fn write_request(path: &Path, iterations: Option<u32>, at: Option<u32>) -> Resul
             "error: --control {shown} is a directory; name the file PROF_CONTROL names"
         ));
     }
+    // Only a control file is replaced: a profile or a script named by mistake is left as it
+    // is (each line of a control file is a request, a comment or blank).
+    let not_control = |why: &str| {
+        format!(
+            "error: --control {shown}: {why}; it is not a control file, and is left as it is\n  \
+             = help: name the file the job's PROF_CONTROL names (a new file, or one that holds \
+             a request: `trace iterations=N`)"
+        )
+    };
+    let held = profiler_format::control::read(path).map_err(|why| not_control(&why))?;
+    if let Some(line) = held.text.lines().map(str::trim).find(|l| {
+        !l.is_empty() && !l.starts_with('#') && l.split_whitespace().next() != Some("trace")
+    }) {
+        return Err(not_control(&format!(
+            "it holds `{}`, not a request",
+            profiler_format::write::shorten(line, 40)
+        )));
+    }
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -191,6 +209,34 @@ mod tests {
         assert!(e.contains("--at needs --control"), "{e}");
         let e = trigger(&Target::Control(std::env::temp_dir()), None, None).unwrap_err();
         assert!(e.contains("is a directory"), "{e}");
+    }
+
+    /// A file that is not a control file (a profile named by mistake) is left as it is: before,
+    /// `prof trigger --control prof.json` replaced the profile with a request line. One that
+    /// holds a bad request, or comments, is a control file, and takes the new request.
+    #[test]
+    fn a_file_that_is_not_a_control_file_is_left_as_it_is() {
+        let dir = std::env::temp_dir().join(format!("prof-trigger-not-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let profile = dir.join("prof.json");
+        let text = "{\n  \"schema\": \"profiler-core/v2\"\n}\n";
+        std::fs::write(&profile, text).unwrap();
+        let e = trigger(&Target::Control(profile.clone()), Some(5), None).unwrap_err();
+        assert!(e.contains("it holds `{`, not a request"), "{e}");
+        assert!(e.contains("is left as it is") && e.contains("help:"), "{e}");
+        assert_eq!(std::fs::read_to_string(&profile).unwrap(), text);
+        let big = dir.join("big");
+        std::fs::write(&big, vec![b'#'; 10_000]).unwrap();
+        let e = trigger(&Target::Control(big.clone()), Some(5), None).unwrap_err();
+        assert!(e.contains("not a control file"), "{e}");
+        assert_eq!(std::fs::metadata(&big).unwrap().len(), 10_000);
+        let ctl = dir.join("ctl");
+        std::fs::write(&ctl, "# asked by hand\ntrace iterations=abc\n").unwrap();
+        trigger(&Target::Control(ctl.clone()), Some(5), None).unwrap();
+        let line = std::fs::read_to_string(&ctl).unwrap();
+        let request = profiler_format::control::parse(&line).unwrap().unwrap();
+        assert_eq!(request.iterations, Some(5));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[cfg(target_os = "linux")]
