@@ -72,6 +72,20 @@ pub fn profiled(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     if let Some(f) = &parsed {
+        // A second `#[profiled]` below this one would expand again inside the first's expansion
+        // (in the enabled build, a second descriptor in the same scope).
+        if let Some(again) = f.attrs.iter().find(|attr| {
+            attr.path()
+                .segments
+                .last()
+                .is_some_and(|segment| segment.ident == "profiled")
+        }) {
+            errors.push(syn::Error::new_spanned(
+                again,
+                "`#[profiled]` is given twice on this function: one measurement per function \
+                 (measure part of its body with `probe!`)",
+            ));
+        }
         if args.name.is_none() && !args::valid_value(&expand::unraw(&f.sig.ident)) {
             errors.push(syn::Error::new_spanned(
                 &f.sig.ident,
