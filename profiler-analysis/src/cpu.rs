@@ -390,7 +390,11 @@ pub fn pprof(profile: &Profile, filter: Option<&Filter>) -> Option<proto::PprofP
             add("rank", &rank);
             proto::Sample {
                 location_id: stack.frames.iter().map(|&f| u64::from(f) + 1).collect(),
-                value: vec![stack.count as i64, stack.count as i64 * period],
+                // Counts are at most 2^53 (checked when read); their time saturates.
+                value: vec![
+                    stack.count as i64,
+                    (stack.count as i64).saturating_mul(period),
+                ],
                 label,
             }
         })

@@ -53,7 +53,29 @@ pub(super) fn check(profile: &Profile) -> Result<(), String> {
     check_unique(&profile.events)?;
     check_parents(&profile.events)?;
     check_windows(profile)?;
+    check_cpu_counts(profile)?;
     check_sample_timeline(profile)
+}
+
+/// Beyond this a count (of samples, of shapes) is not one: 2^53 CPU samples are 285 years of
+/// one thread sampled at a million per second; the sums of counts stay exact and in range.
+pub const MAX_COUNT: u64 = 1 << 53;
+
+/// `cpu_samples.stacks`: their counts add up to at most [`MAX_COUNT`].
+fn check_cpu_counts(profile: &Profile) -> Result<(), String> {
+    let Some(samples) = &profile.cpu_samples else {
+        return Ok(());
+    };
+    let total = samples.stacks.iter().try_fold(0u64, |sum, s| {
+        sum.checked_add(s.count).filter(|&t| t <= MAX_COUNT)
+    });
+    if total.is_none() {
+        return Err(format!(
+            "cpu_samples.stacks: their counts add up to more than 2^53 ({MAX_COUNT}), which no \
+             run samples"
+        ));
+    }
+    Ok(())
 }
 
 /// `cpu_samples.timeline`: its four lists of one length, each sample's thread one of the
@@ -293,6 +315,13 @@ fn check_samples(e: &Event, count: u64) -> Result<(), String> {
         }
     }
     if let Some(shapes) = &e.shapes {
+        if shapes.others > MAX_COUNT {
+            return Err(format!(
+                "{}: shapes.others is {}, above 2^53 ({MAX_COUNT}): not a count of shapes",
+                describe(e),
+                shapes.others
+            ));
+        }
         if shapes.sample_shapes.len() != n {
             return Err(format!(
                 "{} has {n} samples_ns but {} entries in shapes.sample_shapes (one per sample)",

@@ -388,6 +388,43 @@ mod tests {
         }
     }
 
+    /// Counts no run makes (CPU samples adding up past 2^53, 2^64 - 1 other shapes) are
+    /// refused when read: before, `prof report`, `advise`, `pprof` and `flame --cpu` panicked
+    /// adding them up ("attempt to add with overflow").
+    #[test]
+    fn counts_no_run_makes_are_refused() {
+        let stacks = |a: u64, b: u64| {
+            GOOD[..GOOD.len() - 1].to_owned()
+                + &format!(
+                    r#","cpu_samples":{{"hz":1000,"taken":2,"threads":[{{"tid":7}}],
+                  "functions":[{{"name":"f","addr":"0x1"}}],
+                  "stacks":[{{"thread":0,"event":null,"frames":[0],"count":{a}}},
+                            {{"thread":0,"event":null,"frames":[0],"count":{b}}}]}}}}"#
+                )
+        };
+        assert!(parse(&stacks(1 << 52, 1 << 52)).is_ok());
+        let e = parse(&stacks(1 << 63, 1 << 63)).unwrap_err().to_string();
+        assert!(
+            e.contains("cpu_samples.stacks: their counts add up to more than 2^53"),
+            "{e}"
+        );
+        assert!(parse(&stacks(1 << 53, 1)).is_err());
+        let shapes = |others: u64| {
+            GOOD.replace(
+                "\"samples_ns\"",
+                &format!(
+                    r#""shapes":{{"values":["4x4"],"sample_shapes":[0,0],"others":{others}}},"samples_ns""#
+                ),
+            )
+        };
+        assert!(parse(&shapes(3)).is_ok());
+        let e = parse(&shapes(u64::MAX)).unwrap_err().to_string();
+        assert!(
+            e.contains("shapes.others is 18446744073709551615, above 2^53"),
+            "{e}"
+        );
+    }
+
     /// `run.peak` is read as `prof peak` wrote it, to the last bit (serde_json's exact float
     /// parsing, `float_roundtrip`, in every pass of the reader).
     #[test]
