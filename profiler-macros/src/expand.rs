@@ -202,7 +202,18 @@ pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
             .clone()
             .unwrap_or_else(|| LitStr::new(&unraw(&sig.ident), sig.ident.span()));
         let registration = registration(&name, args, Kind::Fn, sig.ident.span());
-        let body = if sig.asyncness.is_some() {
+        let body = if sig.asyncness.is_some() && returns_never(&sig.output) {
+            // `-> !`: the future never completes, so there is no `complete()` to reach and no
+            // return to infer. An async block would not do: its body `loop { .. }` gives it the
+            // output `()`, not `!` (and a fake return edge would need the unstable `!` type).
+            // The guard, dropped with the future, records nothing, as for any future dropped
+            // before completing.
+            let enter = enter_call(args, true);
+            quote! {
+                let __profiler_guard = #enter;
+                #(#stmts)*
+            }
+        } else if sig.asyncness.is_some() {
             let fake_return = fake_return_edge(&sig.output);
             let enter = enter_call(args, true);
             quote! {
@@ -242,6 +253,19 @@ fn fake_return_edge(output: &ReturnType) -> TokenStream {
             return __profiler_fake_return;
         }
     }
+}
+
+/// Whether the function returns `!`.
+fn returns_never(output: &ReturnType) -> bool {
+    fn never(ty: &Type) -> bool {
+        match ty {
+            Type::Never(_) => true,
+            Type::Paren(inner) => never(&inner.elem),
+            Type::Group(inner) => never(&inner.elem),
+            _ => false,
+        }
+    }
+    matches!(output, ReturnType::Type(_, ty) if never(ty))
 }
 
 fn mentions_impl_trait(ty: &Type) -> bool {
