@@ -99,7 +99,7 @@ pub fn run_rounds(
             run_one(command, &plan.env[side], &out, pad)
                 .map_err(|e| format!("error: {which} run {round}: {e}"))?;
             let profile = profiler_analysis::load_profile(&out).map_err(|e| e.to_string())?;
-            eprintln!(
+            say!(
                 "{}: round {}/{}: {which} ({:.1} s) -> {}",
                 plan.label,
                 round + 1,
@@ -117,7 +117,7 @@ pub fn run_rounds(
             continue;
         }
         if start.elapsed() >= plan.budget {
-            eprintln!(
+            say!(
                 "{}: the time budget ({} s) is spent after {} rounds",
                 plan.label,
                 plan.budget.as_secs(),
@@ -126,7 +126,7 @@ pub fn run_rounds(
             break;
         }
         if let Some(why) = resolved(&before, &after, round + 1) {
-            eprintln!("{}: {why}", plan.label);
+            say!("{}: {why}", plan.label);
             break;
         }
     }

@@ -130,15 +130,28 @@ pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     profiler_format::write_atomic(path, bytes).map_err(|e| cannot_write(path, e))
 }
 
-/// Prints `text` to stdout, with a final newline; a closed pipe is not an error.
-pub fn print(text: &str) {
+/// Prints `text` to stdout, with a final newline. A closed pipe (`prof report x | head`) is
+/// not an error; any other failure (a full disk, `>/dev/full`) is, so that a command whose
+/// output was lost does not exit as if it had printed it.
+pub fn print(text: &str) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
-    // A closed pipe (`prof report x | head`) is not an error worth a panic.
-    let _ = out.write_all(text.as_bytes());
-    if !text.ends_with('\n') {
-        let _ = out.write_all(b"\n");
+    let mut written = out.write_all(text.as_bytes());
+    if written.is_ok() && !text.ends_with('\n') {
+        written = out.write_all(b"\n");
     }
-    let _ = out.flush();
+    match written.and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure(format!(
+            "error: cannot write standard output: {e}\n  = help: send it to a file or a pipe \
+             that takes it"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Writes one line to stderr. Unlike `eprintln!`, which panics when it cannot, a stderr that
+/// is closed or full loses the line and nothing else.
+pub fn say(line: impl std::fmt::Display) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// A `--filter` expression (the `PROF_FILTER` language), parsed; its error points at the

@@ -14,6 +14,14 @@
 //! are one file of `commands/` (`commands/report.rs` for `prof report`), what they share is
 //! `common.rs`.
 
+/// `eprintln!` that never panics: a line to stderr through [`common::say`] (a closed or full
+/// stderr loses the line, not the command's exit status).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::common::say(format_args!($($arg)*))
+    };
+}
+
 mod ab;
 mod commands;
 mod common;
@@ -87,7 +95,7 @@ fn main() -> ExitCode {
             // Every message starts with `error:`; `Failure::new` and the constructors see to it.
             debug_assert!(message.starts_with("error:"), "{message}");
             // A name or path quoted from the input shows its control characters as escapes.
-            eprintln!("{}", profiler_analysis::printable_lines(&message));
+            say!("{}", profiler_analysis::printable_lines(&message));
             ExitCode::from(2)
         }
     }

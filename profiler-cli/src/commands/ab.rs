@@ -72,7 +72,7 @@ pub fn run(args: AbArgs) -> Result<ExitCode, Failure> {
     };
     let (b, a) = ab::run(&plan, &options).map_err(Failure::new)?;
     let result = diff::diff_runs(&b, &a, &options);
-    print(&diff::render(&result, args.format.into()));
+    print(&diff::render(&result, args.format.into()))?;
     Ok(match result.gate() {
         diff::Gate::Regressed => ExitCode::from(1),
         diff::Gate::Inconclusive => ExitCode::from(3),

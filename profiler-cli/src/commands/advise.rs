@@ -60,6 +60,6 @@ pub fn run(args: AdviseArgs) -> Result<ExitCode, Failure> {
         advise::render_json(&advice, top)
     } else {
         advise::render_text(&advice, top)
-    });
+    })?;
     Ok(ExitCode::SUCCESS)
 }

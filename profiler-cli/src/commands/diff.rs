@@ -91,7 +91,7 @@ pub fn run(args: DiffArgs) -> Result<ExitCode, Failure> {
         .map(load_profile)
         .collect::<Result<Vec<_>, _>>()?;
     let result = diff::diff_runs(&b, &a, &options);
-    print(&diff::render(&result, args.format.into()));
+    print(&diff::render(&result, args.format.into()))?;
     if args.fail_on_regression && result.has_regression() {
         return Ok(ExitCode::from(1));
     }

@@ -137,7 +137,7 @@ pub fn run(args: FlameArgs) -> Result<ExitCode, Failure> {
             .map_err(|e| Failure::new(format!("cannot draw the flame graph: {e}")))?
     };
     write_output(output, bytes.as_bytes())?;
-    eprintln!(
+    say!(
         "prof: wrote {} ({} frames, {} ns: {})",
         output.display(),
         graph.frames.len(),

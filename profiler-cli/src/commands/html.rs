@@ -30,6 +30,6 @@ pub fn run(args: HtmlArgs) -> Result<ExitCode, Failure> {
     let baseline = args.diff.as_deref().map(load_profile).transpose()?;
     let page = html::html_report(&profile, baseline.as_ref());
     write_output(&args.output, page.as_bytes())?;
-    eprintln!("prof: wrote {}", args.output.display());
+    say!("prof: wrote {}", args.output.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -33,8 +33,8 @@ pub fn run(args: MergeArgs) -> Result<ExitCode, Failure> {
     let merged = merge::merge(&profiles)?;
     if let Some(output) = output {
         write_output(output, &serde_json::to_vec_pretty(&merged)?)?;
-        eprintln!("prof: wrote {}", output.display());
+        say!("prof: wrote {}", output.display());
     }
-    print(&merge::render(&merged, args.format.into()));
+    print(&merge::render(&merged, args.format.into()))?;
     Ok(ExitCode::SUCCESS)
 }

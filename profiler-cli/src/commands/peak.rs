@@ -221,10 +221,10 @@ fn write_peak(
 ) -> Result<(), Failure> {
     let json = serde_json::to_string_pretty(peak)?;
     write_output(output, format!("{json}\n").as_bytes())?;
-    eprintln!("prof: wrote {}", output.display());
+    say!("prof: wrote {}", output.display());
     match format {
-        PeakFormatArg::Table => print(&table()),
-        PeakFormatArg::Json => print(&json),
+        PeakFormatArg::Table => print(&table())?,
+        PeakFormatArg::Json => print(&json)?,
     }
     Ok(())
 }

@@ -109,10 +109,10 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, Failure> {
         ..report::ReportOptions::default()
     };
     let built = report::build(&profile, &options);
-    print(&report::render(&built, args.format.into()));
+    print(&report::render(&built, args.format.into()))?;
     // The CPU samples (PROF_CPU_SAMPLE): per event, its top functions, after the table.
     if let (Some(samples), FormatArg::Table) = (&profile.cpu_samples, args.format) {
-        print(&profiler_analysis::cpu::report_text(samples, TOP_FUNCTIONS));
+        print(&profiler_analysis::cpu::report_text(samples, TOP_FUNCTIONS))?;
     }
     Ok(ExitCode::SUCCESS)
 }

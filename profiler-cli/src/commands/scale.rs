@@ -60,7 +60,7 @@ pub fn run(args: ScaleArgs) -> Result<ExitCode, Failure> {
     let profiles = load_all(&args.files)?;
     let runs: Vec<(f64, &Profile)> = values.iter().copied().zip(&profiles).collect();
     let scaling = scale::scale(&runs, &name, args.ideal.into())?;
-    print(&scale::render(&scaling, args.format.into()));
+    print(&scale::render(&scaling, args.format.into()))?;
     Ok(ExitCode::SUCCESS)
 }
 

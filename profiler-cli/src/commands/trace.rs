@@ -127,13 +127,13 @@ fn write_trace(
         TraceFormatArg::Json => ("", "https://ui.perfetto.dev or chrome://tracing"),
         TraceFormatArg::Perfetto => (", Perfetto protobuf", "https://ui.perfetto.dev"),
     };
-    eprintln!(
+    say!(
         "prof: wrote {} ({} mode{what}); open it in {open}",
         output.display(),
         profile.run.mode
     );
     if format == TraceFormatArg::Json && text_bytes > JSON_TRACE_WARN_BYTES {
-        eprintln!("{}", too_big_for_perfetto(text_bytes, gz));
+        say!("{}", too_big_for_perfetto(text_bytes, gz));
     }
     Ok(())
 }

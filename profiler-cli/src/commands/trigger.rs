@@ -42,6 +42,6 @@ pub fn run(args: TriggerArgs) -> Result<ExitCode, Failure> {
         (None, None) => return Err(Failure::new("error: name a PID or --control FILE")),
     };
     let said = trigger::trigger(&target, args.iterations, args.at).map_err(Failure::new)?;
-    eprintln!("{said}");
+    say!("{said}");
     Ok(ExitCode::SUCCESS)
 }

@@ -51,7 +51,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode, Failure> {
     };
     if args.once {
         let (frames, error) = watch::once(&options);
-        print(&frames);
+        print(&frames)?;
         if let Some(error) = error {
             return Err(Failure::new(error));
         }

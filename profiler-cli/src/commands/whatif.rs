@@ -121,6 +121,6 @@ pub fn run(args: WhatifArgs) -> Result<ExitCode, Failure> {
     })
     .map_err(Failure::new)?;
     let result = whatif::whatif(&base, &delayed, alpha).map_err(Failure::new)?;
-    print(&whatif::render(&result, args.json));
+    print(&whatif::render(&result, args.json))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -640,3 +640,56 @@ fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
     left.sort();
     assert_eq!(left, ["base.json", "in.json", "link.json"]);
 }
+
+/// A standard output that cannot be written (a full disk: `/dev/full`) is an error, exit 2;
+/// before, `prof report x.json >/dev/full` exited 0 with its table lost. A stderr that cannot
+/// be written loses its lines, not the command: before, `prof trace ... 2>/dev/full` panicked
+/// (exit 101) after writing its trace.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_stdout_is_an_error_and_a_full_stderr_is_not_a_panic() {
+    use std::process::Stdio;
+    let full = || {
+        Stdio::from(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+    };
+    let good = data("batch32.json");
+    let other = data("batch64.json");
+    for args in [
+        vec!["report", p(&good)],
+        vec!["advise", "--json", p(&good)],
+        vec!["diff", "--fail-on-regression", p(&good), p(&other)],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_prof"))
+            .args(&args)
+            .stdout(full())
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: cannot write standard output: No space left on device"),
+            "{args:?}: {err}"
+        );
+    }
+    let dir = scratch("full-stderr");
+    let trace = dir.join("t.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_prof"))
+        .args(["trace", p(&good), "-o", p(&trace)])
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(trace.is_file());
+    let missing = dir.join("missing.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_prof"))
+        .args(["report", p(&missing)])
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
