@@ -97,6 +97,18 @@ pub use profiler_macros::profiled;
 ///
 /// The guard form returns a [`ProbeGuard`]. The first argument is the probe's name; the keys
 /// are those of [`#[profiled]`](profiled).
+///
+/// A probe measures at run time: the guard form in a `const fn` does not compile, in either
+/// build (the guard has a destructor, which a `const fn` cannot run):
+///
+/// ```compile_fail
+/// struct Cfg(u32);
+/// const fn new() -> Cfg {
+///     let _p = profiler_core::probe!("cfg_new");
+///     Cfg(1)
+/// }
+/// # let _ = new().0;
+/// ```
 pub use profiler_macros::probe;
 
 /// On `fn main`: reads and validates the `PROF_*` variables before the body runs, handles
