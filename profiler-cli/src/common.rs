@@ -173,3 +173,41 @@ pub fn parse_filter(
     })
     .transpose()
 }
+
+/// SIGINT, SIGTERM and SIGHUP end `prof` as they would without it (the process ends of the
+/// signal), but first remove the temporary file of a write under way (a trace of a large
+/// profile takes seconds to write): before, Ctrl-C left a hidden `.NAME.XXXX.tmp` of hundreds
+/// of megabytes beside the output. signal-hook's handler wakes a thread of its own, which
+/// removes them and then acts as the default would. A handler, not a blocked signal: a program
+/// `prof ab` runs would inherit a mask (it does not inherit a handler). A signal the shell
+/// ignores (`nohup`'s SIGHUP) is left ignored.
+#[cfg(unix)]
+pub fn end_cleanly_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let defaults: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .filter(|&sig| {
+            // SAFETY: sigaction(2) only reads the signal's action into `old`, a zeroed struct of
+            // this frame.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                    && old.sa_sigaction == libc::SIG_DFL
+            }
+        })
+        .collect();
+    let Ok(mut signals) = signal_hook::iterator::Signals::new(&defaults) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("prof-signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                profiler_format::write::remove_temporaries_and(|_| {
+                    let _ = signal_hook::low_level::emulate_default_handler(sig);
+                    // Not reached: the default action of these signals ends the process.
+                    std::process::exit(128 + sig);
+                });
+            }
+        });
+}

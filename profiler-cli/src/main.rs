@@ -88,6 +88,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
 }
 
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    common::end_cleanly_on_signals();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

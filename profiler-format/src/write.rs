@@ -329,6 +329,53 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic_with(path, |out| out.write_all(bytes))
 }
 
+/// The temporary files of the writes under way in this process ([`write_atomic_with`]'s), for
+/// [`remove_temporaries`].
+static LIVE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// A temporary file's path in [`LIVE`] while its write is under way.
+struct Live(PathBuf);
+
+impl Live {
+    fn enter(path: &Path) -> Live {
+        live().push(path.to_owned());
+        Live(path.to_owned())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let mut live = live();
+        if let Some(i) = live.iter().position(|p| *p == self.0) {
+            live.swap_remove(i);
+        }
+    }
+}
+
+fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Removes the temporary files of the writes under way, then calls `end` with the list still
+/// held, so that no write renames its file into place or starts another meanwhile: for a
+/// program ending of a signal (`prof` on SIGINT, SIGTERM or SIGHUP: `end` ends the process),
+/// which then leaves nothing but its finished outputs. `end` gets how many were removed.
+pub fn remove_temporaries_and<T>(end: impl FnOnce(usize) -> T) -> T {
+    remove_live(|_| true, end)
+}
+
+/// [`remove_temporaries_and`] for the temporary files `which` selects.
+fn remove_live<T>(which: impl Fn(&Path) -> bool, end: impl FnOnce(usize) -> T) -> T {
+    let live = live();
+    let removed = live
+        .iter()
+        .filter(|p| which(p) && std::fs::remove_file(p).is_ok())
+        .count();
+    let ended = end(removed);
+    drop(live);
+    ended
+}
+
 /// Writes to `path` atomically what `write` writes to the writer it is given (buffered, over
 /// the temporary file; `Send`, so that `write` may hand it to a thread of its own): [`write_atomic`] for an output too large to hold in memory, such as the
 /// trace of a profile of millions of samples. The target is replaced only when `write` and the
@@ -340,6 +387,7 @@ pub fn write_atomic_with(
     let invalid = |why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
     let target = check_target(path).map_err(invalid)?;
     let mut tmp = create_temp(&target)?;
+    let _live = Live::enter(tmp.path());
     #[cfg(unix)]
     if let Ok(meta) = std::fs::metadata(&target) {
         use std::os::unix::fs::PermissionsExt;
@@ -422,6 +470,30 @@ mod tests {
     use super::*;
     #[cfg(unix)]
     use std::os::unix::fs::FileTypeExt;
+
+    /// A write under way has its temporary file listed; removing the temporaries (as `prof`
+    /// does when a signal ends it) removes it, and the write then fails instead of renaming
+    /// a file into place.
+    #[test]
+    fn the_temporary_file_of_a_write_under_way_can_be_removed() {
+        let dir = fresh("live");
+        let target = dir.join("out.json");
+        let result = super::write_atomic_with(&target, |out| {
+            out.write_all(b"half")?;
+            // This test's alone: the other tests' writes run beside it.
+            let removed = super::remove_live(|p| p.starts_with(&dir), |n| n);
+            assert_eq!(removed, 1);
+            Ok(())
+        });
+        assert!(result.is_err(), "the write went on after its file was removed");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+        // Finished writes are no longer listed: nothing of theirs is removed.
+        super::write_atomic(&target, b"whole").unwrap();
+        assert_eq!(super::remove_live(|p| p.starts_with(&dir), |n| n), 0);
+        assert_eq!(std::fs::read(&target).unwrap(), b"whole");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {

@@ -347,3 +347,50 @@ fn diff_of_two_100_mb_profiles() {
     assert_eq!(lines, 2_500);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A `prof trace` ended by SIGTERM (or Ctrl-C's SIGINT) halfway through writing a large trace
+/// ends of that signal and leaves neither its output nor its temporary file: before, a hidden
+/// `.t.json.XXXX.tmp` of the trace written so far (158 MB in the review) stayed beside it.
+#[test]
+fn a_write_ended_by_a_signal_leaves_no_temporary_file() {
+    let dir = scratch("signalled");
+    let profile = dir.join("p.json");
+    write_profile(&profile, 400, 1_000, 7, Layout::Compact);
+    let out = dir.join("out");
+    std::fs::create_dir(&out).unwrap();
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let trace = out.join("t.json");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_prof"))
+            .args([
+                "trace",
+                profile.to_str().unwrap(),
+                "-o",
+                trace.to_str().unwrap(),
+            ])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Until the write has begun: its temporary file is there.
+        let began = Instant::now();
+        let writing = loop {
+            let tmp = std::fs::read_dir(&out).unwrap().count() > 0;
+            if tmp || child.try_wait().unwrap().is_some() || began.elapsed().as_secs() > 120 {
+                break tmp;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        };
+        assert!(writing, "prof trace ended before its write could be seen");
+        // SAFETY: kill(2) of our own child, not yet waited for.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(sig), "{status:?}");
+        let left: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
