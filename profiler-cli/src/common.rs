@@ -102,7 +102,11 @@ pub fn check_output<P: AsRef<Path>>(path: &Path, inputs: &[P]) -> Result<(), Fai
             path,
             format_args!("the directory {} does not exist", dir.display()),
         )),
-        Err(Why::NotWritable(_, e)) => Err(cannot_write(path, e)),
+        // The error of the probe file, without its random name (`at path "/proc/.c9PDk..."`).
+        Err(Why::NotWritable(_, e)) => Err(cannot_write(
+            path,
+            e.to_string().split(" at path ").next().unwrap_or_default(),
+        )),
     }
 }
 

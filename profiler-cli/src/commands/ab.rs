@@ -35,7 +35,7 @@ pub struct AbArgs {
     #[arg(long, default_value_t = 300)]
     budget: u64,
     /// Seed of the run order and the environment padding.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     seed: u64,
     /// Changes smaller than this are noise (0.02 or 2%).
     #[arg(long, default_value = "2%", value_parser = fraction)]

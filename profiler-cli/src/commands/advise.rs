@@ -29,7 +29,7 @@ pub struct AdviseArgs {
     #[arg(long)]
     peak: Option<PathBuf>,
     /// Events whose coefficient of variation is above this are too noisy to judge.
-    #[arg(long, default_value_t = 0.25, value_parser = non_negative)]
+    #[arg(long, default_value_t = 0.25, value_parser = non_negative, allow_negative_numbers = true)]
     cv_threshold: f64,
 }
 

@@ -29,7 +29,7 @@ pub struct DiffArgs {
     #[arg(long, default_value_t = 2000, value_parser = resamples_range())]
     resamples: usize,
     /// Seed of the bootstrap (results are reproducible).
-    #[arg(long, default_value_t = 0x5eed)]
+    #[arg(long, default_value_t = 0x5eed, allow_negative_numbers = true)]
     seed: u64,
     /// Exit with status 1 when the iteration or an event that matters regressed, 3 when none
     /// did but a regression of the threshold's size could have gone unseen in one of them

@@ -66,11 +66,17 @@ fn cpu_flame(
         )));
     };
     if folded.is_empty() {
-        return Err(Failure::new(format!(
-            "error: --filter {} matches no sampled event\n  = help: `prof report` lists the \
-             sampled events",
-            args.filter.as_deref().unwrap_or("")
-        )));
+        return Err(Failure::new(match &args.filter {
+            Some(text) => format!(
+                "error: --filter {text} matches no sampled event\n  = help: `prof report` lists \
+                 the sampled events"
+            ),
+            None => format!(
+                "error: {} holds CPU samples but no sampled stack\n  = help: the run took no \
+                 sample (too short for PROF_CPU_SAMPLE's rate: raise it, or run longer)",
+                file.display()
+            ),
+        }));
     }
     let bytes = if args.folded {
         folded.into_bytes()

@@ -29,7 +29,7 @@ pub struct PeakArgs {
     /// Time budget in seconds, half for the GEMM and half for STREAM, a tenth of each for
     /// warmup (at least 3 timed repetitions of each after a warmup, however long they
     /// take).
-    #[arg(long, default_value = "4", value_parser = peak_seconds)]
+    #[arg(long, default_value = "4", value_parser = peak_seconds, allow_negative_numbers = true)]
     seconds: f64,
     /// The GEMM's element type: f32 (sgemm) or f64 (dgemm); on a GPU also bf16 and f16
     /// (cublasGemmEx, f32 accumulation; default there: bf16).

@@ -37,6 +37,14 @@ pub fn run(args: PprofArgs) -> Result<ExitCode, Failure> {
             args.file.display()
         )));
     };
+    if pprof.sample.is_empty() {
+        if let Some(text) = &args.filter {
+            return Err(Failure::new(format!(
+                "error: --filter {text} matches no sampled event\n  = help: `prof report` lists \
+                 the sampled events"
+            )));
+        }
+    }
     write_output(&args.output, &cpu::pprof_gz(&pprof))?;
     Ok(ExitCode::SUCCESS)
 }

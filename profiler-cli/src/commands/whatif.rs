@@ -75,8 +75,9 @@ fn check_delay(delay: &str) -> Result<(), Failure> {
 pub fn run(args: WhatifArgs) -> Result<ExitCode, Failure> {
     profiler_format::filter::Filter::parse(&args.filter).map_err(|e| {
         Failure::new(format!(
-            "error: --filter: {e}\n  = help: the probes to delay, in the PROF_FILTER grammar \
-             (layer=mlp, name=allreduce); the program's --list-probes shows them"
+            "error: --filter: {}\n  = help: the probes to delay, in the PROF_FILTER grammar \
+             (layer=mlp, name=allreduce); the program's --list-probes shows them",
+            e.to_string().trim_start_matches("error: ")
         ))
     })?;
     check_delay(&args.delay)?;

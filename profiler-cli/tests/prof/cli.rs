@@ -693,3 +693,29 @@ fn a_full_stdout_is_an_error_and_a_full_stderr_is_not_a_panic() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Messages that named the wrong thing: the random name of the probe file made to test a
+/// directory (`at path "/proc/.c9PDkCHFoe2U"`), and `error:` twice for a bad filter of
+/// `prof whatif`.
+#[cfg(target_os = "linux")]
+#[test]
+fn messages_name_the_users_paths_and_say_error_once() {
+    let good = data("batch32.json");
+    let err = fails_with_2(&["trace", p(&good), "-o", "/proc/x.json"]);
+    assert!(
+        err.starts_with("error: cannot write /proc/x.json: "),
+        "{err}"
+    );
+    assert!(!err.contains("at path"), "{err}");
+    let err = fails_with_2(&[
+        "whatif", "--filter", "layr=x", "--delay", "1ms", "--", "true",
+    ]);
+    assert!(
+        err.starts_with("error: --filter: invalid PROF_FILTER"),
+        "{err}"
+    );
+    assert_eq!(err.matches("error:").count(), 1, "{err}");
+    // A negative value is refused for what it is, not taken for a flag ("tip: use '-- -1'").
+    let err = fails_with_2(&["advise", "--cv-threshold", "-1", p(&good)]);
+    assert!(err.contains("`-1` is not a non-negative number"), "{err}");
+}

@@ -224,3 +224,54 @@ fn a_profile_without_samples_is_told_so() {
     );
     assert!(!out.exists(), "nothing written");
 }
+
+/// A filter that keeps no sampled event is an error for `prof pprof` as for `prof flame --cpu`
+/// (before, pprof wrote an empty profile and exited 0); a profile whose samples hold no stack
+/// is told so, not as a filter that matched nothing (before: "--filter  matches no sampled
+/// event" without a filter).
+#[test]
+fn filters_that_keep_nothing_and_empty_samples_are_told_apart() {
+    let file = data("tests/data/cli/sampled.json");
+    let dir = scratch("keeps-nothing");
+    let out = dir.join("p.pb.gz");
+    for args in [
+        vec!["pprof", file.to_str().unwrap(), "-o", out.to_str().unwrap()],
+        vec![
+            "flame",
+            "--cpu",
+            file.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    ] {
+        let mut args = args;
+        args.extend(["--filter", "layer=nonexistent"]);
+        let run = prof(&args);
+        let err = text(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: --filter layer=nonexistent matches no sampled event"),
+            "{err}"
+        );
+    }
+    assert!(!out.exists());
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    v["cpu_samples"]["stacks"] = serde_json::json!([]);
+    v["cpu_samples"]["timeline"] = serde_json::Value::Null;
+    let empty = dir.join("empty.json");
+    std::fs::write(&empty, serde_json::to_vec(&v).unwrap()).unwrap();
+    let svg = dir.join("e.svg");
+    let run = prof(&[
+        "flame",
+        "--cpu",
+        empty.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    let err = text(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("holds CPU samples but no sampled stack"),
+        "{err}"
+    );
+}
