@@ -228,9 +228,16 @@ pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
             }
         } else {
             let enter = enter_call(args, false);
+            // The guard is bound by a match arm, whose body (the original block) drops its
+            // temporaries when it ends: the guard is dropped after the body's tail expression's
+            // temporaries in every edition. With `let __profiler_guard = ..;` first in the body,
+            // edition 2021 dropped those temporaries after the guard and 2024 before it, which
+            // `tail_expr_drop_order` (in `rust_2024_compatibility`) reported on the user's tail
+            // expression, where no `allow` of ours could reach it.
             quote! {
-                let __profiler_guard = #enter;
-                #(#stmts)*
+                match #enter {
+                    __profiler_guard => { #(#stmts)* }
+                }
             }
         };
         quote!(#registration #body)
@@ -302,9 +309,12 @@ pub fn probe(args: &Args, block: Option<Block>) -> TokenStream {
 /// `#[profiler_core::main]`: start the session before the body; the guard writes on return.
 pub fn main_fn(item: ItemFn) -> TokenStream {
     wrap_body(item, |_, stmts| {
+        // Bound by a match arm, as `profiled_fn`'s guard is: dropped after the temporaries of
+        // the body's tail expression in every edition (no `tail_expr_drop_order` report).
         quote! {
-            let __profiler_session = ::profiler_core::init();
-            #(#stmts)*
+            match ::profiler_core::init() {
+                __profiler_session => { #(#stmts)* }
+            }
         }
     })
 }
