@@ -81,8 +81,34 @@ pub fn run_rounds(
             plan.dir.display()
         ));
     }
-    std::fs::create_dir_all(&plan.dir)
-        .map_err(|e| format!("error: cannot create {}: {e}", plan.dir.display()))?;
+    if plan.dir.exists() && !plan.dir.is_dir() {
+        return Err(format!(
+            "error: --dir {} is a file, not a folder\n  = help: give a folder for the runs' \
+             profiles (made if it does not exist)",
+            plan.dir.display()
+        ));
+    }
+    let made = !plan.dir.exists();
+    std::fs::create_dir_all(&plan.dir).map_err(|e| {
+        format!(
+            "error: cannot create {}: {e}\n  = help: give --dir a folder you can write",
+            plan.dir.display()
+        )
+    })?;
+    let ran = rounds(plan, &mut resolved);
+    if ran.is_err() && made {
+        // The folder this run made, left empty by a first run that failed: removed, so that
+        // nothing but the outputs is left (a folder holding anything stays).
+        let _ = std::fs::remove_dir(&plan.dir);
+    }
+    ran
+}
+
+/// [`run_rounds`]'s rounds, in a folder that exists.
+fn rounds(
+    plan: &Plan,
+    resolved: &mut impl FnMut(&[Profile], &[Profile], usize) -> Option<String>,
+) -> Result<(Vec<Profile>, Vec<Profile>), String> {
     let mut rng = SplitMix64::new(plan.seed);
     let start = Instant::now();
     let (mut before, mut after): (Vec<Profile>, Vec<Profile>) = (Vec::new(), Vec::new());

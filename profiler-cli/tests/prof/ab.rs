@@ -142,7 +142,39 @@ fn bad_commands_are_errors_that_say_why() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{before}: {err}");
         assert!(err.contains(expected), "{before}: {err}");
+        // The folder the failed run made is not left behind empty (it stays when the other
+        // command's run wrote its profile there first).
+        let empty = std::fs::read_dir(&runs).is_ok_and(|mut d| d.next().is_none());
+        assert!(!empty, "{before}: {} left empty", runs.display());
+        let _ = std::fs::remove_dir_all(&runs);
     }
+    // A first run that fails leaves no empty folder behind.
+    let out = prof(&[
+        "ab", "-n", "2", "--before", "true", "--after", "true", "--dir", r,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!runs.exists(), "{} left empty", runs.display());
+    // A file given as the folder is refused as such, and left as it is.
+    let file = dir.join("log.txt");
+    std::fs::write(&file, "kept").unwrap();
+    let out = prof(&[
+        "ab",
+        "-n",
+        "2",
+        "--before",
+        &good,
+        "--after",
+        &good,
+        "--dir",
+        file.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is a file, not a folder") && err.contains("help:"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept");
 }
 
 /// Profiles left in `--dir` by an earlier session are never compared: each run's output is
