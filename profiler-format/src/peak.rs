@@ -102,19 +102,34 @@ pub fn parse_peak(bytes: &[u8]) -> Result<Peak, String> {
             format!("`{at}`: {}", e.inner())
         }
     })?;
-    for (name, figure) in [("flops", peak.flops), ("bytes", peak.bytes)] {
-        if let Some(v) = figure {
-            if !(v.is_finite() && v > 0.0) {
-                return Err(format!(
-                    "`{name}` is {v}: a peak is a positive number (per second)"
-                ));
+    peak.check_figures()?;
+    Ok(peak)
+}
+
+impl Peak {
+    /// Its figures are peaks: each given one a positive, finite number, and at least one
+    /// given. Checked in a `peak.json` and in a profile's `run.peak` alike.
+    pub fn check_figures(&self) -> Result<(), String> {
+        for (name, figure) in [("flops", self.flops), ("bytes", self.bytes)] {
+            if let Some(v) = figure {
+                if !(v.is_finite() && v > 0.0) {
+                    // -1e308 as such, not as 309 digits.
+                    let shown = if v.abs() >= 1e16 {
+                        format!("{v:e}")
+                    } else {
+                        v.to_string()
+                    };
+                    return Err(format!(
+                        "`{name}` is {shown}: a peak is a positive number (per second)"
+                    ));
+                }
             }
         }
+        if self.flops.is_none() && self.bytes.is_none() {
+            return Err("neither `flops` nor `bytes`: the file gives no peak".into());
+        }
+        Ok(())
     }
-    if peak.flops.is_none() && peak.bytes.is_none() {
-        return Err("neither `flops` nor `bytes`: the file gives no peak".into());
-    }
-    Ok(peak)
 }
 
 #[cfg(test)]

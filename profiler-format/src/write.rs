@@ -485,7 +485,10 @@ mod tests {
             assert_eq!(removed, 1);
             Ok(())
         });
-        assert!(result.is_err(), "the write went on after its file was removed");
+        assert!(
+            result.is_err(),
+            "the write went on after its file was removed"
+        );
         let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert!(left.is_empty(), "{left:?}");
         // Finished writes are no longer listed: nothing of theirs is removed.

@@ -137,6 +137,10 @@ fn check_run(run: &Run) -> Result<(), String> {
     if run.repeat == 0 {
         return Err("run.repeat is 0 (PROF_REPEAT is at least 1)".to_owned());
     }
+    if let Some(peak) = &run.peak {
+        peak.check_figures()
+            .map_err(|why| format!("run.peak: {why}"))?;
+    }
     Ok(())
 }
 

@@ -425,6 +425,26 @@ mod tests {
         );
     }
 
+    /// `run.peak`'s figures are checked as a `peak.json`'s are: before, a negative peak in a
+    /// profile was read, and reported as "peak -1.00e308FLOP/s".
+    #[test]
+    fn the_runs_peak_must_be_a_peak() {
+        let with = |flops: &str| {
+            GOOD.replace(
+                "\"clock\":\"cpu\"",
+                &format!(
+                    r#""clock":"cpu","peak":{{"schema":"profiler-core/peak/v1","flops":{flops},"source":"given"}}"#
+                ),
+            )
+        };
+        assert!(parse(&with("1e12")).is_ok());
+        let e = parse(&with("-1e308")).unwrap_err().to_string();
+        assert!(
+            e.contains("run.peak: `flops` is -1e308: a peak is a positive number"),
+            "{e}"
+        );
+    }
+
     /// `run.peak` is read as `prof peak` wrote it, to the last bit (serde_json's exact float
     /// parsing, `float_roundtrip`, in every pass of the reader).
     #[test]
