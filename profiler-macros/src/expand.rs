@@ -5,10 +5,13 @@
 //! so that no name the user defines can shadow it. The user's statements are emitted unchanged
 //! inside a new block, so their spans, lints and inference survive.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Ident, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::{AttrStyle, Block, Expr, ItemFn, LitStr, ReturnType, Signature, Stmt, Type};
+use syn::{
+    AttrStyle, Block, Expr, FnArg, ItemFn, LitStr, Pat, PatIdent, PatType, ReturnType, Signature,
+    Stmt, Type,
+};
 
 use crate::args::Args;
 
@@ -169,7 +172,8 @@ fn wrap_body(item: ItemFn, body: impl FnOnce(&Signature, &[Stmt]) -> TokenStream
 /// warning, which would break a `-D warnings` build), while nothing is evaluated and no code is
 /// left: the closure is dropped where it is made, and its body is never called. (`stream` is
 /// left out: its expression may name what exists only with `cuda`, and is never type-checked
-/// without a device backend, as the reference promises.)
+/// without a device backend, as the reference promises; [`stream_refs`] references only the
+/// function parameters it names.)
 pub fn disabled_keys(args: &Args) -> TokenStream {
     let exprs: Vec<&Expr> = [&args.flops, &args.bytes, &args.shape]
         .into_iter()
@@ -186,12 +190,88 @@ pub fn disabled_keys(args: &Args) -> TokenStream {
     }
 }
 
+/// The parameters of `sig` that the `stream` expression names, in a build without `streams`
+/// (where the expression is never evaluated): a parameter used only there would be reported
+/// unused. Only identifiers equal to a parameter bound by a plain identifier pattern without
+/// attributes (an attribute such as `#[cfg]` may remove it) count, and not one after `.`, `::`
+/// or `'` (a field, a method, a path's segment, a lifetime) nor before `::` or `!` (a path, a
+/// macro); `self` is a receiver, never such a parameter. Nothing else is named: the expression
+/// may name what exists only with `cuda`.
+pub fn stream_params(args: &Args, sig: &Signature) -> Vec<Ident> {
+    let Some(stream) = args.stream.as_ref().filter(|_| !cfg!(feature = "streams")) else {
+        return Vec::new();
+    };
+    let params: Vec<&Ident> = sig
+        .inputs
+        .iter()
+        .filter_map(|input| match input {
+            FnArg::Typed(PatType { attrs, pat, .. }) if attrs.is_empty() => match &**pat {
+                Pat::Ident(PatIdent { attrs, ident, .. }) if attrs.is_empty() => Some(ident),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let mut named = Vec::new();
+    if !params.is_empty() {
+        collect_named(stream.to_token_stream(), &params, &mut named);
+    }
+    named
+}
+
+/// Adds to `named` each of `params` that `tokens` name as a variable (see [`stream_params`]).
+fn collect_named(tokens: TokenStream, params: &[&Ident], named: &mut Vec<Ident>) {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let punct =
+        |i: Option<&TokenTree>, c: char| matches!(i, Some(TokenTree::Punct(p)) if p.as_char() == c);
+    for (i, tt) in tokens.iter().enumerate() {
+        match tt {
+            TokenTree::Group(group) => collect_named(group.stream(), params, named),
+            TokenTree::Ident(ident) => {
+                let before = |back: usize| i.checked_sub(back).and_then(|j| tokens.get(j));
+                let after = |ahead: usize| tokens.get(i + ahead);
+                // A field, a method or a path's later segment; or a lifetime (`'a`).
+                let member = punct(before(1), '.')
+                    || punct(before(1), '\'')
+                    || (punct(before(1), ':') && punct(before(2), ':'));
+                let prefix = punct(after(1), '!') || (punct(after(1), ':') && punct(after(2), ':'));
+                if member || prefix {
+                    continue;
+                }
+                if let Some(param) = params.iter().copied().find(|param| *param == ident) {
+                    if !named.contains(param) {
+                        named.push(param.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The parameters named by the `stream` expression ([`stream_params`]) referenced inside a
+/// closure that is never called, as [`disabled_keys`] does for the work keys: each is used,
+/// nothing is evaluated and no code is left.
+pub fn stream_refs(params: &[Ident]) -> TokenStream {
+    if params.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        #[allow(clippy::all)]
+        let _ = || {
+            #( let _ = &#params; )*
+        };
+    }
+}
+
 /// `#[profiled]` in a build without `enable`: the item as it was, but for a function whose
-/// annotation has keys, which are referenced (never evaluated) first in its body
-/// ([`disabled_keys`]). Without keys the caller returns the item untouched.
+/// annotation has work keys, which are referenced (never evaluated) first in its body
+/// ([`disabled_keys`]), or whose `stream` names some of its parameters, which are referenced
+/// likewise ([`stream_refs`]). Without either the caller returns the item untouched.
 pub fn disabled_fn(args: &Args, item: ItemFn) -> TokenStream {
     let keys = disabled_keys(args);
-    wrap_body(item, |_, stmts| quote!(#keys #(#stmts)*))
+    let streams = stream_refs(&stream_params(args, &item.sig));
+    wrap_body(item, |_, stmts| quote!(#keys #streams #(#stmts)*))
 }
 
 /// `#[profiled]` on a function: the measurement wraps the original body.
@@ -202,6 +282,8 @@ pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
             .clone()
             .unwrap_or_else(|| LitStr::new(&unraw(&sig.ident), sig.ident.span()));
         let registration = registration(&name, args, Kind::Fn, sig.ident.span());
+        // Before the body (and outside an `async fn`'s async block).
+        let streams = stream_refs(&stream_params(args, sig));
         let body = if sig.asyncness.is_some() && returns_never(&sig.output) {
             // `-> !`: the future never completes, so there is no `complete()` to reach and no
             // return to infer. An async block would not do: its body `loop { .. }` gives it the
@@ -240,7 +322,7 @@ pub fn profiled_fn(args: &Args, item: ItemFn) -> TokenStream {
                 }
             }
         };
-        quote!(#registration #body)
+        quote!(#registration #streams #body)
     })
 }
 

@@ -5,7 +5,9 @@
 //! arguments and returns the item or block it was given, token for token, except that the
 //! work keys (`flops`, `bytes`, `shape`) are referenced inside a closure that is
 //! never called, first in the body: a variable used only in a key stays used, nothing is evaluated
-//! and no code is left (the zero-overhead test compares the machine code).
+//! and no code is left (the zero-overhead test compares the machine code). So are the function's
+//! parameters that `#[profiled]`'s `stream` names, in every build without `streams`, where the
+//! expression is never evaluated.
 //!
 //! What the annotations accept is in the repository's `docs/reference.md` ("Annotations and the
 //! API") and, with examples, `docs/guide.md` ("Annotating code"); where this crate sits in the
@@ -100,7 +102,7 @@ pub fn profiled(attr: TokenStream, item: TokenStream) -> TokenStream {
     let parsed = parsed.expect("checked above");
     if cfg!(feature = "enable") {
         expand::profiled_fn(&args, parsed).into()
-    } else if args.has_work() {
+    } else if args.has_work() || !expand::stream_params(&args, &parsed.sig).is_empty() {
         expand::disabled_fn(&args, parsed).into()
     } else {
         original.into()
