@@ -337,9 +337,15 @@ static LIVE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 struct Live(PathBuf);
 
 impl Live {
-    fn enter(path: &Path) -> Live {
-        live().push(path.to_owned());
-        Live(path.to_owned())
+    /// Creates the temporary file for `target` ([`create_temp`]) and lists it, under the
+    /// list's lock: a [`remove_temporaries_and`] never runs between the two (the file there,
+    /// not yet listed, would be left).
+    fn create(target: &Path) -> std::io::Result<(tempfile::NamedTempFile, Live)> {
+        let mut live = live();
+        let tmp = create_temp(target)?;
+        live.push(tmp.path().to_owned());
+        let listed = Live(tmp.path().to_owned());
+        Ok((tmp, listed))
     }
 }
 
@@ -386,8 +392,7 @@ pub fn write_atomic_with(
 ) -> std::io::Result<()> {
     let invalid = |why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
     let target = check_target(path).map_err(invalid)?;
-    let mut tmp = create_temp(&target)?;
-    let _live = Live::enter(tmp.path());
+    let (mut tmp, _live) = Live::create(&target)?;
     #[cfg(unix)]
     if let Ok(meta) = std::fs::metadata(&target) {
         use std::os::unix::fs::PermissionsExt;

@@ -48,7 +48,17 @@ impl fmt::Display for LoadError {
                  (PROF_OUT sets where)",
                 p.display()
             ),
-            LoadError::Io(p, e) => write!(f, "error: cannot read {}: {e}", p.display()),
+            LoadError::Io(p, e) => write!(
+                f,
+                "error: cannot read {}: {e}\n  = help: {}",
+                p.display(),
+                match e.kind() {
+                    std::io::ErrorKind::PermissionDenied => {
+                        "read it as a user who may (its owner), or copy it where you can"
+                    }
+                    _ => "pass a readable prof.json (a regular file) written by profiler-core",
+                }
+            ),
             LoadError::Empty(p) => write!(
                 f,
                 "error: {}: the file is empty\n  = help: the run that should have written it \
@@ -89,13 +99,17 @@ impl fmt::Display for LoadError {
                 ),
                 None => write!(
                     f,
-                    "error: {}: not a profiler-core profile (no \"schema\": \"{SCHEMA}\" field)",
+                    "error: {}: not a profiler-core profile (no \"schema\": \"{SCHEMA}\" \
+                     field)\n  = help: pass the prof.json a profiled run wrote (PROF_OUT sets \
+                     where)",
                     p.display()
                 ),
             },
             LoadError::Invalid(p, schema, why) => write!(
                 f,
-                "error: {}: not a valid {schema} profile: {why}",
+                "error: {}: not a valid {schema} profile: {why}\n  = help: pass the file as the \
+                 run wrote it (a file edited or made by another tool must keep every field and \
+                 agree with itself: docs/reference.md, \"prof.json\")",
                 p.display()
             ),
             LoadError::NoEvents(p) => write!(
