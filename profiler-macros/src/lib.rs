@@ -136,7 +136,13 @@ pub fn probe(input: TokenStream) -> TokenStream {
         // Keys referenced, never evaluated (so that a local used only in one is used).
         let keys = expand::disabled_keys(&args);
         match block {
-            Some(block) if keys.is_empty() => quote!(#block).into(),
+            // Braces of the macro's own (the call site's span) around the user's statements:
+            // the user's own braces, as a function's tail (`fn f() -> u32 { probe!("f" => {
+            // x + 1 }) }`), are `unused_braces` to rustc, an error under `-D warnings`.
+            Some(block) if keys.is_empty() => {
+                let stmts = &block.stmts;
+                quote!({ #(#stmts)* }).into()
+            }
             // The keys go first inside the user's own braces: a block of ours around the user's
             // would be `{ keys; { .. } }`, whose inner braces rustc flags as `unused_braces`.
             Some(block) => {

@@ -18,7 +18,15 @@ fn early(x: i32) -> i32 {
     y * 10
 }
 
+// The block form as a function's tail: its braces are no `unused_braces` (an error under
+// `-D warnings`, in the build without `enable` before).
+#[deny(unused_braces)]
+fn tail(x: u32) -> u32 {
+    probe!("tail" => { x + 1 })
+}
+
 fn main() {
+    assert_eq!(tail(1), 2);
     let v = probe!("x", layer = "l" => { 1 + 2 });
     assert_eq!(v, 3);
     let unit: () = probe!("unit" => {});
