@@ -135,7 +135,7 @@ pub(crate) fn registry() -> &'static Registry {
 fn base_id(desc: &Descriptor) -> String {
     let info = &desc.info;
     let function = || {
-        let path = function_path((info.anchor)());
+        let path = function_path((info.anchor)(), info.module);
         if path.is_empty() {
             format!("{}::{}", info.module, info.name)
         } else {
@@ -154,7 +154,11 @@ fn base_id(desc: &Descriptor) -> String {
 /// The enclosing function's path from the type name of an item declared inside it:
 /// `<krate::m::T<_> as krate::m::Tr>::go::__ProfilerAnchor` becomes `krate::m::T::go`, closures
 /// and generic arguments are dropped, and any character a filter value cannot hold becomes `_`.
-pub(crate) fn function_path(type_name: &str) -> String {
+/// A trait's method implemented for a type of another crate or none (`impl Tr for u32`, `for
+/// Vec<T>`, `for (u8, u16)`) is placed in `module`, the annotation's, under the type's last
+/// name: `krate::m::u32::go`, `krate::m::Vec::go` (not `u32::go`, `alloc::vec::Vec::go`, which
+/// looked like another crate's and met the same impl in other modules).
+pub(crate) fn function_path(type_name: &str, module: &str) -> String {
     let path = type_name
         .strip_suffix("::__ProfilerAnchor")
         .unwrap_or(type_name);
@@ -183,7 +187,15 @@ pub(crate) fn function_path(type_name: &str) -> String {
             match close {
                 Some(close) => {
                     let ty = &inner[..split.unwrap_or(close)];
-                    format!("{}{}", ty, &inner[close + 1..])
+                    let rest = &inner[close + 1..];
+                    let krate = module.split("::").next().unwrap_or(module);
+                    let bare = ty.trim_start_matches('&').trim_start_matches("mut ");
+                    let bare = bare.trim_start_matches("dyn ");
+                    if split.is_some() && !bare.starts_with(&format!("{krate}::")) {
+                        format!("{module}::{}{rest}", last_name(bare))
+                    } else {
+                        format!("{ty}{rest}")
+                    }
                 }
                 None => path.to_owned(),
             }
@@ -221,6 +233,16 @@ pub(crate) fn function_path(type_name: &str) -> String {
         .collect()
 }
 
+/// A type's last name, its generic arguments dropped: `alloc::vec::Vec<T>` -> `Vec`; a type
+/// that is no path (`(u8, u16)`, `[T]`) as it is written.
+fn last_name(ty: &str) -> &str {
+    let plain = ty.split('<').next().unwrap_or(ty);
+    if plain.starts_with('(') || plain.starts_with('[') || plain.is_empty() {
+        return ty;
+    }
+    plain.rsplit("::").next().unwrap_or(plain)
+}
+
 #[cfg(test)]
 mod tests {
     use super::function_path;
@@ -242,7 +264,30 @@ mod tests {
             ("<&exp::W as exp::Tr>::f::__ProfilerAnchor", "exp::W::f"),
         ];
         for (input, expected) in cases {
-            assert_eq!(function_path(input), expected, "{input}");
+            assert_eq!(function_path(input, "exp::m"), expected, "{input}");
+        }
+        // A trait implemented for a type of another crate, or of none, is placed in the
+        // annotation's module under the type's last name: before, `u32::f`,
+        // `alloc::vec::Vec::f`, `_u8__u16_::f`, `___::f`.
+        let foreign = [
+            ("<u32 as exp::m::Tr>::f::__ProfilerAnchor", "exp::m::u32::f"),
+            (
+                "<alloc::vec::Vec<u8> as exp::m::Tr>::f::__ProfilerAnchor",
+                "exp::m::Vec::f",
+            ),
+            (
+                "<core::option::Option<T> as exp::m::Tr>::f::__ProfilerAnchor",
+                "exp::m::Option::f",
+            ),
+            (
+                "<(u8, u16) as exp::m::Tr>::f::__ProfilerAnchor",
+                "exp::m::_u8__u16_::f",
+            ),
+            ("<[T] as exp::Tr>::f::__ProfilerAnchor", "exp::m::_T_::f"),
+            ("<&str as exp::Tr>::f::__ProfilerAnchor", "exp::m::str::f"),
+        ];
+        for (input, expected) in foreign {
+            assert_eq!(function_path(input, "exp::m"), expected, "{input}");
         }
     }
 }
