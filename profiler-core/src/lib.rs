@@ -341,6 +341,17 @@ pub mod __private {
         }
     }
 
+    /// Runs `f` while the running session's own lock (the one `step()` and the end take) is
+    /// held, as the writer thread holds it for a moment each second: for the test of a fork
+    /// made meanwhile (`tests/fork.rs`).
+    #[cfg(feature = "enable")]
+    pub fn while_session_locked(f: impl FnOnce()) {
+        match crate::session::current() {
+            Some(session) => session.while_locked(f),
+            None => f(),
+        }
+    }
+
     /// The per-iteration run counter of the probe named `name`, so that the benchmark can
     /// re-arm one probe many times within one iteration.
     #[cfg(feature = "enable")]

@@ -6,6 +6,10 @@
 //!   profiler's handlers, but not the thread that writes the results).
 //! - A forked worker that returns through `main` (its copy of the guard drops) writes nothing:
 //!   the results are the parent's.
+//! - A worker forked while one of the profiler's threads held the session's lock (the writer
+//!   thread holds it a moment each second) steps and ends: that lock stays held for ever in the
+//!   worker, where the thread does not exist, and a worker that took it hung at its first
+//!   `step()`. A forked copy of the session is inert.
 //! - A program that blocks SIGTERM after `init()` and takes it with `sigtimedwait` gets it: the
 //!   profiler's own threads block it, so the kernel does not give it to them.
 //!
@@ -112,6 +116,54 @@ fn child(case: &str, dir: &Path) {
             println!("parent: {}", std::process::id());
             drop(guard);
         }
+        "worker-while-locked" => {
+            // Warmup under way: the next step() takes the session's lock.
+            layer();
+            profiler_core::step();
+            let (locked_tx, locked) = std::sync::mpsc::channel();
+            let (done, done_rx) = std::sync::mpsc::channel::<()>();
+            let holder = std::thread::spawn(move || {
+                profiler_core::__private::while_session_locked(|| {
+                    locked_tx.send(()).unwrap();
+                    let _ = done_rx.recv_timeout(Duration::from_secs(30));
+                });
+            });
+            locked.recv().unwrap();
+            // SAFETY: the forked process runs the profiled code, steps, drops its copy of the
+            // guard (what returning from `main` does) and leaves with _exit.
+            let worker = unsafe { libc::fork() };
+            if worker == 0 {
+                for _ in 0..4 {
+                    layer();
+                    profiler_core::step();
+                }
+                let finished = profiler_core::finished();
+                drop(guard);
+                // SAFETY: ends the forked process without running the parent's exit handlers.
+                unsafe { libc::_exit(if finished { 3 } else { 0 }) };
+            }
+            match wait_for(worker) {
+                Some(status) if libc::WIFEXITED(status) => {
+                    println!("worker exited: {}", libc::WEXITSTATUS(status));
+                }
+                Some(status) => println!("worker ended with wait status {status}"),
+                None => {
+                    println!("worker hung");
+                    // SAFETY: kill(2) on our own child.
+                    unsafe { libc::kill(worker, libc::SIGKILL) };
+                    wait_for(worker);
+                }
+            }
+            done.send(()).unwrap();
+            holder.join().unwrap();
+            for _ in 0..6 {
+                layer();
+                profiler_core::step();
+            }
+            drop(guard);
+            println!("written by: {:?}", writer_of(&out));
+            println!("parent: {}", std::process::id());
+        }
         "sigwait" => {
             // SAFETY: a signal set built by sigemptyset/sigaddset, this thread's mask changed
             // by pthread_sigmask, a process-directed signal to ourselves, and sigtimedwait with
@@ -182,6 +234,17 @@ fn a_worker_forked_after_init_writes_nothing_over_the_parents_results() {
     assert_said(&out, "worker exited: Some(0)");
 }
 
+fn a_worker_forked_while_the_sessions_lock_is_held_steps_and_ends() {
+    let out = run_case("worker-while-locked");
+    assert_said(&out, "worker exited: 0");
+    let text = stdout(&out);
+    let parent = text
+        .lines()
+        .find_map(|l| l.strip_prefix("parent: "))
+        .unwrap_or_else(|| panic!("{text}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert_said(&out, &format!("written by: Some({parent})"));
+}
+
 fn a_program_that_blocks_sigterm_after_init_takes_it_with_sigwait() {
     let out = run_case("sigwait");
     assert_said(&out, "sigtimedwait returned 15");
@@ -199,7 +262,7 @@ fn main() {
         child(&case, Path::new(&dir));
         return;
     }
-    let cases: [(&str, fn()); 3] = [
+    let cases: [(&str, fn()); 4] = [
         (
             "a_worker_forked_after_init_ends_of_one_sigterm",
             a_worker_forked_after_init_ends_of_one_sigterm,
@@ -207,6 +270,10 @@ fn main() {
         (
             "a_worker_forked_after_init_writes_nothing_over_the_parents_results",
             a_worker_forked_after_init_writes_nothing_over_the_parents_results,
+        ),
+        (
+            "a_worker_forked_while_the_sessions_lock_is_held_steps_and_ends",
+            a_worker_forked_while_the_sessions_lock_is_held_steps_and_ends,
         ),
         (
             "a_program_that_blocks_sigterm_after_init_takes_it_with_sigwait",

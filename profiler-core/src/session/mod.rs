@@ -131,6 +131,28 @@ pub struct Session {
 
 static CURRENT: AtomicPtr<Session> = AtomicPtr::new(std::ptr::null_mut());
 
+/// Set in a process forked from this one (a data-loading worker) by the fork's child handler
+/// ([`forked_child`]): its copy of the session is inert.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// The child's side of a `fork`: no session runs there. Its copy of the session is the
+/// parent's, whose results the child never writes; and a lock that one of the profiler's
+/// threads (the writer, the signal thread) held at the fork stays held for ever in the child,
+/// where those threads do not exist: a `step()` or the end of `main` that took it would hang the
+/// worker. So the child's probes are inert (no session is current), `step()` is the listing's
+/// no-op, `finished()` is false as in a build without profiling, and the copy's end writes
+/// nothing and takes no lock. Only atomic stores: async-signal-safe, as a fork handler must be.
+#[cfg(unix)]
+extern "C" fn forked_child() {
+    FORKED.store(true, Relaxed);
+    CURRENT.store(std::ptr::null_mut(), Release);
+}
+
+/// Whether this process is a fork of the one that started the session.
+pub(crate) fn forked() -> bool {
+    FORKED.load(Relaxed)
+}
+
 /// What a thread that handed a full chunk over does with the `held` chunks waiting: the
 /// running session's cold path ([`Session::handed_over`]); the hot path reaches it through
 /// [`Measuring::hand_over`].
@@ -152,6 +174,15 @@ pub(crate) fn current() -> Option<&'static Session> {
 /// Makes `session` the running one. The previous session (tests start several) is disarmed
 /// and left allocated: guards still in flight may point to it.
 pub(crate) fn install(session: Session) -> &'static Session {
+    #[cfg(unix)]
+    {
+        static AT_FORK: std::sync::Once = std::sync::Once::new();
+        // SAFETY: pthread_atfork(3) with no prepare or parent handler and a child handler that
+        // only stores atomics (async-signal-safe).
+        AT_FORK.call_once(|| unsafe {
+            libc::pthread_atfork(None, None, Some(forked_child));
+        });
+    }
     let leaked: &'static Session = Box::leak(Box::new(session));
     let old = CURRENT.swap(leaked as *const Session as *mut Session, AcqRel);
     // SAFETY: as in `current`.
@@ -381,6 +412,12 @@ impl Session {
     /// How many iterations' device memory readings are kept.
     pub(crate) fn device_memory_kept(&self) -> usize {
         lock(&self.control).measured.device.step_memory.kept()
+    }
+
+    /// Runs `f` under the session's lock (tests only: see `__private::while_session_locked`).
+    pub(crate) fn while_locked(&self, f: impl FnOnce()) {
+        let _held = lock(&self.control);
+        f();
     }
 
     /// Renumbers the iterations so that the last one completed is `last` (tests only: see

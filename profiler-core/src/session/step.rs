@@ -19,6 +19,9 @@ pub(crate) const LAST_ITERATION: u32 = u32::MAX - 1;
 impl Session {
     /// The end of an iteration.
     pub(crate) fn step(&'static self) {
+        if super::forked() {
+            return; // a forked copy: inert (see `forked_child`)
+        }
         let (config, m) = (&self.config, &self.measuring);
         if let (Some(device), true) = (&m.device, config.sync >= 1) {
             // PROF_SYNC=1: the iteration ends when the device's work for it is done.
@@ -351,6 +354,11 @@ impl Session {
     }
 
     fn end_as(&self, mark_done: bool) -> bool {
+        if super::forked() {
+            // A forked copy (see `forked_child`): nothing to write, and its locks may be held
+            // for ever. Not a failure.
+            return true;
+        }
         let m = &self.measuring;
         let mut guard = lock(&self.control);
         let c = &mut *guard;
