@@ -475,6 +475,16 @@ fn a_control_file_too_big_or_not_utf8_is_reported_once_and_any_count_is_taken_up
         std::fs::write(p, text).unwrap()
     });
     rewritten_twice(&dir, "the control file too big");
+    // prof trigger leaves a file that is no control file (too big) as it is.
+    let out = Command::new(common::prof())
+        .args(["trigger", "--control", control.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("it is not a control file, and is left as it is"), "{said}");
+    assert!(std::fs::metadata(&control).unwrap().len() > 1_000_000);
+    std::fs::remove_file(&control).unwrap();
     // The most a request may ask for: prof trigger writes it, the job takes PROF_REPEAT.
     let out = Command::new(common::prof())
         .args(["trigger", "--control", control.to_str().unwrap()])

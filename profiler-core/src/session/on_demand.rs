@@ -437,11 +437,23 @@ impl Outbox {
 }
 
 /// Rank 0 names the iteration a request starts at: `line` replaces the control file, and is
-/// read at the next look, by every rank alike.
+/// read at the next look, by every rank alike. Only while the file still holds the request
+/// `line` completes: a request written since (another `prof trigger`) is left for the next look,
+/// not overwritten (the window is the read and the rename, microseconds, where it was the
+/// writer's whole turn).
 pub(crate) fn name_start(config: &Config, line: &profiler_format::control::Request) {
     let Some(path) = config.control.as_deref().map(Path::new) else {
         return;
     };
+    let held = profiler_format::control::read(path)
+        .ok()
+        .and_then(|c| profiler_format::control::parse(&c.text).ok().flatten());
+    let same = held.is_some_and(|now| {
+        now.at.is_none() && now.iterations == line.iterations && now.id == line.id
+    });
+    if !same {
+        return;
+    }
     if let Err(why) = profiler_format::write_atomic(path, line.line().as_bytes()) {
         eprintln!(
             "profiler-core: warning: PROF_CONTROL={}: cannot name the iteration the trace \
@@ -582,6 +594,37 @@ mod tests {
         assert_eq!(lead_at_pace(vec![2_000_000_000]), 3);
         // The fastest loops are capped.
         assert_eq!(lead_at_pace(vec![0, 0, 1]), 1_000_000);
+    }
+
+    /// Rank 0 completes the request the file holds; one written since is not overwritten
+    /// (before, a second `prof trigger` between rank 0's read and its rewrite was lost).
+    #[test]
+    fn naming_the_start_never_overwrites_a_newer_request() {
+        let dir = std::env::temp_dir().join(format!("prof-name-start-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ctl");
+        let config = Config {
+            control: Some(path.display().to_string()),
+            ..Config::default()
+        };
+        let asked = |id: &str| profiler_format::control::Request {
+            iterations: Some(5),
+            at: None,
+            id: Some(id.to_owned()),
+        };
+        let named = |id: &str| profiler_format::control::Request {
+            at: Some(40),
+            ..asked(id)
+        };
+        std::fs::write(&path, asked("a").line()).unwrap();
+        name_start(&config, &named("a"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, named("a").line(), "the request it completes is rewritten");
+        std::fs::write(&path, asked("b").line()).unwrap();
+        name_start(&config, &named("a"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, asked("b").line(), "the newer request was overwritten");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
