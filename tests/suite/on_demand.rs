@@ -482,7 +482,10 @@ fn a_control_file_too_big_or_not_utf8_is_reported_once_and_any_count_is_taken_up
         .unwrap();
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(2), "{said}");
-    assert!(said.contains("it is not a control file, and is left as it is"), "{said}");
+    assert!(
+        said.contains("it is not a control file, and is left as it is"),
+        "{said}"
+    );
     assert!(std::fs::metadata(&control).unwrap().len() > 1_000_000);
     std::fs::remove_file(&control).unwrap();
     // The most a request may ask for: prof trigger writes it, the job takes PROF_REPEAT.

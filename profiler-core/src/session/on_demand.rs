@@ -619,7 +619,11 @@ mod tests {
         std::fs::write(&path, asked("a").line()).unwrap();
         name_start(&config, &named("a"));
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text, named("a").line(), "the request it completes is rewritten");
+        assert_eq!(
+            text,
+            named("a").line(),
+            "the request it completes is rewritten"
+        );
         std::fs::write(&path, asked("b").line()).unwrap();
         name_start(&config, &named("a"));
         let text = std::fs::read_to_string(&path).unwrap();
