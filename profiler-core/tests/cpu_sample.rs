@@ -1380,3 +1380,47 @@ fn an_idle_sampled_thread_keeps_little_of_its_ring_resident() {
         "32 idle sampled threads made {grown} KiB resident (a whole ring is about 2 MiB)"
     );
 }
+
+/// Continuous mode keeps only what it needs of the threads that ended: a program that starts a
+/// thread per iteration (a scoped thread per batch) listed every thread it had ever started in
+/// each window's samples, and kept their stacks, for as long as it ran (memory and the file's
+/// size grew with the threads started, not with those alive).
+#[test]
+fn continuous_mode_forgets_the_threads_that_ended() {
+    let _serial = serial();
+    let name = "thread-per-iteration";
+    let config = Config {
+        filter: Filter::all(),
+        mode: Mode::Continuous,
+        warmup: 1,
+        repeat: 2,
+        windows: 2,
+        baseline_windows: 0,
+        out: out_path(name).display().to_string(),
+        summary: false,
+        cpu_sample: Some(1000),
+        ..Config::default()
+    };
+    let guard = profiler_core::init_with(config, None).unwrap();
+    let mut x = layer_a(1) ^ layer_b(1);
+    profiler_core::step();
+    for _ in 0..80 {
+        x ^= std::thread::scope(|s| s.spawn(|| layer_a(20_000)).join().unwrap());
+        x ^= layer_b(1);
+        profiler_core::step();
+    }
+    black_box(x);
+    let profile = profiler_core::snapshot().expect("a session");
+    drop(guard);
+    let _ = std::fs::remove_file(out_path(name));
+    let samples = profile.cpu_samples.expect("the window's samples");
+    // The threads alive (this one, the profiler's) and those the window's samples name.
+    assert!(
+        samples.threads.len() <= 16,
+        "{} threads listed after 80 threads started and ended",
+        samples.threads.len()
+    );
+    for stack in &samples.stacks {
+        assert!((stack.thread as usize) < samples.threads.len());
+    }
+}

@@ -784,7 +784,61 @@ pub(crate) fn collect_window(from: u64, to: u64) -> Option<CpuSamples> {
     samples.dropped = dropped;
     samples.clock = Some(clock_name(inner.perf).to_owned());
     samples.unrouted = UNROUTED.load(SeqCst);
+    inner.forget_what_no_window_needs();
     Some(samples)
+}
+
+impl Inner {
+    /// After a window is collected (`continuous` mode), keeps only what a later window may
+    /// need: the stacks of the samples not yet in a window, and the threads alive or named by
+    /// them; indices are renumbered. A program that starts a thread per iteration (a scoped
+    /// thread per batch) grew both for as long as it ran, and listed every thread it had ever
+    /// started in each window's samples. (The whole run's counts of the stacks let go are lost:
+    /// `continuous` mode reports windows only.)
+    fn forget_what_no_window_needs(&mut self) {
+        let counts = &mut self.counts;
+        let mut keep_key = vec![false; counts.keys.len()];
+        for &(_, id, _) in &counts.timed {
+            keep_key[id as usize] = true;
+        }
+        let mut keep_thread = vec![false; self.threads.len()];
+        for thread in self.active.iter().flatten() {
+            keep_thread[thread.index as usize] = true;
+        }
+        for (key, _) in counts.keys.iter().zip(&keep_key).filter(|(_, &k)| k) {
+            keep_thread[key.0 as usize] = true;
+        }
+        if keep_key.iter().all(|&k| k) && keep_thread.iter().all(|&k| k) {
+            return;
+        }
+        let mut thread_at = vec![u32::MAX; keep_thread.len()];
+        let threads = std::mem::take(&mut self.threads);
+        for (i, thread) in threads.into_iter().enumerate() {
+            if keep_thread[i] {
+                thread_at[i] = self.threads.len() as u32;
+                self.threads.push(thread);
+            }
+        }
+        for thread in self.active.iter_mut().flatten() {
+            thread.index = thread_at[thread.index as usize];
+        }
+        let mut key_at = vec![u32::MAX; keep_key.len()];
+        let keys = std::mem::take(&mut counts.keys);
+        let weights = std::mem::take(&mut counts.weights);
+        counts.ids.clear();
+        for (i, (mut key, weight)) in keys.into_iter().zip(weights).enumerate() {
+            if keep_key[i] {
+                key.0 = thread_at[key.0 as usize];
+                key_at[i] = counts.keys.len() as u32;
+                counts.ids.insert(key.clone(), key_at[i]);
+                counts.keys.push(key);
+                counts.weights.push(weight);
+            }
+        }
+        for sample in &mut counts.timed {
+            sample.1 = key_at[sample.1 as usize];
+        }
+    }
 }
 
 /// Stops every timer, drains every ring and, when `wanted`, resolves the stacks (the results
