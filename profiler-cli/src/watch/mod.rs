@@ -71,7 +71,12 @@ pub fn once(options: &WatchOptions) -> (String, Option<String>) {
     for (i, path) in options.files.iter().enumerate() {
         if let Some(update) = Source::new(path).poll(options.drift_threshold) {
             if let (Update::Failed { message, .. }, None) = (&update, &first_error) {
-                first_error = Some(message.clone());
+                // The status line keeps the first line; the error is told whole, its help
+                // line too (read again: the update holds the status line's text only).
+                let whole = profiler_analysis::load_profile(path)
+                    .err()
+                    .map_or_else(|| message.clone(), |e| e.to_string());
+                first_error = Some(whole);
             }
             watch.apply(i, update);
         }

@@ -715,6 +715,12 @@ fn messages_name_the_users_paths_and_say_error_once() {
         "{err}"
     );
     assert_eq!(err.matches("error:").count(), 1, "{err}");
+    // `prof watch --once` tells a file it cannot read whole, its help line too.
+    let err = fails_with_2(&["watch", "--once", "/nonexistent-dir/p.json"]);
+    assert!(
+        err.contains("no such file") && err.contains("= help:"),
+        "{err}"
+    );
     // A negative value is refused for what it is, not taken for a flag ("tip: use '-- -1'").
     let err = fails_with_2(&["advise", "--cv-threshold", "-1", p(&good)]);
     assert!(err.contains("`-1` is not a non-negative number"), "{err}");
