@@ -380,6 +380,13 @@ fn without_a_device_stream_probes_are_timed_on_the_cpu() {
 #[test]
 fn a_trace_on_demand_begins_while_the_device_runs_behind() {
     let _s = serial();
+    // Each sample is its own iteration's kernel: iteration i's takes 1000 + i ns.
+    let kernels_of = |e: &Event| -> Vec<u64> {
+        e.sample_iters
+            .iter()
+            .map(|&i| 1000 + u64::from(i))
+            .collect()
+    };
     for asked in 10..14 {
         let (trace, sampled) = trace_behind(asked);
         // Its 4 iterations in a row, each with its own kernel's device time.
@@ -390,21 +397,11 @@ fn a_trace_on_demand_begins_while_the_device_runs_behind() {
             (first..first + 4).collect::<Vec<u32>>(),
             "asked at {asked}"
         );
-        let want: Vec<u64> = e
-            .sample_iters
-            .iter()
-            .map(|&i| 1000 + u64::from(i))
-            .collect();
-        assert_eq!(e.samples_ns, want, "asked at {asked}: the trace");
+        assert_eq!(e.samples_ns, kernels_of(e), "asked at {asked}: the trace");
         // The sampling windows around it hold no sample of another iteration's kernel, and
         // none more than PROF_REPEAT.
         let s = event(&sampled, "dev_gemm", &A.handle().to_string(), 0);
-        let want: Vec<u64> = s
-            .sample_iters
-            .iter()
-            .map(|&i| 1000 + u64::from(i))
-            .collect();
-        assert_eq!(s.samples_ns, want, "asked at {asked}: the windows");
+        assert_eq!(s.samples_ns, kernels_of(s), "asked at {asked}: the windows");
         for w in &sampled.windows {
             assert!(w.events[0].samples_ns.len() <= 4, "asked at {asked}: {w:?}");
         }

@@ -51,6 +51,24 @@ fn wait_for(pid: libc::pid_t) -> Option<libc::c_int> {
     None
 }
 
+/// Waits for `worker` and says how it ended: `exited: N`, `ended of signal N`, or, still
+/// running after 10 s, `still running` (then it is killed).
+fn how_it_ended(worker: libc::pid_t) -> String {
+    match wait_for(worker) {
+        Some(status) if libc::WIFEXITED(status) => format!("exited: {}", libc::WEXITSTATUS(status)),
+        Some(status) if libc::WIFSIGNALED(status) => {
+            format!("ended of signal {}", libc::WTERMSIG(status))
+        }
+        Some(status) => format!("ended with wait status {status}"),
+        None => {
+            // SAFETY: kill(2) on our own child.
+            unsafe { libc::kill(worker, libc::SIGKILL) };
+            wait_for(worker);
+            "still running".to_owned()
+        }
+    }
+}
+
 /// The `pid` field of the profile at `path`.
 fn writer_of(path: &Path) -> Option<u64> {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
@@ -73,18 +91,7 @@ fn child(case: &str, dir: &Path) {
             std::thread::sleep(Duration::from_millis(100));
             // SAFETY: kill(2) on our own child.
             unsafe { libc::kill(worker, libc::SIGTERM) };
-            match wait_for(worker) {
-                Some(status) if libc::WIFSIGNALED(status) => {
-                    println!("worker ended of signal {}", libc::WTERMSIG(status));
-                }
-                Some(status) => println!("worker ended with wait status {status}"),
-                None => {
-                    println!("worker still running after one SIGTERM");
-                    // SAFETY: as above.
-                    unsafe { libc::kill(worker, libc::SIGKILL) };
-                    wait_for(worker);
-                }
-            }
+            println!("worker {}", how_it_ended(worker));
         }
         "worker-returns" => {
             let mut fds = [0; 2];
@@ -142,18 +149,7 @@ fn child(case: &str, dir: &Path) {
                 // SAFETY: ends the forked process without running the parent's exit handlers.
                 unsafe { libc::_exit(if finished { 3 } else { 0 }) };
             }
-            match wait_for(worker) {
-                Some(status) if libc::WIFEXITED(status) => {
-                    println!("worker exited: {}", libc::WEXITSTATUS(status));
-                }
-                Some(status) => println!("worker ended with wait status {status}"),
-                None => {
-                    println!("worker hung");
-                    // SAFETY: kill(2) on our own child.
-                    unsafe { libc::kill(worker, libc::SIGKILL) };
-                    wait_for(worker);
-                }
-            }
+            println!("worker {}", how_it_ended(worker));
             done.send(()).unwrap();
             holder.join().unwrap();
             for _ in 0..6 {
@@ -223,26 +219,26 @@ fn a_worker_forked_after_init_ends_of_one_sigterm() {
     assert_said(&run_case("worker-sigterm"), "worker ended of signal 15");
 }
 
-fn a_worker_forked_after_init_writes_nothing_over_the_parents_results() {
-    let out = run_case("worker-returns");
-    let text = stdout(&out);
+/// The results the child printed were written by the parent (the `parent: PID` line).
+fn assert_written_by_the_parent(out: &Output) {
+    let text = stdout(out);
     let parent = text
         .lines()
         .find_map(|l| l.strip_prefix("parent: "))
         .unwrap_or_else(|| panic!("{text}\n{}", String::from_utf8_lossy(&out.stderr)));
-    assert_said(&out, &format!("written by: Some({parent})"));
+    assert_said(out, &format!("written by: Some({parent})"));
+}
+
+fn a_worker_forked_after_init_writes_nothing_over_the_parents_results() {
+    let out = run_case("worker-returns");
+    assert_written_by_the_parent(&out);
     assert_said(&out, "worker exited: Some(0)");
 }
 
 fn a_worker_forked_while_the_sessions_lock_is_held_steps_and_ends() {
     let out = run_case("worker-while-locked");
     assert_said(&out, "worker exited: 0");
-    let text = stdout(&out);
-    let parent = text
-        .lines()
-        .find_map(|l| l.strip_prefix("parent: "))
-        .unwrap_or_else(|| panic!("{text}\n{}", String::from_utf8_lossy(&out.stderr)));
-    assert_said(&out, &format!("written by: Some({parent})"));
+    assert_written_by_the_parent(&out);
 }
 
 fn a_program_that_blocks_sigterm_after_init_takes_it_with_sigwait() {
