@@ -200,12 +200,19 @@ pub fn end_cleanly_on_signals() {
             }
         })
         .collect();
-    let Ok(mut signals) = signal_hook::iterator::Signals::new(&defaults) else {
-        return;
-    };
-    let _ = std::thread::Builder::new()
+    // The handler is installed by the thread that takes the signals: a thread that could not
+    // be started leaves them as they were (signal-hook never restores a default action).
+    // It says when they are in place, so that no write begins before (waited for a second at
+    // most).
+    let (installed, ready) = std::sync::mpsc::channel();
+    let started = std::thread::Builder::new()
         .name("prof-signals".into())
         .spawn(move || {
+            let signals = signal_hook::iterator::Signals::new(&defaults);
+            let _ = installed.send(());
+            let Ok(mut signals) = signals else {
+                return;
+            };
             if let Some(sig) = signals.forever().next() {
                 profiler_format::write::remove_temporaries_and(|_| {
                     let _ = signal_hook::low_level::emulate_default_handler(sig);
@@ -214,4 +221,7 @@ pub fn end_cleanly_on_signals() {
                 });
             }
         });
+    if started.is_ok() {
+        let _ = ready.recv_timeout(std::time::Duration::from_secs(1));
+    }
 }
