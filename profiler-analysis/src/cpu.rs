@@ -137,11 +137,9 @@ pub fn report_text(samples: &CpuSamples, n: usize) -> String {
     out
 }
 
-/// A frame name the folded format can hold (`;` and control characters become `_`).
+/// A frame name the folded format can hold, as the events' flame graph makes them.
 fn frame(name: &str) -> String {
-    name.chars()
-        .map(|c| if c == ';' || c.is_control() { '_' } else { c })
-        .collect()
+    crate::flame::stacks::clean(name)
 }
 
 /// The folded stacks of the samples: `event;outermost;...;sampled count` per line, the event
@@ -172,10 +170,9 @@ pub fn folded(profile: &Profile, filter: Option<&Filter>) -> Option<String> {
 pub fn svg(folded: &str, title: &str) -> std::io::Result<String> {
     use inferno::flamegraph::{self, Options};
     let mut options = Options::default();
-    options.title = title
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;");
+    // Made printable (and valid XML); inferno escapes the markup itself (escaping it here
+    // too showed `R&amp;D`).
+    options.title = crate::flame::svg::xml_text(title);
     options.count_name = "samples".to_owned();
     options.hash = true;
     let mut out = Vec::new();
@@ -423,6 +420,29 @@ pub fn pprof_gz(profile: &proto::PprofProfile) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The CPU graph's title is escaped once (it showed `R&amp;D`) and made printable (a
+    /// U+FFFF in the program's name made the SVG unreadable as XML); a function whose name
+    /// ends in a number stays one frame.
+    #[test]
+    fn the_cpu_graphs_title_and_frames_survive_any_name() {
+        let folded = format!(
+            "{};{} 5\n",
+            frame("(no event)"),
+            frame("std::vector<int> 3")
+        );
+        assert_eq!(folded, "(no event);std::vector<int>\u{a0}3 5\n");
+        let svg = svg(&folded, "CPU samples: R&D <v2>\u{ffff}").unwrap();
+        assert!(
+            svg.contains("CPU samples: R&amp;D &lt;v2&gt;\\u{ffff}"),
+            "{svg}"
+        );
+        assert!(!svg.contains("&amp;amp;") && !svg.contains('\u{ffff}'));
+        assert!(
+            svg.contains("std::vector&lt;int&gt;\u{a0}3 (5 samples"),
+            "{svg}"
+        );
+    }
 
     #[test]
     fn the_report_names_the_clock_that_sampled() {

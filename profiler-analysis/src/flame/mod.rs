@@ -41,8 +41,8 @@
 //! those of the profiles drawn. Titles give the verdict, the change of the median and its
 //! interval.
 
-mod stacks;
-mod svg;
+pub(crate) mod stacks;
+pub(crate) mod svg;
 #[cfg(test)]
 mod tests;
 

@@ -30,11 +30,32 @@ fn event_name(e: &Event, repeated: bool) -> String {
     clean(&name)
 }
 
-/// `name` with what a folded line cannot hold (`;`, control characters) as `_`.
-pub(super) fn clean(name: &str) -> String {
-    name.chars()
-        .map(|c| if c == ';' || c.is_control() { '_' } else { c })
-        .collect()
+/// `name` as a frame of a folded line: what a folded line cannot hold (`;`, control
+/// characters) and what XML 1.0 forbids in the SVG (U+FFFE, U+FFFF) as `_`; and, so that the
+/// name stays one frame's whole, the space before a final number (`block 1`, which a reader
+/// took for a count: a differential graph's "before") and after a leading `#` (`# x`, a comment
+/// line to inferno) as a no-break space, which looks the same.
+pub(crate) fn clean(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            if c == ';' || c.is_control() || c == '\u{fffe}' || c == '\u{ffff}' {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if let Some(space) = out.rfind(' ') {
+        let tail = &out[space + 1..];
+        if !tail.is_empty() && tail.chars().all(|c| c.is_ascii_digit() || c == '.') {
+            out.replace_range(space..=space, "\u{a0}");
+        }
+    }
+    if out.starts_with("# ") {
+        out.replace_range(1..2, "\u{a0}");
+    }
+    out
 }
 
 /// The value of `key` for event `e`, as the filter tests it.

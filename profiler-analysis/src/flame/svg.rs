@@ -133,7 +133,7 @@ pub(super) fn frame_title(flame: &Flame, frame: &Frame) -> String {
 /// (NUL, ESC, BEL and the other control characters, U+FFFE, U+FFFF) and what would break the
 /// lines of inferno's attribute file (tabs, line breaks) written as visible escapes
 /// ([`printable`]); inferno escapes the markup (`<`, `&`, quotes) itself.
-pub(super) fn xml_text(text: &str) -> String {
+pub(crate) fn xml_text(text: &str) -> String {
     printable(text).into_owned()
 }
 

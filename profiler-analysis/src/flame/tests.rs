@@ -250,6 +250,37 @@ fn names_stay_distinct_and_foldable() {
     assert!(text.contains("\nffn/fwd/a_b_c (y::a) 200\n"), "{text}");
 }
 
+/// A name that ends in a number (`block 1`) stays one frame with its own width: inferno took
+/// the number for a count (a differential graph's "before": one frame for both blocks,
+/// coloured as a regression); a layer that begins with `# ` is not a comment line it drops.
+/// The space becomes a no-break space, which looks the same.
+#[test]
+fn names_that_end_in_a_number_or_begin_with_a_hash_stay_frames() {
+    let mut p = model();
+    p.events[2].name = "block 1".into();
+    p.events[3].name = "block 2".into();
+    p.events[3].id = "y::block".into();
+    p.events[3].occurrence = 0;
+    p.events[0].layer = Some("# net".into());
+    let text = folded(&p, &FlameOptions::default());
+    assert!(text.contains("ffn/fwd/block\u{a0}1 200\n"), "{text}");
+    assert!(text.contains("ffn/fwd/block\u{a0}2 200\n"), "{text}");
+    assert!(text.starts_with("#\u{a0}net/"), "{text}");
+    let f = flame(std::slice::from_ref(&p), &FlameOptions::default()).unwrap();
+    let svg = f.svg().unwrap();
+    // Each block is a frame of its own (its tooltip says its self time), and the `# net`
+    // frame is drawn.
+    assert!(
+        svg.contains("ffn/fwd/block\u{a0}1 ("),
+        "no frame of block 1"
+    );
+    assert!(
+        svg.contains("ffn/fwd/block\u{a0}2 ("),
+        "no frame of block 2"
+    );
+    assert!(svg.contains("#\u{a0}net/"), "the # net frame was dropped");
+}
+
 /// The SVG: inferno's, with its script; each frame as wide (`fg:w`) as its stacks, titled with
 /// its times; icicle inverted; a differential graph's colours from the verdicts.
 #[test]
@@ -325,8 +356,8 @@ fn hostile(p: &mut Profile) {
     p.run.program = "train\u{0}\u{1b}[2J\u{7}<b>&amp;]]>\u{fffe}".into();
     for e in &mut p.events {
         e.id = format!("{}\u{0}\u{1b}[31m\u{7}\u{8}\u{1f}<x>&]]>\u{ffff}", e.id);
-        e.name = format!("{}\u{1b}]0;pwned\u{7}<&", e.name);
-        e.layer = e.layer.as_ref().map(|l| format!("{l}\u{0}\u{c}"));
+        e.name = format!("{}\u{1b}]0;pwned\u{7}<&\u{ffff}", e.name);
+        e.layer = e.layer.as_ref().map(|l| format!("{l}\u{0}\u{c}\u{fffe}"));
     }
 }
 
