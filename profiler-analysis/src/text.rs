@@ -5,12 +5,21 @@ use std::fmt::Write;
 
 use profiler_format::Identity;
 
-/// A CSV field, quoted when it must be.
+/// A CSV field, quoted when it must be. A text that a spreadsheet would take for a formula
+/// (it begins with `=`, `+`, `-`, `@`, a tab or a carriage return: a name from a profile, made
+/// by anyone) begins with `'`, as OWASP's advice on CSV injection has it, so that it is shown,
+/// never run.
 pub(crate) fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
+    let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    let s = if formula {
+        std::borrow::Cow::Owned(format!("'{s}"))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    };
+    if formula || s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_owned()
+        s.into_owned()
     }
 }
 
@@ -80,9 +89,23 @@ pub(crate) fn identity_cells(identity: &Identity, iteration: bool) -> Vec<String
 }
 
 /// A Markdown table cell (or a paragraph): control characters as visible escapes
-/// ([`printable`]: a line break in a name is `\n`), pipes escaped.
+/// ([`printable`]: a line break in a name is `\n`), pipes escaped, and what a renderer would
+/// take for markup (HTML tags, entities, links) escaped, so that a name from a profile shows as
+/// written (`<img onerror=...>` is text, `[x](javascript:...)` no link).
 pub(crate) fn md_cell(s: &str) -> String {
-    printable(s).replace('|', "\\|")
+    let mut out = String::with_capacity(s.len());
+    for c in printable(s).chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '[' => out.push_str("\\["),
+            ']' => out.push_str("\\]"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A Markdown table as lines, its first `left` columns aligned left and the others right.
@@ -100,4 +123,40 @@ pub(crate) fn md_table(headers: &[&str], rows: &[Vec<String>], left: usize) -> V
         out.push(row(r.iter().map(|c| md_cell(c)).collect()));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{csv_field, md_cell};
+
+    /// A name a spreadsheet would run as a formula is shown as text (`'` first, quoted); names
+    /// that need quoting are quoted as before; plain ones are left alone.
+    #[test]
+    fn csv_cells_that_look_like_formulas_are_text() {
+        assert_eq!(
+            csv_field("=HYPERLINK(\"http://x/\",\"y\")"),
+            "\"'=HYPERLINK(\"\"http://x/\"\",\"\"y\"\")\""
+        );
+        assert_eq!(csv_field("+cmd|' /C calc'!A0"), "\"'+cmd|' /C calc'!A0\"");
+        assert_eq!(csv_field("@SUM(1)"), "\"'@SUM(1)\"");
+        assert_eq!(csv_field("-x"), "\"'-x\"");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("mlp::forward"), "mlp::forward");
+        assert_eq!(csv_field(""), "");
+    }
+
+    /// Markdown shows a name as written: no HTML, no entity, no link, no broken table.
+    #[test]
+    fn markdown_cells_hold_no_markup() {
+        assert_eq!(
+            md_cell("<img src=x onerror=alert(1)>"),
+            "&lt;img src=x onerror=alert(1)&gt;"
+        );
+        assert_eq!(
+            md_cell("[click](javascript:alert(1))"),
+            "\\[click\\](javascript:alert(1))"
+        );
+        assert_eq!(md_cell("a|b &amp;"), "a\\|b &amp;amp;");
+        assert_eq!(md_cell("Interaction::forward"), "Interaction::forward");
+    }
 }
