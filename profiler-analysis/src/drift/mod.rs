@@ -709,7 +709,7 @@ fn compare(
         .map(|e| ((e.identity.id.clone(), e.identity.occurrence), e))
         .collect();
     let judge = |c: Option<EventDiff>| Judgement {
-        drift: status(c.as_ref()),
+        drift: status(c.as_ref(), options.threshold),
         comparison: c,
     };
     let set = |s: &mut Series, j: Judgement| match against {
@@ -724,14 +724,19 @@ fn compare(
 }
 
 /// The drift verdict of a comparison: `prof diff`'s verdict, unknown without a sample on
-/// each side.
-fn status(c: Option<&EventDiff>) -> DriftStatus {
+/// each side. *Stable* only where a drift of `threshold` is ruled out: a change that is real
+/// but whose interval reaches past the threshold (`prof diff`'s *within noise*, say 1.041
+/// within [1.019, 1.063] against 2%) is *inconclusive*, as the guide says (it was stable).
+fn status(c: Option<&EventDiff>, threshold: f64) -> DriftStatus {
     match c {
         Some(c) if c.before_n > 0 && c.after_n > 0 => match c.verdict {
             Verdict::Regressed => DriftStatus::Slower,
             Verdict::Improved => DriftStatus::Faster,
-            Verdict::NoChange | Verdict::WithinNoise => DriftStatus::Stable,
-            Verdict::Inconclusive => DriftStatus::Inconclusive,
+            Verdict::NoChange => DriftStatus::Stable,
+            Verdict::WithinNoise if c.ci_low >= 1.0 - threshold && c.ci_high <= 1.0 + threshold => {
+                DriftStatus::Stable
+            }
+            Verdict::WithinNoise | Verdict::Inconclusive => DriftStatus::Inconclusive,
         },
         _ => DriftStatus::Unknown,
     }
