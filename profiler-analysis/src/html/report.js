@@ -97,7 +97,8 @@
     return out;
   }
   function colorMap(keys) {
-    var m = {}, i = 0;
+    // No prototype: a layer named `__proto__` or `constructor` is a key like any other.
+    var m = Object.create(null), i = 0;
     keys.forEach(function (k) {
       if (!(k in m)) { m[k] = k === NONE ? '#8c959f' : PALETTE[i++ % PALETTE.length]; }
     });
@@ -378,7 +379,7 @@
     axis.appendChild(sv('line', { x1: ml, x2: W - mr, y1: H - mb, y2: H - mb }));
     g.appendChild(axis);
     var rank = function (l) { return isDrifted(l.s) ? 2 : isIteration(l.s) ? 1 : 0; };
-    var colorOf = {}, c = 0;
+    var colorOf = Object.create(null), c = 0;
     lines.slice().sort(function (a, b) { return rank(a) - rank(b); }).forEach(function (l) {
       var s = l.s, drifted = isDrifted(s), iter = isIteration(s);
       var col = drifted ? PALETTE[c++ % PALETTE.length] : iter ? '#1f2328' : '#8c959f';
@@ -621,7 +622,7 @@
   // Per layer: the bytes its events allocate per iteration (median run x calls, an event
   // nested in another of the same layer not counted again) and the largest peak of one run.
   function memoryByLayer() {
-    var byOrder = {};
+    var byOrder = Object.create(null);
     events.forEach(function (e) { byOrder[e.order] = e; });
     var layerOf = function (e) {
       for (var x = e, n = 0; x && n < 64; x = byOrder[x.parent], n++) {
@@ -629,7 +630,7 @@
       }
       return NONE;
     };
-    var rows = {};
+    var rows = Object.create(null);
     events.forEach(function (e) {
       if (!e.memory) { return; }
       var k = layerOf(e);
@@ -927,8 +928,8 @@
       var at = cols.length - 1;
       Array.prototype.splice.apply(cols, [at, 0].concat(workCols));
     }
-    var open = {};
-    var rowsByKey = {};
+    var open = Object.create(null);
+    var rowsByKey = Object.create(null);
     function nameCell(e, td, indent) {
       td.className = 'l name';
       td.title = String(e.id) + (e.file ? '\n' + e.file + ':' + e.line : '');

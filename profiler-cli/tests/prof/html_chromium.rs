@@ -696,10 +696,20 @@ fn continuous_profile_draws_the_drift_since_the_start() {
 }
 
 /// With memory figures, the page draws a "Memory per layer" card, one bar per layer; without,
-/// there is none (the `real_profile` page).
+/// there is none (the `real_profile` page). Layers named as an object's own properties
+/// (`__proto__`, `constructor`) are layers like the others: the page's tables were plain
+/// objects, and such a layer had no row (and no colour).
 #[test]
 fn memory_per_layer_is_drawn() {
     let mut profile = fixture("before.json");
+    let names = ["__proto__", "constructor", "toString"];
+    let mut renamed = 0;
+    for e in profile.events.iter_mut().filter(|e| e.layer.is_some()) {
+        if renamed < names.len() {
+            e.layer = Some(names[renamed].to_owned());
+            renamed += 1;
+        }
+    }
     for (k, e) in profile.events.iter_mut().enumerate() {
         let n = e.samples_ns.len();
         e.memory = Some(profiler_format::Memory {
@@ -725,6 +735,9 @@ fn memory_per_layer_is_drawn() {
         "{rows} rows for {layers:?}"
     );
     assert!(dom.contains("allocated per iteration"));
+    for name in &names[..renamed] {
+        assert!(dom.contains(&format!(">{name}<")), "no row of layer {name}");
+    }
     let plain = fixture("before.json");
     let Some(dom) = render("no-memory", &plain, None) else {
         return;
