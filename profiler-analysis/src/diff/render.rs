@@ -327,7 +327,13 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
         let moved: Vec<String> = diff
             .events
             .iter()
-            .filter(|d| d.typical == Some(v) && d.share >= diff.threshold)
+            // "Fastest unchanged" only where the fastest time was not judged to move (an
+            // event regressed by its fastest time as well is told as regressed, not here).
+            .filter(|d| {
+                d.typical == Some(v)
+                    && d.share >= diff.threshold
+                    && !matches!(d.verdict, Verdict::Regressed | Verdict::Improved)
+            })
             .map(|d| format!("{} {}", text::label(&d.identity), change(d.typical_ratio)))
             .collect();
         if !moved.is_empty() {
