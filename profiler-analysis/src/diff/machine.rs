@@ -11,7 +11,8 @@ use super::super::stats;
 /// Fewest events from which the machine's shift and spread are estimated; with fewer, both are 0.
 pub const MIN_EVENTS_FOR_SPREAD: usize = 5;
 
-/// The least instability an event is given (1%, on the log scale): even a perfectly steady
+/// The instability an event is given when there are too few events to measure the spread
+/// between them (below [`MIN_EVENTS_FOR_SPREAD`]; 1%, on the log scale): even a perfectly steady
 /// computation runs a few percent faster or slower from one run of the same binary to the next,
 /// as code and data land at other addresses (Mytkowicz et al., "Producing wrong data without
 /// doing anything obviously wrong!", ASPLOS 2009); seen here as a steady layer of the dlrm

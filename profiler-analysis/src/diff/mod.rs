@@ -34,9 +34,11 @@ pub struct DiffOptions {
     pub resamples: usize,
     /// Seed of the bootstrap's generator: the same seed gives the same intervals.
     pub seed: u64,
-    /// The least instability an event is given ([`MIN_INSTABILITY`] between two runs of a
-    /// program; 0 between windows of one run, as drift compares them, where code and data stay
-    /// where they are).
+    /// The instability an event is given when the events are too few to measure the spread
+    /// between them (fewer than [`MIN_EVENTS_FOR_SPREAD`]; from there on the spread is
+    /// measured, and may be below it): [`MIN_INSTABILITY`] between two runs of a program; 0
+    /// between windows of one run, as drift compares them, where code and data stay where
+    /// they are.
     pub min_instability: f64,
     /// Several runs a side were made in rounds, the K-th before and K-th after adjacent
     /// (`prof ab`, `prof diff --paired`): compare round by round.
