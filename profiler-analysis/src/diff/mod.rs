@@ -269,7 +269,11 @@ pub(crate) fn mark_matters(iteration: &mut EventDiff, events: &mut [EventDiff], 
             f64::NAN
         };
         let moved = e.share * (e.ratio - 1.0).abs();
-        let large = e.share >= threshold || (moved.is_finite() && moved >= threshold);
+        // Without a measured iteration no event can be shown small: each decides (before, a
+        // +100% event of such a profile was "too small to matter", and the gate inconclusive).
+        let unknown_whole = (whole.is_nan() || whole <= 0.0) && e.before_ns.is_finite();
+        let large =
+            unknown_whole || e.share >= threshold || (moved.is_finite() && moved >= threshold);
         // Unresolved, it holds the gate only if what it leaves open could move the iteration
         // by the threshold.
         let open = e.share * reach(e);

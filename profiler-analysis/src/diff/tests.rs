@@ -898,3 +898,24 @@ fn the_change_lies_inside_its_interval_and_agrees_with_before_and_after() {
     }
     assert!(checked > 400, "{checked}");
 }
+
+/// Without a measured iteration (a profile of no completed `step()`), no event can be shown
+/// small: a change of one decides the gate. Before, its share was unknown, so nothing
+/// mattered: a +50% event was "too small to matter" and the gate inconclusive.
+#[test]
+fn without_a_measured_iteration_every_event_decides() {
+    let specs: Vec<Spec> = model().into_iter().take(8).collect();
+    let no_walls = |mut p: Profile| {
+        p.iterations.wall_ns.clear();
+        p.iterations.count = 0;
+        p
+    };
+    let before = no_walls(simulate(&specs, 60, 0.01, steady, &[], 1));
+    let slowed = specs[2].0;
+    let after = no_walls(simulate(&specs, 60, 0.01, steady, &[(slowed, 1.5)], 2));
+    let d = diff(&before, &after, &DiffOptions::default());
+    let text = render(&d, Format::Table);
+    assert_eq!(d.events[2].verdict, Verdict::Regressed, "{text}");
+    assert!(d.events[2].matters, "{text}");
+    assert_eq!(d.gate(), Gate::Regressed, "{text}");
+}
