@@ -360,6 +360,25 @@ mod tests {
         assert!(matches!(parse(&empty), Err(LoadError::NoEvents(_))));
         let e = load_profile("/nonexistent/prof.json").unwrap_err();
         assert!(matches!(e, LoadError::Missing(_)), "{e}");
+        // Each says how to go on: a help line, whatever the problem.
+        let every = [
+            parse(cut).unwrap_err(),
+            parse("hello").unwrap_err(),
+            parse(&other).unwrap_err(),
+            parse("{}").unwrap_err(),
+            parse(&broken).unwrap_err(),
+            parse(&missing).unwrap_err(),
+            parse(&empty).unwrap_err(),
+            parse("").unwrap_err(),
+            e,
+            LoadError::Io(
+                "secret.json".into(),
+                std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            ),
+        ];
+        for e in every {
+            assert!(e.to_string().contains("\n  = help: "), "{e}");
+        }
     }
 
     /// `cpu_samples.timeline` is read when its lists agree, and refused with a message naming
