@@ -360,17 +360,31 @@ fn a_write_ended_by_a_signal_leaves_no_temporary_file() {
     std::fs::create_dir(&out).unwrap();
     for sig in [libc::SIGTERM, libc::SIGINT] {
         let trace = out.join("t.json");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_prof"))
-            .args([
-                "trace",
-                profile.to_str().unwrap(),
-                "-o",
-                trace.to_str().unwrap(),
-            ])
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_prof"));
+        cmd.args([
+            "trace",
+            profile.to_str().unwrap(),
+            "-o",
+            trace.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+        // A test run started in the background inherits SIGINT ignored (and prof leaves an
+        // ignored signal ignored, as `nohup` asks): the signals' default actions, as a user's
+        // terminal gives them.
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: only signal(2), async-signal-safe, between fork and exec.
+            unsafe {
+                cmd.pre_exec(|| {
+                    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                        libc::signal(sig, libc::SIG_DFL);
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = cmd.spawn().unwrap();
         // Until the write has begun: its temporary file is there.
         let began = Instant::now();
         let writing = loop {
