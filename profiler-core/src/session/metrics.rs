@@ -111,6 +111,25 @@ mod served {
     /// The process's endpoint, once a session bound one: it outlives the session.
     static ENDPOINT: Mutex<Option<Endpoint>> = Mutex::new(None);
 
+    /// The descriptor the process's endpoint listens on (-1: none), for [`close_in_child`].
+    #[cfg(unix)]
+    static LISTENING: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+    /// The child's side of a `fork`: a forked worker would hold the endpoint's port for as long
+    /// as it lives (no thread of its own serves it there, and the parent's end cannot free
+    /// it); its copy of the descriptor is closed. Only an atomic swap and close(2):
+    /// async-signal-safe, as a fork handler must be.
+    #[cfg(unix)]
+    extern "C" fn close_in_child() {
+        let fd = LISTENING.swap(-1, Relaxed);
+        if fd >= 0 {
+            // SAFETY: `fd` is the listening socket's descriptor, open until the endpoint is
+            // closed, which sets LISTENING to -1 first; in the child it is a copy no one else
+            // uses.
+            unsafe { libc::close(fd) };
+        }
+    }
+
     /// An endpoint being served, and what it was bound for.
     #[derive(Debug)]
     struct Endpoint {
@@ -127,6 +146,9 @@ mod served {
         /// Stops the server thread and waits (up to a second) for its listener to be closed,
         /// so that the port can be bound again.
         fn close(self) {
+            // Before the listener closes, so that a fork meanwhile never closes a reused number.
+            #[cfg(unix)]
+            LISTENING.store(-1, Relaxed);
             self.shared.stopped.store(true, Relaxed);
             // The server thread waits in `accept`: a connection of our own wakes it up.
             let mut wake = self.local;
@@ -265,8 +287,23 @@ mod served {
                     format!("error: PROF_METRICS={addr}: the address bound cannot be read"),
                 ));
             };
+            #[cfg(unix)]
+            let fd = {
+                use std::os::unix::io::AsRawFd;
+                listener.as_raw_fd()
+            };
             let metrics = Metrics::serving(listener, job);
             if let Some(metrics) = &metrics {
+                #[cfg(unix)]
+                {
+                    static AT_FORK: std::sync::Once = std::sync::Once::new();
+                    // SAFETY: pthread_atfork(3) with a child handler that only swaps an atomic
+                    // and closes a descriptor (async-signal-safe).
+                    AT_FORK.call_once(|| unsafe {
+                        libc::pthread_atfork(None, None, Some(close_in_child));
+                    });
+                    LISTENING.store(fd, Relaxed);
+                }
                 eprintln!("profiler-core: metrics on http://{local}/metrics");
                 *endpoint = Some(Endpoint {
                     asked,
@@ -275,6 +312,12 @@ mod served {
                 });
             }
             Ok(metrics)
+        }
+
+        /// The descriptor the process's endpoint listens on (-1: none).
+        #[cfg(all(test, unix))]
+        pub(crate) fn listening() -> i32 {
+            LISTENING.load(Relaxed)
         }
 
         /// Where the process's endpoint listens, if one is served.
@@ -1095,6 +1138,30 @@ mod tests {
             );
         }
         assert!(scrape(now).starts_with("HTTP/1.1 200 "));
+
+        // A forked worker does not hold the port: its copy of the listening descriptor is
+        // closed in the child (before, it stayed bound for as long as the worker lived).
+        let fd = Metrics::listening();
+        assert!(fd >= 0);
+        // SAFETY: the child only calls fcntl(2) and _exit(2), async-signal-safe.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            let open = unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1;
+            unsafe { libc::_exit(i32::from(open)) };
+        }
+        let mut status = 0;
+        // SAFETY: waitpid(2) on our own child with a valid status pointer.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert!(libc::WIFEXITED(status));
+        assert_eq!(
+            libc::WEXITSTATUS(status),
+            0,
+            "the child still held the port"
+        );
+        assert!(
+            scrape(now).starts_with("HTTP/1.1 200 "),
+            "the parent's endpoint closed"
+        );
     }
 
     /// A client that sends its request a byte at a time, each byte within the I/O timeout of
