@@ -655,6 +655,7 @@ mod tests {
     #[test]
     fn measured_runs_are_published_and_closed_while_sampling() {
         let _serial = serial();
+        let _one = crate::sample::cpu::one_sampler_at_a_time();
         for (mode, taken, name) in [
             (Mode::Sample, "armed and published", "timer_pub_armed"),
             (Mode::Trace, "recorded and published", "timer_pub_recorded"),

@@ -27,7 +27,7 @@
 pub(crate) mod open;
 
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
-mod cpu;
+pub(crate) mod cpu;
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
 mod perf;
 #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
