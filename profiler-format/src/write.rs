@@ -330,7 +330,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// The temporary files of the writes under way in this process ([`write_atomic_with`]'s), for
-/// [`remove_temporaries`].
+/// [`remove_temporaries_and`].
 static LIVE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 /// A temporary file's path in [`LIVE`] while its write is under way.

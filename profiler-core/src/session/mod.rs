@@ -139,9 +139,9 @@ static FORKED: AtomicBool = AtomicBool::new(false);
 /// parent's, whose results the child never writes; and a lock that one of the profiler's
 /// threads (the writer, the signal thread) held at the fork stays held for ever in the child,
 /// where those threads do not exist: a `step()` or the end of `main` that took it would hang the
-/// worker. So the child's probes are inert (no session is current), `step()` is the listing's
-/// no-op, `finished()` is false as in a build without profiling, and the copy's end writes
-/// nothing and takes no lock. Only atomic stores: async-signal-safe, as a fork handler must be.
+/// worker. So no session is current in the child: its probes are inert, `step()` is the
+/// listing's no-op and `finished()` is false, as in a build without profiling; and the end its
+/// guard still calls on the copy writes nothing and takes no lock ([`forked`]). Only atomic stores: async-signal-safe, as a fork handler must be.
 #[cfg(unix)]
 extern "C" fn forked_child() {
     FORKED.store(true, Relaxed);

@@ -19,9 +19,6 @@ pub(crate) const LAST_ITERATION: u32 = u32::MAX - 1;
 impl Session {
     /// The end of an iteration.
     pub(crate) fn step(&'static self) {
-        if super::forked() {
-            return; // a forked copy: inert (see `forked_child`)
-        }
         let (config, m) = (&self.config, &self.measuring);
         if let (Some(device), true) = (&m.device, config.sync >= 1) {
             // PROF_SYNC=1: the iteration ends when the device's work for it is done.
