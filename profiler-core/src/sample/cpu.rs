@@ -773,18 +773,37 @@ pub(crate) fn collect_window(from: u64, to: u64) -> Option<CpuSamples> {
         false
     });
     let dropped = std::mem::take(&mut counts.dropped) + std::mem::take(&mut counts.untimed);
-    let stacks = counts
+    let stacks: Vec<(StackKey, u64)> = counts
         .keys
         .iter()
         .zip(&weights)
         .filter(|(_, &w)| w > 0)
-        .map(|(key, &w)| (key, w));
-    let (mut samples, _) = resolve(inner.hz, inner.threads.clone(), stacks, &mut inner.symbols);
+        .map(|(key, &w)| (key.clone(), w))
+        .collect();
+    let (hz, threads, clock) = (inner.hz, inner.threads.clone(), clock_name(inner.perf));
+    let mut symbols = std::mem::take(&mut inner.symbols);
+    inner.forget_what_no_window_needs();
+    let period = sampler.period.load(SeqCst);
+    // The symbols are resolved without the lock: the first window's reads the binary's debug
+    // info (a second or more), and meanwhile the sampler's thread must drain the rings and a
+    // training thread's first annotated run registers under this lock.
+    drop(guard);
+    let (mut samples, _) = resolve(
+        hz,
+        threads,
+        stacks.iter().map(|(k, w)| (k, *w)),
+        &mut symbols,
+    );
+    let mut guard = lock(&sampler.inner);
+    if sampler.period.load(SeqCst) == period {
+        symbols.extend(guard.symbols.drain());
+        guard.symbols = symbols;
+    }
+    drop(guard);
     samples.taken = taken;
     samples.dropped = dropped;
-    samples.clock = Some(clock_name(inner.perf).to_owned());
+    samples.clock = Some(clock.to_owned());
     samples.unrouted = UNROUTED.load(SeqCst);
-    inner.forget_what_no_window_needs();
     Some(samples)
 }
 
@@ -1049,6 +1068,10 @@ fn resolve<'k>(
 /// inlined there first, the function holding `pc` last; only the latter without debug info
 /// (the symbol table), none when nothing names it.
 fn symbol(pc: usize) -> Vec<String> {
+    #[cfg(test)]
+    if let Some(hook) = lock(&tests::WHILE_RESOLVING).take() {
+        hook();
+    }
     let mut names = Vec::new();
     backtrace::resolve(pc as *mut libc::c_void, |symbol| {
         if let Some(name) = symbol.name() {
@@ -1197,6 +1220,56 @@ pub(crate) fn one_sampler_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Called once, by the next address resolved (then cleared).
+    pub(super) static WHILE_RESOLVING: Mutex<Option<fn()>> = Mutex::new(None);
+
+    /// Whether the sampler's lock could be taken while a window's symbols were resolved.
+    static LOCK_FREE: AtomicBool = AtomicBool::new(false);
+
+    /// A window's symbols are resolved without the sampler's lock, which the reader thread and
+    /// a training thread's first annotated run (`register_current`) take: before, both waited
+    /// for the resolution (a second or more for the first window, which reads the debug info).
+    /// The hook, run in the middle of it, takes the lock from another thread and waits up to
+    /// 120 s for it (held for the whole resolution, it is never free there).
+    #[test]
+    fn a_window_is_resolved_without_the_samplers_lock() {
+        let _one = one_sampler_at_a_time();
+        let clock: &'static CpuClock = Box::leak(Box::new(CpuClock::new()));
+        start(1000, Times::Windows, Some(clock), SampleClock::Posix).unwrap();
+        register_current();
+        let from = clock.raw();
+        // 300 ms of this thread's CPU time, however busy the machine.
+        let cpu_ns = || {
+            let mut t = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: `t` is a valid timespec to write.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+            t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+        };
+        let busy = cpu_ns();
+        let mut x = 0u64;
+        while cpu_ns() - busy < 300_000_000 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let to = clock.raw();
+        *lock(&WHILE_RESOLVING) = Some(|| {
+            let (taken, got) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                drop(lock(&state().inner));
+                let _ = taken.send(());
+            });
+            let free = got.recv_timeout(Duration::from_secs(120)).is_ok();
+            LOCK_FREE.store(free, SeqCst);
+        });
+        let samples = collect_window(from, to).expect("a window's samples");
+        let _ = stop_and_collect(&|_| None, false);
+        assert!(samples.taken > 0, "no sample in 300 ms of work");
+        assert!(lock(&WHILE_RESOLVING).is_none(), "no address was resolved");
+        assert!(LOCK_FREE.load(SeqCst), "the lock was held while resolving");
+    }
 
     /// Sampling periods started one after the other within the reader thread's 50 ms nap
     /// leave one reader thread, not one per period (found in review: 3 to 4 at once, which

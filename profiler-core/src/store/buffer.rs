@@ -6,7 +6,10 @@
 //! then writes [`Record`]s into its log's current chunk through a thread-local cursor and
 //! publishes each with one release store of the write position (a plain `mov` on x86), so that
 //! the consumer sees every record the moment it is complete. When a chunk is full the thread
-//! hands it over under the lock, once per [`CHUNK`] records, and takes a free one.
+//! hands it over under the lock, once per [`CHUNK`] records, and takes a free one. When none is
+//! left within the bound, the buffers say so in one flag ([`Buffers::full_up`]), which a thread
+//! without a chunk reads before it takes the lock: its runs are then dropped (and counted) with
+//! one load each, not a lock each, until a drain frees a chunk.
 //!
 //! The consumer is the cold path (`step()`, the end of the run, or a thread whose hand-over finds
 //! many full chunks waiting): [`Buffers::drain`] reads the chunks handed over and what each log
@@ -16,6 +19,7 @@
 //! beyond those alive at once.
 
 use std::cell::{Cell, UnsafeCell};
+use std::ptr::NonNull;
 use std::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU64, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
@@ -43,19 +47,31 @@ pub(crate) struct Record {
 const _: () = assert!(std::mem::size_of::<Record>() == 16);
 
 /// A chunk's storage; written by one thread, read by the consumer, never both at one index.
-struct Chunk(Box<[UnsafeCell<Record>]>);
+///
+/// Held by a raw pointer, not a `Box`: moving a `Box` (into a slot, onto the full list) asserts
+/// that it is the only way to its storage, which the writing thread's cursor into it is not, so
+/// the cursor's next write was undefined behaviour under Stacked Borrows (found by Miri).
+struct Chunk(NonNull<UnsafeCell<Record>>);
 
 impl Chunk {
     fn new() -> Chunk {
-        Chunk(
-            (0..CHUNK)
-                .map(|_| UnsafeCell::new(Record::default()))
-                .collect(),
-        )
+        let storage: Box<[UnsafeCell<Record>]> = (0..CHUNK)
+            .map(|_| UnsafeCell::new(Record::default()))
+            .collect();
+        let base = NonNull::new(Box::into_raw(storage).cast::<UnsafeCell<Record>>());
+        Chunk(base.expect("a box is never null"))
     }
 
     fn base(&self) -> *mut Record {
         UnsafeCell::raw_get(self.0.as_ptr())
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        let storage = std::ptr::slice_from_raw_parts_mut(self.0.as_ptr(), CHUNK);
+        // SAFETY: `storage` is the slice `new` leaked with `Box::into_raw`, freed once, here.
+        drop(unsafe { Box::from_raw(storage) });
     }
 }
 
@@ -118,6 +134,12 @@ pub(crate) struct Buffers {
     exiting: AtomicU64,
     /// Chunks handed over and waiting for the consumer.
     held: AtomicUsize,
+    /// No chunk was left within the bound at the last try, and no drain has freed one since:
+    /// set under the lock where a chunk is refused, cleared under it where a drain frees one.
+    /// A thread without a chunk reads it (relaxed) before it would lock for one, so that once
+    /// the bound is reached its runs do not queue on the lock; a stale value costs at most a
+    /// record dropped while a chunk had just come free, or one lock that finds none.
+    full_up: AtomicBool,
 }
 
 impl std::fmt::Debug for Buffers {
@@ -209,7 +231,18 @@ impl Buffers {
             dropped: AtomicU64::new(0),
             exiting: AtomicU64::new(0),
             held: AtomicUsize::new(0),
+            full_up: AtomicBool::new(false),
         }
+    }
+
+    /// A chunk for a log ([`Inner::take_chunk`]), marking the buffers [full up](Self::full_up)
+    /// when none is left.
+    fn take_chunk(&self, inner: &mut Inner) -> Option<Chunk> {
+        let chunk = inner.take_chunk(self.max_chunks);
+        if chunk.is_none() {
+            self.full_up.store(true, Relaxed);
+        }
+        chunk
     }
 
     /// Appends one record to this thread's log: the hot path, a thread-local cursor, three
@@ -282,7 +315,12 @@ impl Buffers {
         }
         let pushed = LOCAL.with(|l| {
             let mut held = None;
-            if !std::ptr::eq(l.owner.get(), self) {
+            let owner = std::ptr::eq(l.owner.get(), self);
+            if owner && l.at.get().is_null() && self.full_up.load(Relaxed) {
+                // No chunk here, and none left to take: dropped without the lock.
+                return (false, None);
+            }
+            if !owner {
                 self.register(l);
             } else {
                 held = Some(self.hand_over(l));
@@ -315,7 +353,7 @@ impl Buffers {
         l.at.set(std::ptr::null_mut());
         l.end.set(std::ptr::null_mut());
         let mut inner = lock(&self.inner);
-        let Some(chunk) = inner.take_chunk(self.max_chunks) else {
+        let Some(chunk) = self.take_chunk(&mut inner) else {
             return; // no room: this thread's records are dropped until a chunk frees up
         };
         let base = chunk.base();
@@ -371,7 +409,7 @@ impl Buffers {
         }
         let held = inner.full.len();
         self.held.store(held, Relaxed);
-        let fresh = inner.take_chunk(self.max_chunks);
+        let fresh = self.take_chunk(&mut inner);
         let slot = &mut inner.slots[index as usize];
         match fresh {
             Some(chunk) => {
@@ -494,6 +532,9 @@ impl Buffers {
                 slot.free = true;
             }
         }
+        if !inner.spare.is_empty() {
+            self.full_up.store(false, Relaxed);
+        }
     }
 }
 
@@ -544,6 +585,46 @@ mod tests {
         assert_eq!(inner.slots.len(), 1);
         assert!(inner.slots[0].free);
         assert_eq!(b.dropped(), 50);
+    }
+
+    /// Once the bound is reached, a thread without a chunk drops its runs without the lock:
+    /// here the test holds the lock while another thread, whose chunk is full and with none
+    /// left, records more runs; before, each of them took the lock and that thread waited for
+    /// the test (for ever: the test fails at its 120 s wait, a bound no machine's load reaches
+    /// for a hundred pushes). After a drain the thread records again.
+    #[test]
+    fn runs_past_the_bound_are_dropped_without_the_lock() {
+        let b: &'static Buffers = Box::leak(Box::new(Buffers::new(1)));
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            // The one chunk fills, and the hand-over finds no other.
+            for i in 0..(CHUNK as u64 + 1) {
+                b.push_one(i, 1, 7);
+            }
+            done.send(()).unwrap();
+            wait.recv().unwrap();
+            for i in 0..100 {
+                b.push_one(i, 1, 7);
+                b.push(&[rec(i), rec(i)]);
+            }
+            done.send(()).unwrap();
+            wait.recv().unwrap();
+            b.push_one(5_000, 1, 7);
+        });
+        finished.recv().unwrap();
+        {
+            let _held = lock(&b.inner);
+            go.send(()).unwrap();
+            finished
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .expect("the runs past the bound waited for the lock");
+        }
+        assert_eq!(b.dropped(), 1 + 200);
+        assert_eq!(drained(b).len(), CHUNK);
+        go.send(()).unwrap();
+        worker.join().unwrap();
+        assert_eq!(drained(b), vec![(0, 5_000)]);
     }
 
     #[test]
