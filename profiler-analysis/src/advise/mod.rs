@@ -108,7 +108,12 @@ fn add_ab_runs(profile: &Profile, f: &mut Finding) {
     let Some(first) = f.evidence.events.first() else {
         return;
     };
-    let Some(e) = profile.events.iter().find(|e| e.id == first.id) else {
+    // The id and the label: a probe's occurrences share its id (`f#0`, `f#1`).
+    let Some(e) = profile
+        .events
+        .iter()
+        .find(|e| e.id == first.id && e.identity().label() == first.label)
+    else {
         return;
     };
     let samples: Vec<f64> = e.samples_ns.iter().map(|&v| v as f64).collect();

@@ -154,3 +154,38 @@ fn text_lists_one_line_per_finding_first_then_the_details() {
         assert!(findings[0].get(key).is_some(), "{key}");
     }
 }
+
+/// `too-noisy`'s runs for `prof ab` are those of the event it names, occurrence included: the
+/// second `linear_backward` (`dlrm::Linear::backward#1`) made the noisiest, its first left as
+/// recorded. Before, the event was looked up by id alone, and the runs were the first
+/// occurrence's.
+#[test]
+fn too_noisys_runs_are_those_of_the_occurrence_it_names() {
+    let mut p = recorded("tests/data/diff-corpus/dlrm-quiet-base-0.json.gz");
+    let noisy = p
+        .events
+        .iter()
+        .position(|e| e.id == "dlrm::Linear::backward" && e.occurrence == 1)
+        .unwrap();
+    for (k, v) in p.events[noisy].samples_ns.iter_mut().enumerate() {
+        if k % 2 == 0 {
+            *v *= 40;
+        }
+    }
+    p.events[noisy].stats = profiler_format::Stats::of(&p.events[noisy].samples_ns);
+    let runs_of = |e: &profiler_format::Event| {
+        let samples: Vec<f64> = e.samples_ns.iter().map(|&v| v as f64).collect();
+        diff::runs_needed(
+            diff::SCATTER_FACTOR * diff::scatter(&samples),
+            AB_THRESHOLD,
+            diff::LOAD_ALPHA,
+        )
+    };
+    let first = p.events.iter().position(|e| e.id == "dlrm::Linear::backward").unwrap();
+    assert_ne!(runs_of(&p.events[noisy]), runs_of(&p.events[first]));
+    let advice = advise_on(std::slice::from_ref(&p));
+    let f = advice.findings.iter().find(|f| f.id == "too-noisy").unwrap();
+    assert_eq!(f.evidence.events[0].label, p.events[noisy].identity().label());
+    let expected = runs_of(&p.events[noisy]).map(|n| n as f64);
+    assert_eq!(f.evidence.figures.get("ab_runs").copied(), expected, "{f:?}");
+}
