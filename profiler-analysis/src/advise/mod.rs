@@ -42,7 +42,8 @@ pub struct Advice {
     /// Its mode.
     pub mode: String,
     /// The rank whose profile the single-profile rules judged (with several profiles: the
-    /// slowest).
+    /// slowest, numbered as `prof merge` numbers the ranks: by position when two inputs give
+    /// the same rank).
     pub rank: u32,
     /// How many profiles were given.
     pub profiles: usize,
@@ -50,6 +51,9 @@ pub struct Advice {
     pub iteration_ns: f64,
     /// The findings, the most time at stake first.
     pub findings: Vec<Finding>,
+    /// With several profiles, what `prof merge` warns of them (two inputs of one rank, other
+    /// programs or modes, events some ranks lack); empty otherwise.
+    pub warnings: Vec<String>,
 }
 
 /// The findings on `profiles` (one run's profile, or one per rank): see the module
@@ -58,12 +62,13 @@ pub fn advise(profiles: &[Profile], options: &AdviceOptions) -> Result<Advice, S
     let first = profiles
         .first()
         .ok_or_else(|| "nothing to advise on: give a prof.json".to_owned())?;
-    let (judged, straggler) = if profiles.len() > 1 {
+    let (judged, rank, straggler, warnings) = if profiles.len() > 1 {
         let merged = merge::merge(profiles)?;
         let slowest = of_rank(profiles, merged.straggler).unwrap_or(first);
-        (slowest, straggler_finding(profiles, &merged))
+        let straggler = straggler_finding(profiles, &merged);
+        (slowest, merged.straggler, straggler, merged.warnings)
     } else {
-        (first, None)
+        (first, first.run.rank, None, Vec::new())
     };
     let rows = profile_rows(judged, options.cv_threshold, 0.05);
     let windows = (!judged.windows.is_empty())
@@ -72,14 +77,16 @@ pub fn advise(profiles: &[Profile], options: &AdviceOptions) -> Result<Advice, S
     let b = breakdown(judged, &rows);
     let mut findings = findings_of(judged, &rows, b.as_ref(), windows.as_ref(), options);
     findings.extend(straggler);
+    at_most_the_iteration(&mut findings, rows.iteration.mean_ns);
     advice::sort(&mut findings);
     Ok(Advice {
         program: judged.run.program.clone(),
         mode: judged.run.mode.clone(),
-        rank: judged.run.rank,
+        rank,
         profiles: profiles.len(),
         iteration_ns: rows.iteration.mean_ns,
         findings,
+        warnings,
     })
 }
 
@@ -98,8 +105,20 @@ pub fn findings_of(
         add_ab_runs(profile, f);
     }
     findings.extend(windows.and_then(|w| drift_finding(profile, rows, w)));
+    at_most_the_iteration(&mut findings, rows.iteration.mean_ns);
     advice::sort(&mut findings);
     findings
+}
+
+/// Nothing can save more than the mean measured iteration `iteration_ns` (as
+/// [`advice::advise`] caps its own findings): the rules added here (`drift`, whose slower
+/// events may nest, and `straggler`, a median against the judged rank's mean) are capped too.
+fn at_most_the_iteration(findings: &mut [Finding], iteration_ns: f64) {
+    if iteration_ns > 0.0 {
+        for f in findings {
+            f.at_stake_ns = f.at_stake_ns.min(iteration_ns);
+        }
+    }
 }
 
 /// `too-noisy`: the runs a side `prof ab` would need for the noisy event with the most at
@@ -359,6 +378,9 @@ pub fn render_text(advice: &Advice, top: Option<usize>) -> String {
         advice.findings.len(),
         if advice.findings.len() == 1 { "" } else { "s" },
     );
+    for w in &advice.warnings {
+        out.push_str(&format!("  warning: {w}\n"));
+    }
     if advice.findings.is_empty() {
         out.push_str("  no rule fired (docs/reference.md, \"prof advise\", lists them)\n");
         return printable_lines(&out).into_owned();

@@ -65,6 +65,38 @@ fn several_ranks_add_the_straggler() {
     assert!(text.contains("2 ranks"), "{text}");
 }
 
+/// Two inputs that say the same rank: `prof merge` numbers the ranks by position, and the
+/// header names the rank judged as the straggler finding does (before: "judged on rank 0"
+/// beside "straggler: rank 1", of one profile), with merge's warning in the text and the JSON.
+#[test]
+fn ranks_given_twice_are_named_as_merge_numbers_them_and_warned_of() {
+    let dir = scratch("advise-ranks");
+    let mut slow: Value =
+        serde_json::from_str(&std::fs::read_to_string(data("batch32.json")).unwrap()).unwrap();
+    for w in slow["iterations"]["wall_ns"].as_array_mut().unwrap() {
+        *w = Value::from(w.as_u64().unwrap() * 3);
+    }
+    let slow_path = dir.join("slow.json");
+    std::fs::write(&slow_path, slow.to_string()).unwrap();
+    let (a, b) = (data("batch32.json"), data("batch32.json"));
+    let args = ["advise", p(&a), p(&slow_path), p(&b)];
+    let text = ok(&args);
+    assert!(
+        text.contains("judged on rank 1, the slowest") && text.contains("straggler: rank 1 "),
+        "{text}"
+    );
+    assert!(
+        text.contains("  warning: inputs 1 and 2 both say rank 0"),
+        "{text}"
+    );
+    let json: Value = serde_json::from_str(&ok(&[&args[..], &["--json"]].concat())).unwrap();
+    assert_eq!(json["rank"], 1);
+    assert!(json["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("both say rank 0"));
+}
+
 #[test]
 fn bad_input_exits_2() {
     let dir = scratch("advise");
