@@ -150,6 +150,9 @@ pub struct Frame {
     /// In a differential graph: `prof diff`'s comparison of the event, `None` when the baseline
     /// does not have it (and for groups and `other`).
     pub diff: Option<EventDiff>,
+    /// Of several profiles drawn as one, how many lack the frame (0 for one profile): its
+    /// width is the mean over all of them, its title figures the mean over those that have it.
+    pub missing_from: usize,
 }
 
 /// One folded stack: frames from the root, and the last frame's self time.

@@ -153,6 +153,7 @@ pub(super) fn of_profile(
             concurrent: e.concurrent,
             matched: matched[i],
             diff: None,
+            missing_from: 0,
         });
     }
 
@@ -194,6 +195,7 @@ pub(super) fn of_profile(
                 concurrent: false,
                 matched: true,
                 diff: None,
+                missing_from: 0,
             }));
         }
         // Depth first, without recursion (nesting may be deep).
@@ -231,6 +233,7 @@ pub(super) fn of_profile(
             concurrent: false,
             matched: true,
             diff: None,
+            missing_from: 0,
         });
         stacks.push((vec![f], other));
     }
@@ -263,6 +266,9 @@ pub(super) fn mean(runs: Vec<ProfileStacks>) -> Flame {
     let mut index_of: HashMap<FrameKey, usize> = HashMap::new();
     let mut stacks: Vec<(Vec<usize>, f64)> = Vec::new();
     let mut stack_of: HashMap<Vec<usize>, usize> = HashMap::new();
+    // How many runs have each frame: an event's title figures are its mean over those (an
+    // event missing from a run is not a run where it took no time), its width the mean over all.
+    let mut present: Vec<usize> = Vec::new();
     let mut iteration_ns = 0.0;
     for run in runs {
         iteration_ns += run.iteration_ns / n;
@@ -276,13 +282,15 @@ pub(super) fn mean(runs: Vec<ProfileStacks>) -> Flame {
                     calls_per_iter: 0.0,
                     ..f.clone()
                 });
+                present.push(0);
                 frames.len() - 1
             });
+            present[at] += 1;
             let m = &mut frames[at];
-            m.total_ns += f.total_ns / n;
-            m.self_ns += f.self_ns / n;
+            m.total_ns += f.total_ns;
+            m.self_ns += f.self_ns;
             m.width_ns += f.width_ns / n;
-            m.calls_per_iter += f.calls_per_iter / n;
+            m.calls_per_iter += f.calls_per_iter;
             m.merged |= f.merged;
             m.concurrent |= f.concurrent;
             m.matched |= f.matched;
@@ -296,6 +304,17 @@ pub(super) fn mean(runs: Vec<ProfileStacks>) -> Flame {
             });
             stacks[at].1 += w / n;
         }
+    }
+    for (m, &k) in frames.iter_mut().zip(&present) {
+        let over = if matches!(m.key, FrameKey::Event(..)) {
+            k.max(1) as f64
+        } else {
+            n
+        };
+        m.total_ns /= over;
+        m.self_ns /= over;
+        m.calls_per_iter /= over;
+        m.missing_from = (n as usize).saturating_sub(k);
     }
     unique_names(&mut frames);
     let mut sum = 0.0f64;

@@ -98,6 +98,17 @@ pub(super) fn frame_title(flame: &Flame, frame: &Frame) -> String {
                     "context: the filter does not match it, drawn {}: the matching events in it",
                     human_ns(frame.width_ns)
                 ));
+            } else if frame.missing_from > 0 {
+                d.push(format!(
+                    "drawn {}: its mean over every run drawn, {} of which {}",
+                    human_ns(frame.width_ns),
+                    frame.missing_from,
+                    if frame.missing_from == 1 {
+                        "lacks it"
+                    } else {
+                        "lack it"
+                    }
+                ));
             } else if frame.total_ns - frame.width_ns > 1.0 {
                 d.push(format!(
                     "drawn {}: what its parent holds of it, whose children add up to more than \

@@ -236,6 +236,40 @@ fn trace_mode_and_several_runs() {
     assert_eq!(f.width_ns(), 2200);
 }
 
+/// An event that one of two runs lacks: drawn at its mean over both runs (half as wide), but
+/// its title's figures are its mean over the run that has it, and the title says why it is
+/// narrower. Before, its total, self time and calls per iteration were halved too ("0.50
+/// calls per iteration" for an event called once an iteration).
+#[test]
+fn an_event_some_runs_lack_keeps_its_own_figures() {
+    let with = model();
+    let mut without = model();
+    without.events.retain(|e| e.name != "inner");
+    let f = flame(&[with, without], &FlameOptions::default()).unwrap();
+    let inner = f
+        .frames
+        .iter()
+        .find(|fr| fr.key == FrameKey::Event("t::inner".into(), 0))
+        .unwrap();
+    assert_eq!(inner.total_ns, 300.0);
+    assert_eq!(inner.self_ns, 300.0);
+    assert_eq!(inner.calls_per_iter, 1.0);
+    assert_eq!(inner.width_ns, 150.0);
+    assert_eq!(inner.missing_from, 1);
+    let forward = f
+        .frames
+        .iter()
+        .find(|fr| fr.key == FrameKey::Event("t::forward".into(), 0))
+        .unwrap();
+    assert_eq!((forward.total_ns, forward.missing_from), (1000.0, 0));
+    let svg = f.svg().unwrap();
+    assert!(
+        svg.contains("self 300ns, total 300ns per iteration")
+            && svg.contains("its mean over every run drawn, 1 of which lacks it"),
+        "{svg}"
+    );
+}
+
 /// Names a folded line cannot hold are cleaned; two probes with the same name are told apart.
 #[test]
 fn names_stay_distinct_and_foldable() {
