@@ -90,7 +90,8 @@ pub struct WhatIf {
     /// The interval's level is `1 - alpha`.
     pub alpha: f64,
     /// What the estimate means: `critical` (at least 0.85), `hidden` (at most 0.15) or
-    /// `partly hidden`.
+    /// `partly hidden`, when its whole interval says so; `inconclusive` when the interval
+    /// reaches into two of them (or there is none).
     pub reading: &'static str,
     /// Each round.
     pub per_round: Vec<Round>,
@@ -131,6 +132,15 @@ pub fn whatif(base: &[Profile], delayed: &[Profile], alpha: f64) -> Result<WhatI
         let ([delayed_ns, delayed_median_ns], [requested, injected_ns], c) =
             run_figures(d, "delayed", k)?;
         let delay_ns = requested - base_delay;
+        let delayed_runs = d.run.delay.as_ref().map_or(0, |x| x.calls);
+        if delay_ns <= 0.0 && delayed_runs > 0 {
+            return Err(format!(
+                "error: the delayed run of round {k} asked for no delay: its {delayed_runs} delayed \
+                 runs' delays round to 0ns (a delay is counted in whole nanoseconds)\n  = help: \
+                 give a larger --delay (1ns or more a run; a share, such as 10%, of runs this \
+                 short is less)"
+            ));
+        }
         if delay_ns <= 0.0 {
             return Err(format!(
                 "error: the delayed run of round {k} asked for no delay ({} runs of the probes \
@@ -174,19 +184,28 @@ pub fn whatif(base: &[Profile], delayed: &[Profile], alpha: f64) -> Result<WhatI
         ci_low,
         ci_high,
         alpha,
-        reading: reading(per_unit),
+        reading: reading(ci_low, ci_high),
         per_round: rounds,
     })
 }
 
-/// What an estimate means (see [`WhatIf::reading`]).
-pub fn reading(per_unit: f64) -> &'static str {
-    if per_unit >= 0.85 {
-        "critical"
-    } else if per_unit <= 0.15 {
-        "hidden"
+/// What an estimate whose interval is `low` to `high` means (see [`WhatIf::reading`]): the
+/// reading of the whole interval, `inconclusive` when its ends read differently (a reading
+/// from the estimate alone said "on the critical path" of 78 with an interval of -438 to 594).
+pub fn reading(low: f64, high: f64) -> &'static str {
+    let of = |x: f64| {
+        if x >= 0.85 {
+            "critical"
+        } else if x <= 0.15 {
+            "hidden"
+        } else {
+            "partly hidden"
+        }
+    };
+    if low.is_finite() && high.is_finite() && of(low) == of(high) {
+        of(low)
     } else {
-        "partly hidden"
+        "inconclusive"
     }
 }
 
@@ -213,9 +232,14 @@ pub fn render(w: &WhatIf, json: bool) -> String {
             "hidden behind other work: the iteration does not wait for these runs; making them \
              faster buys nothing"
         }
-        _ => {
+        "partly hidden" => {
             "partly hidden: the iteration waits for part of these runs; making them faster pays \
              in part"
+        }
+        _ => {
+            "inconclusive: the interval reaches into more than one reading (critical from 0.85, \
+             hidden up to 0.15, partly hidden between); more rounds (-n, --budget), a larger \
+             --delay or more samples a run (PROF_REPEAT) narrow it"
         }
     };
     let sign = |x: f64| if x >= 0.0 { "+" } else { "-" };
@@ -250,4 +274,23 @@ pub fn render(w: &WhatIf, json: bool) -> String {
         hi = w.ci_high,
         caveat = CAVEAT,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reading is the whole interval's: an estimate of 78 whose interval is -438 to 594
+    /// (three rounds of a delay below the iteration's noise, found in review) is inconclusive,
+    /// not "on the critical path" as the estimate alone read; an interval across a boundary
+    /// too; the guide's three cases read as before.
+    #[test]
+    fn the_reading_is_the_whole_intervals() {
+        assert_eq!(reading(-437.75, 594.41), "inconclusive");
+        assert_eq!(reading(0.80, 0.98), "inconclusive");
+        assert_eq!(reading(f64::NEG_INFINITY, f64::INFINITY), "inconclusive");
+        assert_eq!(reading(0.97, 1.07), "critical");
+        assert_eq!(reading(-0.06, 0.03), "hidden");
+        assert_eq!(reading(0.45, 0.54), "partly hidden");
+    }
 }

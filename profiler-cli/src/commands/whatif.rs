@@ -57,17 +57,30 @@ fn check_delay(delay: &str) -> Result<(), Failure> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let ok = number
+    let ns_per_unit = match unit {
+        "ns" => Some(1.0),
+        "us" | "\u{b5}s" => Some(1e3),
+        "ms" => Some(1e6),
+        "s" => Some(1e9),
+        _ => None,
+    };
+    let number = number
         .parse::<f64>()
-        .is_ok_and(|n| n.is_finite() && n > 0.0)
-        && matches!(unit, "%" | "ns" | "us" | "\u{b5}s" | "ms" | "s");
-    if ok {
-        Ok(())
-    } else {
-        Err(Failure::new(format!(
+        .ok()
+        .filter(|n| n.is_finite() && *n > 0.0);
+    match (number, ns_per_unit) {
+        // A duration is counted in whole nanoseconds: below one, no run would be delayed.
+        (Some(n), Some(scale)) if n * scale < 1.0 => Err(Failure::new(format!(
+            "error: --delay `{delay}` is less than a nanosecond, which the delay counts in: no \
+             run would be delayed\n  = help: give 1ns or more (50us, 1ms), or a share of each \
+             run's own duration (10%)"
+        ))),
+        (Some(_), Some(_)) => Ok(()),
+        (Some(_), None) if unit == "%" => Ok(()),
+        _ => Err(Failure::new(format!(
             "error: --delay `{delay}` is not a delay\n  = help: give a duration with its unit \
              (50us, 1ms; ns, us, ms or s, above 0) or a share of each run's own duration (10%)"
-        )))
+        ))),
     }
 }
 

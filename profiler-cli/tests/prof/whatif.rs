@@ -31,7 +31,8 @@ fn made_up(dir: &Path, name: &str, extra_ns: u64, delay: Option<(&str, u64)>) ->
         v["run"]["delay"] = serde_json::json!({
             "filter": "name=dense",
             "amount": amount,
-            "calls": count,
+            // No run delayed when none asked for any (its probes never ran).
+            "calls": if per_iteration == 0 { 0 } else { count },
             "requested_ns": per_iteration * count,
             // The spins overran by a quarter (a thread that lost the processor before their
             // end): the slope is per unit of delay asked for.
@@ -121,6 +122,8 @@ fn bad_input_is_an_error_that_says_what_to_do() {
     let cases = [
         ("name=dense", "fast", "--delay `fast` is not a delay"),
         ("name=dense", "0", "above 0"),
+        ("name=dense", "0.4ns", "less than a nanosecond"),
+        ("name=dense", "0.0009us", "less than a nanosecond"),
         ("layer=(", "1ms", "--filter"),
     ];
     for (filter, delay, message) in cases {
@@ -147,4 +150,19 @@ fn bad_input_is_an_error_that_says_what_to_do() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("asked for no delay"), "{err}");
+    assert!(err.contains("must run inside the iterations"), "{err}");
+    // Runs delayed, each by less than a nanosecond (a share of very short runs): the message
+    // says so, not that the probes never ran.
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&none).unwrap()).unwrap();
+    v["run"]["delay"]["calls"] = Value::from(31);
+    v["run"]["delay"]["amount"] = Value::from("0.001%");
+    let rounded = dir.join("rounded.json");
+    std::fs::write(&rounded, serde_json::to_vec(&v).unwrap()).unwrap();
+    let out = whatif(&dir, &["-n", "2"], &program(&base, &rounded));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("its 31 delayed runs' delays round to 0ns"),
+        "{err}"
+    );
 }
