@@ -178,6 +178,32 @@ pub fn parse_filter(
     .transpose()
 }
 
+/// [`parse_filter`] for the CPU samples (`prof pprof`, `prof flame --cpu`), whose stacks know
+/// their event's `name`, `id`, `layer` and `phase` only: a filter on another key is refused
+/// (before, `module=...` matched nothing and the message blamed the filter, `kind!=fn` matched
+/// every stack).
+pub fn parse_cpu_filter(
+    text: Option<&str>,
+) -> Result<Option<profiler_format::filter::Filter>, Failure> {
+    use profiler_format::filter::Key;
+    let filter = parse_filter(text)?;
+    if let (Some(f), Some(text)) = (&filter, text) {
+        let known = [Key::Name, Key::Id, Key::Layer, Key::Phase];
+        if let Some(key) = Key::ALL
+            .into_iter()
+            .find(|&k| !known.contains(&k) && f.mentions(k))
+        {
+            return Err(Failure::new(format!(
+                "error: --filter {text}: the CPU samples know each event's name, id, layer and \
+                 phase, not its {}\n  = help: filter on name, id, layer or phase (`prof report` \
+                 lists the sampled events with them)",
+                key.as_str()
+            )));
+        }
+    }
+    Ok(filter)
+}
+
 /// SIGINT, SIGTERM and SIGHUP end `prof` as they would without it (the process ends of the
 /// signal), but first remove the temporary file of a write under way (a trace of a large
 /// profile takes seconds to write): before, Ctrl-C left a hidden `.NAME.XXXX.tmp` of hundreds

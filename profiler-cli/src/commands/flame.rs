@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use profiler_analysis::{self as analysis, diff, flame};
 
-use crate::common::{check_output, fraction, load_all, parse_filter, write_output, Failure};
+use crate::common::{
+    check_output, fraction, load_all, parse_cpu_filter, parse_filter, write_output, Failure,
+};
 use profiler_analysis::load_profile;
 
 /// A flame graph of the mean iteration: an interactive SVG (or folded stacks), one frame per
@@ -113,10 +115,11 @@ impl From<FlameGroupArg> for flame::Grouping {
 pub fn run(args: FlameArgs) -> Result<ExitCode, Failure> {
     let output = &args.output;
     check_output(output, &[&args.files[..], &args.diff[..]].concat())?;
-    let filter = parse_filter(args.filter.as_deref())?;
     if args.cpu {
+        let filter = parse_cpu_filter(args.filter.as_deref())?;
         return cpu_flame(&args, filter.as_ref());
     }
+    let filter = parse_filter(args.filter.as_deref())?;
     let profiles = load_all(&args.files)?;
     let baseline = load_all(&args.diff)?;
     let options = flame::FlameOptions {

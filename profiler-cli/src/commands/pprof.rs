@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use profiler_analysis::cpu;
 
-use crate::common::{check_output, parse_filter, write_output, Failure};
+use crate::common::{check_output, parse_cpu_filter, write_output, Failure};
 use profiler_analysis::load_profile;
 
 /// The CPU samples of a prof.json (taken with PROF_CPU_SAMPLE) as a gzipped pprof profile
@@ -28,7 +28,7 @@ pub struct PprofArgs {
 /// Writes the profile; the output and the filter are checked before the input is read.
 pub fn run(args: PprofArgs) -> Result<ExitCode, Failure> {
     check_output(&args.output, &[&args.file])?;
-    let filter = parse_filter(args.filter.as_deref())?;
+    let filter = parse_cpu_filter(args.filter.as_deref())?;
     let profile = load_profile(&args.file)?;
     let Some(pprof) = cpu::pprof(&profile, filter.as_ref()) else {
         return Err(Failure::new(format!(
@@ -38,12 +38,17 @@ pub fn run(args: PprofArgs) -> Result<ExitCode, Failure> {
         )));
     };
     if pprof.sample.is_empty() {
-        if let Some(text) = &args.filter {
-            return Err(Failure::new(format!(
+        return Err(Failure::new(match &args.filter {
+            Some(text) => format!(
                 "error: --filter {text} matches no sampled event\n  = help: `prof report` lists \
                  the sampled events"
-            )));
-        }
+            ),
+            None => format!(
+                "error: {} holds CPU samples but no sampled stack\n  = help: the run took no \
+                 sample (too short for PROF_CPU_SAMPLE's rate: raise it, or run longer)",
+                args.file.display()
+            ),
+        }));
     }
     write_output(&args.output, &cpu::pprof_gz(&pprof))?;
     Ok(ExitCode::SUCCESS)

@@ -261,17 +261,43 @@ fn filters_that_keep_nothing_and_empty_samples_are_told_apart() {
     let empty = dir.join("empty.json");
     std::fs::write(&empty, serde_json::to_vec(&v).unwrap()).unwrap();
     let svg = dir.join("e.svg");
-    let run = prof(&[
-        "flame",
-        "--cpu",
-        empty.to_str().unwrap(),
-        "-o",
-        svg.to_str().unwrap(),
-    ]);
-    let err = text(&run.stderr);
-    assert_eq!(run.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("holds CPU samples but no sampled stack"),
-        "{err}"
-    );
+    // `prof pprof` too: before, it wrote an empty profile and exited 0.
+    for (command, output) in [("flame", &svg), ("pprof", &out)] {
+        let mut args = vec![
+            command,
+            empty.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+        ];
+        if command == "flame" {
+            args.insert(1, "--cpu");
+        }
+        let run = prof(&args);
+        let err = text(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("holds CPU samples but no sampled stack"),
+            "{err}"
+        );
+        assert!(!output.exists(), "{args:?}");
+    }
+    // A filter on a key the samples do not know is refused as such, not as matching nothing
+    // (and `kind!=fn` no longer keeps every stack).
+    for filter in ["module=cpu_layers", "kind!=fn", "layer=a&file=x.rs"] {
+        for command in ["pprof", "flame"] {
+            let mut args = vec![command, file.to_str().unwrap(), "-o", out.to_str().unwrap()];
+            if command == "flame" {
+                args.insert(1, "--cpu");
+            }
+            args.extend(["--filter", filter]);
+            let run = prof(&args);
+            let err = text(&run.stderr);
+            assert_eq!(run.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains("the CPU samples know each event's name, id, layer and phase, not"),
+                "{args:?}: {err}"
+            );
+            assert!(!out.exists(), "{args:?}");
+        }
+    }
 }
