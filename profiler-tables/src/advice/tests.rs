@@ -205,6 +205,14 @@ fn memory_bound_below_bandwidth() {
     let f = fired(&p, "memory-bound-below-bandwidth");
     assert!((f.evidence.figures["fraction_of_peak"] - 0.1).abs() < 1e-9);
     assert!((f.at_stake_ns - 450_000.0).abs() < 1e-6);
+    // Rates in SI units, as `prof peak` and the report's B/s column give them (not 9.31GiB/s
+    // against 93.13GiB/s).
+    assert!(f.title.contains("moves 10.0GB/s, 10.0% of"), "{}", f.title);
+    assert!(
+        f.evidence.summary.contains("against a peak of 100GB/s"),
+        "{}",
+        f.evidence.summary
+    );
     // 80% of the peak; and no peak at all.
     silent(
         &with_work(None, Some(40_000_000), peak(None, Some(1e11))),

@@ -5,7 +5,12 @@ use super::{figures, Evidence, Finding, Input, Rule};
 use super::{CHURN_ALLOCS, CHURN_NS_PER_ALLOC, CHURN_NS_PER_PAGE, CHURN_SHARE};
 use super::{FAR_BELOW_PEAK, MANY_SHAPES};
 use crate::table_text::{human_bytes, human_ns, percent};
-use crate::work::Bound;
+use crate::work::{human_rate, Bound};
+
+/// A bandwidth in SI units (`3.63GB/s`), as `prof peak` and the report's `B/s` column give it.
+fn bytes_per_s(rate: f64) -> String {
+    format!("{}B/s", human_rate(rate))
+}
 
 pub(super) const MEMORY_BOUND: Rule = Rule {
     id: "memory-bound-below-bandwidth",
@@ -74,22 +79,22 @@ pub(super) fn memory_bound(input: &Input) -> Vec<Finding> {
         out.push(Finding::new(
             &MEMORY_BOUND,
             format!(
-                "{} moves {}/s, {} of the peak bandwidth",
+                "{} moves {}, {} of the peak bandwidth",
                 site.label,
-                human_bytes(rate.median),
+                bytes_per_s(rate.median),
                 percent(fraction)
             ),
             r.total_ns * (1.0 - fraction),
             Evidence {
                 summary: format!(
-                    "{} ({}): median {}/s (95% interval {}/s .. {}/s) against a peak of {}/s; \
-                     at the peak its {} per iteration would take {}",
+                    "{} ({}): median {} (95% interval {} .. {}) against a peak of {}; at the \
+                     peak its {} per iteration would take {}",
                     site.label,
                     site.location,
-                    human_bytes(rate.median),
-                    human_bytes(rate.low),
-                    human_bytes(rate.high),
-                    human_bytes(peak),
+                    bytes_per_s(rate.median),
+                    bytes_per_s(rate.low),
+                    bytes_per_s(rate.high),
+                    bytes_per_s(peak),
                     human_ns(r.total_ns),
                     human_ns(r.total_ns * fraction)
                 ),
