@@ -214,11 +214,13 @@ impl Measured {
             Dtype::F64 => "GEMM dgemm f64",
         };
         let mut out = format!(
-            "prof peak: this machine's CPU, {} ({}x{} GEMM per thread, STREAM over {} MiB)\n\n",
+            "prof peak: this machine's CPU, {} ({}x{} GEMM per thread, STREAM over {:.1} MiB)\n\n",
             plural(self.options.threads, "thread"),
             self.size,
             self.size,
-            (self.stream_len * 8 * 3 * self.options.threads) >> 20
+            // With one decimal, as `detail` gives each array: the arrays are rounded down to
+            // whole elements per thread, so that a whole number read `--stream-mib 16` as 15.
+            (self.stream_len * 8 * 3 * self.options.threads) as f64 / (1u64 << 20) as f64
         );
         out.push_str(&format!(
             "{:<15} {:>10} {:>10} {:>10} {:>10} {:>7} {:>6}  {}\n",
@@ -584,5 +586,8 @@ mod tests {
         assert!(peak.flops.unwrap() > 0.0 && peak.bytes.unwrap() > 0.0);
         assert_eq!(m.gemm.reps, timing::MIN_REPS);
         assert!(peak.detail.contains("sgemm") && peak.detail.contains("64x64"));
+        // The table gives the STREAM size asked for (1 MiB, its arrays rounded down to whole
+        // elements per thread), not "0 MiB".
+        assert!(m.table().contains("STREAM over 1.0 MiB"), "{}", m.table());
     }
 }
