@@ -135,10 +135,19 @@ pub fn run(args: PeakArgs) -> Result<ExitCode, Failure> {
             )))
         }
     };
+    let available = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = match threads {
         Some(n) => n as usize,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        None => available,
     };
+    if threads > available {
+        // Each thread's GEMM then shares a core: the peak measured is below the machine's.
+        say!(
+            "prof peak: warning: --threads {threads} is more than the {available} cores this \
+             process may run on: the threads share them, and the peak measured is below what \
+             the cores can do (leave --threads out to use every core)"
+        );
+    }
     let options = peak::Options {
         threads,
         seconds,

@@ -78,6 +78,27 @@ fn the_table_and_dgemm() {
     assert!(peak.detail.contains("dgemm (f64)"), "{}", peak.detail);
 }
 
+/// More threads than the cores the process may run on: measured all the same, with a warning
+/// that the peak is below the machine's (before, nothing said so: 64 threads on 2 cores gave
+/// 0.3 GFLOP/s).
+#[test]
+fn more_threads_than_cores_are_warned_of() {
+    let dir = scratch("peak-threads");
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let over = (cores + 1).to_string();
+    let out = quick_peak(&dir.join("over.json"), &["--threads", &over]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "warning: --threads {over} is more than the {cores} cores"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    let out = quick_peak(&dir.join("fits.json"), &["--threads", "1"]);
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+}
+
 #[test]
 fn a_bad_output_fails_before_measuring() {
     let dir = scratch("peak-bad-output");
