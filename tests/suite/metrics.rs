@@ -282,6 +282,58 @@ fn hostile_scrapers_never_stall_the_training_loop() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `prof_event_calls_total` counts every sample measured, including the windows closed and
+/// dropped between two publications: one event, one sample a window, one window kept, so the
+/// counter is at least the windows closed (the last one's index + 1; the count may run ahead
+/// of the window served by the windows closed since). Before, it counted the windows the
+/// published profile kept: 7 after 8,000 windows. Each event's series carry its probe's `id`.
+#[cfg(unix)]
+#[test]
+fn calls_count_every_window_closed_and_series_carry_the_id() {
+    let dir = scratch("metrics-calls");
+    let vars = [
+        ("PROF_FILTER", "name=lookup"),
+        ("PROF_REPEAT", "1"),
+        ("PROF_WINDOWS", "1"),
+        ("PROF_BASELINE_WINDOWS", "0"),
+    ];
+    let rank = Rank::start(&dir, 0, &vars, &["--batch", "8", "--iters", "100000000"]);
+    let addr = rank.addr;
+    let mut seen = None;
+    let served = wait_for(Duration::from_secs(240), || {
+        let Some((200, body)) = get(addr, "/metrics") else {
+            return false;
+        };
+        let number = |prefix: &str| {
+            body.lines()
+                .find(|l| l.starts_with(prefix))
+                .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        };
+        let (Some(index), Some(calls)) = (
+            number("prof_window_index{"),
+            number("prof_event_calls_total{"),
+        ) else {
+            return false;
+        };
+        seen = Some((index, calls, body.clone()));
+        index >= 20.0
+    });
+    let (index, calls, body) = seen.expect("no window served");
+    assert!(served, "fewer than 21 windows closed: {body}");
+    assert!(
+        calls >= index + 1.0,
+        "{calls} calls counted by window {index}:\n{body}"
+    );
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("prof_event_median_seconds{")
+                && l.contains("id=\"dlrm::Embedding::lookup\"")),
+        "{body}"
+    );
+    rank.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The job stopped (SIGTERM, as a scheduler stops it) while scrapers are in the middle of their
 /// exchange (one asked and never reads, one sent half a request, others connected and silent):
 /// it writes its results and ends of the signal, never held up by the endpoint's threads. The

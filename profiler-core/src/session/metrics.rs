@@ -53,7 +53,8 @@ impl Metrics {
     }
 
     /// Nothing to publish to.
-    pub(crate) fn publish(&self, _profile: &Profile) {}
+    pub(crate) fn publish(&self, _profile: &Profile, _calls: &std::collections::HashMap<u32, u64>) {
+    }
 }
 
 #[cfg(feature = "metrics")]
@@ -101,7 +102,7 @@ mod served {
         shared: Arc<Shared>,
         /// The `job` label.
         job: String,
-        /// The calls counted per event over the windows published so far.
+        /// The drift as last judged, and when to judge it again.
         totals: Mutex<Totals>,
         /// Which of the sessions that served on the endpoint this one is: it publishes only
         /// while it is the last ([`Shared::owner`]).
@@ -191,13 +192,9 @@ mod served {
         }
     }
 
-    /// The running counts behind `prof_event_calls_total`.
+    /// What the drift series carry from one publication to the next.
     #[derive(Debug, Default)]
     pub(crate) struct Totals {
-        /// The `index` of the newest window counted.
-        last_index: Option<u64>,
-        /// Samples measured per event (`order`) in the windows counted.
-        calls: HashMap<u32, u64>,
         /// Per event (`order`): the windows closed in a row while its drift against the run's
         /// start said slower at each judgement.
         slower: HashMap<u32, u64>,
@@ -357,8 +354,9 @@ mod served {
             Some(Metrics::of(shared, job, 0))
         }
 
-        /// The windows of `profile` (the one just made to be written) become the text served.
-        pub(crate) fn publish(&self, profile: &Profile) {
+        /// The windows of `profile` (the one just made to be written) become the text served;
+        /// `calls`: the samples measured per event (`order`) in every window closed so far.
+        pub(crate) fn publish(&self, profile: &Profile, calls: &HashMap<u32, u64>) {
             if profile.windows.is_empty() {
                 return;
             }
@@ -368,7 +366,7 @@ mod served {
             let mut totals = lock(&self.totals);
             let now = Instant::now();
             let judge = totals.next_judgement.is_none_or(|next| now >= next);
-            let text = render(profile, &self.job, &mut totals, closed_at, judge);
+            let text = render(profile, &self.job, &mut totals, calls, closed_at, judge);
             if judge {
                 let took = now.elapsed();
                 totals.next_judgement =
@@ -585,28 +583,22 @@ mod served {
         ns as f64 / 1e9
     }
 
-    /// The series of `profile`'s last closed window, as OpenMetrics text; `totals` counts the
-    /// calls of the windows not counted before. `closed_at`: the Unix time it is published.
+    /// The series of `profile`'s last closed window, as OpenMetrics text; `measured`: the samples
+    /// measured per event (`order`) in every window closed so far, kept or not (counted at each
+    /// window's close: a count over the windows a profile keeps missed those closed and
+    /// dropped between two publications). `closed_at`: the Unix time it is published.
     /// `judge`: the drift is judged anew (else the last judgement is served).
     pub(crate) fn render(
         profile: &Profile,
         job: &str,
         totals: &mut Totals,
+        measured: &HashMap<u32, u64>,
         closed_at: f64,
         judge: bool,
     ) -> String {
         let Some(window) = profile.windows.last() else {
             return "# EOF\n".to_owned();
         };
-        for w in &profile.windows {
-            if totals.last_index.is_some_and(|last| w.index <= last) {
-                continue;
-            }
-            for e in &w.events {
-                *totals.calls.entry(e.order).or_default() += e.stats.count;
-            }
-        }
-        totals.last_index = Some(window.index);
         if judge {
             judge_drift(profile, window.index, totals);
         }
@@ -750,12 +742,22 @@ mod served {
             let Some(event) = events.get(&we.order) else {
                 continue;
             };
+            // An event that did not run in the window (it stopped running) has no series: they
+            // go stale, rather than say it took 0 s and did not change.
+            if we.stats.count == 0 {
+                continue;
+            }
             let mut labels = base.clone();
+            // `id` (and the stream) tell apart events that share the others: functions of one
+            // name in two modules, runtime probes whose names differ only where a name is not
+            // a label, a probe on two streams. Without them their series were one, mixed.
             labels.extend([
                 ("layer", event.layer.clone().unwrap_or_default()),
                 ("phase", event.phase.clone().unwrap_or_default()),
                 ("event", event.name.clone()),
                 ("occurrence", event.occurrence.to_string()),
+                ("id", event.id.clone()),
+                ("stream", event.stream.clone().unwrap_or_default()),
             ]);
             median
                 .get_or_create(&labels)
@@ -768,7 +770,7 @@ mod served {
             }
             calls
                 .get_or_create(&labels)
-                .inc_by(totals.calls.get(&we.order).copied().unwrap_or(0));
+                .inc_by(measured.get(&we.order).copied().unwrap_or(0));
             if iteration_median > 0 {
                 share
                     .get_or_create(&labels)
@@ -808,6 +810,7 @@ mod tests {
     use super::served::{bind, render, Metrics, Totals, MAX_REQUEST};
     use crate::select::config::{Config, Mode};
     use profiler_format::Profile;
+    use std::collections::HashMap;
     use std::io::{Read, Write};
     use std::net::{SocketAddr, TcpStream};
     use std::time::Duration;
@@ -833,7 +836,14 @@ mod tests {
     fn every_series_of_the_last_window_equals_the_file() {
         let profile = recorded();
         let window = profile.windows.last().unwrap();
-        let text = render(&profile, "train", &mut Totals::default(), 1.5e9, true);
+        let text = render(
+            &profile,
+            "train",
+            &mut Totals::default(),
+            &kept(&profile),
+            1.5e9,
+            true,
+        );
         for line in [
             "# TYPE prof_event_median_seconds gauge",
             "# UNIT prof_event_median_seconds seconds",
@@ -906,7 +916,14 @@ mod tests {
     #[test]
     fn the_slowed_layer_is_served_as_slower() {
         let profile = recorded();
-        let text = render(&profile, "train", &mut Totals::default(), 0.0, true);
+        let text = render(
+            &profile,
+            "train",
+            &mut Totals::default(),
+            &kept(&profile),
+            0.0,
+            true,
+        );
         let slower = text
             .lines()
             .filter(|l| l.starts_with("prof_drift_verdict{") && l.ends_with(" 1.0"))
@@ -925,7 +942,7 @@ mod tests {
                 .collect()
         };
         // Published once: at most one window.
-        let once = render(&full, "j", &mut Totals::default(), 0.0, true);
+        let once = render(&full, "j", &mut Totals::default(), &kept(&full), 0.0, true);
         assert!(streaks(&once).iter().all(|&k| k <= 1), "{once}");
         assert!(
             streaks(&once).contains(&1),
@@ -937,11 +954,11 @@ mod tests {
         for keep in n - 3..=n {
             let mut profile = full.clone();
             profile.windows.truncate(keep);
-            text = render(&profile, "j", &mut totals, 0.0, true);
+            text = render(&profile, "j", &mut totals, &kept(&profile), 0.0, true);
         }
         assert!(streaks(&text).contains(&4), "{text}");
         // Between judgements the last one is served: the same verdicts, the same count.
-        let again = render(&full, "j", &mut totals, 0.0, false);
+        let again = render(&full, "j", &mut totals, &kept(&full), 0.0, false);
         let sorted = |mut v: Vec<u64>| {
             v.sort_unstable();
             v
@@ -954,29 +971,76 @@ mod tests {
         };
         assert_eq!(verdicts(&again), verdicts(&text));
         // Not judged yet: no verdict is served.
-        let unjudged = render(&full, "j", &mut Totals::default(), 0.0, false);
+        let unjudged = render(&full, "j", &mut Totals::default(), &kept(&full), 0.0, false);
         assert_eq!(verdicts(&unjudged), 0);
     }
 
+    /// The samples of every window kept, per event: what the writer counts at the hand-over
+    /// for a run whose every window is kept.
+    fn kept(profile: &Profile) -> HashMap<u32, u64> {
+        let mut calls = HashMap::new();
+        for e in profile.windows.iter().flat_map(|w| &w.events) {
+            *calls.entry(e.order).or_default() += e.stats.count;
+        }
+        calls
+    }
+
+    /// Two events that share layer, phase, name and occurrence (a function of one name in two
+    /// modules) are two series, told apart by `id`: before, they were one, the last rendered
+    /// winning the gauges and the counter adding both. An event with no sample in the window
+    /// (it stopped running) has no series, rather than a median of 0 s and a change of 1.
     #[test]
-    fn calls_count_each_window_once_across_renders() {
+    fn events_alike_but_for_their_id_are_two_series_and_an_event_gone_has_none() {
         let mut profile = recorded();
-        let mut totals = Totals::default();
-        let last = profile.windows.pop().unwrap();
-        let first = render(&profile, "j", &mut totals, 0.0, true);
-        profile.windows.push(last.clone());
-        let second = render(&profile, "j", &mut totals, 0.0, true);
-        let total = |text: &str| {
-            text.lines()
-                .filter(|l| l.starts_with("prof_event_calls_total{"))
-                .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
-                .sum::<u64>()
-        };
-        let added: u64 = last.events.iter().map(|e| e.stats.count).sum();
-        assert_eq!(total(&second), total(&first) + added);
-        // Rendering the same windows again adds nothing.
-        let third = render(&profile, "j", &mut totals, 0.0, true);
-        assert_eq!(total(&third), total(&second));
+        let window = profile.windows.last().unwrap().clone();
+        let (a, b) = (window.events[0].order, window.events[1].order);
+        let name = profile
+            .events
+            .iter()
+            .find(|e| e.order == a)
+            .unwrap()
+            .clone();
+        let twin = profile.events.iter_mut().find(|e| e.order == b).unwrap();
+        twin.name = name.name.clone();
+        twin.layer = name.layer.clone();
+        twin.phase = name.phase.clone();
+        twin.occurrence = name.occurrence;
+        let text = render(
+            &profile,
+            "j",
+            &mut Totals::default(),
+            &kept(&profile),
+            0.0,
+            true,
+        );
+        let medians: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("prof_event_median_seconds{")
+                    && l.contains(&format!("event=\"{}\"", name.name))
+            })
+            .collect();
+        assert_eq!(medians.len(), 2, "{text}");
+        // The event `a` did not run in the last window: its series go.
+        let last = profile.windows.last_mut().unwrap();
+        let gone = last.events.iter_mut().find(|e| e.order == a).unwrap();
+        gone.samples_ns.clear();
+        gone.stats = profiler_format::Stats::of(&[]);
+        let text = render(
+            &profile,
+            "j",
+            &mut Totals::default(),
+            &kept(&profile),
+            0.0,
+            true,
+        );
+        let id = format!("id=\"{}\"", name.id);
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.starts_with("prof_") && l.contains(&id)),
+            "{text}"
+        );
     }
 
     #[test]
@@ -991,7 +1055,14 @@ mod tests {
         e.name = "a \"quoted\"\\back\nslash} name".to_owned();
         e.layer = Some("l\"\n".to_owned());
         profile.run.host = "h\\".to_owned();
-        let text = render(&profile, "j\"ob", &mut Totals::default(), 0.0, true);
+        let text = render(
+            &profile,
+            "j\"ob",
+            &mut Totals::default(),
+            &kept(&profile),
+            0.0,
+            true,
+        );
         assert!(
             text.contains(r#"event="a \"quoted\"\\back\nslash} name""#),
             "{text}"
@@ -1029,7 +1100,7 @@ mod tests {
         let empty = get(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
         assert!(empty.starts_with("HTTP/1.1 200 OK\r\n"), "{empty}");
         assert!(empty.ends_with("\r\n\r\n# EOF\n"), "{empty}");
-        metrics.publish(&recorded());
+        metrics.publish(&recorded(), &kept(&recorded()));
         let full = get(addr, b"GET /metrics?x=1 HTTP/1.1\r\n\r\n");
         assert!(full.contains("application/openmetrics-text"));
         assert!(full.contains("prof_event_median_seconds{"));
@@ -1064,7 +1135,7 @@ mod tests {
             .collect();
         assert!(!idle.is_empty());
         // Publishing never waits for the server.
-        metrics.publish(&recorded());
+        metrics.publish(&recorded(), &kept(&recorded()));
         drop(idle);
         // Once they are gone, a scrape is answered (the closed ones are answered at once: the
         // read sees the end; the waits are the I/O timeout at worst).
@@ -1106,18 +1177,18 @@ mod tests {
         let scrape = |addr| get(addr, b"GET /metrics HTTP/1.1\r\n\r\n");
         let first = Metrics::start(&config("127.0.0.1:0")).unwrap().unwrap();
         let at = Metrics::served_at().unwrap();
-        first.publish(&recorded());
+        first.publish(&recorded(), &kept(&recorded()));
         assert!(scrape(at).contains("prof_window_index{"));
 
         let second = Metrics::start(&config("127.0.0.1:0")).unwrap().unwrap();
         assert_eq!(Metrics::served_at(), Some(at));
         assert!(scrape(at).ends_with("\r\n\r\n# EOF\n"), "{}", scrape(at));
-        first.publish(&recorded());
+        first.publish(&recorded(), &kept(&recorded()));
         assert!(
             !scrape(at).contains("prof_window_index{"),
             "the first still publishes"
         );
-        second.publish(&recorded());
+        second.publish(&recorded(), &kept(&recorded()));
         assert!(scrape(at).contains("prof_window_index{"));
 
         // The same port asked by number: the endpoint bound from `:0` closes, and the port is

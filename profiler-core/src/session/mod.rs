@@ -273,7 +273,7 @@ impl Session {
     /// A profile of the windows was made to be written: the endpoint serves the same numbers.
     fn publish_metrics(&self, profile: &profiler_format::Profile) {
         if let Some(metrics) = &self.metrics {
-            metrics.publish(profile);
+            metrics.publish(profile, &self.writer.calls());
         }
     }
 

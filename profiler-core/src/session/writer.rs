@@ -16,7 +16,7 @@
 //! window handed over: the end of the run and a snapshot absorb what is still queued
 //! themselves ([`Writer::archive_now`]) and never wait for the writer.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
@@ -127,6 +127,10 @@ struct Queue {
     inline: bool,
     /// The run's results were written for the last time: the writer stops.
     stopped: bool,
+    /// Samples measured per event (`order`) in every window handed over so far, counted at the
+    /// hand-over (so that a window the writer drops unread still counts):
+    /// `prof_event_calls_total`.
+    calls: HashMap<u32, u64>,
 }
 
 /// What the writer thread asks of the run it serves.
@@ -219,6 +223,16 @@ impl Writer {
             plan: (order, streams),
         } = handed;
         let mut q = lock(&self.queue);
+        for &e in order {
+            // Merged events have no windows (their exact totals are in `events`).
+            let Some(ev) = m.schedule.events[e as usize].get() else {
+                continue;
+            };
+            if ev.store.totals.is_none() {
+                let n = resolved.get(e as usize).map_or(0, |r| r.durations.len());
+                *q.calls.entry(ev.order).or_default() += n as u64;
+            }
+        }
         let mut closed = q.spare.pop().unwrap_or_default();
         closed.index = index;
         closed.first_iteration = first;
@@ -289,6 +303,11 @@ impl Writer {
         let mut q = lock(&self.queue);
         self.start(config, &mut q);
         !(q.inline || q.stopped)
+    }
+
+    /// Samples measured per event (`order`) in every window handed over so far.
+    pub(crate) fn calls(&self) -> HashMap<u32, u64> {
+        lock(&self.queue).calls.clone()
     }
 
     /// The archive, with every window handed over absorbed (by the writer, or here).
