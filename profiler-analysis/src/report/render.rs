@@ -535,7 +535,14 @@ pub fn drifted_line(w: &drift::Windows) -> String {
         .filter(|s| s.drift == drift::DriftStatus::Inconclusive)
         .map(|s| text::label(&s.identity))
         .collect();
-    if w.recent.is_none() {
+    // Without windows after the baseline ones there is no recent side, but from 12 windows on
+    // the change points still judge each series: only when no series has a verdict is there
+    // none (before, this line said so beside a table of SLOWER verdicts).
+    let judged = w.iteration.drift != drift::DriftStatus::Unknown
+        || w.events
+            .iter()
+            .any(|s| s.drift != drift::DriftStatus::Unknown);
+    if w.recent.is_none() && !judged {
         "no drift verdict: not enough windows yet".to_owned()
     } else if drifted.is_empty() && !inconclusive.is_empty() {
         let shown = inconclusive.len().min(5);

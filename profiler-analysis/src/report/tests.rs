@@ -944,6 +944,35 @@ fn one_window_says_it_is_not_enough() {
         .ends_with("no drift verdict: not enough windows yet"));
 }
 
+/// Every window kept is a baseline window (PROF_BASELINE_WINDOWS above the windows closed):
+/// there is no recent side, but the change points judge the 20 windows, and the summary line
+/// names the event they call slower. Before, it said "no drift verdict: not enough windows
+/// yet" under a table that said SLOWER.
+#[test]
+fn change_points_decide_without_a_recent_side_and_the_summary_says_so() {
+    let all = crate::drift::tests::continuous(
+        &crate::diff::tests::model(),
+        10,
+        20,
+        20,
+        0.02,
+        &[("top_backward", 1.6, 10)],
+        5,
+    );
+    let report = build(
+        &crate::drift::tests::pinned(all, 30, 0),
+        &ReportOptions::default(),
+    );
+    let windows = report.windows.as_ref().unwrap();
+    assert!(windows.recent.is_none());
+    let table = render(&report, Format::Table);
+    let last = table.trim_end().lines().last().unwrap();
+    assert!(
+        last.starts_with("! drifted: ") && last.contains("top_backward"),
+        "{table}"
+    );
+}
+
 /// Memory figures (from `profiler_core::Alloc`) add three columns, `-` for an event without
 /// them, and `--sort alloc|peak` orders by them; without figures nothing changes.
 #[test]
