@@ -663,30 +663,38 @@ fn severity(status: Option<DriftStatus>) -> u8 {
     }
 }
 
+/// The size of a series' headline change, `|ln ratio|` (0 without one): its change point's
+/// where the headline rests on change points, else its comparison's. A layer row is sorted by
+/// its members' (it took the comparison's alone, which change points leave empty: every
+/// layer sized 0, in execution order).
+fn change_size(s: &Series) -> f64 {
+    let ratio = if s.drift_basis == profiler_analysis::drift::Basis::ChangePoints {
+        s.change_point.as_ref().map(|c| c.ratio)
+    } else {
+        s.comparison.as_ref().map(|c| c.ratio)
+    };
+    ratio
+        .map(|r| r.ln().abs())
+        .filter(|m| m.is_finite())
+        .unwrap_or(0.0)
+}
+
 /// The sparkline, the headline drift cell (`prof report`'s, and against what), its status
 /// and the size of its change, of one series.
 fn verdict(w: &Windows, s: &Series) -> (String, String, Option<DriftStatus>, f64) {
     // Where the headline rests on change points: `SLOWER +20.1% from window 12` (the report's
     // cell, without the interval the column has no room for), `stable` or `inconclusive`.
     if s.drift_basis == profiler_analysis::drift::Basis::ChangePoints {
-        let (cell, magnitude) = match &s.change_point {
-            Some(c) => (
-                format!(
-                    "{} {:+.1}% from window {}",
-                    c.drift.as_str().to_uppercase(),
-                    100.0 * (c.ratio - 1.0),
-                    c.index
-                ),
-                c.ratio.ln().abs(),
+        let cell = match &s.change_point {
+            Some(c) => format!(
+                "{} {:+.1}% from window {}",
+                c.drift.as_str().to_uppercase(),
+                100.0 * (c.ratio - 1.0),
+                c.index
             ),
-            None => (s.drift.as_str().to_owned(), 0.0),
+            None => s.drift.as_str().to_owned(),
         };
-        let magnitude = if magnitude.is_finite() {
-            magnitude
-        } else {
-            0.0
-        };
-        return (w.sparkline(s), cell, Some(s.drift), magnitude);
+        return (w.sparkline(s), cell, Some(s.drift), change_size(s));
     }
     let mut cell = report::drift_cell(
         &profiler_analysis::drift::Judgement {
@@ -701,13 +709,7 @@ fn verdict(w: &Windows, s: &Series) -> (String, String, Option<DriftStatus>, f64
             profiler_analysis::drift::Against::RecentPast => " recent past",
         });
     }
-    let magnitude = s
-        .comparison
-        .as_ref()
-        .map(|c| c.ratio.ln().abs())
-        .filter(|m| m.is_finite())
-        .unwrap_or(0.0);
-    (w.sparkline(s), cell, Some(s.drift), magnitude)
+    (w.sparkline(s), cell, Some(s.drift), change_size(s))
 }
 
 fn iteration_row(s: &Snapshot) -> Row {
@@ -787,8 +789,7 @@ fn layer_row(
         magnitude = members
             .iter()
             .filter(|x| Some(x.drift) == status)
-            .filter_map(|x| x.comparison.as_ref().map(|c| c.ratio.ln().abs()))
-            .filter(|m| m.is_finite())
+            .map(|x| change_size(x))
             .fold(0.0, f64::max);
     }
     Row {

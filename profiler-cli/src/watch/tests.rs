@@ -123,6 +123,61 @@ fn sorted_by_drift_in_the_events_view() {
     golden("sorted-drift", &frame(&watch, Duration::from_secs(3)));
 }
 
+/// Layers sorted by drift where the verdicts rest on change points (12 windows or more): the
+/// layer whose events changed most first. `continuous-slow.json` (bottom_mlp slower by about
+/// 80%) given six more windows in which the interaction layer takes three times as long.
+/// Before, a layer's size came from the comparison alone, which change points leave empty:
+/// every layer sized 0, in execution order (bottom_mlp above interaction).
+#[test]
+fn layers_sorted_by_drift_on_change_points_by_the_size_of_their_change() {
+    let mut profile = load_profile(data(SLOW)).unwrap();
+    let interaction: Vec<u32> = profile
+        .events
+        .iter()
+        .filter(|e| e.layer.as_deref() == Some("interaction"))
+        .map(|e| e.order)
+        .collect();
+    let last = profile.windows.last().unwrap().clone();
+    for k in 0..6 {
+        let mut w = last.clone();
+        w.index = last.index + 1 + k;
+        w.first_iteration = last.first_iteration + (k + 1) * w.wall_ns.len() as u64;
+        for e in w
+            .events
+            .iter_mut()
+            .filter(|e| interaction.contains(&e.order))
+        {
+            e.samples_ns.iter_mut().for_each(|v| *v *= 3);
+            e.stats = profiler_format::Stats::of(&e.samples_ns);
+        }
+        profile.windows.push(w);
+    }
+    profile.run.windows = Some(20);
+    let mut watch = Watch::new(
+        &["two.json".to_owned()],
+        Duration::from_secs(1),
+        no_trigger(),
+    );
+    watch.apply(
+        0,
+        Update::Loaded {
+            modified: Some(written()),
+            snapshot: Box::new(Snapshot::new(&profile, 0.02)),
+        },
+    );
+    watch.handle_key(KeyPress::Char('s'));
+    watch.handle_key(KeyPress::Char('s'));
+    assert_eq!((watch.view, watch.sort), (ViewMode::Layers, Sort::Drift));
+    let layers: Vec<String> = watch
+        .rows()
+        .iter()
+        .filter(|r| r.kind == super::model::RowKind::Layer)
+        .map(|r| r.name.clone())
+        .collect();
+    let at = |name: &str| layers.iter().position(|l| l == name).unwrap();
+    assert!(at("interaction") < at("bottom_mlp"), "{layers:?}");
+}
+
 #[test]
 fn filtered_by_layer_then_by_text() {
     let mut watch = watch_of(&[SLOW]);
