@@ -28,6 +28,17 @@ use source::Source;
 /// tall as what they show).
 pub const ONCE_WIDTH: u16 = 140;
 
+/// The width `--once` draws at on a terminal that says it is `reported` columns wide: a
+/// terminal that reports 0 (a pseudo-terminal not sized yet, as `docker exec -t` or `ssh -tt`
+/// give early on) drew an empty frame; below 20 columns nothing fits either.
+fn once_width(reported: u16) -> u16 {
+    if reported < 20 {
+        ONCE_WIDTH
+    } else {
+        reported
+    }
+}
+
 /// What `prof watch` was asked for.
 #[derive(Clone, Debug)]
 pub struct WatchOptions {
@@ -82,7 +93,7 @@ pub fn once(options: &WatchOptions) -> (String, Option<String>) {
         }
     }
     let width = if std::io::stdout().is_terminal() {
-        ratatui::crossterm::terminal::size().map_or(ONCE_WIDTH, |(w, _)| w)
+        ratatui::crossterm::terminal::size().map_or(ONCE_WIDTH, |(w, _)| once_width(w))
     } else {
         ONCE_WIDTH
     };

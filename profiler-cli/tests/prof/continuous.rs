@@ -332,3 +332,48 @@ fn continuous_profiles_that_do_not_add_up_are_refused() {
         assert!(err.contains(message), "{name}: {err}");
     }
 }
+
+/// `prof watch --once` on a terminal that reports 0 columns (a pseudo-terminal not sized yet,
+/// as `docker exec -t` gives early on) draws at the default width: before, it drew an empty
+/// frame (one blank line, exit 0).
+#[cfg(target_os = "linux")]
+#[test]
+fn watch_once_on_a_terminal_of_width_0_draws_the_frame() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (0, 0);
+    let size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty(3) writes the two descriptors it opens; the size is read only.
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(opened, 0, "openpty");
+    // SAFETY: both descriptors were just opened by openpty and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_prof"))
+        .args(["watch", "--once", p(&fixture())])
+        .stdout(std::process::Stdio::from(slave.try_clone().unwrap()))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(slave);
+    let status = child.wait().unwrap();
+    let mut text = Vec::new();
+    let mut master = std::fs::File::from(master);
+    // Reading past the child's output ends in EIO once no slave is open.
+    let _ = master.read_to_end(&mut text);
+    let text = String::from_utf8_lossy(&text);
+    assert!(status.success(), "{status:?}");
+    assert!(text.contains("iteration"), "{text:?}");
+}
