@@ -51,10 +51,15 @@ pub fn status(complete: bool) -> &'static str {
     }
 }
 
-/// `complete`, or what an incomplete run means in `mode`: a `continuous`-mode schedule never
-/// ends, so its file is incomplete while the run goes on and when a signal cut it short.
-pub fn status_in(mode: &str, complete: bool) -> &'static str {
+/// `complete`, or what an incomplete run means in `mode`, whose file holds `windows` windows:
+/// a `continuous`-mode schedule never ends, so its file is incomplete while the run goes on and
+/// when a signal cut it short, and one written before its first window closed holds what the
+/// window still open measured.
+pub fn status_in(mode: &str, complete: bool, windows: usize) -> &'static str {
     match (mode, complete) {
+        ("continuous", false) if windows == 0 => {
+            "INCOMPLETE (written before its first window closed: what the open window measured)"
+        }
         ("continuous", false) => {
             "INCOMPLETE (written while the run went on, or when a signal stopped it)"
         }
@@ -161,7 +166,7 @@ fn summary_with(profile: &Profile, last_line: &str) -> String {
         iteration.warmup,
         events.len(),
         human_ns(iteration.median_ns),
-        status_in(&profile.run.mode, profile.complete)
+        status_in(&profile.run.mode, profile.complete, profile.windows.len())
     );
     // With `Alloc` installed, what each run allocated and its peak of live bytes (medians).
     let families = columns::Families {

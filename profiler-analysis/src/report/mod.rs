@@ -156,6 +156,10 @@ pub struct Report {
     /// What to do about it: `prof advise`'s findings on this profile, the most time at stake
     /// first ([`crate::advise::findings_of`]); empty when no rule fired.
     pub advice: Vec<crate::advise::Finding>,
+    /// Windows in the profile (`continuous` mode; 0 when it was written before the first one
+    /// closed: its events are then the open window's). Not serialized (`windows` is).
+    #[serde(skip)]
+    pub windows_kept: usize,
 }
 
 /// The group of event `i`. A missing layer (or phase) is inherited from the nearest ancestor
@@ -316,6 +320,7 @@ pub fn build_from(profile: &Profile, tables: ProfileTables, options: &ReportOpti
         peak: profile.run.peak.clone(),
         before_loop: profile.before_loop.clone(),
         advice,
+        windows_kept: profile.windows.len(),
     }
 }
 

@@ -20,15 +20,20 @@ fn headline(report: &Report) -> String {
     let program = text::printable(&report.program);
     if report.mode == "continuous" {
         return format!(
-            "{}: continuous mode, {} iterations ({} warmup); the last window's {} iterations \
-             (from iteration {}) and {} events below, {}",
+            "{}: continuous mode, {} iterations ({} warmup); {} {} iterations (from iteration \
+             {}) and {} events below, {}",
             program,
             it.count,
             it.warmup,
+            if report.windows_kept == 0 {
+                "no window closed: the open window's"
+            } else {
+                "the last window's"
+            },
             it.measured,
             it.first,
             report.events.len(),
-            status_in(&report.mode, report.complete)
+            status_in(&report.mode, report.complete, report.windows_kept)
         );
     }
     format!(

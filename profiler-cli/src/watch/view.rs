@@ -247,6 +247,11 @@ fn state_line<'a>(watch: &Watch, rank: &Rank, s: &Snapshot, age: Option<Duration
     }
     let warn = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
     match s.window_duration() {
+        None if s.run.mode == "continuous" => spans.push(Span::styled(
+            "continuous mode, written before its first window closed: no windows, no drift yet; \
+             read again when the file changes",
+            Style::new().fg(Color::Cyan),
+        )),
         None => spans.push(Span::styled(
             format!(
                 "static view: a {} profile, not continuous mode (no windows, no drift); read again \

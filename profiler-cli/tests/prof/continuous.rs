@@ -377,3 +377,28 @@ fn watch_once_on_a_terminal_of_width_0_draws_the_frame() {
     assert!(status.success(), "{status:?}");
     assert!(text.contains("iteration"), "{text:?}");
 }
+
+/// A continuous run that ended before its first window closed: its file holds the open
+/// window's samples and no window. `prof report` and `prof watch` say so; before, the report
+/// called them "the last window's", its status "written while the run went on, or when a
+/// signal stopped it" (neither happened), and `prof watch` "not continuous mode".
+#[test]
+fn a_run_ended_before_its_first_window_closed_is_called_so() {
+    let dir = scratch("continuous-open-window");
+    let mut profile = profiler_analysis::load_profile(fixture()).unwrap();
+    profile.windows.clear();
+    profile.complete = false;
+    let path = write(&dir, "open.json", &profile);
+    let table = ok(&prof(&["report", p(&path)]));
+    let first = table.lines().next().unwrap();
+    assert!(
+        first.contains("no window closed: the open window's")
+            && first.contains("INCOMPLETE (written before its first window closed"),
+        "{table}"
+    );
+    let frame = ok(&prof(&["watch", "--once", p(&path)]));
+    assert!(
+        frame.contains("continuous mode, written before its first window closed"),
+        "{frame}"
+    );
+}
