@@ -25,7 +25,8 @@ fn headline(report: &Report) -> String {
             program,
             it.count,
             it.warmup,
-            if report.windows_kept == 0 {
+            // A complete run closed a window (PROF_WINDOWS is at least 1).
+            if report.windows_kept == 0 && !report.complete {
                 "no window closed: the open window's"
             } else {
                 "the last window's"
