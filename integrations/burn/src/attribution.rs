@@ -3,7 +3,9 @@
 //! Forward: an op that runs inside [`layer`] belongs to the innermost open layer (else, inside
 //! an annotated function or probe with a `layer` key, such as a `forward` under
 //! `#[profiled(layer = "block1", phase = "fwd")]`, to that key's layer: the innermost such
-//! event profiler-core publishes on the thread, `profiler_core::open_layer`); its output
+//! event profiler-core publishes on the thread, `profiler_core::open_layer`; an event whose
+//! `phase` is another than `fwd`, an optimizer's `update`, keeps its phase and is no forward
+//! pass: its reads stamp nothing); its output
 //! is stamped with that layer (the producer), and each of its inputs is stamped as last read by
 //! it (the consumer: a stamp is shared by the clones of a tensor, so autodiff's saved copy sees
 //! it). Backward (inside [`backward`], no layer open): an op belongs to the layer of its
@@ -111,6 +113,9 @@ enum Phase {
     None,
     Fwd,
     Bwd,
+    /// The `phase` key of an annotated event that is not the forward pass (`update`, `data`,
+    /// `loss`): its ops keep it.
+    Other(&'static str),
 }
 
 impl Phase {
@@ -119,6 +124,7 @@ impl Phase {
             Phase::None => None,
             Phase::Fwd => Some("fwd"),
             Phase::Bwd => Some("bwd"),
+            Phase::Other(phase) => Some(phase),
         }
     }
 }
@@ -149,16 +155,23 @@ struct Thread {
 }
 
 /// The layer of the innermost annotated event with a `layer` key open on this thread, if any
-/// (profiler-core publishes the open events once the decorator has asked, at its first op).
-fn annotated_layer(t: &mut Thread) -> Option<LayerId> {
+/// (profiler-core publishes the open events once the decorator has asked, at its first op),
+/// and its phase: the forward pass's (`fwd`) when its `phase` key is `fwd` or absent, else its
+/// own (an optimizer step under `phase = "update"` is no forward pass).
+fn annotated_layer(t: &mut Thread) -> Option<(LayerId, Phase)> {
     static ASKED: std::sync::Once = std::sync::Once::new();
     ASKED.call_once(profiler_core::publish_open_events);
     let open = profiler_core::open_layer()?;
-    Some(
-        *t.annotated
-            .entry(open.index)
-            .or_insert_with(|| layer_id(open.layer)),
-    )
+    let layer = *t
+        .annotated
+        .entry(open.index)
+        .or_insert_with(|| layer_id(open.layer));
+    let phase = match open.phase {
+        None | Some("fwd") => Phase::Fwd,
+        Some("bwd") => Phase::Bwd,
+        Some(other) => Phase::Other(other),
+    };
+    Some((layer, phase))
 }
 
 thread_local! {
@@ -273,16 +286,19 @@ pub(crate) fn begin(
 ) -> OpRun {
     let (probe, layer, origin) = THREAD.with(|thread| {
         let mut t = thread.borrow_mut();
-        let forward = match t.layers.last() {
-            Some(&layer) => Some(layer),
+        let annotated = match t.layers.last() {
+            Some(&layer) => Some((layer, Phase::Fwd)),
             None if t.backward == 0 => annotated_layer(&mut t),
             None => None,
         };
-        let (layer, origin, phase) = if let Some(layer) = forward {
-            for (stamp, _) in ins.iter() {
-                stamp.consumer.store(layer, Relaxed);
+        let (layer, origin, phase) = if let Some((layer, phase)) = annotated {
+            // Only a forward pass's reads tell the backward pass whose tensors these are.
+            if phase == Phase::Fwd {
+                for (stamp, _) in ins.iter() {
+                    stamp.consumer.store(layer, Relaxed);
+                }
             }
-            (layer, Origin::Outside, Phase::Fwd)
+            (layer, Origin::Outside, phase)
         } else if t.backward > 0 {
             let open = t.segment.as_ref().map_or(0, |s| s.0);
             let (layer, origin) = backward_layer(ins, open);

@@ -190,8 +190,25 @@ impl Annotated<'_> {
     }
 }
 
+/// An optimizer step annotated as a layer's `update` (not its forward pass).
+struct Optimizer;
+
+impl Optimizer {
+    #[profiler_core::profiled(layer = "optim", phase = "update")]
+    fn step(&self, w: Tensor<B, 2>) -> Tensor<B, 2> {
+        w.mul_scalar(0.9).add_scalar(1.0)
+    }
+}
+
+/// One session at a time in this binary (a second `init_with` while one runs is refused).
+fn one_session() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[test]
 fn profiled_layers_are_the_layers_of_their_ops_forward_and_backward() {
+    let _one = one_session();
     let device = Default::default();
     let model: Mlp<B> = Mlp {
         l1: LinearConfig::new(4, 8).init(&device),
@@ -242,5 +259,40 @@ fn profiled_layers_are_the_layers_of_their_ops_forward_and_backward() {
             ("linear_weight_backward", 1),
             ("relu_backward", 1)
         ]
+    );
+}
+
+/// The ops inside an annotated event of a phase other than `fwd` keep that phase: an optimizer
+/// step under `#[profiled(layer = "optim", phase = "update")]` counts its ops as `optim`'s
+/// `update`. Before, every annotated layer was taken for a forward pass (`optim`'s `fwd`), and
+/// its reads stamped as the forward's.
+#[test]
+fn an_annotated_event_of_another_phase_keeps_its_phase() {
+    let _one = one_session();
+    let device = Default::default();
+    let dir = std::env::temp_dir().join(format!("prof-burn-phase-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = profiler_core::Config {
+        out: dir.join("prof.json").display().to_string(),
+        summary: false,
+        ..profiler_core::Config::default()
+    };
+    let session = profiler_core::init_with(config, None).unwrap();
+    let w = Tensor::<B, 2>::random([4, 4], Distribution::Normal(0.0, 1.0), &device);
+    // The decorator's first op asks for the open events.
+    let _ = w.clone().add_scalar(0.0);
+    profiler_burn::count_ops();
+    let _ = Optimizer.step(w);
+    let counts = profiler_burn::op_counts();
+    drop(session);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        under(&counts, Some("optim"), "update"),
+        vec![("float_add_scalar", 1), ("float_mul_scalar", 1)],
+        "{counts:#?}"
+    );
+    assert!(
+        under(&counts, Some("optim"), "fwd").is_empty(),
+        "{counts:#?}"
     );
 }
