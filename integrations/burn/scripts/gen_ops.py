@@ -111,6 +111,9 @@ def ret_kind(ty):
         return "ft"
     if "<B>" in ty and ty != "Device<B>":
         return None
+    # Another future (`*_into_data`): measured as it is polled, where the backend does its work.
+    if ty.startswith("impl Future<"):
+        return "fp"
     return "p"
 
 

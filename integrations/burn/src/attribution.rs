@@ -97,6 +97,44 @@ pub(crate) struct OpRun {
     origin: Origin,
 }
 
+/// An op that returns a future (`float_into_data`, `bool_argwhere`): the backend does its work
+/// when the future is polled, after the op returned, so each poll is one run of its probe (a
+/// guard never held across a poll, so never ended on another thread). A future that completes
+/// at its first poll, as a CPU backend's does, is one run that holds the whole work; before,
+/// the run ended when the op returned the future, and read about 0 ns.
+pub(crate) struct PolledRun {
+    probe: RuntimeProbe,
+    layer: LayerId,
+    origin: Origin,
+}
+
+impl PolledRun {
+    /// A stamp for the future's output.
+    pub(crate) fn output(&self) -> Stamp {
+        Stamp {
+            producer: self.layer,
+            origin: self.origin,
+            consumer: Arc::new(AtomicU32::new(0)),
+        }
+    }
+
+    /// `fut`, each of whose polls is one run of the op's probe.
+    pub(crate) fn time<F: std::future::Future>(
+        self,
+        fut: F,
+    ) -> impl std::future::Future<Output = F::Output> {
+        let probe = self.probe;
+        async move {
+            let mut fut = std::pin::pin!(fut);
+            std::future::poll_fn(move |cx| {
+                let _run = probe.enter();
+                fut.as_mut().poll(cx)
+            })
+            .await
+        }
+    }
+}
+
 impl OpRun {
     /// A stamp for one output of this op.
     pub(crate) fn output(&self) -> Stamp {
@@ -284,7 +322,28 @@ pub(crate) fn begin(
     ins: &Inputs<'_>,
     dims: impl FnOnce() -> Vec<Vec<usize>>,
 ) -> OpRun {
-    let (probe, layer, origin) = THREAD.with(|thread| {
+    let (probe, layer, origin) = attribute(op, ins);
+    OpRun {
+        _guard: probe.enter_shaped(|| (0u64, 0u64, dims())),
+        layer,
+        origin,
+    }
+}
+
+/// [`begin`] for an op that returns a future: attributed now, measured as it is polled.
+pub(crate) fn begin_polled(op: &'static str, ins: &Inputs<'_>) -> PolledRun {
+    let (probe, layer, origin) = attribute(op, ins);
+    PolledRun {
+        probe,
+        layer,
+        origin,
+    }
+}
+
+/// The layer and phase of op `op` with inputs `ins` (see the module's docs), its probe, and how
+/// its outputs are made.
+fn attribute(op: &'static str, ins: &Inputs<'_>) -> (RuntimeProbe, LayerId, Origin) {
+    THREAD.with(|thread| {
         let mut t = thread.borrow_mut();
         let annotated = match t.layers.last() {
             Some(&layer) => Some((layer, Phase::Fwd)),
@@ -318,12 +377,7 @@ pub(crate) fn begin(
             *counts.entry(key).or_insert(0) += 1;
         }
         (t.op_probe(op, layer, phase), layer, origin)
-    });
-    OpRun {
-        _guard: probe.enter_shaped(|| (0u64, 0u64, dims())),
-        layer,
-        origin,
-    }
+    })
 }
 
 /// Runs `f` as the forward pass of the layer `name`: one run of the event `<name>/fwd`

@@ -210,8 +210,8 @@ macro_rules! wrap {
         (tag(a, &$run), tag(b, &$run))
     }};
     (ft, $run:ident, $r:expr) => {{
-        let fut = $r;
         let stamp = $run.output();
+        let fut = $run.time($r);
         async move {
             Tagged {
                 inner: fut.await,
@@ -219,6 +219,9 @@ macro_rules! wrap {
             }
         }
     }};
+    (fp, $run:ident, $r:expr) => {
+        $run.time($r)
+    };
     (pool1, $run:ident, $r:expr) => {{
         let r = $r;
         MaxPool1dWithIndices::new(tag(r.output, &$run), tag(r.indices, &$run))
@@ -268,13 +271,32 @@ macro_rules! wrap {
 /// of `relu_backward`: attributed to the layer that made it rather than the one that read it),
 /// `r` a reference to a tensor, `o` an optional tensor, `v` a `Vec` of tensors, `qp`
 /// quantization parameters, `p` anything else (passed as is). Return kinds: `t` a tensor,
-/// `t2` a pair, `ft` a future of a tensor, the names of burn's result structs (`pool2`,
+/// `t2` a pair, `ft` a future of a tensor, `fp` a future of anything else (both measured as
+/// they are polled, not when the op returns), the names of burn's result structs (`pool2`,
 /// `bnt`, ...), `p` anything else, and `q` for a query that is delegated without being timed.
 macro_rules! op {
     (q fn $name:ident($($a:ident : $k:ident $ty:ty),* $(,)?) -> $rty:ty) => {
         fn $name($($a: $ty),*) -> $rty {
             B::$name($(unwrap!($k, $a)),*)
         }
+    };
+    // A future: attributed at the call, each poll measured (`attribution::PolledRun`).
+    ($rk:ident @polled fn $name:ident($($a:ident : $k:ident $ty:ty),* $(,)?) -> $rty:ty) => {
+        #[allow(unused_mut, unused_variables)]
+        fn $name($($a: $ty),*) -> $rty {
+            let run = {
+                let mut ins = $crate::attribution::Inputs::new();
+                $(input!(ins, $k, $a);)*
+                $crate::attribution::begin_polled(stringify!($name), &ins)
+            };
+            wrap!($rk, run, B::$name($(unwrap!($k, $a)),*))
+        }
+    };
+    (ft fn $($rest:tt)*) => {
+        op!(ft @polled fn $($rest)*);
+    };
+    (fp fn $($rest:tt)*) => {
+        op!(fp @polled fn $($rest)*);
     };
     ($rk:ident fn $name:ident($($a:ident : $k:ident $ty:ty),* $(,)?) -> $rty:ty) => {
         #[allow(unused_mut, unused_variables, clippy::vec_init_then_push)]

@@ -9,7 +9,7 @@ impl<B: Backend> FloatTensorOps<Self> for Profiled<B> {
     op!(t fn float_zeros(shape: p Shape, device: p &Device<Self>, dtype: p FloatDType) -> FloatTensor<Self>);
     op!(t fn float_ones(shape: p Shape, device: p &Device<Self>, dtype: p FloatDType) -> FloatTensor<Self>);
     op!(t fn float_full(shape: p Shape, fill_value: p Scalar, device: p &Device<Self>, dtype: p FloatDType) -> FloatTensor<Self>);
-    op!(p fn float_into_data(tensor: t FloatTensor<Self>) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send);
+    op!(fp fn float_into_data(tensor: t FloatTensor<Self>) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send);
     op!(q fn float_device(tensor: r &FloatTensor<Self>) -> Device<Self>);
     op!(t fn float_to_device(tensor: t FloatTensor<Self>, device: p &Device<Self>) -> FloatTensor<Self>);
     op!(t fn float_into_int(tensor: t FloatTensor<Self>, out_dtype: p IntDType) -> IntTensor<Self>);
@@ -132,7 +132,7 @@ impl<B: Backend> FloatTensorOps<Self> for Profiled<B> {
 
 impl<B: Backend> IntTensorOps<Self> for Profiled<B> {
     op!(t fn int_empty(shape: p Shape, device: p &Device<Self>, dtype: p IntDType) -> IntTensor<Self>);
-    op!(p fn int_into_data(tensor: t IntTensor<Self>) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send);
+    op!(fp fn int_into_data(tensor: t IntTensor<Self>) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send);
     op!(t fn int_from_data(data: p TensorData, device: p &Device<Self>) -> IntTensor<Self>);
     op!(q fn int_device(tensor: r &IntTensor<Self>) -> Device<Self>);
     op!(t fn int_to_device(tensor: t IntTensor<Self>, device: p &Device<Self>) -> IntTensor<Self>);
@@ -241,7 +241,7 @@ impl<B: Backend> BoolTensorOps<Self> for Profiled<B> {
     op!(t fn bool_empty(shape: p Shape, device: p &Device<Self>, dtype: p BoolDType) -> BoolTensor<Self>);
     op!(t fn bool_zeros(shape: p Shape, device: p &Device<Self>, dtype: p BoolDType) -> BoolTensor<Self>);
     op!(t fn bool_ones(shape: p Shape, device: p &Device<Self>, dtype: p BoolDType) -> BoolTensor<Self>);
-    op!(p fn bool_into_data(tensor: t BoolTensor<Self>) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send);
+    op!(fp fn bool_into_data(tensor: t BoolTensor<Self>) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send);
     op!(t fn bool_from_data(data: p TensorData, device: p &Device<Self>) -> BoolTensor<Self>);
     op!(t fn bool_into_int(tensor: t BoolTensor<Self>, out_dtype: p IntDType) -> IntTensor<Self>);
     op!(t fn bool_into_float(tensor: t BoolTensor<Self>, out_dtype: p FloatDType) -> FloatTensor<Self>);
@@ -362,7 +362,7 @@ impl<B: Backend> QTensorOps<Self> for Profiled<B> {
     op!(q fn q_device(tensor: r &QuantizedTensor<Self>) -> Device<Self>);
     op!(t fn q_to_device(tensor: t QuantizedTensor<Self>, device: p &Device<Self>) -> QuantizedTensor<Self>);
     op!(t fn q_reshape(tensor: t QuantizedTensor<Self>, shape: p Shape) -> QuantizedTensor<Self>);
-    op!(p fn q_into_data(tensor: t QuantizedTensor<Self>) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send);
+    op!(fp fn q_into_data(tensor: t QuantizedTensor<Self>) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send);
     op!(t fn q_expand(tensor: t QuantizedTensor<Self>, shape: p Shape) -> QuantizedTensor<Self>);
     op!(t fn q_swap_dims(tensor: t QuantizedTensor<Self>, dim1: p usize, dim2: p usize) -> QuantizedTensor<Self>);
     op!(t fn q_permute(tensor: t QuantizedTensor<Self>, axes: p &[usize]) -> QuantizedTensor<Self>);
