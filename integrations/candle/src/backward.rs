@@ -23,7 +23,9 @@
 //!
 //! Call [`backward`] instead of `loss.backward()`: the first layer's input (the batch) needs no
 //! gradient, so candle never reaches its input marker, and `backward` closes the runs still
-//! open when the walk ends.
+//! open when the walk ends. The markers open and close runs only inside [`backward`]: a walk
+//! it did not start (`loss.backward()`, candle-nn's `backward_step`) measures none (said once
+//! on stderr) rather than leave the first layer's run open.
 //!
 //! **Costs.** A custom op must return new storage: each marker copies its tensor in the
 //! forward pass (the layer's input and output, once each), and candle adds each marker's
@@ -92,6 +94,9 @@ fn layer_id(name: &str) -> LayerId {
 struct Thread {
     open: Vec<(LayerId, ProbeGuard)>,
     runs: HashMap<LayerId, u64>,
+    /// How many [`backward`] calls are under way: the markers open and close runs only inside
+    /// one, where the runs still open at the end are closed.
+    walking: u32,
 }
 
 #[cfg(feature = "profile")]
@@ -134,6 +139,19 @@ fn close_all() {
     for run in closed.into_iter().rev() {
         drop(run);
     }
+}
+
+/// A marker's backward ran outside [`backward`]: said once per process.
+#[cfg(feature = "profile")]
+fn outside_backward() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        eprintln!(
+            "candle-example: warning: a layer's backward ran outside `backward::backward(&loss)` \
+             (`loss.backward()`, or candle-nn's `backward_step`): the layers' `bwd` runs are not \
+             measured; call `backward::backward(&loss)`, then the optimizer's `step(&grads)`"
+        );
+    });
 }
 
 /// Which boundary of a layer a marker sits on.
@@ -189,6 +207,13 @@ impl CustomOp1 for Marker {
     }
 
     fn bwd(&self, _arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        // A walk that [`backward`] did not start (`loss.backward()`, candle-nn's
+        // `backward_step`) would leave its first layer's run open for ever, one more each
+        // iteration, and that layer's `bwd` would never be measured: outside, nothing is opened.
+        if THREAD.with(|t| t.borrow().walking) == 0 {
+            outside_backward();
+            return Ok(Some(grad.clone()));
+        }
         match self.edge {
             Edge::Output => open(self.id, self.bwd),
             Edge::Input => close(self.id),
@@ -311,9 +336,17 @@ pub fn backward(loss: &Tensor) -> Result<GradStore> {
         struct CloseAll;
         impl Drop for CloseAll {
             fn drop(&mut self) {
-                close_all();
+                let outermost = THREAD.with(|t| {
+                    let mut t = t.borrow_mut();
+                    t.walking -= 1;
+                    t.walking == 0
+                });
+                if outermost {
+                    close_all();
+                }
             }
         }
+        THREAD.with(|t| t.borrow_mut().walking += 1);
         let _close = CloseAll;
         loss.backward()
     }

@@ -183,3 +183,35 @@ fn the_markers_leave_the_gradients_unchanged() -> Result<()> {
     }
     Ok(())
 }
+
+/// `loss.backward()` without the wrapper (candle-nn's `backward_step` does so): the markers
+/// open nothing, so no run stays open from one iteration to the next. Before, the first
+/// layer's run (its input needs no gradient) stayed open after each walk, one more each
+/// iteration, and its `bwd` was never measured. Run on a thread of its own: the runs are the
+/// thread's.
+#[test]
+fn a_walk_outside_backward_leaves_no_run_open() -> Result<()> {
+    std::thread::spawn(|| -> Result<()> {
+        let dev = Device::Cpu;
+        let varmap = VarMap::new();
+        let vb = VarBuilder::from_varmap(&varmap, DType::F32, &dev);
+        let fc1 = candle_nn::linear(6, 8, vb.pp("fc1"))?;
+        let fc2 = candle_nn::linear(8, 3, vb.pp("fc2"))?;
+        let x = Tensor::randn(0f32, 1., (5, 6), &dev)?;
+        for _ in 0..3 {
+            let h = layer("outside.fc1", &x, |x| fc1.forward(x)?.relu())?;
+            let y = layer("outside.fc2", &h, |h| fc2.forward(h))?;
+            let _grads = y.sqr()?.mean_all()?.backward()?;
+            assert!(open_layers().is_empty(), "{:?}", open_layers());
+        }
+        assert!(bwd_runs().is_empty(), "{:?}", bwd_runs());
+        // The wrapper, on the same thread, measures them.
+        let h = layer("outside.fc1", &x, |x| fc1.forward(x)?.relu())?;
+        let y = layer("outside.fc2", &h, |h| fc2.forward(h))?;
+        let _grads = backward(&y.sqr()?.mean_all()?)?;
+        assert_eq!(bwd_runs().len(), 2, "{:?}", bwd_runs());
+        Ok(())
+    })
+    .join()
+    .unwrap()
+}
