@@ -228,8 +228,10 @@ pub fn end_cleanly_on_signals() {
         .collect();
     // The handler is installed by the thread that takes the signals: a thread that could not
     // be started leaves them as they were (signal-hook never restores a default action).
-    // It says when they are in place, so that no write begins before (waited for a second at
-    // most).
+    // It says when they are in place, so that no write begins before: waited for however long
+    // it takes (a second was not always enough on a loaded machine, and a write then began
+    // with the default actions in place, its temporary file left by a signal). It sends before
+    // anything that could block, and a thread that ends without sending closes the channel.
     let (installed, ready) = std::sync::mpsc::channel();
     let started = std::thread::Builder::new()
         .name("prof-signals".into())
@@ -248,6 +250,6 @@ pub fn end_cleanly_on_signals() {
             }
         });
     if started.is_ok() {
-        let _ = ready.recv_timeout(std::time::Duration::from_secs(1));
+        let _ = ready.recv();
     }
 }

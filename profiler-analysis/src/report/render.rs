@@ -477,6 +477,20 @@ pub fn drift_cell(j: &drift::Judgement, alpha: f64) -> String {
             change(c.ci_high)
         ),
         (drift::DriftStatus::Stable, _) => "stable".to_owned(),
+        // Significant alone, not once adjusted over every series compared (Holm): the
+        // interval, the series' alone, may exclude no drift; the adjusted p-value says why the
+        // verdict is inconclusive all the same.
+        (drift::DriftStatus::Inconclusive, Some(c))
+            if c.ci_low.is_finite() && c.p_value < alpha && c.p_adjusted >= alpha =>
+        {
+            format!(
+                "inconclusive (p adj {}; {:.0}% CI {} .. {})",
+                p_adjusted_text(c.p_adjusted),
+                100.0 * (1.0 - alpha),
+                change(c.ci_low),
+                change(c.ci_high)
+            )
+        }
         (drift::DriftStatus::Inconclusive, Some(c)) if c.ci_low.is_finite() => format!(
             "inconclusive ({:.0}% CI {} .. {})",
             100.0 * (1.0 - alpha),
@@ -527,6 +541,15 @@ fn drifted_how(s: &drift::Series, alpha: f64) -> String {
         .unwrap_or_default()
 }
 
+/// A p-value in three significant digits, `<1e-4` below.
+fn p_adjusted_text(p: f64) -> String {
+    if p < 1e-4 {
+        "<1e-4".to_owned()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
 /// `! drifted: top_mlp/bwd top_backward (slower since the start), ... (2 of 25 events)` or
 /// `no event drifted`, saying which events are inconclusive (a drift of the threshold's size
 /// could have gone unseen in them).
@@ -535,10 +558,23 @@ pub fn drifted_line(w: &drift::Windows) -> String {
         .drifted()
         .map(|s| format!("{} ({})", text::label(&s.identity), drifted_how(s, w.alpha)))
         .collect();
+    // Inconclusive, but significant alone: a drift is likely, not shown once adjusted for the
+    // series compared, rather than one that could have gone unseen.
+    let beyond = |s: &&drift::Series| {
+        s.comparison
+            .as_ref()
+            .is_some_and(|c| c.p_value < w.alpha && c.p_adjusted >= w.alpha)
+    };
     let inconclusive: Vec<String> = w
         .events
         .iter()
-        .filter(|s| s.drift == drift::DriftStatus::Inconclusive)
+        .filter(|s| s.drift == drift::DriftStatus::Inconclusive && !beyond(s))
+        .map(|s| text::label(&s.identity))
+        .collect();
+    let unshown: Vec<String> = w
+        .events
+        .iter()
+        .filter(|s| s.drift == drift::DriftStatus::Inconclusive && beyond(s))
         .map(|s| text::label(&s.identity))
         .collect();
     // Without windows after the baseline ones there is no recent side, but from 12 windows on
@@ -548,8 +584,40 @@ pub fn drifted_line(w: &drift::Windows) -> String {
         || w.events
             .iter()
             .any(|s| s.drift != drift::DriftStatus::Unknown);
+    let listed = |names: &[String]| {
+        let shown = names.len().min(5);
+        format!(
+            "{}{}",
+            names[..shown].join(", "),
+            if names.len() > shown {
+                format!(", +{} more", names.len() - shown)
+            } else {
+                String::new()
+            }
+        )
+    };
     if w.recent.is_none() && !judged {
         "no drift verdict: not enough windows yet".to_owned()
+    } else if drifted.is_empty() && !unshown.is_empty() {
+        format!(
+            "? no event drifted by the test over all {} series, but {} of them changed by its \
+             own test, not once adjusted for the series compared (p adj above {}: a drift is \
+             likely, not shown; more windows or a larger PROF_REPEAT settle it): {}{}",
+            w.events.len() + 1,
+            unshown.len(),
+            w.alpha,
+            listed(&unshown),
+            if inconclusive.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {} more inconclusive (a drift of {:.1}% could have gone unseen): {}",
+                    inconclusive.len(),
+                    100.0 * w.threshold,
+                    listed(&inconclusive)
+                )
+            }
+        )
     } else if drifted.is_empty() && !inconclusive.is_empty() {
         let shown = inconclusive.len().min(5);
         format!(
