@@ -408,7 +408,7 @@ fn signal_one_write(out: &Path, profile: &Path, sig: libc::c_int) -> bool {
         // Until the write has begun: its temporary file is there.
         let began = Instant::now();
         let writing = loop {
-            let tmp = std::fs::read_dir(&out).unwrap().count() > 0;
+            let tmp = std::fs::read_dir(out).unwrap().count() > 0;
             if tmp || child.try_wait().unwrap().is_some() || began.elapsed().as_secs() > 120 {
                 break tmp;
             }
