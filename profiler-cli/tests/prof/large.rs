@@ -378,60 +378,58 @@ fn a_write_ended_by_a_signal_leaves_no_temporary_file() {
 /// true when the signal ended it during the write (false when the write had ended first).
 /// Either way no temporary file may be left in `out`, which is emptied for the next attempt.
 fn signal_one_write(out: &Path, profile: &Path, sig: libc::c_int) -> bool {
+    let trace = out.join("t.json");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_prof"));
+    cmd.args([
+        "trace",
+        profile.to_str().unwrap(),
+        "-o",
+        trace.to_str().unwrap(),
+    ])
+    .stdin(Stdio::null())
+    .stderr(Stdio::null());
+    // A test run started in the background inherits SIGINT ignored (and prof leaves an
+    // ignored signal ignored, as `nohup` asks): the signals' default actions, as a user's
+    // terminal gives them.
     {
-        let trace = out.join("t.json");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_prof"));
-        cmd.args([
-            "trace",
-            profile.to_str().unwrap(),
-            "-o",
-            trace.to_str().unwrap(),
-        ])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null());
-        // A test run started in the background inherits SIGINT ignored (and prof leaves an
-        // ignored signal ignored, as `nohup` asks): the signals' default actions, as a user's
-        // terminal gives them.
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: only signal(2), async-signal-safe, between fork and exec.
-            unsafe {
-                cmd.pre_exec(|| {
-                    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-                        libc::signal(sig, libc::SIG_DFL);
-                    }
-                    Ok(())
-                });
-            }
+        use std::os::unix::process::CommandExt;
+        // SAFETY: only signal(2), async-signal-safe, between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+                Ok(())
+            });
         }
-        let mut child = cmd.spawn().unwrap();
-        // Until the write has begun: its temporary file is there.
-        let began = Instant::now();
-        let writing = loop {
-            let tmp = std::fs::read_dir(out).unwrap().count() > 0;
-            if tmp || child.try_wait().unwrap().is_some() || began.elapsed().as_secs() > 120 {
-                break tmp;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        };
-        assert!(writing, "prof trace ended before its write could be seen");
-        // SAFETY: kill(2) of our own child, not yet waited for.
-        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
-        let status = child.wait().unwrap();
-        use std::os::unix::process::ExitStatusExt;
-        let finished = trace.exists();
-        let left: Vec<_> = std::fs::read_dir(out)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| *p != trace)
-            .collect();
-        assert!(left.is_empty(), "left behind: {left:?} ({status:?})");
-        if finished {
-            // The write ended before the signal landed: its output is whole.
-            std::fs::remove_file(&trace).unwrap();
-            return false;
-        }
-        assert_eq!(status.signal(), Some(sig), "{status:?}");
-        true
     }
+    let mut child = cmd.spawn().unwrap();
+    // Until the write has begun: its temporary file is there.
+    let began = Instant::now();
+    let writing = loop {
+        let tmp = std::fs::read_dir(out).unwrap().count() > 0;
+        if tmp || child.try_wait().unwrap().is_some() || began.elapsed().as_secs() > 120 {
+            break tmp;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    assert!(writing, "prof trace ended before its write could be seen");
+    // SAFETY: kill(2) of our own child, not yet waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
+    let status = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    let finished = trace.exists();
+    let left: Vec<_> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| *p != trace)
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?} ({status:?})");
+    if finished {
+        // The write ended before the signal landed: its output is whole.
+        std::fs::remove_file(&trace).unwrap();
+        return false;
+    }
+    assert_eq!(status.signal(), Some(sig), "{status:?}");
+    true
 }
