@@ -85,5 +85,15 @@ fn parse_param(text: &str) -> Result<(String, Vec<f64>), String> {
                 .ok_or_else(|| format!("--param `{text}`: `{v}` is not a positive number"))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    // Checked here too, before any file is read (the analysis refuses it as well).
+    if let Some(v) = values
+        .iter()
+        .enumerate()
+        .find_map(|(i, v)| values[..i].contains(v).then_some(v))
+    {
+        return Err(format!(
+            "--param `{text}`: {name}={v} is given twice: give each run its own value"
+        ));
+    }
     Ok((name.to_owned(), values))
 }

@@ -239,6 +239,17 @@ fn bad_input_exits_2_with_a_clear_message() {
             ],
             "NAME=",
         ),
+        // A value given twice, refused before any file is read (these do not exist).
+        (
+            vec![
+                "scale".into(),
+                "/nonexistent-dir/a.json".into(),
+                "/nonexistent-dir/b.json".into(),
+                "--param".into(),
+                "batch=32,32".into(),
+            ],
+            "batch=32 is given twice",
+        ),
         (
             vec![
                 "report".into(),
