@@ -53,7 +53,12 @@ impl Metrics {
     }
 
     /// Nothing to publish to.
-    pub(crate) fn publish(&self, _profile: &Profile, _calls: &std::collections::HashMap<u32, u64>) {
+    pub(crate) fn publish(
+        &self,
+        _profile: &Profile,
+        _calls: &std::collections::HashMap<u32, u64>,
+        _last: bool,
+    ) {
     }
 }
 
@@ -355,8 +360,11 @@ mod served {
         }
 
         /// The windows of `profile` (the one just made to be written) become the text served;
-        /// `calls`: the samples measured per event (`order`) in every window closed so far.
-        pub(crate) fn publish(&self, profile: &Profile, calls: &HashMap<u32, u64>) {
+        /// `calls`: the samples measured per event (`order`) in every window closed so far;
+        /// `last`: the run's final write, whose drift is judged however recently it was (it is
+        /// served until the process exits: a judgement up to 10 s older than the file's would
+        /// stay).
+        pub(crate) fn publish(&self, profile: &Profile, calls: &HashMap<u32, u64>, last: bool) {
             if profile.windows.is_empty() {
                 return;
             }
@@ -365,7 +373,7 @@ mod served {
                 .map_or(0.0, |d| d.as_secs_f64());
             let mut totals = lock(&self.totals);
             let now = Instant::now();
-            let judge = totals.next_judgement.is_none_or(|next| now >= next);
+            let judge = last || totals.next_judgement.is_none_or(|next| now >= next);
             let text = render(profile, &self.job, &mut totals, calls, closed_at, judge);
             if judge {
                 let took = now.elapsed();
@@ -1100,7 +1108,7 @@ mod tests {
         let empty = get(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
         assert!(empty.starts_with("HTTP/1.1 200 OK\r\n"), "{empty}");
         assert!(empty.ends_with("\r\n\r\n# EOF\n"), "{empty}");
-        metrics.publish(&recorded(), &kept(&recorded()));
+        metrics.publish(&recorded(), &kept(&recorded()), false);
         let full = get(addr, b"GET /metrics?x=1 HTTP/1.1\r\n\r\n");
         assert!(full.contains("application/openmetrics-text"));
         assert!(full.contains("prof_event_median_seconds{"));
@@ -1108,6 +1116,30 @@ mod tests {
         assert!(get(addr, b"POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405 "));
         let head = get(addr, b"HEAD /metrics HTTP/1.1\r\n\r\n");
         assert!(head.starts_with("HTTP/1.1 200 ") && head.ends_with("\r\n\r\n"));
+    }
+
+    /// The run's final write is judged however recently the drift was: the endpoint serves it
+    /// until the process exits. Here the first publication is judged with one window kept (no
+    /// verdict), the next, within the 10 s between judgements, repeats that; the last judges
+    /// all of them. Before, the last write's drift could be 10 s older than the file's.
+    #[test]
+    fn the_last_write_is_judged_whenever_the_drift_was() {
+        let (metrics, addr) = serving();
+        let full = recorded();
+        let mut early = full.clone();
+        early.windows.truncate(1);
+        let verdicts = || {
+            get(addr, b"GET /metrics HTTP/1.1\r\n\r\n")
+                .lines()
+                .filter(|l| l.starts_with("prof_drift_verdict{") && l.ends_with(" 1.0"))
+                .count()
+        };
+        metrics.publish(&early, &kept(&early), false);
+        assert_eq!(verdicts(), 0);
+        metrics.publish(&full, &kept(&full), false);
+        assert_eq!(verdicts(), 0, "judged again within the interval");
+        metrics.publish(&full, &kept(&full), true);
+        assert!(verdicts() > 0, "the last write was not judged");
     }
 
     #[test]
@@ -1135,7 +1167,7 @@ mod tests {
             .collect();
         assert!(!idle.is_empty());
         // Publishing never waits for the server.
-        metrics.publish(&recorded(), &kept(&recorded()));
+        metrics.publish(&recorded(), &kept(&recorded()), false);
         drop(idle);
         // Once they are gone, a scrape is answered (the closed ones are answered at once: the
         // read sees the end; the waits are the I/O timeout at worst).
@@ -1177,18 +1209,18 @@ mod tests {
         let scrape = |addr| get(addr, b"GET /metrics HTTP/1.1\r\n\r\n");
         let first = Metrics::start(&config("127.0.0.1:0")).unwrap().unwrap();
         let at = Metrics::served_at().unwrap();
-        first.publish(&recorded(), &kept(&recorded()));
+        first.publish(&recorded(), &kept(&recorded()), false);
         assert!(scrape(at).contains("prof_window_index{"));
 
         let second = Metrics::start(&config("127.0.0.1:0")).unwrap().unwrap();
         assert_eq!(Metrics::served_at(), Some(at));
         assert!(scrape(at).ends_with("\r\n\r\n# EOF\n"), "{}", scrape(at));
-        first.publish(&recorded(), &kept(&recorded()));
+        first.publish(&recorded(), &kept(&recorded()), false);
         assert!(
             !scrape(at).contains("prof_window_index{"),
             "the first still publishes"
         );
-        second.publish(&recorded(), &kept(&recorded()));
+        second.publish(&recorded(), &kept(&recorded()), false);
         assert!(scrape(at).contains("prof_window_index{"));
 
         // The same port asked by number: the endpoint bound from `:0` closes, and the port is

@@ -270,10 +270,12 @@ impl Session {
         Ok(())
     }
 
-    /// A profile of the windows was made to be written: the endpoint serves the same numbers.
-    fn publish_metrics(&self, profile: &profiler_format::Profile) {
+    /// A profile of the windows was made to be written: the endpoint serves the same numbers;
+    /// `last`: the run's final write, whose drift is judged whenever it was last judged (the
+    /// endpoint serves it until the process exits).
+    fn publish_metrics(&self, profile: &profiler_format::Profile, last: bool) {
         if let Some(metrics) = &self.metrics {
-            metrics.publish(profile, &self.writer.calls());
+            metrics.publish(profile, &self.writer.calls(), last);
         }
     }
 
@@ -471,7 +473,7 @@ impl writer::Served for Session {
     }
 
     fn publish(&self, profile: &profiler_format::Profile) {
-        self.publish_metrics(profile);
+        self.publish_metrics(profile, false);
     }
 
     fn latest(&self) -> Option<(profiler_format::Profile, u64)> {

@@ -296,7 +296,7 @@ impl Session {
             }
         };
         crate::sample::finish_into(&mut profile, &place);
-        self.publish_metrics(&profile);
+        self.publish_metrics(&profile, true);
         // The writer thread, if any, has nothing left to do; traces on demand it has not
         // written yet, and one under way, are written here.
         self.writer.stop();
