@@ -211,9 +211,14 @@ fn value_text(v: f64) -> String {
     text::num_sci(v)
 }
 
-/// An efficiency as a whole percentage (`85%`), `-` when there is none.
+/// An efficiency as a whole percentage (`85%`), `-` when there is none; from 100 times on as a
+/// factor (`x2.0e9`), where a percentage would be a string of digits.
 fn whole_percent(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), |v| format!("{:.0}%", 100.0 * v))
+    match v {
+        None => "-".to_owned(),
+        Some(v) if v.abs() >= 100.0 && v.is_finite() => format!("x{v:.1e}"),
+        Some(v) => format!("{:.0}%", 100.0 * v),
+    }
 }
 
 /// Prints a scaling: times per value, then the efficiency against the first value and per step.
@@ -387,6 +392,15 @@ mod tests {
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-9)
+    }
+
+    /// An extreme efficiency reads as a factor, not as `200000000000%`.
+    #[test]
+    fn extreme_efficiencies_read_as_factors() {
+        assert_eq!(whole_percent(Some(0.85)), "85%");
+        assert_eq!(whole_percent(Some(99.4)), "9940%");
+        assert_eq!(whole_percent(Some(2e9)), "x2.0e9");
+        assert_eq!(whole_percent(None), "-");
     }
 
     #[test]
