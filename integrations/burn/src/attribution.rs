@@ -19,8 +19,12 @@
 //! 3. a gradient (made in the backward pass from gradients only): the layer of the op that
 //!    made it.
 //!
-//! Ties go to the first argument. Inputs that belong to no layer do not count; an op none of
-//! whose inputs belongs to a layer belongs to the layer of the op before it. The backward ops
+//! Ties go to the first argument. Inputs that belong to no layer do not count. An op that
+//! reads no tensor of the first kind continues the `<layer>/bwd` run open, if one is: burn
+//! runs a node's backward steps one after the other, and `linear_bias_backward` (the output's
+//! gradient alone) follows its node's `linear_weight_backward`, though that gradient was made
+//! by the next layer; rules 2 and 3 decide only while no run is open. An op none of whose
+//! inputs belongs to a layer belongs to the layer of the op before it. The backward ops
 //! of one layer that run one after another are measured together as one run of the event
 //! `<layer>/bwd` (layer `<layer>`, phase `bwd`), beside the forward's `<layer>/fwd`.
 
@@ -301,11 +305,15 @@ fn backward_layer(ins: &Inputs<'_>, open: LayerId) -> (LayerId, Origin) {
             best = (strength, layer);
         }
     }
-    if best.1 == 0 {
-        // Only gradients of no layer (`linear_bias_backward` of the last layer reads the
-        // loss's gradient alone): the op belongs to the step that is running, the open
-        // `<layer>/bwd` run, if any.
-        best.1 = open;
+    if best.1 == 0 || (best.0 <= 2 && open != 0) {
+        // Nothing read that the forward pass made (only tensors made in the backward pass:
+        // gradients, and what was computed from them), or nothing of a layer: the op belongs to
+        // the step that is running, the open `<layer>/bwd` run, if any. burn runs a node's
+        // backward steps one after the other, and an op that reads only the output's gradient
+        // (`linear_bias_backward`, after the same node's `linear_weight_backward`, which read
+        // the layer's saved input) is that node's, though the gradient was made by the next
+        // layer's backward.
+        best.1 = if open != 0 { open } else { best.1 };
     }
     let origin = if best.0 >= 2 {
         Origin::Derived

@@ -93,6 +93,49 @@ fn linear_layers<B: AutodiffBackend>() {
     );
 }
 
+/// Two linear layers with no activation between them, and the loss in a layer of its own:
+/// each layer's bias gradient is its own. `linear_bias_backward` reads only the output's
+/// gradient, which the next layer's backward made; it runs in its own node's backward step,
+/// after that node's weight gradient. Before, it went to the next layer (`a`'s to `b`, `b`'s
+/// to `loss`).
+#[test]
+fn a_linear_layer_without_activation_keeps_its_bias_gradient() {
+    let device = Default::default();
+    let (la, lb): (Linear<B>, Linear<B>) = (
+        LinearConfig::new(4, 4).init(&device),
+        LinearConfig::new(4, 3).init(&device),
+    );
+    let x = Tensor::<B, 2>::random([5, 4], Distribution::Normal(0.0, 1.0), &device);
+    let _ = lb.forward(la.forward(x.clone()));
+
+    profiler_burn::count_ops();
+    let h = profiler_burn::layer("a", || la.forward(x));
+    let y = profiler_burn::layer("b", || lb.forward(h));
+    let loss = profiler_burn::layer("loss", || y.powi_scalar(2).mean());
+    let _grads = profiler_burn::backward(|| loss.backward());
+    let counts = profiler_burn::op_counts();
+    assert_eq!(
+        under(&counts, Some("b"), "bwd"),
+        vec![
+            ("linear_bias_backward", 1),
+            ("linear_weight_backward", 1),
+            ("linear_x_backward", 1)
+        ],
+        "{counts:#?}"
+    );
+    assert_eq!(
+        under(&counts, Some("a"), "bwd"),
+        vec![("linear_bias_backward", 1), ("linear_weight_backward", 1)],
+        "{counts:#?}"
+    );
+    assert!(
+        !under(&counts, Some("loss"), "bwd")
+            .iter()
+            .any(|(op, _)| op.starts_with("linear")),
+        "{counts:#?}"
+    );
+}
+
 #[derive(Module, Debug)]
 struct Block<B: Backend> {
     conv: Conv2d<B>,
