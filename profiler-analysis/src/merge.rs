@@ -288,8 +288,12 @@ fn judge_stragglers(ranked: &[(u32, &Profile)], mut events: Vec<MergedEvent>) ->
         e.straggler_verdict = Some(
             match row.verdict {
                 Verdict::Regressed => "slower",
-                Verdict::NoChange | Verdict::WithinNoise | Verdict::Improved => "same",
-                Verdict::Inconclusive => "inconclusive",
+                Verdict::NoChange => "same",
+                // Slower beyond the noise, by less than the threshold can be said: not the same.
+                Verdict::WithinNoise => "within noise",
+                // The rank with the slowest fastest-5% time judged faster: the two estimators
+                // disagree, nothing is settled.
+                Verdict::Improved | Verdict::Inconclusive => "inconclusive",
             }
             .to_owned(),
         );
@@ -469,7 +473,8 @@ fn text_cells(e: &MergedEvent, iteration: bool, per_rank: bool) -> Vec<String> {
 }
 
 /// The straggler and the verdict on it: `0 slower (+12.0% .. +30.1%)`, `0 same`,
-/// `0 inconclusive (-8.0% .. +40.2%)`, or the rank alone when it was not judged.
+/// `0 within noise (+1.0% .. +5.0%)`, `0 inconclusive (-8.0% .. +40.2%)`, or the rank alone
+/// when it was not judged.
 fn straggler_cell(e: &MergedEvent) -> String {
     let interval = match (e.straggler_ci_low, e.straggler_ci_high) {
         (Some(lo), Some(hi)) => format!(" ({} .. {})", diff::change(lo), diff::change(hi)),
@@ -488,8 +493,8 @@ fn intro(m: &Merged, iteration: &MergedEvent) -> String {
     format!(
         "{} rank{} ({}); slowest median iteration: rank {} ({} vs {} on the fastest, spread \
          {:.2}x); straggler = rank with the largest fastest-5% time, judged against the fastest rank as \
-         prof diff judges two runs (slower, same, or inconclusive, with the interval of its \
-         time over the fastest's); spread = max / min\n",
+         prof diff judges two runs (slower, same, within noise or inconclusive, with the \
+         interval of its time over the fastest's); spread = max / min\n",
         m.ranks.len(),
         if m.ranks.len() == 1 { "" } else { "s" },
         ranks.join(", "),
@@ -539,20 +544,42 @@ fn straggler_line(m: &Merged) -> Option<String> {
         .take(3)
         .map(|e| {
             let label = text::label(&e.identity);
-            format!("{label} ({:.2}x, rank {})", e.spread, e.straggler)
+            // The spread is of the ranks' medians: the rank of the largest, which need not be
+            // the straggler (chosen by the fastest-5% time).
+            let widest = m
+                .ranks
+                .iter()
+                .zip(&e.per_rank_median_ns)
+                .filter_map(|(r, v)| v.map(|v| (*r, v)))
+                .fold(None, |best: Option<(u32, f64)>, x| match best {
+                    Some(b) if b.1 >= x.1 => Some(b),
+                    _ => Some(x),
+                })
+                .map_or(e.straggler, |(r, _)| r);
+            format!("{label} ({:.2}x, rank {widest})", e.spread)
         })
         .collect();
-    let undecided = if inconclusive > 0 {
-        format!(
-            "; {inconclusive} inconclusive (the ranks' own noise is larger than their \
-             difference)"
-        )
-    } else {
-        String::new()
-    };
+    let within = m
+        .events
+        .iter()
+        .filter(|e| e.straggler_verdict.as_deref() == Some("within noise"))
+        .count();
+    let mut undecided = String::new();
+    if within > 0 {
+        undecided.push_str(&format!(
+            "; {within} within noise (slower beyond the ranks' noise, by less than a change that \
+             matters can be shown)"
+        ));
+    }
+    if inconclusive > 0 {
+        undecided.push_str(&format!(
+            "; {inconclusive} inconclusive (too few samples, or the ranks' own noise larger \
+             than their difference)"
+        ));
+    }
     if n == 0 {
         return Some(format!(
-            "no rank is slower than the fastest beyond the ranks' noise in any of {} \
+            "no rank is slower than the fastest by a change that matters in any of {} \
              events{undecided}",
             m.events.len()
         ));
@@ -608,6 +635,61 @@ mod tests {
         profile(rank, 1, 3, vec![1, iteration, iteration, iteration], events)
     }
 
+    /// A rank 3% slower in an event, its samples steady: slower beyond the noise, by less than
+    /// the 2% threshold can be shown (the interval +1% .. +5%, one run a side). Before, that
+    /// was called `same`, which says the interval rules out 2%.
+    #[test]
+    fn slower_within_the_noise_is_not_called_the_same() {
+        let steady = |base: u64| -> Vec<u64> { (0..40).map(|k| base + k % 3).collect() };
+        let with = |r: u32, base: u64| {
+            let samples = steady(base);
+            let spec: Spec = ("update", Some("optim"), Some("update"), 0, 0.0);
+            let iters = (1..=samples.len() as u32).collect();
+            let e = event(&spec, samples, iters, 0);
+            profile(r, 1, 40, vec![2_000; 41], vec![e])
+        };
+        let m = merge(&[with(0, 1_000_000), with(1, 1_030_000)]).unwrap();
+        let e = &m.events[0];
+        assert_eq!(e.straggler, 1);
+        assert_eq!(
+            e.straggler_verdict.as_deref(),
+            Some("within noise"),
+            "{e:?}"
+        );
+        let text = render(&m, Format::Table);
+        assert!(text.contains("1 within noise (+"), "{text}");
+        assert!(text.contains("; 1 within noise (slower beyond"), "{text}");
+    }
+
+    /// The widest spread names the rank of the largest median (the spread is of the medians),
+    /// not the straggler, chosen by the fastest-5% time: here rank 0, steady at 1 ms, is the
+    /// straggler, and rank 1, half its runs at 0.9 ms and half at 3 ms, has the largest median.
+    #[test]
+    fn the_widest_spread_names_the_rank_of_the_largest_median() {
+        let spec: Spec = ("update", Some("optim"), Some("update"), 0, 0.0);
+        let with = |r: u32, samples: Vec<u64>| {
+            let iters = (1..=samples.len() as u32).collect();
+            let e = event(&spec, samples, iters, 0);
+            profile(r, 1, 40, vec![2_000_000; 41], vec![e])
+        };
+        let steady: Vec<u64> = (0..40).map(|k| 1_000_000 + k % 3).collect();
+        let split: Vec<u64> = (0..40)
+            .map(|k| {
+                if k % 2 == 0 {
+                    900_000 + k
+                } else {
+                    3_000_000 + k
+                }
+            })
+            .collect();
+        let m = merge(&[with(0, steady), with(1, split)]).unwrap();
+        let e = &m.events[0];
+        assert_eq!(e.straggler, 0);
+        assert_eq!(e.straggler_verdict.as_deref(), Some("slower"), "{e:?}");
+        let text = render(&m, Format::Table);
+        assert!(text.contains("x, rank 1)"), "{text}");
+    }
+
     #[test]
     fn finds_the_straggler_and_the_spread() {
         // Given out of rank order.
@@ -652,8 +734,8 @@ mod tests {
         // Three samples a rank cannot tell a straggler from the ranks' noise.
         assert!(
             text.contains(
-                "no rank is slower than the fastest beyond the ranks' noise in any of 2 events; \
-                 2 inconclusive"
+                "no rank is slower than the fastest by a change that matters in any of 2 \
+                 events; 2 inconclusive (too few samples"
             ),
             "{text}"
         );
