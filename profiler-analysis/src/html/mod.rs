@@ -474,7 +474,13 @@ fn noscript(data: &PageData) -> String {
     );
     for e in events.iter().take(NOSCRIPT_ROWS) {
         let text = |k: &str| e[k].as_str().unwrap_or("-").to_owned();
-        let ns = |k: &str| crate::text::human_ns(e[k].as_f64().unwrap_or(f64::NAN));
+        // A duration of an event without samples is `-`, as `prof report` prints it (its
+        // statistics are zeros, not measurements).
+        let sampled = e["samples"].as_u64().unwrap_or(0) > 0;
+        let ns = |k: &str| match sampled {
+            true => crate::text::human_ns(e[k].as_f64().unwrap_or(f64::NAN)),
+            false => "-".to_owned(),
+        };
         let _ = write!(
             out,
             "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>\

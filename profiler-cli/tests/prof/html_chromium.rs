@@ -558,6 +558,43 @@ fn edge_case_profile() {
     render("edge-diff", &profile, Some(&before));
 }
 
+/// The page's durations are `prof report`'s: an exact tie rounds to the even digit as Rust
+/// does (12250 ns reads 12.2µs in both; the page said 12.3µs), and an event without samples
+/// shows `–` for its total and self time (the page said 0ns where the report says `-`).
+#[test]
+fn durations_read_as_in_prof_report() {
+    let mut profile = fixture("before.json");
+    profile.events.truncate(2);
+    let tied = &mut profile.events[0];
+    let n = tied.samples_ns.len();
+    tied.samples_ns = vec![12_250; n];
+    tied.stats = Stats::of(&tied.samples_ns);
+    let empty = &mut profile.events[1];
+    empty.name = "sampleless".to_owned();
+    empty.samples_ns.clear();
+    empty.offsets_ns.clear();
+    empty.sample_iters.clear();
+    empty.stats = Stats::default();
+    empty.parent = None;
+    let Some(dom) = render("durations", &profile, None) else {
+        return;
+    };
+    assert!(
+        dom.contains(">12.2µs<") && !dom.contains(">12.3µs<"),
+        "{dom}"
+    );
+    // Its rows (the events table, and the table for a browser without scripts).
+    let rows: Vec<&str> = dom
+        .split("<tr")
+        .filter(|r| r.contains(">sampleless<"))
+        .map(|r| &r[..r.find("</tr>").unwrap_or(r.len())])
+        .collect();
+    assert_eq!(rows.len(), 2, "{dom}");
+    for row in rows {
+        assert!(!row.contains(">0ns<"), "{row}");
+    }
+}
+
 /// Names, layers and the program name cannot inject markup or end the data block.
 #[test]
 fn hostile_names_stay_text() {
