@@ -113,6 +113,7 @@ pub fn merge(profiles: &[Profile]) -> Result<Merged, String> {
     warnings.extend(run_warnings(&ranked));
     let (events, incomplete) = merge_events(&ranked, &ranks);
     warnings.extend(missing_warning(&incomplete));
+    warnings.extend(shared_key_warning(&ranked));
 
     let iteration_median_ns: Vec<f64> = ranked
         .iter()
@@ -344,6 +345,32 @@ fn merged_event(
 }
 
 /// The warning naming (the first five of) the events missing from some ranks, if any is.
+/// Events that share a probe id and occurrence in one rank's profile (one probe run on two
+/// streams: occurrences are counted per stream): matched by id and occurrence, only the first
+/// of them is compared, which is said rather than done silently.
+fn shared_key_warning(ranked: &[(u32, &Profile)]) -> Option<String> {
+    let mut shared: Vec<String> = Vec::new();
+    for (_, p) in ranked {
+        let mut seen = std::collections::HashSet::new();
+        for e in &p.events {
+            if !seen.insert(event_key(e)) {
+                let label = text::label(&Identity::of(e));
+                if !shared.contains(&label) {
+                    shared.push(label);
+                }
+            }
+        }
+    }
+    let first = shared.first()?;
+    Some(format!(
+        "{} event{} of one probe and occurrence on several streams ({first}{}): only the first \
+         of each is compared (events are matched by probe id and occurrence)",
+        shared.len(),
+        if shared.len() == 1 { "" } else { "s" },
+        if shared.len() > 1 { ", ..." } else { "" }
+    ))
+}
+
 fn missing_warning(incomplete: &[String]) -> Option<String> {
     if incomplete.is_empty() {
         return None;
@@ -688,6 +715,31 @@ mod tests {
         assert_eq!(e.straggler_verdict.as_deref(), Some("slower"), "{e:?}");
         let text = render(&m, Format::Table);
         assert!(text.contains("x, rank 1)"), "{text}");
+    }
+
+    /// A probe run on two streams gives two events of one id and occurrence: only the first
+    /// is compared, and a warning says so (before, the second was dropped silently).
+    #[test]
+    fn events_sharing_an_id_and_occurrence_are_warned_of() {
+        let with = |r: u32| {
+            let mut p = rank(
+                r,
+                &[("copy", 0, &[100, 110]), ("copy", 0, &[200, 220])],
+                1_000,
+            );
+            p.events[0].stream = Some("7".to_owned());
+            p.events[1].stream = Some("8".to_owned());
+            p
+        };
+        let m = merge(&[with(0), with(1)]).unwrap();
+        assert_eq!(m.events.len(), 1);
+        assert!(
+            m.warnings
+                .iter()
+                .any(|w| w.contains("of one probe and occurrence on several streams")),
+            "{:?}",
+            m.warnings
+        );
     }
 
     #[test]

@@ -48,8 +48,8 @@ use serde_json::Value;
 use super::diff::{self, DiffOptions};
 use super::flame;
 use super::report::{self, EventRow, GroupBy, GroupRow, ReportOptions};
+use super::stats;
 use super::trace::{self, AverageIteration};
-use super::{event_key, stats};
 use profiler_format::{Event, Profile, Run};
 use profiler_tables::columns::{Families, Family, Place};
 use profiler_tables::tables::profile_tables;
@@ -331,16 +331,16 @@ fn event_data<'a>(
     rows: &'a [EventRow],
     average: Option<&AverageIteration>,
 ) -> Vec<EventData<'a>> {
-    let events: HashMap<(String, u32), (usize, &Event)> = (profile.events.iter().enumerate())
-        .map(|(i, e)| (event_key(e), (i, e)))
+    // By `order`, which is one event's alone: a probe run on two streams is two events of one
+    // id and occurrence (counted per stream), whose data one key mixed.
+    let events: HashMap<u32, (usize, &Event)> = (profile.events.iter().enumerate())
+        .map(|(i, e)| (e.order, (i, e)))
         .collect();
     let n = rows.len().max(1);
     let per_event = (MAX_SAMPLES / n).clamp(SAMPLES_PER_EVENT.0, SAMPLES_PER_EVENT.1);
     rows.iter()
         .map(|row| {
-            let found = events
-                .get(&(row.identity.id.clone(), row.identity.occurrence))
-                .copied();
+            let found = events.get(&row.order).copied();
             let event = found.map(|(_, e)| e);
             let drawn_ns = found
                 .zip(average)
@@ -749,6 +749,33 @@ mod tests {
             "where to put the next probe!",
         ] {
             assert!(JS.contains(wired), "the script does not have {wired}");
+        }
+    }
+
+    /// A probe run on two streams is two events of one id and occurrence (counted per
+    /// stream): each row of the page carries its own event's samples. Before, the rows were
+    /// matched to events by id and occurrence, and one event's samples went to both rows.
+    #[test]
+    fn events_of_one_probe_on_two_streams_keep_their_own_samples() {
+        let event = |order: u32, stream: &str, ns: u64| Event {
+            id: "m::copy".to_owned(),
+            name: "copy".to_owned(),
+            kind: "probe".to_owned(),
+            order,
+            device: Some(0),
+            stream: Some(stream.to_owned()),
+            samples_ns: vec![ns; 3],
+            offsets_ns: vec![0; 3],
+            sample_iters: vec![2, 3, 4],
+            stats: profiler_format::Stats::of(&[ns; 3]),
+            ..Default::default()
+        };
+        let mut profile = with_work(false);
+        profile.events = vec![event(0, "7", 1_000), event(1, "8", 2_000)];
+        let data = data_of(&profile);
+        let rows = data["report"]["events"].as_array().unwrap();
+        for (row, ns) in rows.iter().zip([1_000u64, 2_000]) {
+            assert_eq!(row["samples_ns"][0], ns, "{row}");
         }
     }
 
