@@ -36,7 +36,7 @@ impl Figures {
     }
 }
 
-/// The counter events of the top-level CPU slices, in time order (at one time, a slice's end
+/// The counter events of the top-level CPU slices of the stepping thread (`main`), in time order (at one time, a slice's end
 /// before the next one's start: a slice that ends where another begins leaves the other's
 /// figures), in process `pid`, each with whether it is a slice's start (else its end); none
 /// when no event has memory figures.
@@ -48,7 +48,9 @@ pub(super) fn counters<'a>(
     let mut top: Vec<(u32, u32)> = Vec::new();
     if events.iter().any(|e| e.memory.is_some()) {
         top = (drawing.slices.iter().enumerate())
-            .filter(|(_, s)| s.track == 0 && s.depth == 1)
+            // The stepping thread's lane only: a concurrent event's figures are another
+            // thread's, and its end would zero the counter while a main-lane slice still runs.
+            .filter(|(_, s)| s.track == 0 && s.lane == 0 && s.depth == 1)
             .map(|(pos, s)| (s.made, pos as u32))
             .collect();
         top.sort_unstable();

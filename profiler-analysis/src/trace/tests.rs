@@ -366,6 +366,39 @@ fn uncovered_stretches_are_drawn_on_the_other_track() {
     assert_nested(&t);
 }
 
+/// The `memory` counter follows the stepping thread's top-level runs only: a concurrent
+/// event (another thread's) with figures of its own inside `a`'s run neither replaces `a`'s
+/// figures nor zeroes the counter at its end while `a` still runs (as it did).
+#[test]
+fn the_memory_counter_leaves_other_threads_out() {
+    let memory = |bytes: u64| profiler_format::Memory {
+        alloc_bytes: vec![bytes],
+        freed_bytes: vec![0],
+        allocs: vec![1],
+        peak_bytes: vec![bytes],
+    };
+    let mut a = with_samples(event(0, "a", None), &[(1, 100, 400)]);
+    a.memory = Some(memory(2_000));
+    let mut c = with_samples(event(1, "c", None), &[(1, 150, 200)]);
+    c.concurrent = true;
+    c.memory = Some(memory(4_000));
+    let p = profile("trace", 1, 1, vec![5_000, 1_000], vec![a, c]);
+    let t = chrome_trace(&p).unwrap();
+    let counters: Vec<(u64, f64)> = t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .map(|e| {
+            (
+                (e["ts"].as_f64().unwrap() * 1000.0).round() as u64,
+                e["args"]["alloc_bytes"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(counters, vec![(100, 2_000.0), (500, 0.0)]);
+}
+
 /// Memory figures become a `memory` counter track: a top-level run's figures while it runs,
 /// 0 between runs; nothing without figures.
 #[test]
