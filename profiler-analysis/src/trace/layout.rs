@@ -373,10 +373,14 @@ impl Drawing {
             let made = self.push(i as u32, (start, end), track, parent, depth);
             slice_of.insert(i, made);
         }
+        // The step holds the stepping thread's runs: another thread's (`concurrent`) may end
+        // past the median iteration without making the iteration longer (it made the `other`
+        // stretch at the end longer than the breakdown's gap).
         let last = self
             .slices
             .iter()
             .filter(|s| s.track == 0)
+            .filter(|s| s.event == NONE || !events[s.event as usize].concurrent)
             .map(|s| s.end)
             .max()
             .unwrap_or(0);

@@ -633,6 +633,32 @@ fn sample_mode_draws_concurrent_events_at_their_offsets_beside_the_loop() {
     assert_nested(&t);
 }
 
+/// `sample` mode: an event of another thread that ends past the median iteration does not
+/// make the step longer: the step is the median iteration, and the last `other` stretch ends
+/// with it, as the breakdown's last gap does (before, both ran on to the other thread's end).
+#[test]
+fn a_concurrent_event_past_the_iteration_does_not_stretch_the_step() {
+    let a = with_samples(event(0, "a", None), &[(3, 0, 400_000)]);
+    let mut c = with_samples(event(1, "c", None), &[(4, 950_000, 200_000)]);
+    c.concurrent = true;
+    let walls = vec![9, 9, 1_000_000, 1_000_000, 1_000_000];
+    let p = profile("sample", 2, 2, walls, vec![a, c]);
+    let t = chrome_trace(&p).unwrap();
+    let got = spans(&t);
+    let step = got
+        .iter()
+        .find(|x| x.0.starts_with("ProfilerStep"))
+        .unwrap();
+    assert_eq!((step.2, step.3), (0, 1_000_000), "{got:?}");
+    let last_other = got
+        .iter()
+        .filter(|x| x.0 == "other")
+        .map(|x| x.3)
+        .max()
+        .unwrap();
+    assert_eq!(last_other, 1_000_000, "{got:?}");
+}
+
 /// `sample` mode: the `other` slices are the stretches the stepping thread's top-level events
 /// leave uncovered, as the breakdown's gaps are; an event of another thread (a loader) beside
 /// them covers none. And `average_iteration` is the trace's drawing.
