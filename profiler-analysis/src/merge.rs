@@ -605,9 +605,33 @@ fn straggler_line(m: &Merged) -> Option<String> {
         ));
     }
     if n == 0 {
+        // Each event is judged with the ranks' shared shift taken out: a rank slower as a whole
+        // (every event alike: a slower node) shows in the iteration row, not in its events.
+        let fastest = m
+            .iteration_median_ns
+            .iter()
+            .copied()
+            .filter(|v| *v > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        let slowest = m
+            .ranks
+            .iter()
+            .position(|&r| r == m.straggler)
+            .and_then(|k| m.iteration_median_ns.get(k).copied())
+            .unwrap_or(0.0);
+        let whole = if fastest.is_finite() && slowest > 1.05 * fastest {
+            format!(
+                "; rank {}'s median iteration is {} above the fastest rank's: slower as a whole \
+                 (each event is judged with the ranks' shared shift taken out)",
+                m.straggler,
+                profiler_tables::table_text::percent(slowest / fastest - 1.0)
+            )
+        } else {
+            String::new()
+        };
         return Some(format!(
             "no rank is slower than the fastest by a change that matters in any of {} \
-             events{undecided}",
+             events{undecided}{whole}",
             m.events.len()
         ));
     }
@@ -739,6 +763,29 @@ mod tests {
                 .any(|w| w.contains("of one probe and occurrence on several streams")),
             "{:?}",
             m.warnings
+        );
+    }
+
+    /// A rank 30% slower in everything (a slower node): each event is judged with the ranks'
+    /// shared shift taken out, so none is slower, and the closing line says the rank is slower
+    /// as a whole (before, it said only that no rank was slower).
+    #[test]
+    fn a_rank_slower_as_a_whole_is_named() {
+        let r0 = rank(
+            0,
+            &[("a", 0, &[100, 110, 120]), ("b", 0, &[200, 210, 220])],
+            1_000,
+        );
+        let r1 = rank(
+            1,
+            &[("a", 0, &[130, 143, 156]), ("b", 0, &[260, 273, 286])],
+            1_300,
+        );
+        let m = merge(&[r0, r1]).unwrap();
+        let text = render(&m, Format::Table);
+        assert!(
+            text.contains("rank 1's median iteration is 30.0% above the fastest rank's"),
+            "{text}"
         );
     }
 
