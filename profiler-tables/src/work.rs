@@ -158,7 +158,7 @@ pub fn utilization(v: f64) -> String {
         } else {
             format!("{percent:.0}")
         };
-        format!("{figure}%>100%! check the peak or the flops key")
+        format!("{figure}% >100%! check the peak or the flops key")
     } else {
         crate::table_text::percent(v)
     }
@@ -278,7 +278,7 @@ mod tests {
         assert_eq!(human_rate(f64::MAX), "1.80e308");
         assert_eq!(utilization(1e-300), "0.0%");
         let huge = utilization(1e300);
-        assert!(huge.starts_with("1.00e302%>100%!"), "{huge}");
+        assert!(huge.starts_with("1.00e302% >100%!"), "{huge}");
         for v in [1e308, f64::MAX, 1e-308, 5e-324, 1e300] {
             assert!(human_rate(v).len() <= 10, "{v}: {}", human_rate(v));
             assert!(utilization(v).len() <= 60, "{v}: {}", utilization(v));

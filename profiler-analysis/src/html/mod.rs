@@ -678,7 +678,7 @@ mod tests {
         // `b`: 3e10 FLOP/s against a peak of 2e10: flagged as `prof report` flags it.
         assert_eq!(
             cells(1)["MFU"],
-            "150%>100%! check the peak or the flops key"
+            "150% >100%! check the peak or the flops key"
         );
         assert_eq!(cells(1)["B/s"], "-");
         assert_eq!(events[1]["over_peak"], true);
