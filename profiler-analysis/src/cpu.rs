@@ -20,15 +20,19 @@ use std::io::Write;
 use profiler_format::filter::{Filter, Key};
 use profiler_format::{CpuSamples, Profile, SampledStack};
 
-/// The frame name of the event a stack was taken in.
+/// The frame name of the event a stack was taken in: `layer/phase name`, a method's name with
+/// its type (`Embedding::lookup`), as every table shows it.
 pub fn event_label(stack: &SampledStack) -> String {
     match (&stack.event, &stack.name) {
         (None, _) => "(no event)".to_owned(),
-        (Some(_), name) => format!(
+        (Some(id), name) => format!(
             "{}/{}/{}",
             stack.layer.as_deref().unwrap_or("-"),
             stack.phase.as_deref().unwrap_or("-"),
-            name.as_deref().unwrap_or("?")
+            name.as_deref()
+                .map_or("?".into(), |name| profiler_format::identity::display_name(
+                    id, name
+                ))
         ),
     }
 }
@@ -420,6 +424,26 @@ pub fn pprof_gz(profile: &proto::PprofProfile) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A method's samples are labelled with its type, as every table labels the event
+    /// (`Embedding::lookup`); before, the CPU views said `lookup`.
+    #[test]
+    fn a_methods_samples_carry_its_type() {
+        let stack = SampledStack {
+            event: Some("dlrm::Embedding::lookup".to_owned()),
+            name: Some("lookup".to_owned()),
+            layer: Some("embedding".to_owned()),
+            phase: Some("fwd".to_owned()),
+            ..Default::default()
+        };
+        assert_eq!(event_label(&stack), "embedding/fwd/Embedding::lookup");
+        let function = SampledStack {
+            event: Some("dlrm::sgd".to_owned()),
+            name: Some("sgd".to_owned()),
+            ..stack.clone()
+        };
+        assert_eq!(event_label(&function), "embedding/fwd/sgd");
+    }
 
     /// The CPU graph's title is escaped once (it showed `R&amp;D`) and made printable (a
     /// U+FFFF in the program's name made the SVG unreadable as XML); a function whose name

@@ -8,9 +8,10 @@ use profiler_analysis::diff;
 use crate::common::{fraction, print, Failure, FormatArg};
 use profiler_analysis::load_profile;
 
-/// Compare two runs: per event and for the whole iteration, the median ratio with a
-/// bootstrap 95% confidence interval, a Mann-Whitney p-value and a verdict. With several
-/// runs a side (`prof diff b1.json b2.json -- a1.json a2.json`), the run is the unit.
+/// Compare two runs: per event and for the whole iteration, the change of the fastest-5% time
+/// (what a busy machine's delays cannot move) with its 95% interval beyond the machine's shared
+/// shift, a p-value adjusted over every row (Holm) and a verdict. With several runs a side
+/// (`prof diff b1.json b2.json -- a1.json a2.json`), the run is the unit.
 #[derive(clap::Args)]
 pub struct DiffArgs {
     /// The baseline run, then the run to judge; or, with `--`, every baseline run.
