@@ -243,15 +243,49 @@ impl Optimizer {
     }
 }
 
-/// One session at a time in this binary (a second `init_with` while one runs is refused).
-fn one_session() -> std::sync::MutexGuard<'static, ()> {
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// A profiling session writing into a folder of its own (`tag`), one at a time in this binary
+/// (a second `init_with` while one runs is refused); `config` sets the rest. Dropped in that
+/// order: the session, then the lock.
+struct Session {
+    session: Option<profiler_core::InitGuard>,
+    dir: std::path::PathBuf,
+    _one: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Session {
+    fn start(tag: &str, config: profiler_core::Config) -> Session {
+        static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let one = ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let dir = std::env::temp_dir().join(format!("prof-burn-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = profiler_core::Config {
+            out: dir.join("prof.json").display().to_string(),
+            summary: false,
+            ..config
+        };
+        Session {
+            session: Some(profiler_core::init_with(config, None).unwrap()),
+            dir,
+            _one: one,
+        }
+    }
+
+    /// Ends the session (its results written) and gives its `prof.json` back as text.
+    fn end(mut self) -> String {
+        drop(self.session.take());
+        std::fs::read_to_string(self.dir.join("prof.json")).unwrap_or_default()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        drop(self.session.take());
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 #[test]
 fn profiled_layers_are_the_layers_of_their_ops_forward_and_backward() {
-    let _one = one_session();
     let device = Default::default();
     let model: Mlp<B> = Mlp {
         l1: LinearConfig::new(4, 8).init(&device),
@@ -259,14 +293,7 @@ fn profiled_layers_are_the_layers_of_their_ops_forward_and_backward() {
         relu: Relu::new(),
     };
     let x = Tensor::<B, 2>::random([5, 4], Distribution::Normal(0.0, 1.0), &device);
-    let dir = std::env::temp_dir().join(format!("prof-burn-annotated-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = profiler_core::Config {
-        out: dir.join("prof.json").display().to_string(),
-        summary: false,
-        ..profiler_core::Config::default()
-    };
-    let session = profiler_core::init_with(config, None).unwrap();
+    let session = Session::start("annotated", profiler_core::Config::default());
     // burn initializes parameters on first use, and the decorator's first op asks for the
     // open events: once before counting.
     let _ = model.l2.forward(model.l1.forward(x.clone()));
@@ -279,7 +306,6 @@ fn profiled_layers_are_the_layers_of_their_ops_forward_and_backward() {
     let _grads = profiler_burn::backward(|| loss.backward());
     let counts = profiler_burn::op_counts();
     drop(session);
-    let _ = std::fs::remove_dir_all(&dir);
     eprintln!("{counts:#?}");
 
     assert_eq!(
@@ -311,16 +337,8 @@ fn profiled_layers_are_the_layers_of_their_ops_forward_and_backward() {
 /// its reads stamped as the forward's.
 #[test]
 fn an_annotated_event_of_another_phase_keeps_its_phase() {
-    let _one = one_session();
     let device = Default::default();
-    let dir = std::env::temp_dir().join(format!("prof-burn-phase-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = profiler_core::Config {
-        out: dir.join("prof.json").display().to_string(),
-        summary: false,
-        ..profiler_core::Config::default()
-    };
-    let session = profiler_core::init_with(config, None).unwrap();
+    let session = Session::start("phase", profiler_core::Config::default());
     let w = Tensor::<B, 2>::random([4, 4], Distribution::Normal(0.0, 1.0), &device);
     // The decorator's first op asks for the open events.
     let _ = w.clone().add_scalar(0.0);
@@ -328,7 +346,6 @@ fn an_annotated_event_of_another_phase_keeps_its_phase() {
     let _ = Optimizer.step(w);
     let counts = profiler_burn::op_counts();
     drop(session);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(
         under(&counts, Some("optim"), "update"),
         vec![("float_add_scalar", 1), ("float_mul_scalar", 1)],
@@ -346,20 +363,14 @@ fn an_annotated_event_of_another_phase_keeps_its_phase() {
 /// ended when the op returned the future, and read about 0 ns beside hundreds of microseconds.
 #[test]
 fn a_future_returning_op_is_measured_while_it_runs() {
-    let _one = one_session();
     let device = Default::default();
-    let dir = std::env::temp_dir().join(format!("prof-burn-future-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join("prof.json");
     let config = profiler_core::Config {
-        out: out.display().to_string(),
-        summary: false,
         mode: profiler_core::Mode::Trace,
         warmup: 1,
         repeat: 4,
         ..profiler_core::Config::default()
     };
-    let session = profiler_core::init_with(config, None).unwrap();
+    let session = Session::start("future", config);
     let big = Tensor::<B, 2>::random([600, 600], Distribution::Normal(0.0, 1.0), &device);
     for _ in 0..6 {
         let data = {
@@ -369,10 +380,7 @@ fn a_future_returning_op_is_measured_while_it_runs() {
         drop(data);
         profiler_core::step();
     }
-    drop(session);
-    let profile: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    let profile: serde_json::Value = serde_json::from_str(&session.end()).unwrap();
     let median = |name: &str| {
         let e = profile["events"]
             .as_array()

@@ -924,14 +924,7 @@ mod tests {
     #[test]
     fn the_slowed_layer_is_served_as_slower() {
         let profile = recorded();
-        let text = render(
-            &profile,
-            "train",
-            &mut Totals::default(),
-            &kept(&profile),
-            0.0,
-            true,
-        );
+        let text = judged(&profile, "train");
         let slower = text
             .lines()
             .filter(|l| l.starts_with("prof_drift_verdict{") && l.ends_with(" 1.0"))
@@ -950,7 +943,7 @@ mod tests {
                 .collect()
         };
         // Published once: at most one window.
-        let once = render(&full, "j", &mut Totals::default(), &kept(&full), 0.0, true);
+        let once = judged(&full, "j");
         assert!(streaks(&once).iter().all(|&k| k <= 1), "{once}");
         assert!(
             streaks(&once).contains(&1),
@@ -983,6 +976,18 @@ mod tests {
         assert_eq!(verdicts(&unjudged), 0);
     }
 
+    /// `profile`'s text for the job `job`, judged now, every window kept counted.
+    fn judged(profile: &Profile, job: &str) -> String {
+        render(
+            profile,
+            job,
+            &mut Totals::default(),
+            &kept(profile),
+            0.0,
+            true,
+        )
+    }
+
     /// The samples of every window kept, per event: what the writer counts at the hand-over
     /// for a run whose every window is kept.
     fn kept(profile: &Profile) -> HashMap<u32, u64> {
@@ -1013,14 +1018,7 @@ mod tests {
         twin.layer = name.layer.clone();
         twin.phase = name.phase.clone();
         twin.occurrence = name.occurrence;
-        let text = render(
-            &profile,
-            "j",
-            &mut Totals::default(),
-            &kept(&profile),
-            0.0,
-            true,
-        );
+        let text = judged(&profile, "j");
         let medians: Vec<&str> = text
             .lines()
             .filter(|l| {
@@ -1034,14 +1032,7 @@ mod tests {
         let gone = last.events.iter_mut().find(|e| e.order == a).unwrap();
         gone.samples_ns.clear();
         gone.stats = profiler_format::Stats::of(&[]);
-        let text = render(
-            &profile,
-            "j",
-            &mut Totals::default(),
-            &kept(&profile),
-            0.0,
-            true,
-        );
+        let text = judged(&profile, "j");
         let id = format!("id=\"{}\"", name.id);
         assert!(
             !text
@@ -1063,14 +1054,7 @@ mod tests {
         e.name = "a \"quoted\"\\back\nslash} name".to_owned();
         e.layer = Some("l\"\n".to_owned());
         profile.run.host = "h\\".to_owned();
-        let text = render(
-            &profile,
-            "j\"ob",
-            &mut Totals::default(),
-            &kept(&profile),
-            0.0,
-            true,
-        );
+        let text = judged(&profile, "j\"ob");
         assert!(
             text.contains(r#"event="a \"quoted\"\\back\nslash} name""#),
             "{text}"
