@@ -178,6 +178,31 @@ pub fn parse_filter(
     .transpose()
 }
 
+/// `file` has no `cpu_samples` section (`prof pprof`, `prof flame --cpu`).
+pub fn no_cpu_samples(file: &Path) -> Failure {
+    Failure::new(format!(
+        "error: {} has no CPU samples\n  = help: run the program with PROF_CPU_SAMPLE=1000 (a \
+         build with profiler-core's `cpu-sample` feature, on Linux) to take them",
+        file.display()
+    ))
+}
+
+/// `file`'s CPU samples leave nothing to write: `filter` (given as `--filter`) kept no stack,
+/// or, without one, the run took no sample.
+pub fn no_sampled_stack(file: &Path, filter: Option<&str>) -> Failure {
+    Failure::new(match filter {
+        Some(text) => format!(
+            "error: --filter {text} matches no sampled event\n  = help: `prof report` lists the \
+             sampled events"
+        ),
+        None => format!(
+            "error: {} holds CPU samples but no sampled stack\n  = help: the run took no sample \
+             (too short for PROF_CPU_SAMPLE's rate: raise it, or run longer)",
+            file.display()
+        ),
+    })
+}
+
 /// [`parse_filter`] for the CPU samples (`prof pprof`, `prof flame --cpu`), whose stacks know
 /// their event's `name`, `id`, `layer` and `phase` only: a filter on another key is refused
 /// (before, `module=...` matched nothing and the message blamed the filter, `kind!=fn` matched

@@ -7,7 +7,8 @@ use clap::ValueEnum;
 use profiler_analysis::{self as analysis, diff, flame};
 
 use crate::common::{
-    check_output, fraction, load_all, parse_cpu_filter, parse_filter, write_output, Failure,
+    check_output, fraction, load_all, no_cpu_samples, no_sampled_stack, parse_cpu_filter,
+    parse_filter, write_output, Failure,
 };
 use profiler_analysis::load_profile;
 
@@ -61,24 +62,10 @@ fn cpu_flame(
     };
     let profile = load_profile(file)?;
     let Some(folded) = analysis::cpu::folded(&profile, filter) else {
-        return Err(Failure::new(format!(
-            "error: {} has no CPU samples\n  = help: run the program with \
-             PROF_CPU_SAMPLE=1000 (a build with profiler-core's `cpu-sample` feature, on Linux)",
-            file.display()
-        )));
+        return Err(no_cpu_samples(file));
     };
     if folded.is_empty() {
-        return Err(Failure::new(match &args.filter {
-            Some(text) => format!(
-                "error: --filter {text} matches no sampled event\n  = help: `prof report` lists \
-                 the sampled events"
-            ),
-            None => format!(
-                "error: {} holds CPU samples but no sampled stack\n  = help: the run took no \
-                 sample (too short for PROF_CPU_SAMPLE's rate: raise it, or run longer)",
-                file.display()
-            ),
-        }));
+        return Err(no_sampled_stack(file, args.filter.as_deref()));
     }
     let bytes = if args.folded {
         folded.into_bytes()

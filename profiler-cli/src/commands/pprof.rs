@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use profiler_analysis::cpu;
 
-use crate::common::{check_output, parse_cpu_filter, write_output, Failure};
+use crate::common::{
+    check_output, no_cpu_samples, no_sampled_stack, parse_cpu_filter, write_output, Failure,
+};
 use profiler_analysis::load_profile;
 
 /// The CPU samples of a prof.json (taken with PROF_CPU_SAMPLE) as a gzipped pprof profile
@@ -31,24 +33,10 @@ pub fn run(args: PprofArgs) -> Result<ExitCode, Failure> {
     let filter = parse_cpu_filter(args.filter.as_deref())?;
     let profile = load_profile(&args.file)?;
     let Some(pprof) = cpu::pprof(&profile, filter.as_ref()) else {
-        return Err(Failure::new(format!(
-            "error: {} has no CPU samples\n  = help: run the program with PROF_CPU_SAMPLE=1000 \
-             (a build with profiler-core's `cpu-sample` feature, on Linux) to take them",
-            args.file.display()
-        )));
+        return Err(no_cpu_samples(&args.file));
     };
     if pprof.sample.is_empty() {
-        return Err(Failure::new(match &args.filter {
-            Some(text) => format!(
-                "error: --filter {text} matches no sampled event\n  = help: `prof report` lists \
-                 the sampled events"
-            ),
-            None => format!(
-                "error: {} holds CPU samples but no sampled stack\n  = help: the run took no \
-                 sample (too short for PROF_CPU_SAMPLE's rate: raise it, or run longer)",
-                args.file.display()
-            ),
-        }));
+        return Err(no_sampled_stack(&args.file, args.filter.as_deref()));
     }
     write_output(&args.output, &cpu::pprof_gz(&pprof))?;
     Ok(ExitCode::SUCCESS)
