@@ -275,7 +275,7 @@ impl Session {
     /// endpoint serves it until the process exits).
     fn publish_metrics(&self, profile: &profiler_format::Profile, last: bool) {
         if let Some(metrics) = &self.metrics {
-            metrics.publish(profile, &self.writer.calls(), last);
+            metrics.publish(profile, &self.writer.calls(&self.measuring), last);
         }
     }
 

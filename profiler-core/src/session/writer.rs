@@ -127,10 +127,10 @@ struct Queue {
     inline: bool,
     /// The run's results were written for the last time: the writer stops.
     stopped: bool,
-    /// Samples measured per event (`order`) in every window handed over so far, counted at the
-    /// hand-over (so that a window the writer drops unread still counts):
-    /// `prof_event_calls_total`.
-    calls: HashMap<u32, u64>,
+    /// With `PROF_METRICS`: samples measured per event (by schedule index) in every window
+    /// handed over so far, counted at the hand-over, so that a window the writer drops unread
+    /// still counts (`prof_event_calls_total`); an add per event, no hashing, at the close.
+    calls: Vec<u64>,
 }
 
 /// What the writer thread asks of the run it serves.
@@ -223,14 +223,15 @@ impl Writer {
             plan: (order, streams),
         } = handed;
         let mut q = lock(&self.queue);
-        for &e in order {
-            // Merged events have no windows (their exact totals are in `events`).
-            let Some(ev) = m.schedule.events[e as usize].get() else {
-                continue;
-            };
-            if ev.store.totals.is_none() {
+        if config.metrics.is_some() {
+            if q.calls.len() < resolved.len() {
+                q.calls.resize(resolved.len(), 0);
+            }
+            for &e in order {
                 let n = resolved.get(e as usize).map_or(0, |r| r.durations.len());
-                *q.calls.entry(ev.order).or_default() += n as u64;
+                if let Some(count) = q.calls.get_mut(e as usize) {
+                    *count += n as u64;
+                }
             }
         }
         let mut closed = q.spare.pop().unwrap_or_default();
@@ -305,9 +306,18 @@ impl Writer {
         !(q.inline || q.stopped)
     }
 
-    /// Samples measured per event (`order`) in every window handed over so far.
-    pub(crate) fn calls(&self) -> HashMap<u32, u64> {
-        lock(&self.queue).calls.clone()
+    /// Samples measured per event (`order`) in every window handed over so far (with
+    /// `PROF_METRICS`); merged events, which have no windows, left out.
+    pub(crate) fn calls(&self, m: &Measuring) -> HashMap<u32, u64> {
+        let q = lock(&self.queue);
+        q.calls
+            .iter()
+            .enumerate()
+            .filter_map(|(e, &n)| {
+                let ev = m.schedule.events.get(e)?.get()?;
+                ev.store.totals.is_none().then_some((ev.order, n))
+            })
+            .collect()
     }
 
     /// The archive, with every window handed over absorbed (by the writer, or here).
