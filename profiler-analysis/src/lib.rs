@@ -65,3 +65,32 @@ pub(crate) fn event_time(e: &profiler_format::Event) -> Option<f64> {
 pub fn event_key(event: &profiler_format::Event) -> (String, u32) {
     (event.id.clone(), event.occurrence)
 }
+
+/// A warning when some profile holds events that share a probe id and occurrence (one probe
+/// run on two streams: occurrences are counted per stream): matched by [`event_key`], only the
+/// first of them is compared (`prof diff`, `prof merge`), which is said rather than done
+/// silently.
+pub(crate) fn shared_key_warning<'a>(
+    profiles: impl IntoIterator<Item = &'a profiler_format::Profile>,
+) -> Option<String> {
+    let mut shared: Vec<String> = Vec::new();
+    for p in profiles {
+        let mut seen = std::collections::HashSet::new();
+        for e in &p.events {
+            if !seen.insert(event_key(e)) {
+                let label = profiler_format::Identity::of(e).label();
+                if !shared.contains(&label) {
+                    shared.push(label);
+                }
+            }
+        }
+    }
+    let first = shared.first()?;
+    Some(format!(
+        "{} event{} of one probe and occurrence on several streams ({first}{}): only the first \
+         of each is compared (events are matched by probe id and occurrence)",
+        shared.len(),
+        if shared.len() == 1 { "" } else { "s" },
+        if shared.len() > 1 { ", ..." } else { "" }
+    ))
+}

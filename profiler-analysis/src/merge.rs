@@ -113,7 +113,7 @@ pub fn merge(profiles: &[Profile]) -> Result<Merged, String> {
     warnings.extend(run_warnings(&ranked));
     let (events, incomplete) = merge_events(&ranked, &ranks);
     warnings.extend(missing_warning(&incomplete));
-    warnings.extend(shared_key_warning(&ranked));
+    warnings.extend(super::shared_key_warning(ranked.iter().map(|(_, p)| *p)));
 
     let iteration_median_ns: Vec<f64> = ranked
         .iter()
@@ -345,32 +345,6 @@ fn merged_event(
 }
 
 /// The warning naming (the first five of) the events missing from some ranks, if any is.
-/// Events that share a probe id and occurrence in one rank's profile (one probe run on two
-/// streams: occurrences are counted per stream): matched by id and occurrence, only the first
-/// of them is compared, which is said rather than done silently.
-fn shared_key_warning(ranked: &[(u32, &Profile)]) -> Option<String> {
-    let mut shared: Vec<String> = Vec::new();
-    for (_, p) in ranked {
-        let mut seen = std::collections::HashSet::new();
-        for e in &p.events {
-            if !seen.insert(event_key(e)) {
-                let label = text::label(&Identity::of(e));
-                if !shared.contains(&label) {
-                    shared.push(label);
-                }
-            }
-        }
-    }
-    let first = shared.first()?;
-    Some(format!(
-        "{} event{} of one probe and occurrence on several streams ({first}{}): only the first \
-         of each is compared (events are matched by probe id and occurrence)",
-        shared.len(),
-        if shared.len() == 1 { "" } else { "s" },
-        if shared.len() > 1 { ", ..." } else { "" }
-    ))
-}
-
 fn missing_warning(incomplete: &[String]) -> Option<String> {
     if incomplete.is_empty() {
         return None;

@@ -201,6 +201,10 @@ pub struct Diff {
     /// [`MIN_EVENTS_FOR_SPREAD`] events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs_needed: Option<usize>,
+    /// What the comparison could not do as asked (events of one probe and occurrence on
+    /// several streams: only the first compared); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The shapes of the two runs' measured iterations.
@@ -380,6 +384,9 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
             .then(|| runs::runs_needed(machine.spread, options.threshold, options.alpha))
             .flatten(),
         machine,
+        warnings: super::shared_key_warning([before, after])
+            .into_iter()
+            .collect(),
     }
 }
 

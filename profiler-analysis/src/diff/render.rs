@@ -400,6 +400,9 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
     for line in super::memory::lines(&diff.memory) {
         out.push_str(&format!("{bullet}{line}\n"));
     }
+    for w in &diff.warnings {
+        out.push_str(&format!("{bullet}warning: {w}\n"));
+    }
     out
 }
 

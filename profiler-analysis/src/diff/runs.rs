@@ -200,6 +200,9 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
         runs_compared: Some((before.len(), after.len())),
         load: Some(load),
         runs_needed: None,
+        warnings: super::super::shared_key_warning(before.iter().chain(after))
+            .into_iter()
+            .collect(),
     }
 }
 

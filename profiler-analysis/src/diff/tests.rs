@@ -919,3 +919,33 @@ fn without_a_measured_iteration_every_event_decides() {
     assert!(d.events[2].matters, "{text}");
     assert_eq!(d.gate(), Gate::Regressed, "{text}");
 }
+
+/// One probe run on two streams gives two events of one id and occurrence: only the first is
+/// compared, and the comparison says so, one run a side and several (before, the second was
+/// left out silently, a 2x change on it unseen).
+#[test]
+fn events_sharing_an_id_and_occurrence_are_warned_of() {
+    let with = |copy_ns: u64| {
+        let spec: Spec = ("copy", Some("io"), Some("fwd"), 0, 0.0);
+        let mut a = event(&spec, vec![100; 10], (1..=10).collect(), 0);
+        let mut b = event(&spec, vec![copy_ns; 10], (1..=10).collect(), 1);
+        a.stream = Some("7".to_owned());
+        b.stream = Some("8".to_owned());
+        profile(0, 1, 10, vec![1_000; 11], vec![a, b])
+    };
+    let (before, after) = (with(200), with(400));
+    let one = diff(&before, &after, &DiffOptions::default());
+    assert_eq!(one.events.len(), 1);
+    assert!(
+        one.warnings[0].contains("1 event of one probe and occurrence on several streams"),
+        "{:?}",
+        one.warnings
+    );
+    assert!(render(&one, Format::Table).contains("\nwarning: 1 event of one probe"));
+    let runs = diff_runs(
+        &[before.clone(), before],
+        &[after.clone(), after],
+        &DiffOptions::default(),
+    );
+    assert_eq!(runs.warnings.len(), 1, "{:?}", runs.warnings);
+}
