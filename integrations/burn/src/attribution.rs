@@ -305,15 +305,15 @@ fn backward_layer(ins: &Inputs<'_>, open: LayerId) -> (LayerId, Origin) {
             best = (strength, layer);
         }
     }
-    if best.1 == 0 || (best.0 <= 2 && open != 0) {
-        // Nothing read that the forward pass made (only tensors made in the backward pass:
-        // gradients, and what was computed from them), or nothing of a layer: the op belongs to
-        // the step that is running, the open `<layer>/bwd` run, if any. burn runs a node's
-        // backward steps one after the other, and an op that reads only the output's gradient
-        // (`linear_bias_backward`, after the same node's `linear_weight_backward`, which read
-        // the layer's saved input) is that node's, though the gradient was made by the next
-        // layer's backward.
-        best.1 = if open != 0 { open } else { best.1 };
+    // Nothing read that the forward pass made (only tensors made in the backward pass:
+    // gradients, and what was computed from them; `best.0` is 0 when nothing of a layer was
+    // read): the op belongs to the step that is running, the open `<layer>/bwd` run, if any.
+    // burn runs a node's backward steps one after the other, and an op that reads only the
+    // output's gradient (`linear_bias_backward`, after the same node's
+    // `linear_weight_backward`, which read the layer's saved input) is that node's, though the
+    // gradient was made by the next layer's backward.
+    if best.0 <= 2 && open != 0 {
+        best.1 = open;
     }
     let origin = if best.0 >= 2 {
         Origin::Derived
