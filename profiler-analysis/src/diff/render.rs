@@ -299,11 +299,17 @@ fn render_text(diff: &Diff, markdown: bool) -> String {
         } else {
             String::new()
         };
+        // Runs paired in rounds were interleaved already: advising it would send a `prof ab`
+        // user to run `prof ab`.
+        let advice = if diff.paired {
+            "the runs were paired in rounds, each round's two runs under the same machine"
+        } else {
+            "if the machine was busier on one side, interleave the runs (prof ab)"
+        };
         out.push_str(&format!(
             "{bullet}load: the before runs' iterations took over {SLOW_ITERATION}x their fastest \
              {:.1}% of the time, the after runs' {:.1}%, not a significant difference \
-             (Mann-Whitney p {}){few}; if the machine was busier on one side, interleave the \
-             runs (prof ab)\n",
+             (Mann-Whitney p {}){few}; {advice}\n",
             100.0 * load.before_slow_share,
             100.0 * load.after_slow_share,
             p_text(load.p_value)

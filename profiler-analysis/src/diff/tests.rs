@@ -949,3 +949,39 @@ fn events_sharing_an_id_and_occurrence_are_warned_of() {
     );
     assert_eq!(runs.warnings.len(), 1, "{:?}", runs.warnings);
 }
+
+/// A load that differs, but not significantly, between runs paired in rounds (`prof ab`): the
+/// runs were interleaved already, and the line says so instead of advising `prof ab`.
+#[test]
+fn the_load_line_of_paired_runs_does_not_advise_interleaving() {
+    let specs = model();
+    let runs = |seed: u64| -> Vec<Profile> {
+        (0..2)
+            .map(|k| simulate(&specs, 50, 0.1, steady, &[], seed + k))
+            .collect()
+    };
+    for paired in [false, true] {
+        let options = DiffOptions {
+            paired,
+            ..DiffOptions::default()
+        };
+        let mut d = diff_runs(&runs(0), &runs(100), &options);
+        d.load = Some(Load {
+            before_slow_share: 0.09,
+            after_slow_share: 0.14,
+            p_value: 0.053,
+            differs: false,
+        });
+        let text = render(&d, Format::Table);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("load: "))
+            .unwrap_or_else(|| panic!("no load line: {text}"));
+        assert_eq!(
+            line.contains("interleave the runs (prof ab)"),
+            !paired,
+            "{line}"
+        );
+        assert_eq!(line.contains("paired in rounds"), paired, "{line}");
+    }
+}
