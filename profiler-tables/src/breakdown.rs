@@ -114,7 +114,8 @@ pub struct Gap {
     pub start_ns: f64,
     /// How long it is.
     pub len_ns: f64,
-    /// `len_ns` over the mean iteration.
+    /// `len_ns` over the median iteration, the one the events are placed on (the
+    /// categories' shares are of the mean iteration).
     pub share: f64,
     /// The event that ends where it starts; `None` at the start of the iteration.
     pub after: Option<Site>,

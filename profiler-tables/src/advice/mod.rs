@@ -47,7 +47,8 @@ pub const CHURN_NS_PER_PAGE: f64 = 500.0;
 pub const CHURN_SHARE: f64 = 0.02;
 /// `many-shapes`: the least distinct input shapes of one event.
 pub const MANY_SHAPES: u64 = 4;
-/// `uncovered-stretch`: the least share of the mean iteration a stretch no probe covers takes.
+/// `uncovered-stretch`: the least share of the median iteration (the one the events are placed
+/// on) a stretch no probe covers takes.
 pub const UNCOVERED_SHARE: f64 = 0.05;
 /// `sync-stall`: the call's CPU time is at least this fraction of its device time.
 pub const SYNC_CPU_FRACTION: f64 = 0.9;

@@ -343,13 +343,13 @@ pub(super) fn uncovered(input: &Input) -> Option<Finding> {
     Some(Finding::new(
         &UNCOVERED,
         format!(
-            "{} of the iteration is covered by no probe",
+            "{} of the median iteration is covered by no probe",
             percent(gap.share)
         ),
         gap.len_ns,
         Evidence {
             summary: format!(
-                "a stretch of {} ({} of the mean iteration, scatter ±{}) {}",
+                "a stretch of {} ({} of the median iteration, scatter ±{}) {}",
                 human_ns(gap.len_ns),
                 percent(gap.share),
                 human_ns(gap.noise_ns),
