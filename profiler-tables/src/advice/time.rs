@@ -49,7 +49,7 @@ pub(super) const UNCOVERED: Rule = Rule {
     id: "uncovered-stretch",
     title: "a large stretch of the iteration no probe covers",
     condition: "the breakdown's largest stretch no top-level event covers is reliable (longer \
-                than twice its scatter) and takes at least 5% of the mean iteration",
+                than twice its scatter) and takes at least 5% of the median iteration (the one the events are placed on)",
     remedy: "annotate there next: a `probe!` between the two events named (at their file:line) \
              says what the stretch is",
 };
