@@ -259,6 +259,14 @@ fn kernels_are_attributed_with_their_sum_and_projection() {
     assert_eq!(names, vec!["softmax", "qk"]);
     assert_eq!(k.list[0].count, 3);
     assert!(sim.log().contains(&"kernels on".to_owned()));
+    // The records are turned off (and flushed) only once the device has done its work: a
+    // flush before it hands over the last iteration's kernels incomplete.
+    let log = sim.log();
+    let off = log
+        .iter()
+        .position(|l| l == "kernels off")
+        .expect("kernels off");
+    assert_eq!(log[off - 1], "sync", "{log:?}");
 }
 
 /// Continuous mode: `events` shows the last closed window's runs with their stream, and the

@@ -49,6 +49,10 @@ impl DeviceState {
             device.capture(false);
         }
         if m.kernels_on.swap(false, Relaxed) {
+            // Turning the records off flushes them, and CUPTI's forced flush hands over the
+            // records of kernels still running incomplete (dropped, or with no timestamps):
+            // the last measured iteration's kernels are waited for first (once, here).
+            device.settle();
             device.kernels_enable(false);
         }
     }

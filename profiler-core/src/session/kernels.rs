@@ -28,6 +28,13 @@ struct RunKernels {
 
 type KernelKey = (String, u32, u64, [u32; 3], [u32; 3]);
 
+/// How many batches a tagged call's correlation is kept for, waiting for its kernel. CUPTI
+/// correlates every API call made inside a tagged run, not only launches (the profiler's own
+/// event records and memory readings among them): those never meet a kernel, and kept for ever
+/// they grow without bound in a long run, and a correlation id that wraps could meet an old
+/// one. A kernel completes within a few iterations of its launch, a batch is one `step()`.
+const KEEP_BATCHES: u64 = 64;
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Durations {
     count: u64,
@@ -39,8 +46,11 @@ struct Durations {
 /// What the activity records have told so far.
 #[derive(Debug, Default)]
 pub(crate) struct Attribution {
-    /// Tagged launches whose kernel has not been seen yet: correlation -> tag.
-    launches: HashMap<u32, u64>,
+    /// Tagged calls whose kernel has not been seen yet: correlation -> (tag, the batch it came
+    /// in).
+    launches: HashMap<u32, (u64, u64)>,
+    /// Batches absorbed so far.
+    batches: u64,
     /// Kernels seen before their launch's correlation record; retried once.
     waiting: Vec<KernelActivity>,
     runs: HashMap<(u32, u32), RunKernels>,
@@ -58,8 +68,10 @@ impl Attribution {
         correlations: Vec<Correlation>,
         last: bool,
     ) {
+        self.batches += 1;
         for c in correlations {
-            self.launches.insert(c.correlation, c.external);
+            self.launches
+                .insert(c.correlation, (c.external, self.batches));
         }
         let retry = std::mem::take(&mut self.waiting);
         for (k, retried) in retry
@@ -67,7 +79,11 @@ impl Attribution {
             .map(|k| (k, true))
             .chain(kernels.into_iter().map(|k| (k, false)))
         {
-            match self.launches.remove(&k.correlation).and_then(untag) {
+            match self
+                .launches
+                .remove(&k.correlation)
+                .and_then(|(tag, _)| untag(tag))
+            {
                 Some(run) => self.add(run, k),
                 None if retried || last => self.unattributed += 1,
                 None => self.waiting.push(k),
@@ -76,6 +92,10 @@ impl Attribution {
         if last {
             self.unattributed += self.waiting.len() as u64;
             self.waiting.clear();
+            self.launches.clear();
+        } else if self.batches.is_multiple_of(KEEP_BATCHES) {
+            let oldest = self.batches - KEEP_BATCHES;
+            self.launches.retain(|_, &mut (_, batch)| batch > oldest);
         }
     }
 
@@ -162,6 +182,44 @@ mod tests {
             grid: [4, 1, 1],
             block: [128, 1, 1],
         }
+    }
+
+    /// Correlations of calls that launch nothing (CUPTI correlates every API call inside a
+    /// tagged run) are forgotten after [`KEEP_BATCHES`] batches: before, they were kept for the
+    /// whole run. A launch whose kernel comes a few batches later is still joined.
+    #[test]
+    fn correlations_without_a_kernel_are_not_kept_for_ever() {
+        let mut a = Attribution::default();
+        let tag = crate::measure::kernel_tag(3, 10);
+        let mut id = 0u32;
+        for batch in 0..10 * KEEP_BATCHES {
+            let calls: Vec<Correlation> = (0..100)
+                .map(|_| {
+                    id += 1;
+                    Correlation {
+                        correlation: id,
+                        external: tag,
+                    }
+                })
+                .collect();
+            let late = (batch >= 3).then(|| kernel(id - 300, "gemm", 100, 200));
+            a.absorb(late.into_iter().collect(), calls, false);
+            // Pruned every KEEP_BATCHES batches: at most twice that many batches kept.
+            assert!(
+                a.launches.len() as u64 <= 2 * 100 * KEEP_BATCHES,
+                "{}",
+                a.launches.len()
+            );
+        }
+        let k = a.of(3, &[10]).unwrap();
+        assert_eq!(
+            k.list[0].count,
+            10 * KEEP_BATCHES - 3,
+            "each late kernel joined"
+        );
+        assert_eq!(a.unattributed, 0);
+        a.absorb(vec![], vec![], true);
+        assert!(a.launches.is_empty());
     }
 
     #[test]

@@ -201,7 +201,9 @@ pub trait Device: Clock + std::fmt::Debug {
     fn mark_on(&self, stream: Stream) -> u64;
 
     /// The number written as the event's `stream` in `prof.json` (for CUDA, the stream's id as
-    /// CUPTI and Nsight number it).
+    /// CUPTI and Nsight number it). Asked whenever results are written, the last time after
+    /// the program may have destroyed the stream: a device finds it when the stream is
+    /// prepared.
     fn stream_id(&self, stream: Stream) -> u64 {
         stream.handle()
     }

@@ -72,6 +72,14 @@ api! {
 }
 
 api! {
+    /// `cuptiActivityGetNumDroppedRecords`: how many records CUPTI dropped for a context and
+    /// stream (its buffers full, or one it asked for declined).
+    struct DroppedApi {
+        dropped = "cuptiActivityGetNumDroppedRecords": fn(CUcontext, u32, *mut usize) -> CUptiResult;
+    }
+}
+
+api! {
     /// `cuptiGetStreamIdEx` (CUDA 11.8 and later): the stream ids CUPTI puts in its records.
     struct StreamIdApi {
         stream_id = "cuptiGetStreamIdEx": fn(CUcontext, CUstream, u8, *mut u32) -> CUptiResult;
@@ -169,12 +177,20 @@ struct Gathered {
     correlations: Vec<Correlation>,
     /// Records dropped because the vectors were full.
     dropped: u64,
+    /// Records CUPTI dropped itself (`cuptiActivityGetNumDroppedRecords`), and buffers it asked
+    /// for that could not be allocated.
+    dropped_by_cupti: u64,
+    /// Kernel records without timestamps (CUPTI could not time the kernel, or handed the
+    /// record over before it completed): left out.
+    untimed: u64,
 }
 
 static GATHERED: Mutex<Gathered> = Mutex::new(Gathered {
     kernels: Vec::new(),
     correlations: Vec::new(),
     dropped: 0,
+    dropped_by_cupti: 0,
+    untimed: 0,
 });
 
 fn gathered() -> std::sync::MutexGuard<'static, Gathered> {
@@ -202,7 +218,13 @@ unsafe extern "C" fn buffer_requested(
         Some(layout) => (unsafe { std::alloc::alloc(layout) }, BUFFER_SIZE),
         None => (std::ptr::null_mut(), 0),
     };
-    let len = if ptr.is_null() { 0 } else { len };
+    let len = if ptr.is_null() {
+        // Declined: CUPTI drops the records it had for it.
+        gathered().dropped_by_cupti += 1;
+        0
+    } else {
+        len
+    };
     // SAFETY: CUPTI passes valid out-pointers; a null buffer tells it to drop records.
     unsafe {
         if !buffer.is_null() {
@@ -222,19 +244,31 @@ unsafe extern "C" fn buffer_requested(
 /// # Safety
 /// Called by CUPTI with a buffer that `buffer_requested` allocated.
 unsafe extern "C" fn buffer_completed(
-    _context: CUcontext,
-    _stream_id: u32,
+    context: CUcontext,
+    stream_id: u32,
     buffer: *mut u8,
     _size: usize,
     valid_size: usize,
 ) {
+    let mut kept = Kept::default();
+    // Registered only once the library is loaded, so the table is there.
+    let loaded = match LOADED.get() {
+        Some(Ok(loaded)) => Some(loaded),
+        _ => None,
+    };
+    if let Some(api) = loaded.and_then(|l| l.dropped) {
+        let mut n = 0usize;
+        // SAFETY: resolved with the headers' type; the context and stream id are the ones
+        // CUPTI passed for this buffer; `n` is a valid out-pointer.
+        if unsafe { (api.dropped)(context, stream_id, &mut n) } == CUPTI_SUCCESS {
+            kept.dropped_by_cupti = n as u64;
+        }
+    }
     if buffer.is_null() {
+        keep(kept);
         return;
     }
-    let mut kernels = Vec::new();
-    let mut correlations = Vec::new();
-    // Registered only once the library is loaded, so the table is there.
-    if let Some(Ok(loaded)) = LOADED.get() {
+    if let Some(loaded) = loaded {
         let mut record: *mut CUpti_Activity = std::ptr::null_mut();
         loop {
             // SAFETY: `buffer` holds `valid_size` bytes of records written by CUPTI; `record`
@@ -251,7 +285,10 @@ unsafe extern "C" fn buffer_completed(
                     // SAFETY: kernel records are at least as large as the prefix, which every
                     // version since 4 shares (checked against the headers by `headers.rs`).
                     let k = unsafe { (record as *const KernelRecord).read_unaligned() };
-                    kernels.push(kernel_activity(&k));
+                    match kernel_activity(&k) {
+                        Some(kernel) => kept.kernels.push(kernel),
+                        None => kept.untimed += 1,
+                    }
                 }
                 KIND_EXTERNAL_CORRELATION => {
                     // SAFETY: an external correlation record has exactly this layout (checked
@@ -259,7 +296,7 @@ unsafe extern "C" fn buffer_completed(
                     let c =
                         unsafe { (record as *const ExternalCorrelationRecord).read_unaligned() };
                     if c.external_kind == EXTERNAL_CUSTOM0 {
-                        correlations.push(Correlation {
+                        kept.correlations.push(Correlation {
                             correlation: c.correlation_id,
                             external: c.external_id,
                         });
@@ -274,11 +311,25 @@ unsafe extern "C" fn buffer_completed(
         // is done with it.
         unsafe { std::alloc::dealloc(buffer, layout) };
     }
-    keep(kernels, correlations);
+    keep(kept);
 }
 
-/// A kernel record as the device reports it.
-fn kernel_activity(k: &KernelRecord) -> KernelActivity {
+/// What one buffer gave.
+#[derive(Default)]
+struct Kept {
+    kernels: Vec<KernelActivity>,
+    correlations: Vec<Correlation>,
+    dropped_by_cupti: u64,
+    untimed: u64,
+}
+
+/// A kernel record as the device reports it; `None` for one without timestamps (both 0: CUPTI
+/// could not time it; or an end before the start: a record handed over incomplete), which
+/// would otherwise put the kernel at the start of the device's clock.
+fn kernel_activity(k: &KernelRecord) -> Option<KernelActivity> {
+    if k.start == 0 || k.end < k.start {
+        return None;
+    }
     let name = if k.name.is_null() {
         String::new()
     } else {
@@ -289,7 +340,7 @@ fn kernel_activity(k: &KernelRecord) -> KernelActivity {
             .into_owned()
     };
     let dims = |d: [i32; 3]| d.map(|v| u32::try_from(v).unwrap_or(0));
-    KernelActivity {
+    Some(KernelActivity {
         correlation: k.correlation_id,
         name,
         start_ns: k.start,
@@ -298,15 +349,20 @@ fn kernel_activity(k: &KernelRecord) -> KernelActivity {
         stream: u64::from(k.stream_id),
         grid: dims(k.grid),
         block: dims(k.block),
-    }
+    })
 }
 
 /// Adds a buffer's records to those gathered, up to the bound; the rest are counted as dropped.
-fn keep(kernels: Vec<KernelActivity>, correlations: Vec<Correlation>) {
-    if kernels.is_empty() && correlations.is_empty() {
-        return;
-    }
+fn keep(kept: Kept) {
+    let Kept {
+        kernels,
+        correlations,
+        dropped_by_cupti,
+        untimed,
+    } = kept;
     let mut g = gathered();
+    g.dropped_by_cupti += dropped_by_cupti;
+    g.untimed += untimed;
     let room = MAX_GATHERED.saturating_sub(g.kernels.len());
     g.dropped += kernels.len().saturating_sub(room) as u64;
     g.kernels.extend(kernels.into_iter().take(room));
@@ -322,6 +378,7 @@ struct Loaded {
     _lib: Library,
     api: Api,
     stream_ids: Option<StreamIdApi>,
+    dropped: Option<DroppedApi>,
 }
 
 static LOADED: OnceLock<Result<Loaded, String>> = OnceLock::new();
@@ -335,6 +392,7 @@ fn register() -> Result<&'static Loaded, String> {
             Ok(Loaded {
                 api: Api::load(&lib)?,
                 stream_ids: StreamIdApi::load(&lib).ok(),
+                dropped: DroppedApi::load(&lib).ok(),
                 _lib: lib,
             })
         })
@@ -449,25 +507,101 @@ impl Cupti {
         // SAFETY: resolved at `open` with the headers' type; the completion callback runs (and
         // takes the lock) before this returns, so the lock is not held here.
         let _ = unsafe { (self.api.flush_all)(0) };
-        let dropped = {
+        let (dropped, by_cupti, untimed) = {
             let mut g = gathered();
             kernels.append(&mut g.kernels);
             correlations.append(&mut g.correlations);
-            std::mem::take(&mut g.dropped)
+            (
+                std::mem::take(&mut g.dropped),
+                std::mem::take(&mut g.dropped_by_cupti),
+                std::mem::take(&mut g.untimed),
+            )
         };
-        if dropped > 0 && !self.warned_dropped.swap(true, Relaxed) {
-            eprintln!(
-                "profiler-core: warning: PROF_KERNELS: {dropped} kernel activity records were \
-                 dropped (more than {MAX_GATHERED} gathered between two drains)"
-            );
+        if let Some(warning) = lost_records(dropped, by_cupti, untimed) {
+            if !self.warned_dropped.swap(true, Relaxed) {
+                eprintln!("profiler-core: warning: PROF_KERNELS: {warning}");
+            }
         }
     }
+}
+
+/// The warning for kernel records lost between two drains, if any were: kept out because the
+/// vectors were full (`dropped`), dropped by CUPTI itself (`by_cupti`: records, or buffers it
+/// could not get), or without timestamps (`untimed`). Kernels are then missing from the
+/// events' kernel lists and sums.
+fn lost_records(dropped: u64, by_cupti: u64, untimed: u64) -> Option<String> {
+    let mut parts = Vec::new();
+    if dropped > 0 {
+        parts.push(format!(
+            "{dropped} were dropped (more than {MAX_GATHERED} gathered between two drains)"
+        ));
+    }
+    if by_cupti > 0 {
+        parts.push(format!(
+            "{by_cupti} were dropped by CUPTI (its buffers full, or one it asked for could not \
+             be allocated)"
+        ));
+    }
+    if untimed > 0 {
+        parts.push(format!(
+            "{untimed} came without timestamps (CUPTI could not time the kernel) and are left out"
+        ));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "kernel activity records were lost: {}; the kernel lists and sums miss them",
+            parts.join("; ")
+        )
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::mem::offset_of;
+
+    fn record(start: u64, end: u64) -> KernelRecord {
+        KernelRecord {
+            kind: KIND_CONCURRENT_KERNEL,
+            cache_config: 0,
+            shared_memory_config: 0,
+            registers_per_thread: 0,
+            partitioned_global_cache_requested: 0,
+            partitioned_global_cache_executed: 0,
+            start,
+            end,
+            completed: 0,
+            device_id: 0,
+            context_id: 1,
+            stream_id: 7,
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            static_shared_memory: 0,
+            dynamic_shared_memory: 0,
+            local_memory_per_thread: 0,
+            local_memory_total: 0,
+            correlation_id: 9,
+            grid_id: 0,
+            name: std::ptr::null(),
+        }
+    }
+
+    /// A record without timestamps (0 and 0: CUPTI could not time the kernel) or ending before
+    /// it starts is left out: kept, it put the kernel at the device clock's origin, and the
+    /// run's projection became the clock's whole reading (about 1.7e18 ns).
+    #[test]
+    fn kernel_records_without_timestamps_are_left_out() {
+        assert!(kernel_activity(&record(0, 0)).is_none());
+        assert!(kernel_activity(&record(2_000, 1_000)).is_none());
+        let k = kernel_activity(&record(1_000, 3_000)).expect("a timed kernel");
+        assert_eq!(
+            (k.start_ns, k.end_ns, k.correlation, k.stream),
+            (1_000, 3_000, 9, 7)
+        );
+        assert_eq!(lost_records(0, 0, 0), None);
+        let w = lost_records(0, 3, 2).unwrap();
+        assert!(w.contains("3 were dropped by CUPTI") && w.contains("2 came without timestamps"));
+    }
 
     #[test]
     fn record_prefixes_have_the_cupti_sizes() {

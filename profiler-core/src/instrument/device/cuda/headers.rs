@@ -415,6 +415,7 @@ fn program(cupti_include: &Path, cuda_h: &str) -> String {
         &[
             cupti::Api::SIGNATURES,
             cupti::StreamIdApi::SIGNATURES,
+            cupti::DroppedApi::SIGNATURES,
             nvtx::Api::SIGNATURES,
             cupti::CALLBACKS,
         ],
@@ -487,6 +488,7 @@ fn load(root: &Path) -> Result<(), String> {
     let lib = Library::open("CUPTI", &[&cupti_path])?;
     cupti::Api::load(&lib)?;
     cupti::StreamIdApi::load(&lib)?;
+    cupti::DroppedApi::load(&lib)?;
     let nvtx_path = first(root, "NVTX library", &named(nvtx::LIBRARY_NAMES));
     let lib = Library::open("NVTX", &[&nvtx_path])?;
     nvtx::Api::load(&lib)?;

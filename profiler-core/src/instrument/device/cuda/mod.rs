@@ -66,6 +66,10 @@ struct StreamEvents {
     pool: Pool<Event>,
     /// The primary context the events were created in (kept retained by `Writer::contexts`).
     ctx: Ctx,
+    /// The stream's id in the results ([`Device::stream_id`]), found when the stream was
+    /// prepared: the results are also written at the end, after the program has destroyed its
+    /// streams, and a destroyed handle must not reach the driver.
+    id: u64,
 }
 
 /// A context handle that can be shared between threads.
@@ -329,6 +333,7 @@ impl CudaDevice {
                     stream,
                     pool: Pool::new(events),
                     ctx,
+                    id: self.resolve_stream_id(ctx, stream),
                 };
                 if let Err(entry) = self.streams[writer.filled].set(entry) {
                     // Unreachable: only this function fills entries, under the lock, in
@@ -356,6 +361,30 @@ impl CudaDevice {
             // being torn down). Destroying an event still pending on a stream is allowed: the
             // driver releases it once the stream passes it.
             let _ = unsafe { sys::cuEventDestroy_v2(*event) };
+        }
+    }
+
+    /// CUPTI's id for the stream when kernel records are on (so that kernels join their
+    /// events), else the driver's `cuStreamGetId`, else the handle. Called when the stream is
+    /// prepared, while the program still holds it.
+    fn resolve_stream_id(&self, ctx: Ctx, stream: Stream) -> u64 {
+        if let Some(cupti) = &self.cupti {
+            if let Some(id) = cupti.stream_id(ctx.0, stream.handle()) {
+                return id;
+            }
+        }
+        if !self.optional.stream_get_id {
+            return stream.handle();
+        }
+        let _bound = driver::Bound::new(ctx.0);
+        let mut id: std::ffi::c_ulonglong = 0;
+        // SAFETY: the symbol exists (checked at open); `id` is a valid out-pointer; the stream
+        // is being prepared, in use by the program, and the driver validates the handle.
+        let r = unsafe { sys::cuStreamGetId(stream.handle() as usize as sys::CUstream, &mut id) };
+        if r == sys::CUresult::CUDA_SUCCESS {
+            id
+        } else {
+            stream.handle()
         }
     }
 
@@ -512,33 +541,11 @@ impl Device for CudaDevice {
         }
     }
 
-    /// CUPTI's id for the stream when kernel records are on (so that kernels join their
-    /// events), else the driver's `cuStreamGetId`, else the handle.
+    /// The id found when the stream was prepared (the stream alive then); the handle for a
+    /// stream that was not.
     fn stream_id(&self, stream: Stream) -> u64 {
-        let ctx = self
-            .writer()
-            .contexts
-            .iter()
-            .find(|(d, _)| *d == stream.device())
-            .map(|(_, ctx)| ctx.cu_ctx());
-        if let (Some(cupti), Some(ctx)) = (&self.cupti, ctx) {
-            if let Some(id) = cupti.stream_id(ctx, stream.handle()) {
-                return id;
-            }
-        }
-        if !self.optional.stream_get_id {
-            return stream.handle();
-        }
-        let _bound = ctx.map(driver::Bound::new);
-        let mut id: std::ffi::c_ulonglong = 0;
-        // SAFETY: the symbol exists (checked at open); `id` is a valid out-pointer; the driver
-        // validates the handle.
-        let r = unsafe { sys::cuStreamGetId(stream.handle() as usize as sys::CUstream, &mut id) };
-        if r == sys::CUresult::CUDA_SUCCESS {
-            id
-        } else {
-            stream.handle()
-        }
+        self.find(stream)
+            .map_or(stream.handle(), |(_, entry)| entry.id)
     }
 
     /// `cuMemGetInfo_v2` in the primary context of `device`, found without a lock once
