@@ -705,4 +705,38 @@ mod tests {
             );
         }
     }
+
+    /// A signal ends a run whose device never finishes its work (a collective whose peer
+    /// died): the results are written after waiting for the device only so long, the run still
+    /// pending on it lost. Before, the settle before the last write (and the one before the
+    /// kernel records are flushed) waited for ever, and the launcher's SIGKILL took the results.
+    #[test]
+    fn a_signal_does_not_wait_for_ever_on_a_device_that_never_finishes() {
+        let _serial = serial();
+        let clock = FakeClock::new();
+        let sim = SimDevice::new();
+        let probe = RuntimeProbe::new("timer_hung", None, None);
+        let mut config = config("hung", "timer_hung", 4096);
+        config.kernels = true;
+        let out = std::path::PathBuf::from(&config.out);
+        let _ = std::fs::remove_file(&out);
+        let _session = start(config, &clock, Some(sim.clone()));
+        let stream = Stream::new(0x160, 0);
+        let run = || {
+            let state = active(probe.desc).expect("the probe takes part");
+            let guard = enter_on(probe.desc, state, &stream);
+            clock.advance(40);
+            sim.launch(stream, 1_000, "allreduce");
+            drop(guard);
+        };
+        run(); // warmup
+        crate::step();
+        run(); // armed: its stop mark is never reached
+        sim.hang();
+        let session = crate::session::current().expect("a session runs");
+        assert!(session.end_on_signal(), "the results are written");
+        assert!(out.exists());
+        let log = sim.log();
+        assert!(log.contains(&"settle within".to_owned()), "{log:?}");
+    }
 }

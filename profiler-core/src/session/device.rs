@@ -40,7 +40,8 @@ impl DeviceState {
     }
 
     /// The schedule is complete (or the program ends): the capture and the kernel records stop.
-    pub(crate) fn end_measuring(&mut self, config: &Config, m: &Measuring) {
+    /// `signal`: a signal ends the process, and the device is waited for only so long.
+    pub(crate) fn end_measuring(&mut self, config: &Config, m: &Measuring, signal: bool) {
         let Some(device) = &m.device else {
             return;
         };
@@ -52,7 +53,11 @@ impl DeviceState {
             // Turning the records off flushes them, and CUPTI's forced flush hands over the
             // records of kernels still running incomplete (dropped, or with no timestamps):
             // the last measured iteration's kernels are waited for first (once, here).
-            device.settle();
+            if signal {
+                device.settle_within(super::SIGNAL_SETTLE);
+            } else {
+                device.settle();
+            }
             device.kernels_enable(false);
         }
     }

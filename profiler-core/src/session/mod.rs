@@ -90,7 +90,15 @@ struct EndState {
     written: bool,
     /// Results whose write failed, kept to try once more at the end.
     unwritten: Option<Box<profiler_format::Profile>>,
+    /// A signal is ending the process: the device is waited for only so long
+    /// ([`SIGNAL_SETTLE`]).
+    signal: bool,
 }
+
+/// How long the results written on a signal wait for the device's work: a device that never
+/// finishes (a collective whose peer died) must not turn the signal into a hang, the results
+/// lost when the launcher's SIGKILL follows.
+pub(crate) const SIGNAL_SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl EndState {
     /// The schedule is complete or the results are written: nothing more is measured.

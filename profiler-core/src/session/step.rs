@@ -181,7 +181,7 @@ impl Session {
         self.done.store(true, Relaxed);
         c.measured
             .device
-            .end_measuring(&self.config, &self.measuring);
+            .end_measuring(&self.config, &self.measuring, false);
         self.switch_off(&c.measured.plan);
         c.measured.plan.armed.clear();
         // Spans are judged again: none is selected any more, so they cost nothing from now on.
@@ -227,7 +227,11 @@ impl Session {
         if last_chance {
             m.clock.settle();
             if let Some(device) = &m.device {
-                device.settle();
+                if c.end.signal {
+                    device.settle_within(super::SIGNAL_SETTLE);
+                } else {
+                    device.settle();
+                }
             }
         }
         run.device.gather_kernels(config, m, last_chance);
@@ -376,7 +380,10 @@ impl Session {
         } else {
             c.end.finished
         };
-        c.measured.device.end_measuring(&self.config, m);
+        c.end.signal = !mark_done;
+        c.measured
+            .device
+            .end_measuring(&self.config, m, c.end.signal);
         self.write(c, complete)
     }
 }

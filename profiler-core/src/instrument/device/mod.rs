@@ -231,6 +231,15 @@ pub trait Device: Clock + std::fmt::Debug {
     /// Waits for all work queued on every device seen so far (`PROF_SYNC`).
     fn synchronize(&self) {}
 
+    /// As [`Clock::settle`], but waits at most `limit`: a signal is ending the process, and
+    /// the device may never finish (a collective whose peer died), so the results are written
+    /// without what is still pending rather than not at all. `false` when it gave up.
+    fn settle_within(&self, limit: std::time::Duration) -> bool {
+        let _ = limit;
+        self.settle();
+        true
+    }
+
     /// Registers the NVTX ranges, once, before any `range_push`. Returns false when NVTX is not
     /// available (the caller then never pushes).
     fn set_ranges(&self, ranges: &[RangeInfo]) -> bool {

@@ -40,6 +40,8 @@ struct State {
     nvtx: bool,
     log: Vec<String>,
     synchronizations: u64,
+    /// The device's work never ends ([`SimDevice::hang`]).
+    hung: bool,
     /// Bytes allocated on each device: (ordinal, bytes).
     memory: Vec<(u32, u64)>,
     /// The device reports its memory ([`Device::memory_used`]).
@@ -232,6 +234,13 @@ impl SimDevice {
     pub fn synchronizations(&self) -> u64 {
         self.lock().synchronizations
     }
+
+    /// From now on the device's work never ends (a collective whose peer died): a real
+    /// device's `synchronize` and `settle` would wait for ever, and panic here instead;
+    /// `settle_within` gives up, its pending marks never ready.
+    pub fn hang(&self) {
+        self.lock().hung = true;
+    }
 }
 
 impl Clock for SimDevice {
@@ -336,10 +345,27 @@ impl Device for SimDevice {
 
     fn synchronize(&self) {
         let mut s = self.lock();
+        assert!(
+            !s.hung,
+            "SimDevice: synchronizing a device whose work never ends waits for ever"
+        );
         let end = s.streams.iter().map(|st| st.queue_end).max().unwrap_or(0);
         s.now = s.now.max(end);
         s.synchronizations += 1;
         s.log.push("sync".into());
+    }
+
+    fn settle_within(&self, _limit: std::time::Duration) -> bool {
+        let hung = {
+            let mut s = self.lock();
+            s.log.push("settle within".into());
+            s.hung
+        };
+        if hung {
+            return false;
+        }
+        self.synchronize();
+        true
     }
 
     fn set_ranges(&self, ranges: &[RangeInfo]) -> bool {

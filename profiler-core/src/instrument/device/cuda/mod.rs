@@ -573,6 +573,37 @@ impl Device for CudaDevice {
         let _ = self.synchronize_contexts();
     }
 
+    /// Polls the timed streams (`cuStreamQuery`) until they are idle or `limit` has passed,
+    /// instead of `cuCtxSynchronize`, which waits for ever on a kernel that never ends.
+    fn settle_within(&self, limit: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let busy = self.prepared().any(|entry| {
+                let _bound = driver::Bound::new(entry.ctx.0);
+                let handle = entry.stream.handle() as usize as sys::CUstream;
+                // SAFETY: resolved at open; the stream was prepared, and the program, which a
+                // signal interrupts, still holds it; the driver validates the handle.
+                let r = unsafe { sys::cuStreamQuery(handle) };
+                r == sys::CUresult::CUDA_ERROR_NOT_READY
+            });
+            if !busy {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                self.warn_once(
+                    Once::Settle,
+                    format_args!(
+                        "the GPU's streams were still busy {} s after the signal; the timings \
+                         still pending on them are lost",
+                        limit.as_secs()
+                    ),
+                );
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     fn set_ranges(&self, ranges: &[RangeInfo]) -> bool {
         match &self.nvtx {
             Some(nvtx) => {
