@@ -1,7 +1,7 @@
 //! The armed half of a run: a run of an armed (or hooked, or warmup) probe, from its start
 //! marks to its sample's stores.
 
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
 
 use super::{Armed, Measuring, Run, Sampled, CAPTURE, HOOKS_ONLY, LEARNING};
 use crate::instrument::alloc::Figures;
@@ -24,7 +24,9 @@ impl Measuring {
         let Some(probe) = schedule.routes.get(desc.index.load(Relaxed) as usize) else {
             return Run::None;
         };
-        let event = probe.event_for(probe.calls.fetch_add(1, Relaxed));
+        // Acquire: an occurrence of the restarted count comes with the iteration and slot
+        // stored before the restart (`Schedule::arm`).
+        let event = probe.event_for(probe.calls.fetch_add(1, Acquire));
         if event == NONE
             || (event != schedule.armed_event.load(Relaxed) && !schedule.every_event.load(Relaxed))
         {
@@ -137,7 +139,7 @@ impl Measuring {
         let route = stream.and_then(|s| probe.on(s));
         let event = match route {
             Some(route) => route.next_event(),
-            None => probe.event_for(probe.calls.fetch_add(1, Relaxed)),
+            None => probe.event_for(probe.calls.fetch_add(1, Acquire)),
         };
         if event == NONE
             || (event != self.schedule.armed_event.load(Relaxed)

@@ -739,4 +739,30 @@ mod tests {
         let log = sim.log();
         assert!(log.contains(&"settle within".to_owned()), "{log:?}");
     }
+
+    /// The occurrence counts restart at each `step()` only once the iteration and slot of the
+    /// iteration armed are stored: a run on another thread that takes an occurrence from the
+    /// restarted count then reads them (the count's restart is a release, its increment an
+    /// acquire). Restarted first, such a run could read the previous iteration's slot, which
+    /// that `step()` had just read and cleared, and its sample was lost (a worker's event kept
+    /// 250 to 298 of 300).
+    #[test]
+    fn the_counts_restart_after_the_iteration_and_slot_are_stored() {
+        let _serial = serial();
+        let clock = FakeClock::new();
+        let probe = RuntimeProbe::new("timer_restart", None, None);
+        let mut config = config("restart", "timer_restart", 4096);
+        config.repeat = 3;
+        let _session = start(config, &clock, None);
+        drop(probe.enter()); // warmup
+        crate::schedule::arm::tests::record_resets();
+        for _ in 0..3 {
+            crate::step();
+            drop(probe.enter());
+        }
+        // The learning iteration's restart, then iterations 1, 2 and 3 armed, in slots 0, 1
+        // and 2 of the event's 3 (restarted first, these read (0, 0), (1, 0), (2, 1)).
+        let seen = crate::schedule::arm::tests::reset_seen();
+        assert!(seen.ends_with(&[(1, 0), (2, 1), (3, 2)]), "{seen:?}");
+    }
 }

@@ -19,9 +19,9 @@ impl Schedule {
         device: Option<&dyn Device>,
         stream_marks: &mut Vec<(u32, u32, u64)>,
     ) {
-        self.reset_calls(c);
         c.armed.clear();
         if c.order.is_empty() {
+            self.reset_calls(c);
             return;
         }
         let k = c.armed_iterations;
@@ -36,6 +36,12 @@ impl Schedule {
                 }
                 self.cur_slot.store((k % repeat) as u32, Relaxed);
                 self.armed_event.store(event, Relaxed);
+                // The counts restart only now: a run on another thread that takes an
+                // occurrence of the restarted count reads this iteration and slot. Restarted
+                // first, such a run could read the previous ones and write the slot this
+                // step() had just read and cleared: its sample lost (a worker thread's event
+                // kept 250 to 298 of 300 samples).
+                self.reset_calls(c);
                 if let Some(entry) = entry {
                     self.desc(entry).state.store(State::Armed, Release);
                 }
@@ -44,6 +50,7 @@ impl Schedule {
             }
             SessionMode::Trace => {
                 self.cur_slot.store(k as u32, Relaxed);
+                self.reset_calls(c);
                 for &event in &c.order {
                     if let Some(e) = self.events[event as usize].get() {
                         // Measured on the armed path without its keys' expressions:
@@ -75,11 +82,12 @@ impl Schedule {
         device: Option<&dyn Device>,
         stream_marks: &mut Vec<(u32, u32, u64)>,
     ) {
-        self.reset_calls(c);
         c.armed.clear();
         self.cur_iter.store(iter, Relaxed);
         self.cur_slot.store(slot, Relaxed);
         self.every_event.store(true, Relaxed);
+        // After the iteration and slot, as in `arm`.
+        self.reset_calls(c);
         for &event in &c.order {
             if let Some(e) = self.events[event as usize].get() {
                 self.desc(e.entry).state.store(State::Armed, Release);
@@ -145,8 +153,45 @@ impl Schedule {
 
     /// A new iteration: no run of a selected probe counted yet.
     pub(crate) fn reset_calls(&self, c: &Plan) {
+        #[cfg(test)]
+        tests::at_reset(self);
         for &entry in &c.selected {
             self.route(entry).reset_calls();
         }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::cell::RefCell;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    use super::Schedule;
+
+    thread_local! {
+        /// The iteration and slot stored when the occurrence counts restart, while recording.
+        static AT_RESET: RefCell<Option<Vec<(u32, u32)>>> = const { RefCell::new(None) };
+    }
+
+    /// Records, on this thread, the iteration and slot each restart of the counts finds
+    /// (`Some`), until [`reset_seen`] takes them.
+    pub(crate) fn record_resets() {
+        AT_RESET.with(|seen| *seen.borrow_mut() = Some(Vec::new()));
+    }
+
+    /// What the restarts found since [`record_resets`].
+    pub(crate) fn reset_seen() -> Vec<(u32, u32)> {
+        AT_RESET.with(|seen| seen.borrow_mut().take().unwrap_or_default())
+    }
+
+    pub(super) fn at_reset(schedule: &Schedule) {
+        AT_RESET.with(|seen| {
+            if let Some(seen) = seen.borrow_mut().as_mut() {
+                seen.push((
+                    schedule.cur_iter.load(Relaxed),
+                    schedule.cur_slot.load(Relaxed),
+                ));
+            }
+        });
     }
 }

@@ -13,14 +13,14 @@
 //! its state and its index into [`ProbeRoute`]s. [`Schedule`] is what the hot path reads
 //! (lock-free); [`Plan`] is the cold-path state, kept behind the session's lock.
 
-mod arm;
+pub(crate) mod arm;
 pub(crate) mod delay;
 mod learn;
 mod plan;
 
 use std::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU32, AtomicU64,
-    Ordering::{Acquire, Relaxed},
+    Ordering::{Acquire, Relaxed, Release},
 };
 use std::sync::{Mutex, OnceLock};
 
@@ -55,7 +55,8 @@ impl Route {
     /// The event of the next run on this stream, or `NONE`.
     #[inline]
     pub(crate) fn next_event(&self) -> u32 {
-        let occ = self.calls.fetch_add(1, Relaxed);
+        // Acquire: pairs with the count's restart (`reset_calls`), see there.
+        let occ = self.calls.fetch_add(1, Acquire);
         if occ < self.events {
             self.first_event + occ
         } else {
@@ -121,11 +122,15 @@ impl ProbeRoute {
     }
 
     /// A new iteration: no run counted yet, on any stream.
+    /// Restarts the occurrence counts, after the iteration and slot are stored: `Release`,
+    /// so that a run on another thread whose `fetch_add` (`Acquire`) takes an occurrence from
+    /// the restarted count also reads the new iteration and slot (on x86 the same instructions
+    /// as relaxed ones).
     pub(crate) fn reset_calls(&self) {
-        self.calls.store(0, Relaxed);
+        self.calls.store(0, Release);
         if let Some(routes) = self.streams() {
             for route in routes.0.iter() {
-                route.calls.store(0, Relaxed);
+                route.calls.store(0, Release);
             }
         }
     }
