@@ -765,4 +765,52 @@ mod tests {
         let seen = crate::schedule::arm::tests::reset_seen();
         assert!(seen.ends_with(&[(1, 0), (2, 1), (3, 2)]), "{seen:?}");
     }
+
+    /// A clock whose next mark can be made to go back in time, as the later `step()` of two
+    /// threads sees when the other took its mark first but the lock second.
+    #[derive(Debug, Default)]
+    struct Rewound {
+        now: std::sync::atomic::AtomicU64,
+        back: std::sync::atomic::AtomicBool,
+    }
+
+    impl crate::Clock for std::sync::Arc<Rewound> {
+        fn name(&self) -> &'static str {
+            "rewound"
+        }
+        fn mark(&self) -> u64 {
+            use std::sync::atomic::Ordering::SeqCst;
+            if self.back.swap(false, SeqCst) {
+                return self.now.load(SeqCst) - 500;
+            }
+            self.now.fetch_add(1_000, SeqCst) + 1_000
+        }
+        fn elapsed(&self, start: u64, stop: u64) -> crate::instrument::clock::Reading {
+            crate::instrument::clock::Reading::Ready(stop.saturating_sub(start))
+        }
+    }
+
+    /// An iteration's mark earlier than the one before (two threads calling `step()` at once)
+    /// is taken as that one: the marks stay sorted, the iteration is 0 long and the next one
+    /// as long as it was. Before, the marks went out of order and the next iteration took the
+    /// time back (1.5 µs here).
+    #[test]
+    fn iteration_marks_never_go_back() {
+        let _serial = serial();
+        let clock = std::sync::Arc::new(Rewound::default());
+        let mut config = config("rewound", "timer_rewound", 4096);
+        config.mode = Mode::Trace;
+        config.warmup = 1;
+        config.repeat = 10;
+        let _session = crate::init_with(config, Some(Box::new(clock.clone()))).unwrap();
+        for _ in 0..3 {
+            crate::step();
+        }
+        clock.back.store(true, std::sync::atomic::Ordering::SeqCst);
+        crate::step();
+        crate::step();
+        let profile = crate::snapshot().expect("a session runs");
+        let walls = &profile.iterations.wall_ns;
+        assert_eq!(walls[walls.len() - 2..], [0, 1_000], "{walls:?}");
+    }
 }

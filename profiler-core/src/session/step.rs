@@ -35,6 +35,14 @@ impl Session {
             self.stop_counting(c);
             return;
         }
+        // Never before the last mark: two threads calling step() at once could take their
+        // marks in one order and the lock in the other, and iterations are found among the
+        // marks by a binary search, which needs them sorted.
+        let now = run
+            .iterations
+            .marks
+            .last()
+            .map_or(now, |&last| now.max(last));
         run.iterations.marks.push(now);
         let completed = run.iterations.completed();
         run.device
