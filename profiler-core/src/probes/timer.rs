@@ -798,6 +798,7 @@ mod tests {
     fn iteration_marks_never_go_back() {
         let _serial = serial();
         let clock = std::sync::Arc::new(Rewound::default());
+        let _probe = RuntimeProbe::new("timer_rewound", None, None);
         let mut config = config("rewound", "timer_rewound", 4096);
         config.mode = Mode::Trace;
         config.warmup = 1;

@@ -238,6 +238,7 @@ impl Measured {
                 slot as usize,
                 &starts,
                 true,
+                Some(iter),
                 into,
             );
             let keep = match outcome {

@@ -398,6 +398,7 @@ impl Results<'_> {
                 slot,
                 &Cpu(marks, base),
                 false,
+                None,
                 &mut r,
             );
         }

@@ -547,7 +547,9 @@ pub(crate) fn iteration_of((marks, base): (&[u64], u32), start: u64, recorded: u
 }
 
 /// Tries to turn one slot into a sample. `consume` empties the slot and releases its marks once
-/// read.
+/// read. `expected`: the iteration the slot was armed for, when it was (a run that starts as
+/// the next iteration begins may belong to that one).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn resolve_slot(
     clock: &ActiveClock,
     device: Option<&dyn Device>,
@@ -555,14 +557,23 @@ pub(crate) fn resolve_slot(
     slot: usize,
     starts: &dyn IterationStarts,
     consume: bool,
+    expected: Option<u32>,
     out: &mut Resolved,
 ) -> Outcome {
     let Some((start, stop, iter)) = store.samples.read(slot) else {
         return Outcome::Empty;
     };
-    let cpu = clock.elapsed(start, stop);
     let device_run = store.samples.read_device(slot);
     let device_marks = device_run.map(|d| d.marks);
+    let release = || {
+        store.samples.clear(slot);
+        clock.release(start);
+        clock.release(stop);
+        if let (Some((dstart, dstop)), Some(device)) = (device_marks, device) {
+            device.release(dstart);
+            device.release(dstop);
+        }
+    };
     // A run timed on the CPU belongs to the iteration its start mark falls in. (A run timed on
     // a stream keeps its recorded iteration: its offset is on that iteration's device marks.)
     let iter = if device_marks.is_none() && clock.is_linear() {
@@ -570,6 +581,17 @@ pub(crate) fn resolve_slot(
     } else {
         iter
     };
+    if expected.is_some_and(|e| iter != e && iter != e.wrapping_add(1)) {
+        // A run of an earlier arming of this slot, longer than the step() after it (its slot
+        // given up on), wrote it late: a sample of another window or trace, not of `armed`.
+        // Dropped and counted; the run of `armed` may still come.
+        if consume {
+            release();
+        }
+        out.lost += 1;
+        return Outcome::Empty;
+    }
+    let cpu = clock.elapsed(start, stop);
     let (duration, offset) = match (device_marks, device) {
         (Some((dstart, dstop)), Some(device)) => (
             device.elapsed(dstart, dstop),
@@ -613,13 +635,7 @@ pub(crate) fn resolve_slot(
         _ => out.lost += 1,
     }
     if consume {
-        store.samples.clear(slot);
-        clock.release(start);
-        clock.release(stop);
-        if let (Some((dstart, dstop)), Some(device)) = (device_marks, device) {
-            device.release(dstart);
-            device.release(dstop);
-        }
+        release();
     }
     Outcome::Done
 }
@@ -645,6 +661,49 @@ mod tests {
         assert_eq!(iteration_of((&[], 0), 50, 4), 4);
         // Marks kept from iteration 40 on (continuous mode drops older ones).
         assert_eq!(iteration_of((&[100, 200, 300], 40), 250, 40), 41);
+    }
+
+    /// Iteration `i` began at `i * 1000`.
+    struct Thousands(Vec<u64>);
+
+    impl IterationStarts for Thousands {
+        fn cpu(&self, iter: u32) -> Option<u64> {
+            self.0.get(iter as usize).copied()
+        }
+        fn device(&self, _: u32) -> Option<u64> {
+            None
+        }
+        fn cpu_marks(&self) -> (&[u64], u32) {
+            (&self.0, 0)
+        }
+    }
+
+    /// A slot armed for iteration 10 that holds a run of iteration 3 (an earlier arming of
+    /// the slot, in an earlier window, whose run outlasted the step() after it and wrote late)
+    /// is not taken for iteration 10's sample: dropped and counted, the slot cleared for the
+    /// run of 10. Before, the old sample was shown in the new window with its old iteration.
+    #[test]
+    fn a_late_sample_of_an_earlier_arming_is_not_taken_for_the_slots_own() {
+        let clock = ActiveClock::Custom(Box::new(crate::instrument::clock::FakeClock::new()));
+        let store = Store::new(4, false, false, false, 0);
+        let starts = Thousands((0..12).map(|i| i * 1000).collect());
+        let resolve = |out: &mut Resolved| {
+            resolve_slot(&clock, None, &store, 2, &starts, true, Some(10), out)
+        };
+        let mut out = Resolved::default();
+        store.record(2, 3, (3_100, 3_600), (NO_MARK, NO_MARK), true, None);
+        assert!(matches!(resolve(&mut out), Outcome::Empty));
+        assert_eq!((out.durations.len(), out.lost), (0, 1));
+        assert_eq!(store.samples.read(2), None, "cleared for the run of 10");
+        store.record(2, 10, (10_100, 10_400), (NO_MARK, NO_MARK), true, None);
+        assert!(matches!(resolve(&mut out), Outcome::Done));
+        // A run that took the slot as iteration 11 began: of 11, and kept.
+        store.record(2, 10, (11_050, 11_100), (NO_MARK, NO_MARK), true, None);
+        assert!(matches!(resolve(&mut out), Outcome::Done));
+        assert_eq!(
+            (out.durations, out.iters, out.lost),
+            (vec![300, 50], vec![10, 11], 1)
+        );
     }
 
     #[test]
