@@ -458,9 +458,14 @@ impl Lanes {
         let lanes = &mut self.open;
         let mut chosen = None;
         let first = usize::from(beside);
+        let opened = lanes.len();
+        // The parent's lane may not be open yet: a parent drawn after its child (a run longer
+        // than the iteration or run around it, which a worker thread's can be, is drawn
+        // first) has no lane before it.
         for lane in preferred
+            .filter(|&l| l < opened)
             .into_iter()
-            .chain(0..lanes.len())
+            .chain(0..opened)
             .filter(|&l| l >= first)
         {
             let stack = &mut lanes[lane];

@@ -698,3 +698,15 @@ fn sample_mode_other_slices_are_the_stepping_threads_gaps() {
         vec![Some([10_000, 40_000]), Some([0, 8_000])]
     );
 }
+
+/// A run longer than its iteration (a worker thread's may be) is drawn before the step that
+/// holds it: its parent has no lane yet when it is placed. Before, `prof trace` panicked (an
+/// index out of bounds in the lanes) on such a file, from the fuzzer.
+#[test]
+fn a_run_longer_than_its_iteration_is_drawn() {
+    let a = with_samples(event(0, "a", None), &[(0, 0, 2)]);
+    let p = profile("trace", 0, 1, vec![1], vec![a]);
+    let s = spans(&chrome_trace(&p).unwrap());
+    assert!(s.iter().any(|x| x.0.contains('a')), "{s:?}");
+    assert!(s.iter().any(|x| x.0 == "ProfilerStep#0"), "{s:?}");
+}
