@@ -26,18 +26,20 @@ done
 [ -n "$hosts" ] && [ -n "$per" ] && [ -n "$port" ] || usage
 [[ "$per" =~ ^[1-9][0-9]*$ ]] || { echo "targets.sh: --ranks-per-host '$per' is not a whole number from 1" >&2; exit 2; }
 [[ "$port" =~ ^[1-9][0-9]*$ ]] || { echo "targets.sh: --port '$port' is not a port (port 0 picks a free port per rank: list those by hand)" >&2; exit 2; }
-if [ $((port + per - 1)) -gt 65535 ]; then
-  echo "targets.sh: --port $port plus $((per - 1)) is past 65535" >&2
-  exit 2
-fi
 json="["
 first=1
 IFS=',' read -r -a list <<<"$hosts"
+ranks=$((${#list[@]} * per))
+if [ $((port + ranks - 1)) -gt 65535 ]; then
+  echo "targets.sh: --port $port plus the last rank, $((ranks - 1)), is past 65535" >&2
+  exit 2
+fi
 for h in "${!list[@]}"; do
   host=${list[$h]}
   [[ "$host" =~ ^[A-Za-z0-9._:-]+$ ]] || { echo "targets.sh: '$host' is not a host name" >&2; exit 2; }
   targets=""
-  for ((r = 0; r < per; r++)); do
+  # The job's rank, not the host's: each rank binds PORT plus its RANK.
+  for ((r = h * per; r < (h + 1) * per; r++)); do
     targets+="${targets:+, }\"$host:$((port + r))\""
   done
   [ $first -eq 1 ] || json+=","

@@ -688,7 +688,9 @@ fn series_of(family: &[Value], rank: &str, keep: impl Fn(&Value) -> bool) -> Vec
 }
 
 /// `deploy/prometheus/targets.sh`: the `file_sd` JSON of a launcher's hosts, ranks numbered host
-/// by host on `PORT + local rank`, written atomically; bad input is refused with status 2.
+/// by host on `PORT + rank` (the job's rank, as each rank binds: before, the second host's
+/// ranks were listed on the first host's ports), written atomically; bad input is refused with
+/// status 2.
 #[cfg(unix)]
 #[test]
 fn targets_sh_writes_file_sd_json_from_a_host_list() {
@@ -722,7 +724,7 @@ fn targets_sh_writes_file_sd_json_from_a_host_list() {
         targets,
         [
             ["node1:9464", "node1:9465", "node1:9466"],
-            ["node2:9464", "node2:9465", "node2:9466"]
+            ["node2:9467", "node2:9468", "node2:9469"]
         ]
     );
     // Nothing but the named output is written.

@@ -307,8 +307,13 @@ fn substituted(args: &[String], out: &Path) -> Vec<String> {
             out.join(name.unwrap().as_ref()).display().to_string()
         } else if !arg.starts_with('-') && arg.ends_with(".json") {
             let own = data.join(name.unwrap().as_ref());
+            // The commands that read CPU samples get the profile that has them.
+            let cpu =
+                args.first().is_some_and(|c| c == "pprof") || args.iter().any(|a| a == "--cpu");
             let fixture = if own.is_file() {
                 own
+            } else if cpu {
+                data.join("sampled.json")
             } else {
                 next += 1;
                 data.join(ROTATION[(next - 1) % ROTATION.len()])
