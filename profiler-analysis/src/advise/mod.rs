@@ -26,7 +26,7 @@ use profiler_tables::advice::{self, site_of};
 pub use profiler_tables::advice::{AdviceOptions, Evidence, Finding, RULES};
 use profiler_tables::breakdown::{breakdown, Breakdown, Site};
 use profiler_tables::rows::{profile_rows, ProfileRows};
-use profiler_tables::table_text::{human_ns, percent, printable_lines};
+use profiler_tables::table_text::{human_ns, percent, printable, printable_lines};
 
 /// `straggler`: the slowest rank's median iteration over the median of the ranks' medians
 /// must pass this.
@@ -378,8 +378,10 @@ pub fn render_text(advice: &Advice, top: Option<usize>) -> String {
         advice.findings.len(),
         if advice.findings.len() == 1 { "" } else { "s" },
     );
+    // Names inside a finding's sentences may hold any character, a newline too: each sentence
+    // is escaped as one line (the text as a whole keeps its own newlines).
     for w in &advice.warnings {
-        out.push_str(&format!("  warning: {w}\n"));
+        out.push_str(&format!("  warning: {}\n", printable(w)));
     }
     if advice.findings.is_empty() {
         out.push_str("  no rule fired (docs/reference.md, \"prof advise\", lists them)\n");
@@ -396,12 +398,15 @@ pub fn render_text(advice: &Advice, top: Option<usize>) -> String {
         ));
     }
     for (k, f) in advice.findings.iter().take(shown).enumerate() {
-        out.push_str(&format!("\n{}. {}: {}\n", k + 1, f.id, f.title));
+        out.push_str(&format!("\n{}. {}: {}\n", k + 1, f.id, printable(&f.title)));
         out.push_str(&format!(
             "   at stake: up to {} per iteration\n",
             human_ns(f.at_stake_ns)
         ));
-        out.push_str(&format!("   evidence: {}\n", f.evidence.summary));
+        out.push_str(&format!(
+            "   evidence: {}\n",
+            printable(&f.evidence.summary)
+        ));
         out.push_str(&format!("   try: {}\n", f.try_));
     }
     printable_lines(&out).into_owned()

@@ -238,3 +238,27 @@ fn no_finding_puts_more_at_stake_than_the_iteration() {
         );
     }
 }
+
+/// A name holding a newline is printed escaped in every sentence of the text (the one-line
+/// list, each finding's title and evidence): before, the title and evidence printed it raw and
+/// the finding's lines broke in the middle of a name.
+#[test]
+fn names_with_a_newline_stay_on_their_line() {
+    let mut p = recorded("tests/data/diff-corpus/dlrm-quiet-base-0.json.gz");
+    for e in &mut p.events {
+        if e.layer.as_deref() == Some("top_mlp") {
+            e.layer = Some("top\nmlp".to_owned());
+        }
+        e.name = format!("{}\nX", e.name);
+    }
+    let advice = advise_on(&[p]);
+    assert!(!advice.findings.is_empty());
+    let text = render_text(&advice, None);
+    assert!(text.contains("top\\nmlp"), "{text}");
+    for line in text.lines() {
+        assert!(
+            !line.starts_with('X') && !line.starts_with("mlp"),
+            "a name broke the line: {line:?}\n{text}"
+        );
+    }
+}
