@@ -7,6 +7,10 @@ use crate::rows::EventRow;
 use crate::table_text::{human_bytes, human_ns, num, opt, percent, signed_percent};
 use crate::work::{human_rate, utilization, Rate, WorkRow};
 
+/// The most nesting levels a name is indented by in `prof report`'s table (two spaces a level),
+/// so that the name keeps part of its [`MAX_CELL`](crate::table_text::MAX_CELL) characters.
+pub const MAX_INDENT: usize = 24;
+
 /// Where a cell is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Place {
@@ -215,9 +219,11 @@ pub const EVENT_COLUMNS: &[Column] = &[
         cell: |e, place| match place {
             Place::Csv => csv_text(&e.identity.name),
             Place::Report { indent: true } => {
+                // At most MAX_INDENT levels: deeper, the name would be clipped out of its cell
+                // (and a chain thousands deep made rows thousands of spaces wide).
                 format!(
                     "{}{}",
-                    "  ".repeat(e.depth as usize),
+                    "  ".repeat((e.depth as usize).min(MAX_INDENT)),
                     e.identity.display_name()
                 )
             }

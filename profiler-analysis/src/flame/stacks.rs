@@ -90,18 +90,16 @@ pub(super) fn of_profile(
         .map(|e| filter.is_none_or(|f| f.matches(|k| field(e, k))))
         .collect();
     let mut shown = matched.clone();
-    for (i, chain) in measures.ancestors.iter().enumerate() {
-        if matched[i] {
-            for &a in chain {
-                shown[a] = true;
-            }
+    for (i, _) in matched.iter().enumerate().filter(|(_, &m)| m) {
+        for a in measures.ancestors.of(i) {
+            shown[a] = true;
         }
     }
 
     // Widths, children before parents (deepest first): a matching event is as wide as the
     // iteration holds it; a context event as wide as the drawn events it holds.
     let mut by_depth: Vec<usize> = (0..events.len()).collect();
-    by_depth.sort_by_key(|&i| std::cmp::Reverse(measures.ancestors[i].len()));
+    by_depth.sort_by_key(|&i| std::cmp::Reverse(measures.ancestors.depth(i)));
     let mut width = vec![0.0f64; events.len()];
     let mut children_width = vec![0.0f64; events.len()];
     for &i in &by_depth {

@@ -17,7 +17,7 @@ use super::{drift, text};
 use crate::Format;
 use profiler_format::{Event, Profile};
 use profiler_tables::breakdown::Breakdown;
-use profiler_tables::rows::{ratio_or_zero, ProfileRows};
+use profiler_tables::rows::{ratio_or_zero, Ancestry, ProfileRows};
 pub use profiler_tables::rows::{
     DeviceMemoryRow, DeviceUsageRow, EventRow, IterationRow, MemoryRow, Perturbation,
 };
@@ -165,10 +165,10 @@ pub struct Report {
 /// The group of event `i`. A missing layer (or phase) is inherited from the nearest ancestor
 /// that has one, so a helper shared by several layers (a `linear_forward` without a layer)
 /// counts towards the layer that called it; `-` when no ancestor has one either.
-fn group_key(i: usize, events: &[Event], chain: &[usize], by: GroupBy) -> String {
+fn group_key(i: usize, events: &[Event], chains: &Ancestry, by: GroupBy) -> String {
     let field = |get: fn(&Event) -> &Option<String>| {
         std::iter::once(i)
-            .chain(chain.iter().copied())
+            .chain(chains.of(i))
             .find_map(|j| get(&events[j]).clone())
             .unwrap_or_else(|| "-".to_owned())
     };
@@ -187,12 +187,12 @@ fn group_key(i: usize, events: &[Event], chain: &[usize], by: GroupBy) -> String
 fn group_rows(
     events: &[Event],
     rows: &[EventRow],
-    chains: &[Vec<usize>],
+    chains: &Ancestry,
     by: GroupBy,
     iter_mean: f64,
 ) -> Vec<GroupRow> {
     let keys: Vec<String> = (0..events.len())
-        .map(|i| group_key(i, events, &chains[i], by))
+        .map(|i| group_key(i, events, chains, by))
         .collect();
     let mut groups: Vec<GroupRow> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
@@ -217,7 +217,7 @@ fn group_rows(
         group.self_ns += row.self_ns;
         group.members.push(row.order);
         // Nesting within the group is counted once: a member inside another adds no total.
-        if !chains[i].iter().any(|&a| keys[a] == *key) {
+        if !chains.of(i).any(|a| keys[a] == *key) {
             group.total_ns += row.total_ns;
             group.outer.push(row.order);
         }

@@ -181,6 +181,26 @@ fn depth_follows_parents_and_survives_cycles() {
     assert_eq!(by_name(&r, "me").self_ns, 10.0);
 }
 
+/// A chain 40 deep: the depth is counted whole (40 levels under the first), the name indented by
+/// at most 24 levels so that it stays in its cell (before, the deepest names were clipped to
+/// spaces, and a chain thousands deep made each row thousands of spaces wide).
+#[test]
+fn deep_names_are_indented_so_far_and_stay_visible() {
+    let events: Vec<Event> = (0..41u32)
+        .map(|i| flat(i, &format!("n{i}"), None, i.checked_sub(1), 10))
+        .collect();
+    let r = build(&profile(0, &[100], events), &ReportOptions::default());
+    assert_eq!(by_name(&r, "n40").depth, 40);
+    let text = render(&r, Format::Table);
+    let row = text
+        .lines()
+        .find(|l| l.contains(" n40 "))
+        .unwrap_or_else(|| panic!("n40 is not shown: {text}"));
+    let header = text.lines().find(|l| l.contains(" name ")).unwrap();
+    let column = header.find(" name ").unwrap() + 1;
+    assert_eq!(row.find("n40").unwrap() - column, 48, "{header}\n{row}");
+}
+
 /// A caller that has the tables (`prof html`: the report and the layer groups beside it) hands
 /// them over, and the report and the groups are computed from them, not again.
 #[test]

@@ -110,9 +110,11 @@ pub(super) fn device_idle(input: &Input) -> Vec<Finding> {
     let mut busy: BTreeMap<u32, (f64, Vec<usize>)> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
         let Some(stream) = &e.stream else { continue };
-        let nested = input.rows.ancestors[i]
-            .iter()
-            .any(|&a| events[a].stream.as_ref() == Some(stream));
+        let nested = input
+            .rows
+            .ancestors
+            .of(i)
+            .any(|a| events[a].stream.as_ref() == Some(stream));
         if nested {
             continue;
         }
@@ -232,7 +234,7 @@ pub(super) fn h2d(input: &Input) -> Option<Finding> {
     let events = &input.profile.events;
     let is_h2d = |i: usize| events[i].phase.as_deref() == Some("h2d");
     let mut members: Vec<usize> = (0..events.len())
-        .filter(|&i| is_h2d(i) && !input.rows.ancestors[i].iter().any(|&a| is_h2d(a)))
+        .filter(|&i| is_h2d(i) && !input.rows.ancestors.of(i).any(is_h2d))
         .collect();
     let total: f64 = members.iter().map(|&i| input.rows.events[i].total_ns).sum();
     let share = total / iteration;

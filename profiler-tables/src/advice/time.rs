@@ -112,7 +112,7 @@ fn layers(input: &Input) -> Vec<Option<String>> {
     (0..events.len())
         .map(|i| {
             std::iter::once(i)
-                .chain(input.rows.ancestors[i].iter().copied())
+                .chain(input.rows.ancestors.of(i))
                 .find_map(|j| events[j].layer.clone())
         })
         .collect()
@@ -132,9 +132,11 @@ pub(super) fn dominant_layer(input: &Input) -> Option<Finding> {
             continue;
         };
         // Device time runs beside the CPU's; nesting within the layer counts once.
-        let nested = input.rows.ancestors[i]
-            .iter()
-            .any(|&a| layer[a].as_deref() == Some(l));
+        let nested = input
+            .rows
+            .ancestors
+            .of(i)
+            .any(|a| layer[a].as_deref() == Some(l));
         if e.stream.is_some() || nested {
             totals.entry(l).or_insert(0.0);
             continue;
@@ -227,9 +229,10 @@ pub(super) fn too_noisy(input: &Input) -> Option<Finding> {
     };
     noisy.sort_by(|&a, &b| stake(b).total_cmp(&stake(a)));
     // A noisy event inside another is in its parent's time already: counted once.
+    let is_noisy: std::collections::HashSet<usize> = noisy.iter().copied().collect();
     let at_stake: f64 = noisy
         .iter()
-        .filter(|&&i| !input.rows.ancestors[i].iter().any(|a| noisy.contains(a)))
+        .filter(|&&i| !input.rows.ancestors.of(i).any(|a| is_noisy.contains(&a)))
         .map(|&i| stake(i))
         .sum();
     let worst_cv = noisy
