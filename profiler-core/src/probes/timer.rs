@@ -599,6 +599,56 @@ mod tests {
         assert_eq!(merged, [7, 8, 13, 14]);
     }
 
+    /// A merged event's totals read while another thread adds a run: its count taken, its
+    /// minimum not stored yet (and the reservoir a run ahead of the maximum). The extremes
+    /// written still hold every sample: before, the minimum was `u64::MAX`'s nanoseconds,
+    /// above every sample, and `prof` refused the file.
+    #[test]
+    fn a_merged_events_extremes_hold_its_samples_while_runs_are_added() {
+        let _serial = serial();
+        let clock = FakeClock::new();
+        let probe = RuntimeProbe::new("timer_torn_merged", None, None);
+        let _session = start(config("torn", "timer_torn_merged", 1), &clock, None);
+        for _ in 0..3 {
+            drop(probe.enter());
+        }
+        crate::step();
+        for _ in 0..4 {
+            for ns in [3, 5, 11] {
+                let guard = probe.enter();
+                clock.advance(ns);
+                drop(guard);
+            }
+            crate::step();
+        }
+        let session = crate::session::current().expect("a session runs");
+        let schedule = &session.measuring.schedule;
+        let merged = (0..schedule.events.len() as u32)
+            .filter_map(|e| schedule.event(e))
+            .find_map(|e| e.store.totals.as_ref())
+            .expect("a merged event");
+        // As a reader between `count` and `min` of a first run would find them; the maximum as
+        // if the reservoir got a run the totals have not counted.
+        merged
+            .min
+            .store(u64::MAX, std::sync::atomic::Ordering::Relaxed);
+        merged.max.store(1, std::sync::atomic::Ordering::Relaxed);
+        let profile = crate::snapshot().expect("a session runs");
+        let e = profile
+            .events
+            .iter()
+            .find(|e| e.name == "timer_torn_merged" && e.merged)
+            .expect("the merged event");
+        assert!(!e.samples_ns.is_empty());
+        for &s in &e.samples_ns {
+            assert!(
+                e.stats.min_ns <= s && s <= e.stats.max_ns,
+                "{:?} {s}",
+                e.stats
+            );
+        }
+    }
+
     #[test]
     fn a_discarded_sampled_run_keeps_no_sample_and_counts_its_occurrence() {
         let _serial = serial();

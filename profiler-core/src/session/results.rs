@@ -430,9 +430,23 @@ impl Results<'_> {
                     Reading::Ready(ns) => ns,
                     _ => (raw as f64 * scale).round() as u64,
                 };
+                // Read while other threads may still add runs: the totals and the reservoir
+                // can be a run apart, and the first run's minimum not stored yet. The extremes
+                // hold every sample written, which `prof` checks.
+                let total_min = match t.min.load(Relaxed) {
+                    u64::MAX => None,
+                    raw => Some(ns(raw)),
+                };
+                let total_max = ns(t.max.load(Relaxed));
+                let kept_min = r.durations.iter().min().copied();
+                let kept_max = r.durations.iter().max().copied();
                 stats.count = count;
-                stats.min_ns = ns(t.min.load(Relaxed));
-                stats.max_ns = ns(t.max.load(Relaxed)).max(stats.min_ns);
+                stats.min_ns = total_min
+                    .into_iter()
+                    .chain(kept_min)
+                    .min()
+                    .unwrap_or(total_max);
+                stats.max_ns = total_max.max(kept_max.unwrap_or(0)).max(stats.min_ns);
                 stats.mean_ns = ((mean * scale).round() as u64).clamp(stats.min_ns, stats.max_ns);
                 stats.stddev_ns = (var.sqrt() * scale).round() as u64;
             }
