@@ -62,10 +62,10 @@ pub(crate) struct Optional {
 /// `libcuda.so.1`; the plain name may be a toolkit's link stub, so it comes second.
 pub(crate) const DRIVER_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 
-/// The driver library, opened once by this crate's loader. Whatever `cudarc` does (load it at
-/// run time, or, when another crate of the build picked `dynamic-linking`, link it), this
-/// finds the same `libcuda` and never panics: `cudarc`'s own `is_culib_present` exists only in
-/// the first mode.
+/// The driver library, opened once by this crate's loader to check it, and never panics:
+/// `cudarc`'s own `is_culib_present` exists only when it loads the driver at run time. `cudarc`
+/// calls the `libcuda` it finds itself, the plain name first: where that is a toolkit's stub,
+/// `cuInit` fails with `CUDA_ERROR_STUB_LIBRARY`, said with its fix ([`check_driver`]).
 pub(crate) fn driver_library() -> Result<&'static Library, String> {
     static DRIVER: OnceLock<Result<Library, String>> = OnceLock::new();
     DRIVER
@@ -102,7 +102,7 @@ pub(crate) fn check_driver() -> Result<(Optional, EventElapsed), String> {
         if r == CUresult::CUDA_ERROR_NO_DEVICE {
             return Err("no CUDA device".to_owned());
         }
-        return Err(format!("cuInit failed: {}", describe(r)));
+        return Err(init_failed(r));
     }
     let mut count: std::ffi::c_int = 0;
     // SAFETY: `count` is a valid out-pointer; the driver is initialized.
@@ -118,6 +118,23 @@ pub(crate) fn check_driver() -> Result<(Optional, EventElapsed), String> {
         profiler: OPTIONAL[1..].iter().all(|name| lib.has(name)),
     };
     Ok((optional, elapsed))
+}
+
+/// Why `cuInit` failed, with the fix where it is known: a CUDA toolkit's stub `libcuda.so`
+/// (for linking, not running) found first on the library path, as `cudarc` looks for the plain
+/// name before the driver's `libcuda.so.1`.
+fn init_failed(r: CUresult) -> String {
+    format!("cuInit failed: {}{}", describe(r), init_help(r))
+}
+
+/// What [`init_failed`] adds to the driver's words for `r`: the fix, where it is known.
+fn init_help(r: CUresult) -> &'static str {
+    if r == CUresult::CUDA_ERROR_STUB_LIBRARY {
+        "; the libcuda.so loaded is a CUDA toolkit's stub (a `stubs` folder on LD_LIBRARY_PATH): \
+         take that folder off LD_LIBRARY_PATH so that the driver's library is found"
+    } else {
+        ""
+    }
 }
 
 /// A driver result as one short phrase: its name and, where the driver gives one, its
@@ -245,4 +262,21 @@ pub(crate) fn memory_used(ctx: sys::CUcontext) -> Option<u64> {
     // driver answers for the current context, or fails without one.
     let r = unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) };
     (r == CUresult::CUDA_SUCCESS).then(|| total.saturating_sub(free) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A toolkit's stub found before the driver is named, with the fix.
+    #[test]
+    fn a_stub_driver_is_named_with_its_fix() {
+        // (`describe` asks the driver for its words: not here, without one.)
+        let why = init_help(CUresult::CUDA_ERROR_STUB_LIBRARY);
+        assert!(
+            why.contains("stub") && why.contains("LD_LIBRARY_PATH"),
+            "{why}"
+        );
+        assert_eq!(init_help(CUresult::CUDA_ERROR_UNKNOWN), "");
+    }
 }
