@@ -461,28 +461,66 @@ struct RowContext<'a> {
 }
 
 impl RowContext<'_> {
+    /// How many iterations an event whose runs fell in iterations `ran` (sorted, distinct) was
+    /// armed in: in `trace` mode every measured iteration; in `sample` and `continuous` mode
+    /// its `PROF_REPEAT` iterations, fewer where the listed iterations end before them (a run
+    /// cut short, a window still open); at least those from its first run to its last.
+    /// `None` without a run.
+    fn armed_iterations(&self, ran: &[u32]) -> Option<f64> {
+        let (&first, &last) = (ran.first()?, ran.last()?);
+        let profile = self.profile;
+        let span = u64::from(last - first) + 1;
+        let armed = if profile.run.mode == "trace" {
+            measured_walls(profile).len() as u64
+        } else {
+            let repeat = u64::from(profile.run.repeat);
+            // Every event of a complete run, and of a closed window, had all its iterations.
+            let whole = if profile.run.mode == "continuous" {
+                !profile.windows.is_empty()
+            } else {
+                profile.complete
+            };
+            if whole {
+                // (A file may list fewer measured iterations than that.)
+                repeat.min(measured_walls(profile).len() as u64)
+            } else {
+                let iterations = &profile.iterations;
+                let listed_end = iterations.first + iterations.wall_ns.len() as u64;
+                repeat.min(listed_end.saturating_sub(u64::from(first)))
+            }
+        };
+        Some(armed.max(span) as f64)
+    }
+
     /// The row of event `e` at nesting depth `depth`, its self time not yet known.
     fn row(&self, e: &Event, depth: u32) -> EventRow {
         let s = &e.stats;
-        let mut armed: Vec<u32> = e.sample_iters.clone();
-        armed.sort_unstable();
-        armed.dedup();
-        let calls_per_iter = if e.merged {
-            s.count as f64 / armed.len().max(1) as f64
-        } else {
-            1.0
+        let mut ran: Vec<u32> = e.sample_iters.clone();
+        ran.sort_unstable();
+        ran.dedup();
+        // Runs per iteration it was armed in, not per iteration it ran in: an event that runs
+        // in one iteration of four (an optimizer step after 4 accumulated batches) has 0.25
+        // calls, not 1 (which made its total, share and the breakdown 4 times too large).
+        let armed = self.armed_iterations(&ran);
+        let calls_per_iter = match (armed, e.merged) {
+            (Some(armed), true) => s.count as f64 / armed,
+            (Some(armed), false) => (s.count as f64 / armed).min(1.0),
+            (None, true) => s.count as f64,
+            (None, false) => 1.0,
         };
         let mean_ns = s.mean_ns as f64;
         let stddev_ns = s.stddev_ns as f64;
         let cv = ratio_or_zero(stddev_ns, mean_ns);
         let total_ns = mean_ns * calls_per_iter;
-        let armed_walls: Vec<f64> = armed
-            .iter()
-            .filter_map(|&it| {
-                let wall = self.profile.iterations.wall_of(u64::from(it));
-                wall.map(|w| w as f64)
-            })
-            .collect();
+        // The iterations from its first run to its last, those it did not run in too: the
+        // walls of only those it ran in would be its own slower ones.
+        let armed_walls: Vec<f64> = match (ran.first(), ran.last()) {
+            (Some(&first), Some(&last)) => (first..=last)
+                .filter_map(|it| self.profile.iterations.wall_of(u64::from(it)))
+                .map(|w| w as f64)
+                .collect(),
+            _ => Vec::new(),
+        };
         let perturbation = match self.baseline {
             Some(base) if !armed_walls.is_empty() => Some(stats::median(&armed_walls) / base - 1.0),
             _ => None,

@@ -59,7 +59,7 @@ fn profile(events: Vec<Event>, wall: u64) -> Profile {
 }
 
 /// forward (1000 ns) holding inner (300 ns); two runs of ffn (200 ns each); a merged event of
-/// 50 ns run twice an iteration (6 runs in 3 armed iterations); iterations of 2000 ns.
+/// 50 ns run twice an iteration (8 runs in its 4 armed iterations); iterations of 2000 ns.
 fn model() -> Profile {
     let mut inner = event(1, "inner", Some("attn"), Some("fwd"), 300);
     inner.parent = Some(0);
@@ -68,9 +68,9 @@ fn model() -> Profile {
     ffn1.occurrence = 1;
     let mut step = event(4, "step", None, None, 50);
     step.merged = true;
-    step.samples_ns = vec![50; 6];
-    step.offsets_ns = vec![900; 6];
-    step.sample_iters = vec![2, 2, 3, 3, 4, 4];
+    step.samples_ns = vec![50; 8];
+    step.offsets_ns = vec![900; 8];
+    step.sample_iters = vec![2, 2, 3, 3, 4, 4, 5, 5];
     step.stats = Stats::of(&step.samples_ns);
     profile(
         vec![

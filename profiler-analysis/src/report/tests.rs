@@ -181,6 +181,38 @@ fn depth_follows_parents_and_survives_cycles() {
     assert_eq!(by_name(&r, "me").self_ns, 10.0);
 }
 
+/// An event that ran in some of the iterations it was armed in (an optimizer step every fourth
+/// batch) has fewer calls than one per iteration: before, its calls were 1 (its runs counted
+/// per iteration it ran in), and its total, share and the breakdown 4 times too large.
+#[test]
+fn an_event_run_in_some_armed_iterations_has_calls_below_one() {
+    let run_in = |iters: &[u32], ns: u64| (vec![ns; iters.len()], iters.to_vec());
+    // Sample mode, PROF_REPEAT 8: `every` armed in 2..10 and run in each; `some` armed in
+    // 10..18, run in 13 and 17.
+    let (every_ns, every_it) = run_in(&[2, 3, 4, 5, 6, 7, 8, 9], 100);
+    let (some_ns, some_it) = run_in(&[13, 17], 400);
+    let mut p = profile(
+        2,
+        &[1000; 18],
+        vec![
+            ev(0, "every", None, None, &every_ns, &every_it),
+            ev(1, "some", None, None, &some_ns, &some_it),
+        ],
+    );
+    p.run.repeat = 8;
+    let r = build(&p, &ReportOptions::default());
+    assert_eq!(by_name(&r, "every").calls_per_iter, 1.0);
+    assert_eq!(by_name(&r, "some").calls_per_iter, 0.25);
+    assert_eq!(by_name(&r, "some").total_ns, 100.0);
+    // Its perturbation is of the iterations from its first run to its last, not only those it
+    // ran in: here all 1000 ns like the warmup's, so none.
+    assert_eq!(by_name(&r, "some").perturbation, Some(0.0));
+    // Trace mode: every measured iteration armed; `some` ran in 2 of 16.
+    p.run.mode = "trace".to_owned();
+    let r = build(&p, &ReportOptions::default());
+    assert_eq!(by_name(&r, "some").calls_per_iter, 2.0 / 16.0);
+}
+
 /// A chain 40 deep: the depth is counted whole (40 levels under the first), the name indented by
 /// at most 24 levels so that it stays in its cell (before, the deepest names were clipped to
 /// spaces, and a chain thousands deep made each row thousands of spaces wide).

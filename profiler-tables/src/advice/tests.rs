@@ -322,22 +322,8 @@ fn too_noisy() {
     assert_eq!(f.at_stake_ns, 400_000.0);
     // A noisy child of a noisy event is in its parent's time: counted once.
     let mut events = vec![
-        timed(
-            0,
-            "a",
-            "la",
-            "fwd",
-            0,
-            vec![200_000, 800_000, 200_000, 800_000],
-        ),
-        timed(
-            1,
-            "inner",
-            "la",
-            "fwd",
-            0,
-            vec![100_000, 700_000, 100_000, 700_000],
-        ),
+        timed(0, "a", "la", "fwd", 0, [200_000, 800_000].repeat(4)),
+        timed(1, "inner", "la", "fwd", 0, [100_000, 700_000].repeat(4)),
         event(2, "b", "lb", "bwd", 500_000, 500_000),
     ];
     events[1].parent = Some(0);
