@@ -185,7 +185,12 @@ impl Learner {
                 if (across(parent) || across(s.parent)) && parent != s.parent {
                     s.parent_varies = true;
                 }
-                s.parent = parent;
+                // A merged event's parent is that of its first run: a later run may start
+                // inside an earlier one of the same merged event (recursion past the bound),
+                // and the event would be its own parent.
+                if key.2 != MERGED {
+                    s.parent = parent;
+                }
                 s.off_thread |= off_thread;
             })
             .or_insert_with(|| {
@@ -474,5 +479,26 @@ mod tests {
             vec![(0, 0), (0, 1), (0, 2), (0, MERGED), (1, MERGED)]
         );
         assert_eq!(l.budget_left(), 0);
+    }
+
+    /// Recursion past the bound: occurrence 3 of a probe starts inside occurrence 2 and
+    /// occurrence 4 inside 3, both folded into the merged event. Its parent is its first run's
+    /// (occurrence 2); before, the last sighting's made it its own parent.
+    #[test]
+    fn a_merged_events_parent_is_that_of_its_first_run() {
+        let mut l = Learner::new(3);
+        let mut parent = None;
+        for occ in 0..5 {
+            let key = l.observe((0, 0, occ), parent, false);
+            parent = Some((key, false));
+        }
+        l.next_iteration();
+        let merged = l
+            .plan()
+            .0
+            .into_iter()
+            .find(|p| p.occurrence == MERGED)
+            .expect("a merged event");
+        assert_eq!(merged.parent, Some(((0, 0, 2), false)));
     }
 }
