@@ -117,6 +117,18 @@ pub use profiler_macros::probe;
 /// first statement.
 pub use profiler_macros::main;
 
+/// `eprintln!` that never panics. The profiler speaks on the training process's stderr, which
+/// may be a pipe whose reader is gone (a launcher that died, `prof ab` stopped by Ctrl-C):
+/// `eprintln!` panics there, and a warning (or the signal thread's one line before it writes
+/// the results) must not end the job or lose its results.
+#[cfg(feature = "enable")]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 // The stages, each a folder, in the order in which they build on one another: a stage imports
 // only from the stages above it (profiler-core/tests/layout.rs checks it; docs/architecture.md
 // draws the pipeline).

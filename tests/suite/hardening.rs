@@ -159,6 +159,36 @@ fn a_signal_writes_the_results_so_far_and_ends_with_that_signal() {
     assert_eq!(read_json(&dir.join("prof.json"))["complete"], false);
 }
 
+/// A job whose stderr is a pipe no one reads any more (its launcher died, `prof ab` was stopped
+/// by Ctrl-C) still writes its results on a signal and ends of it: before, the signal thread's
+/// one line on stderr panicked (`eprintln!` on a broken pipe), the signal went unanswered and
+/// the job trained on, then died of the next message.
+#[cfg(unix)]
+#[test]
+fn a_signal_with_stderr_gone_still_writes_the_results() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch("signal-no-stderr");
+    let mut cmd = command(&dir, &[], &["--iters", "100000000"]);
+    cmd.env("PROF_REPEAT", "100000");
+    default_signals(&mut cmd);
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take()); // the reader is gone
+    let reported = reported_iterations(&mut child);
+    wait_for_iteration(&mut child, &reported, 400);
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = wait_at_most(child, Duration::from_secs(300), "SIGTERM, stderr gone");
+    assert_eq!(out.status.signal(), Some(15), "{:?}", out.status);
+    assert_eq!(read_json(&dir.join("prof.json"))["complete"], false);
+}
+
 /// In continuous mode too, a run cut short by a signal says `complete: false`, with the windows
 /// closed before it (the last one's samples in `events`); only a run whose program ends by
 /// itself says `true`.

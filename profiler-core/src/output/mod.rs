@@ -310,7 +310,7 @@ pub fn emit(profile: &Profile, path: &Path, print_summary: bool) -> bool {
     let written = match write_profile(profile, path) {
         Ok(()) => true,
         Err(e) => {
-            eprintln!(
+            say!(
                 "profiler-core: error: cannot write the results to {}: {e} (the program goes on)",
                 path.display()
             );
@@ -319,7 +319,7 @@ pub fn emit(profile: &Profile, path: &Path, print_summary: bool) -> bool {
     };
     if print_summary {
         let shown = path.display().to_string();
-        eprintln!(
+        say!(
             "{}",
             if written {
                 summary::summary(profile, &shown)

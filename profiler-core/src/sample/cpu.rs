@@ -422,7 +422,7 @@ pub(crate) fn start(
         SampleClock::Auto => match perf::available(hz) {
             Ok(()) => true,
             Err(why) => {
-                eprintln!(
+                say!(
                     "profiler-core: CPU samples come from POSIX CPU-time timers, checked at the \
                      kernel's tick (one signal may stand for several periods), not from a \
                      perf_event task clock ({why})"
@@ -887,14 +887,14 @@ pub(crate) fn stop_and_collect(place: Place<'_>, wanted: bool) -> Option<CpuSamp
     // No timer is left to fire: the handler reads no clock any more.
     CLOCK.store(std::ptr::null_mut(), SeqCst);
     if inner.unsampled_threads > 0 {
-        eprintln!(
+        say!(
             "profiler-core: warning: {} threads were not sampled (more than {MAX_THREADS} at \
              once, or no timer could be made)",
             inner.unsampled_threads
         );
     }
     if inner.timer_threads > 0 {
-        eprintln!(
+        say!(
             "profiler-core: warning: {} threads were sampled by POSIX timers (checked at the \
              kernel's tick), not task-clock events: their event could not be opened, or it \
              would have taken the program's file descriptors past half its limit (or {})",

@@ -65,7 +65,7 @@ pub(crate) fn start(
     #[cfg(all(feature = "cpu-sample", target_os = "linux"))]
     {
         if let Err(why) = cpu::start(hz, times, clock, source) {
-            eprintln!("profiler-core: warning: CPU sampling is off: {why}");
+            say!("profiler-core: warning: CPU sampling is off: {why}");
             return;
         }
         // Every probe's runs leave the fast paths and publish themselves from now on.

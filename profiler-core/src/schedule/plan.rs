@@ -111,14 +111,14 @@ impl Schedule {
         }
         self.prepare_streams(c, device);
         if plan.is_empty() && c.before_loop.is_empty() {
-            eprintln!(
+            say!(
                 "profiler-core: warning: none of the {} selected probes ran during the {} warmup \
                  iterations; events will be scheduled as they first appear",
                 c.selected.len(),
                 self.warmup
             );
         } else if plan.is_empty() {
-            eprintln!(
+            say!(
                 "profiler-core: warning: the selected probes ran only before the loop (before \
                  the first step()), none in the {} warmup iterations after it; events will be \
                  scheduled as they first appear",
@@ -296,7 +296,7 @@ impl Schedule {
     fn warn_over_budget(&self, c: &mut Plan) {
         if c.events_over_budget > 0 && !c.warned_budget {
             c.warned_budget = true;
-            eprintln!(
+            say!(
                 "{}",
                 budget_warning(
                     c.events_over_budget,

@@ -248,7 +248,7 @@ mod served {
             let mut endpoint = lock(&ENDPOINT);
             if let Some(served) = endpoint.as_ref().filter(|e| e.asked == asked) {
                 let generation = served.shared.take_over();
-                eprintln!(
+                say!(
                     "profiler-core: metrics on http://{}/metrics (the endpoint of the session \
                      before, taken over)",
                     served.local
@@ -266,7 +266,7 @@ mod served {
             let listener = match bind(addr, rank) {
                 Ok(listener) => listener,
                 Err(why) if config.metrics_optional => {
-                    eprintln!(
+                    say!(
                         "profiler-core: warning: {why}; training goes on without the \
                          Prometheus endpoint (PROF_METRICS_OPTIONAL=1)"
                     );
@@ -306,7 +306,7 @@ mod served {
                     });
                     LISTENING.store(fd, Relaxed);
                 }
-                eprintln!("profiler-core: metrics on http://{local}/metrics");
+                say!("profiler-core: metrics on http://{local}/metrics");
                 *endpoint = Some(Endpoint {
                     asked,
                     local,
@@ -350,7 +350,7 @@ mod served {
             let server = Arc::clone(&shared);
             let started = crate::sync::spawn("profiler-metrics", move || serve(listener, &server));
             if let Err(why) = started {
-                eprintln!(
+                say!(
                     "profiler-core: warning: cannot start the thread that serves PROF_METRICS \
                      ({why}); training goes on without the endpoint"
                 );

@@ -209,7 +209,7 @@ fn cap_probes(selected: &mut Vec<usize>, max: usize) {
     if selected.len() <= max {
         return;
     }
-    eprintln!(
+    say!(
         "profiler-core: warning: the filter selects {} probes; the first {max} take part and \
          the other {} are not measured (PROF_MAX_PROBES={max}: raise it, or narrow PROF_FILTER)",
         selected.len(),
@@ -361,7 +361,7 @@ impl Session {
                 if no_room {
                     // The routes were sized at start-up for `max` registrations after it,
                     // selected or not: those the filter leaves out used the room up.
-                    eprintln!(
+                    say!(
                         "profiler-core: warning: probe `{name}` and any registered after it are \
                          not measured: a run has room for PROF_MAX_PROBES={max} probes \
                          registered after start-up, selected or not, and {} were (raise \
@@ -369,7 +369,7 @@ impl Session {
                         entry - self.registered_at_start
                     );
                 } else {
-                    eprintln!(
+                    say!(
                         "profiler-core: warning: probe `{name}` and any registered after it are \
                          not measured: PROF_MAX_PROBES={max} probes take part in a run, those \
                          registered while it runs included (raise PROF_MAX_PROBES, or narrow \

@@ -224,7 +224,7 @@ impl OnDemand {
             }
             self.waited = 0;
             if let Some(request) = self.request.take() {
-                eprintln!(
+                say!(
                     "profiler-core: trace on demand (asked by {}): samples of the iterations \
                      before it were still pending after {START_STEPS} steps (the device did \
                      not reach them); the request is given up, sampling goes on",
@@ -240,14 +240,14 @@ impl OnDemand {
         let repeat = config.repeat;
         let len = profiler_format::control::iterations_taken(request.iterations, repeat);
         if let Some(asked) = request.iterations.filter(|&n| n > len) {
-            eprintln!(
+            say!(
                 "profiler-core: trace on demand: {asked} iterations asked, {len} taken (a trace \
                  holds at most PROF_REPEAT iterations: the room each event has; raise \
                  PROF_REPEAT for longer ones)"
             );
         }
         if let Some(at) = request.at.filter(|&at| at < completed) {
-            eprintln!(
+            say!(
                 "profiler-core: trace on demand: asked for iteration {at}, seen at iteration \
                  {completed}: the trace begins there"
             );
@@ -393,7 +393,7 @@ impl Outbox {
             }
             Err(why) => {
                 if watch.unreadable.as_deref() != Some(&why) {
-                    eprintln!(
+                    say!(
                         "profiler-core: warning: PROF_CONTROL={}: {why}; it is passed over \
                          until it holds a request again (write `trace iterations=N`, or use \
                          `prof trigger --control`)",
@@ -424,7 +424,7 @@ impl Outbox {
             Err(why) => {
                 if watch.reported.as_deref() != Some(&text) {
                     watch.reported = Some(text);
-                    eprintln!(
+                    say!(
                         "profiler-core: warning: PROF_CONTROL={}: {why}; the request is ignored \
                          (write `trace iterations=N`, or use `prof trigger --control`)",
                         path.display()
@@ -455,7 +455,7 @@ pub(crate) fn name_start(config: &Config, line: &profiler_format::control::Reque
         return;
     }
     if let Err(why) = profiler_format::write_atomic(path, line.line().as_bytes()) {
-        eprintln!(
+        say!(
             "profiler-core: warning: PROF_CONTROL={}: cannot name the iteration the trace \
              starts at ({why}); the request is ignored",
             path.display()
@@ -528,7 +528,7 @@ pub(crate) fn write_trace(results: &Results<'_>, taken: Taken) {
     let path = results.config.trace_output_path(window.first);
     let last = window.first.saturating_add(window.armed);
     match crate::output::write_profile(&profile, &path) {
-        Ok(()) => eprintln!(
+        Ok(()) => say!(
             "profiler-core: trace on demand ({}): iterations {}..{last}{} in {}",
             window.request.source,
             window.first,
@@ -539,7 +539,7 @@ pub(crate) fn write_trace(results: &Results<'_>, taken: Taken) {
             },
             path.display()
         ),
-        Err(why) => eprintln!(
+        Err(why) => say!(
             "profiler-core: error: the trace on demand of iterations {}..{last} could not be \
              written to {} ({why})",
             window.first,

@@ -537,7 +537,7 @@ fn warn_shapes(id: &str, shapes: &json::Shapes, bound: u32) {
         return;
     }
     let total = shapes.others + shapes.values.len() as u64;
-    eprintln!(
+    say!(
         "profiler-core: warning: `{id}` ran with {total} distinct input shapes; the {bound} with \
          the most samples are reported on their own and the samples of the other {} as \
          `others` (PROF_SHAPES={bound}; raise it to keep more)",

@@ -178,7 +178,7 @@ impl Session {
         c.end.finished = true;
         self.switch_off(&c.measured.plan);
         c.measured.plan.armed.clear();
-        eprintln!(
+        say!(
             "profiler-core: {LAST_ITERATION} iterations, the most a run counts (iteration numbers \
              are 32-bit): measuring stops here; the results so far are written at the end"
         );
@@ -198,10 +198,10 @@ impl Session {
         let written = self.write(c, true);
         if self.config.exit {
             if written {
-                eprintln!("profiler-core: PROF_EXIT=1: the schedule is complete, exiting");
+                say!("profiler-core: PROF_EXIT=1: the schedule is complete, exiting");
                 std::process::exit(0);
             }
-            eprintln!(
+            say!(
                 "profiler-core: PROF_EXIT=1: the schedule is complete but its results could not \
                  be written; exiting with status 1"
             );
@@ -276,7 +276,7 @@ impl Session {
             return match crate::output::write_profile(&profile, &path) {
                 Ok(()) => {
                     c.end.written = true;
-                    eprintln!(
+                    say!(
                         "profiler-core: results in {} (written at the end, after the earlier \
                          failure)",
                         path.display()
@@ -284,7 +284,7 @@ impl Session {
                     true
                 }
                 Err(why) => {
-                    eprintln!(
+                    say!(
                         "profiler-core: error: the results could not be written to {} ({why}); \
                          nothing was saved",
                         path.display()
@@ -330,7 +330,7 @@ impl Session {
     fn warn_unmeasured(&self) {
         let dropped = self.measuring.buffers.dropped();
         if dropped > 0 {
-            eprintln!(
+            say!(
                 "profiler-core: warning: {dropped} runs were not recorded: the records waiting \
                  in the threads' buffers reached a quarter of the sample budget ({} MiB; in a \
                  learning iteration of trace mode every run waits for step()); lower the runs \
@@ -341,7 +341,7 @@ impl Session {
         let exiting =
             self.measuring.buffers.exiting() + self.measuring.schedule.exiting.load(Relaxed);
         if exiting > 0 {
-            eprintln!(
+            say!(
                 "profiler-core: warning: {exiting} runs were not measured: they ran while their \
                  thread was exiting (a probe in a thread-local's destructor, after the \
                  profiler's own per-thread state was gone); the rest of the profile is complete"

@@ -56,7 +56,7 @@ impl Windows {
             kernels_from,
         );
         if self.closed == 1 {
-            eprintln!(
+            say!(
                 "profiler-core: continuous mode: first window closed after {} iterations; {} is \
                  rewritten as windows close (at most once a second), keeping the first {} and \
                  the last {}",

@@ -279,7 +279,7 @@ impl Writer {
             None => true,
         };
         if q.inline {
-            eprintln!(
+            say!(
                 "profiler-core: warning: cannot start the thread that writes continuous mode's \
                  results; they are written when the program ends{}",
                 if config.control.is_some() {
@@ -423,7 +423,7 @@ impl Writer {
             Ok(()) => *last = generation,
             Err(why) => {
                 if !self.failed.swap(true, Relaxed) {
-                    eprintln!(
+                    say!(
                         "profiler-core: error: cannot write the results to {}: {why} (continuous \
                          mode goes on, and tries again as the next windows close)",
                         path.display()

@@ -49,7 +49,7 @@ fn install_now() {
         return;
     }
     if let Err(e) = try_install(&taken) {
-        eprintln!(
+        say!(
             "profiler-core: warning: cannot handle SIGINT/SIGTERM ({e}); a run stopped by one \
              of them writes no results"
         );
@@ -88,7 +88,7 @@ fn try_install(taken: &[libc::c_int]) -> std::io::Result<()> {
         if let Some(signal) = signals.forever().next() {
             let name = signal_hook::low_level::signal_name(signal).unwrap_or("a signal");
             if let Some(session) = crate::session::current() {
-                eprintln!("profiler-core: {name}: writing the results measured so far");
+                say!("profiler-core: {name}: writing the results measured so far");
                 session.end_on_signal();
             }
             let _ = signal_hook::low_level::emulate_default_handler(signal);
@@ -108,7 +108,7 @@ pub(crate) fn install_trigger() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         if !has_default_disposition(libc::SIGUSR2) {
-            eprintln!(
+            say!(
                 "profiler-core: note: the program handles SIGUSR2 itself, so `prof trigger PID` \
                  cannot ask it for a trace; set PROF_CONTROL and use `prof trigger --control`"
             );
@@ -124,7 +124,7 @@ pub(crate) fn install_trigger() {
             libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()) == 0
         };
         if !ok {
-            eprintln!(
+            say!(
                 "profiler-core: warning: cannot handle SIGUSR2 ({}); ask for traces through \
                  PROF_CONTROL",
                 std::io::Error::last_os_error()

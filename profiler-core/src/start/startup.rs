@@ -41,7 +41,7 @@ impl Drop for InitGuard {
             // Results that could not be written make the program's exit status say so (not
             // while unwinding: the panic's own status stands).
             if !session.end() && !std::thread::panicking() {
-                eprintln!(
+                say!(
                     "profiler-core: exiting with status 1 because the results could not be \
                      written"
                 );
@@ -194,7 +194,7 @@ pub fn render_list(probes: &[ProbeInfo], filter: Option<&Filter>) -> String {
 }
 
 fn fail(message: impl std::fmt::Display) -> ! {
-    eprintln!("{message}");
+    say!("{message}");
     std::process::exit(2);
 }
 
@@ -258,7 +258,7 @@ pub fn start(
         filter.asks_for(Key::Kind, "runtime") || filter.asks_for(Key::Kind, "span")
     };
     if registry().is_empty() {
-        eprintln!(
+        say!(
             "profiler-core: warning: no probe is registered yet: annotate functions with \
              #[profiled], add probe!() points, or register probes at run time (RuntimeProbe, \
              the tracing bridge), which are picked up as they come"
@@ -342,17 +342,17 @@ pub fn init() -> InitGuard {
         }
     }
     if session::current().is_some() {
-        eprintln!("profiler-core: warning: init() called twice; the second call does nothing");
+        say!("profiler-core: warning: init() called twice; the second call does nothing");
         return InitGuard::inert();
     }
     let config = Config::from_env().unwrap_or_else(|e| fail(e));
     for (var, near) in crate::select::config::unknown_vars() {
         match near {
-            Some(near) => eprintln!(
+            Some(near) => say!(
                 "profiler-core: warning: {var} is not a variable this build knows; did you mean \
                  {near}? (it is ignored)"
             ),
-            None => eprintln!(
+            None => say!(
                 "profiler-core: warning: {var} is not a variable this build knows (known: {})",
                 crate::select::config::vars::VARIABLES
                     .iter()
@@ -364,10 +364,10 @@ pub fn init() -> InitGuard {
     }
     if config.mode != Mode::Off && !config.out.contains("%r") {
         if let Err(why) = crate::output::rank_checked() {
-            eprintln!("profiler-core: warning: {why}; the run is recorded as rank 0");
+            say!("profiler-core: warning: {why}; the run is recorded as rank 0");
         }
         if let Some(warning) = shared_output(&config.out) {
-            eprintln!("{warning}");
+            say!("{warning}");
         }
     }
     let device = if config.mode == Mode::Off {

@@ -51,7 +51,7 @@ fn warn_device_variables(config: &Config) {
         })
         .collect();
     if !set.is_empty() {
-        eprintln!(
+        say!(
             "profiler-core: warning: {} ha{} no effect: this program was built without the \
              `cuda` feature of profiler-core",
             set.join(", "),

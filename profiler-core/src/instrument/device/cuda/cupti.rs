@@ -519,7 +519,7 @@ impl Cupti {
         };
         if let Some(warning) = lost_records(dropped, by_cupti, untimed) {
             if !self.warned_dropped.swap(true, Relaxed) {
-                eprintln!("profiler-core: warning: PROF_KERNELS: {warning}");
+                say!("profiler-core: warning: PROF_KERNELS: {warning}");
             }
         }
     }

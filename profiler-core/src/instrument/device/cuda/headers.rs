@@ -536,7 +536,7 @@ fn ffi_matches_the_nvidia_headers_and_libraries() {
         if let Err(e) = load(root) {
             failures.push(format!("{}: {e}", root.display()));
         }
-        eprintln!("checked against {}", root.display());
+        say!("checked against {}", root.display());
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

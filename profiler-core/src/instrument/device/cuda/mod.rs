@@ -147,7 +147,7 @@ impl std::fmt::Debug for CudaDevice {
 }
 
 fn warn(message: std::fmt::Arguments<'_>) {
-    eprintln!("profiler-core: warning: {message}");
+    say!("profiler-core: warning: {message}");
 }
 
 /// The CUDA device for `config`, or `None` (with one line on stderr saying why) when there is
@@ -160,7 +160,7 @@ pub(crate) fn open(config: &crate::select::config::Config) -> Option<Box<dyn Dev
     match CudaDevice::open(options) {
         Ok(device) => Some(Box::new(device)),
         Err(why) => {
-            eprintln!("profiler-core: {why}; timing on the CPU clock");
+            say!("profiler-core: {why}; timing on the CPU clock");
             None
         }
     }
