@@ -146,7 +146,10 @@ fn close_all() {
 fn outside_backward() {
     static SAID: std::sync::Once = std::sync::Once::new();
     SAID.call_once(|| {
-        eprintln!(
+        // Never a panic on a stderr whose reader is gone: inside the training process.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
             "candle-example: warning: a layer's backward ran outside `backward::backward(&loss)` \
              (`loss.backward()`, or candle-nn's `backward_step`): the layers' `bwd` runs are not \
              measured; call `backward::backward(&loss)`, then the optimizer's `step(&grads)`"
