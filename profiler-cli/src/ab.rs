@@ -95,13 +95,65 @@ pub fn run_rounds(
             plan.dir.display()
         )
     })?;
-    let ran = rounds(plan, &mut resolved);
+    // One session a folder: two writing one folder's `before-K.json` would each read the
+    // other's runs.
+    let ran = DirLock::take(&plan.dir).and_then(|_lock| rounds(plan, &mut resolved));
     if ran.is_err() && made {
         // The folder this run made, left empty by a first run that failed: removed, so that
         // nothing but the outputs is left (a folder holding anything stays).
         let _ = std::fs::remove_dir(&plan.dir);
     }
     ran
+}
+
+/// A session's hold on its folder: `.prof-ab.lock` in it, locked (`flock`) while the session
+/// runs, removed at its end; a lock the system drops with the process, so a session that was
+/// killed never keeps the folder.
+struct DirLock {
+    path: PathBuf,
+    #[cfg(unix)]
+    _file: std::fs::File,
+}
+
+impl DirLock {
+    fn take(dir: &Path) -> Result<DirLock, String> {
+        let path = dir.join(".prof-ab.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("error: cannot create {}: {e}", path.display()))?;
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: flock(2) on a file this function opened and holds.
+            let taken =
+                unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+            if !taken {
+                return Err(format!(
+                    "error: another prof ab or prof whatif is running with --dir {}\n  = help: \
+                     give each session its own --dir (two would read each other's runs)",
+                    dir.display()
+                ));
+            }
+            crate::common::children::holding(Some(path.clone()));
+            Ok(DirLock { path, _file: file })
+        }
+        #[cfg(not(unix))]
+        {
+            drop(file);
+            Ok(DirLock { path })
+        }
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        crate::common::children::holding(None);
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// [`run_rounds`]'s rounds, in a folder that exists.
@@ -255,12 +307,17 @@ fn prof_out(out: &Path) -> Option<String> {
 
 /// One run of `command`, its profile written to `out`, with `env` and `pad` bytes of padding
 /// in its environment. Its output is discarded; a failure gives the end of its standard error.
+/// It runs as the leader of a process group of its own, which a signal to `prof` ends
+/// ([`children`](crate::common::children)); on Linux it is also sent SIGTERM if `prof` dies.
 fn run_one(
     command: &[String],
     env: &[(String, String)],
     out: &Path,
     pad: usize,
 ) -> Result<(), String> {
+    // Absolute: a command that changes directory writes where `prof` reads.
+    let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
+    let out = out.as_path();
     let template = prof_out(out).ok_or_else(|| {
         format!(
             "{} is not valid UTF-8, which PROF_OUT must be\n  = help: give a --dir whose path is \
@@ -268,6 +325,8 @@ fn run_one(
             out.display()
         )
     })?;
+    let shown =
+        shlex::try_join(command.iter().map(String::as_str)).unwrap_or_else(|_| command.join(" "));
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..])
         .env("PROF_OUT", template)
@@ -276,27 +335,144 @@ fn run_one(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    let output = cmd
-        .output()
+    #[cfg(unix)]
+    own_group(&mut cmd);
+    #[cfg(unix)]
+    if crate::common::children::stopping() {
+        return Err("stopped by a signal".to_owned());
+    }
+    let mut child = cmd
+        .spawn()
         .map_err(|e| format!("cannot run `{}`: {e}", command[0]))?;
-    if !output.status.success() {
-        let err = String::from_utf8_lossy(&output.stderr);
-        let tail: Vec<&str> = err.lines().rev().take(5).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(format!(
-            "`{}` failed ({}): {}",
-            command.join(" "),
-            output.status,
-            tail.join("\n")
-        ));
+    let tail = StderrTail::read(child.stderr.take());
+    #[cfg(unix)]
+    if !crate::common::children::started(child.id(), out.to_path_buf()) {
+        let _ = child.kill();
+    }
+    // Waited for by polling, not `wait`: the signal thread ends the child and waits for this
+    // loop to see it gone.
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => break Err(e),
+        }
+    };
+    #[cfg(unix)]
+    crate::common::children::ended();
+    #[cfg(unix)]
+    if crate::common::children::stopping() {
+        // A signal ended the child: the signal thread ends `prof` of it, now that the child
+        // is gone; nothing more is reported or run.
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+    let status = status.map_err(|e| format!("cannot wait for `{shown}`: {e}"))?;
+    // A process the command left running may hold its stderr open: not waited for long.
+    let tail = tail.lines(Duration::from_secs(1));
+    let said = if tail.is_empty() {
+        String::new()
+    } else {
+        format!("\n{tail}")
+    };
+    if !status.success() {
+        return Err(format!("`{shown}` failed ({status}):{said}"));
     }
     if !out.is_file() {
         return Err(format!(
-            "`{}` wrote no {}\n  = help: the command must be a program built with profiling \
-             (profiler-core's enable) that writes its results to PROF_OUT",
-            command.join(" "),
+            "`{shown}` wrote no {}{said}\n  = help: the command must be a program built with \
+             profiling (profiler-core's enable), run without PROF_MODE=off, that writes its \
+             results to PROF_OUT",
             out.display()
         ));
     }
     Ok(())
+}
+
+/// The child leads a process group of its own, so that the terminal's Ctrl-C reaches `prof`
+/// alone, which ends the child's whole group (the shell a command may be, and what it runs);
+/// on Linux the child is sent SIGTERM if `prof` dies without ending it (SIGKILL, a crash).
+#[cfg(unix)]
+fn own_group(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+    #[cfg(target_os = "linux")]
+    // SAFETY: between fork and exec, prctl(2) only: async-signal-safe, no allocation.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+}
+
+/// The end of a child's standard error, read on a thread of its own: at most [`TAIL_BYTES`]
+/// kept (a program may log gigabytes over a run).
+struct StderrTail {
+    kept: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    done: Option<std::sync::mpsc::Receiver<()>>,
+}
+
+/// How much of a child's standard error is kept.
+const TAIL_BYTES: usize = 64 << 10;
+
+impl StderrTail {
+    fn read(stderr: Option<std::process::ChildStderr>) -> StderrTail {
+        let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let Some(mut stderr) = stderr else {
+            return StderrTail { kept, done: None };
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let into = std::sync::Arc::clone(&kept);
+        let started = std::thread::Builder::new()
+            .name("prof-ab-stderr".into())
+            .spawn(move || {
+                use std::io::Read;
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = stderr.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut kept = into.lock().unwrap_or_else(|e| e.into_inner());
+                    kept.extend_from_slice(&buf[..n]);
+                    if kept.len() > 2 * TAIL_BYTES {
+                        let cut = kept.len() - TAIL_BYTES;
+                        kept.drain(..cut);
+                    }
+                }
+                let _ = tx.send(());
+            });
+        StderrTail {
+            kept,
+            done: started.ok().map(|_| rx),
+        }
+    }
+
+    /// Its last five lines (a carriage return ends one too, as a progress bar draws), each at
+    /// most 300 characters (its end), once the stream ends or `patience` has passed.
+    fn lines(self, patience: Duration) -> String {
+        if let Some(done) = &self.done {
+            let _ = done.recv_timeout(patience);
+        }
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let text = String::from_utf8_lossy(&kept);
+        let mut lines: Vec<String> = text
+            .split(['\n', '\r'])
+            .filter(|l| !l.trim().is_empty())
+            .rev()
+            .take(5)
+            .map(|l| {
+                let chars: Vec<char> = l.chars().collect();
+                match chars.len().checked_sub(300) {
+                    Some(cut) if cut > 0 => {
+                        format!("...{}", chars[cut..].iter().collect::<String>())
+                    }
+                    _ => l.to_owned(),
+                }
+            })
+            .collect();
+        lines.reverse();
+        lines.join("\n")
+    }
 }

@@ -267,6 +267,9 @@ pub fn end_cleanly_on_signals() {
                 return;
             };
             if let Some(sig) = signals.forever().next() {
+                // The program `prof ab` runs ends first (given time to stop as a signal stops
+                // it), then the temporaries go and `prof` ends of the signal.
+                children::end_for_signal(std::time::Duration::from_secs(10));
                 profiler_format::write::remove_temporaries_and(|_| {
                     let _ = signal_hook::low_level::emulate_default_handler(sig);
                     // Not reached: the default action of these signals ends the process.
@@ -276,5 +279,82 @@ pub fn end_cleanly_on_signals() {
         });
     if started.is_ok() {
         let _ = ready.recv();
+    }
+}
+
+/// The program `prof ab` or `prof whatif` runs now, so that a signal to `prof` ends it too:
+/// before, Ctrl-C or a CI job's SIGTERM ended `prof` and left the training run going (in its
+/// own time, writing into `--dir` after `prof` was gone).
+#[cfg(unix)]
+pub mod children {
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    /// The running child (its process group's id: the child leads its own group) and the
+    /// profile it writes.
+    static RUNNING: Mutex<Option<(u32, PathBuf)>> = Mutex::new(None);
+    /// A signal is ending `prof`: no child is started any more.
+    static STOPPING: AtomicBool = AtomicBool::new(false);
+    /// The lock file of the session's folder (`prof ab`'s `.prof-ab.lock`), removed on a
+    /// signal as at the session's end.
+    static LOCK: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+    /// The session holds the lock file `path` (`None`: it let it go).
+    pub fn holding(path: Option<PathBuf>) {
+        *LOCK.lock().unwrap_or_else(|e| e.into_inner()) = path;
+    }
+
+    fn running() -> std::sync::MutexGuard<'static, Option<(u32, PathBuf)>> {
+        RUNNING.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True once a signal is ending `prof`: a command about to start must not.
+    pub fn stopping() -> bool {
+        STOPPING.load(SeqCst)
+    }
+
+    /// `pid` (the leader of its own process group) runs, writing `out`. False when a signal is
+    /// ending `prof`: the caller then ends it (the signal came between the check and the
+    /// start).
+    pub fn started(pid: u32, out: PathBuf) -> bool {
+        *running() = Some((pid, out));
+        !stopping()
+    }
+
+    /// The child ended and was waited for.
+    pub fn ended() {
+        *running() = None;
+    }
+
+    /// Ends the running child's process group for a signal that ends `prof`: SIGTERM, so that
+    /// the program stops as a signal stops it, then SIGKILL if it has not ended within
+    /// `patience`; its partial profile is removed. Called by the signal thread.
+    pub fn end_for_signal(patience: Duration) {
+        STOPPING.store(true, SeqCst);
+        let lock = LOCK.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(lock) = lock {
+            let _ = std::fs::remove_file(lock);
+        }
+        let Some((pid, out)) = running().clone() else {
+            return;
+        };
+        let group = -(pid as libc::pid_t);
+        // SAFETY: kill(2) with a process group this process started; no memory is touched.
+        unsafe { libc::kill(group, libc::SIGTERM) };
+        let deadline = Instant::now() + patience;
+        while running().is_some() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if running().is_some() {
+            // SAFETY: as above.
+            unsafe { libc::kill(group, libc::SIGKILL) };
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while running().is_some() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        let _ = std::fs::remove_file(out);
     }
 }

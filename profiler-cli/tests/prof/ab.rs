@@ -292,3 +292,148 @@ fn the_default_folder_is_ignored_and_never_committed() {
         assert!(listed.trim().is_empty(), "committed: {listed}");
     }
 }
+
+/// A signal to `prof ab` ends the program it runs (the child's whole process group) before
+/// `prof` ends of it: before, Ctrl-C or a CI job's SIGTERM left the run going, writing into
+/// the folder after `prof` was gone. The lock file goes too.
+#[test]
+fn a_signal_ends_the_running_command_too() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch("ab-signal");
+    let runs = dir.join("runs");
+    let pids = dir.join("pids");
+    let slow = format!("sh -c 'sleep 1000 & echo $$ $! > {}; wait'", pids.display());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_prof"))
+        .args(["ab", "-n", "2", "--before", &slow, "--after", &slow])
+        .args(["--dir", runs.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !pids.exists() {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let ran: Vec<String> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(ran.len(), 2);
+    // SAFETY: kill(2) with a process id of this test's child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    for pid in &ran {
+        let gone = (0..500).any(|_| {
+            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| !s.contains(") Z "));
+            if alive {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            !alive
+        });
+        assert!(gone, "process {pid} of the command still runs");
+    }
+    assert!(!runs.join(".prof-ab.lock").exists());
+}
+
+/// Two sessions with one folder would read each other's runs: the second is refused while the
+/// first runs.
+#[test]
+fn one_folder_holds_one_session_at_a_time() {
+    let dir = scratch("ab-two");
+    let runs = dir.join("runs");
+    let started = dir.join("started");
+    let slow = format!(
+        "sh -c 'touch {}; sleep 3; cp {} \"$PROF_OUT\"'",
+        started.display(),
+        data("batch32.json").display()
+    );
+    let r = runs.to_str().unwrap();
+    let mut first = std::process::Command::new(env!("CARGO_BIN_EXE_prof"))
+        .args([
+            "ab", "-n", "2", "--before", &slow, "--after", &slow, "--dir", r,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !started.exists() {
+        assert!(
+            t0.elapsed().as_secs() < 60,
+            "the first session never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let good = copier(&data("batch32.json"), "x", &dir.join("log.txt"));
+    let out = prof(&[
+        "ab", "-n", "2", "--before", &good, "--after", &good, "--dir", r,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("another prof ab"), "{err}");
+    assert!(first.wait().unwrap().success());
+    assert!(
+        !runs.join(".prof-ab.lock").exists(),
+        "the lock is removed at the end"
+    );
+}
+
+/// The profile's path is absolute (a command that changes directory writes where `prof`
+/// reads); a command that writes none is told with the end of its stderr, which is bounded
+/// however much it wrote.
+#[test]
+fn commands_are_given_an_absolute_output_and_their_stderr_is_bounded() {
+    let dir = scratch("ab-abs");
+    let wander = format!(
+        "sh -c 'cd / && cp {} \"$PROF_OUT\"'",
+        data("batch32.json").display()
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_prof"))
+        .current_dir(&dir)
+        .args(["ab", "-n", "2", "--before", &wander, "--after", &wander])
+        .args(["--dir", "runs"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let silent = "sh -c 'echo ran fine >&2'";
+    let out = prof(&[
+        "ab",
+        "-n",
+        "2",
+        "--before",
+        silent,
+        "--after",
+        silent,
+        "--dir",
+        dir.join("r2").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("wrote no") && err.contains("ran fine"),
+        "{err}"
+    );
+    let loud = "sh -c 'head -c 3000000 /dev/zero | tr \"\\0\" x >&2; exit 1'";
+    let out = prof(&[
+        "ab",
+        "-n",
+        "2",
+        "--before",
+        loud,
+        "--after",
+        loud,
+        "--dir",
+        dir.join("r3").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", &err[..err.len().min(500)]);
+    assert!(err.len() < 2_000, "{} bytes of error", err.len());
+}
