@@ -4,7 +4,7 @@
 //! delay (`PROF_DELAY`) and one with a delay of 0 on the same probes (the same path through the
 //! profiler, so that the only difference is the spin). Each delayed run says how much delay it
 //! asked for and how long its spins took (`run.delay.requested_ns` and `injected_ns`, over
-//! `iterations.count`). Per round `k`:
+//! `iterations.count - 1`: the delay begins at the first `step()`). Per round `k`:
 //!
 //! `slope_k = (fast wall of the delayed run - fast wall of the base run) / delay asked for per
 //! iteration`,
@@ -114,7 +114,9 @@ fn run_figures(p: &Profile, side: &str, k: usize) -> Result<([f64; 2], [f64; 2],
              version of profiler-core (feature enable)"
         ));
     };
-    let n = p.iterations.count.max(1) as f64;
+    // The iterations after the first step(): the delay begins there (a run before the loop,
+    // the model's construction, lengthens no iteration).
+    let n = p.iterations.count.saturating_sub(1).max(1) as f64;
     Ok((
         [stats::fast(&walls), stats::median(&walls)],
         [delay.requested_ns as f64 / n, delay.injected_ns as f64 / n],

@@ -76,10 +76,11 @@ fn every_run_of_a_delayed_probe_is_delayed_in_sample_mode() {
     // 4 events (b twice) x 3 repeats after 2 warmup iterations.
     assert_eq!(steps, 2 + 4 * 3);
     let delay = p.run.delay.clone().expect("run.delay is written");
-    // Both runs of b in every iteration: warmup, the iterations measuring b's first or second
-    // run, and those measuring a or c.
-    assert_eq!(delay.calls, 2 * steps);
-    assert_eq!(delay.requested_ns, 2 * steps * 2_000);
+    // Both runs of b in every iteration from the first step() on (the first iteration, like
+    // whatever runs before the loop, is not delayed): warmup, the iterations measuring b's
+    // first or second run, and those measuring a or c.
+    assert_eq!(delay.calls, 2 * (steps - 1));
+    assert_eq!(delay.requested_ns, 2 * (steps - 1) * 2_000);
     assert_eq!(
         (delay.filter.as_str(), delay.amount.as_str()),
         ("name=dly_s_b", "2us")
@@ -115,9 +116,9 @@ fn a_share_is_of_each_runs_own_duration() {
     .unwrap();
     let (p, steps) = run(&clock, names);
     let delay = p.run.delay.clone().unwrap();
-    assert_eq!(delay.calls, 3 * steps);
+    assert_eq!(delay.calls, 3 * (steps - 1));
     // 10% of 100 + 300 + 1,000 ns a iteration.
-    assert_eq!(delay.requested_ns, 140 * steps);
+    assert_eq!(delay.requested_ns, 140 * (steps - 1));
     assert_eq!(delay.amount, "10%");
 }
 
@@ -144,7 +145,7 @@ fn a_probe_prof_filter_leaves_out_is_delayed_all_the_same_in_trace_mode() {
     assert_eq!(steps, 2 + 3);
     let delay = p.run.delay.clone().unwrap();
     // A delay of 0 takes the same path and counts its runs, spinning for nothing.
-    assert_eq!(delay.calls, steps);
+    assert_eq!(delay.calls, steps - 1);
     assert_eq!((delay.requested_ns, delay.injected_ns), (0, 0));
     assert_eq!(delay.amount, "0");
     assert_eq!(samples(&p, "dly_t_a"), [vec![10; 3]]);
@@ -169,4 +170,33 @@ fn a_delay_filter_that_selects_nothing_is_an_error() {
     .unwrap_err();
     assert_eq!(err.var, "PROF_DELAY_FILTER");
     assert!(err.to_string().contains("--list-probes"), "{err}");
+}
+
+/// A probe that runs only before the loop (the model's construction) is not delayed: a delay
+/// there lengthens no iteration, and `prof whatif`, which divides the delay by the iterations,
+/// read it as a delay of every iteration (and called the probe "hidden", exit 0, where it must
+/// say that the probe never ran in an iteration). Delays begin at the first `step()`.
+#[test]
+fn runs_before_the_loop_are_not_delayed() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let names = ["dly_l_a", "dly_l_b", "dly_l_c"];
+    let build = RuntimeProbe::new("dly_l_build", Some("delay"), None);
+    for n in names {
+        RuntimeProbe::new(n, Some("delay"), None);
+    }
+    let _g = profiler_core::init_with(
+        config(
+            "name=dly_l_*",
+            Mode::Sample,
+            ("name=dly_l_build", DelayAmount::Fixed(1_000)),
+            "before-loop",
+        ),
+        Some(Box::new(clock.clone())),
+    )
+    .unwrap();
+    build.measure(|| clock.advance(500));
+    let (p, _) = run(&clock, names);
+    let delay = p.run.delay.clone().unwrap();
+    assert_eq!((delay.calls, delay.requested_ns), (0, 0), "{delay:?}");
 }

@@ -25,6 +25,7 @@ impl Session {
             device.synchronize();
         }
         let now = m.clock.mark();
+        m.schedule.looping.store(true, Relaxed);
         let mut guard = lock(&self.control);
         let c = &mut *guard;
         if c.end.over() {

@@ -289,7 +289,8 @@ pub(crate) const VARIABLES: &[Variable] = &[
     Variable {
         name: "PROF_DELAY",
         default: "unset",
-        meaning: "a delay after every run of the probes `PROF_DELAY_FILTER` selects, in every \
+        meaning: "a delay after every run of the probes `PROF_DELAY_FILTER` selects once the \
+                  loop has begun (the first `step()`; runs before it are not delayed), in every \
                   mode: a duration (`50us`; `ns`, `us`, `ms`, up to `1s`; `0` delays by nothing \
                   on the same path) or a share of the run's own duration (`10%`, up to \
                   `1000%`); a calibrated spin, not in the run's sample, recorded as `run.delay`",
