@@ -66,6 +66,36 @@ pub fn event_key(event: &profiler_format::Event) -> (String, u32) {
     (event.id.clone(), event.occurrence)
 }
 
+/// Warnings when `profiles` ran different programs, modes or filters (`who`: `the ranks`, `the
+/// runs compared`): their events are matched by probe id and occurrence all the same, which
+/// across programs pairs unrelated code (`prof merge`, `prof diff`, `prof ab`).
+pub(crate) fn run_differences<'a>(
+    profiles: impl IntoIterator<Item = &'a profiler_format::Profile> + Clone,
+    who: &str,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (what, get) in [
+        (
+            "programs",
+            (|p: &profiler_format::Profile| p.run.program.clone())
+                as fn(&profiler_format::Profile) -> String,
+        ),
+        ("modes", |p| p.run.mode.clone()),
+        ("filters", |p| format!("{:?}", p.run.filter)),
+    ] {
+        let mut distinct: Vec<String> = profiles.clone().into_iter().map(get).collect();
+        distinct.sort();
+        distinct.dedup();
+        if distinct.len() > 1 {
+            warnings.push(format!(
+                "{who} ran different {what}: {}",
+                distinct.join(", ")
+            ));
+        }
+    }
+    warnings
+}
+
 /// A warning when some profile holds events that share a probe id and occurrence (one probe
 /// run on two streams: occurrences are counted per stream): matched by [`event_key`], only the
 /// first of them is compared (`prof diff`, `prof merge`), which is said rather than done

@@ -167,25 +167,7 @@ fn rank(profiles: &[Profile]) -> (Vec<(u32, &Profile)>, Option<String>) {
 /// What makes the ranks' runs hard to compare: different programs, modes or filters, and ranks
 /// whose run ended before its schedule did.
 fn run_warnings(ranked: &[(u32, &Profile)]) -> Vec<String> {
-    let mut warnings = Vec::new();
-    for (what, get) in [
-        (
-            "programs",
-            (|p: &Profile| p.run.program.clone()) as fn(&Profile) -> String,
-        ),
-        ("modes", |p: &Profile| p.run.mode.clone()),
-        ("filters", |p: &Profile| format!("{:?}", p.run.filter)),
-    ] {
-        let mut distinct: Vec<String> = ranked.iter().map(|(_, p)| get(p)).collect();
-        distinct.sort();
-        distinct.dedup();
-        if distinct.len() > 1 {
-            warnings.push(format!(
-                "the ranks ran different {what}: {}",
-                distinct.join(", ")
-            ));
-        }
-    }
+    let mut warnings = super::run_differences(ranked.iter().map(|(_, p)| *p), "the ranks");
     for (rank, p) in ranked {
         if !p.complete {
             warnings.push(format!(

@@ -176,7 +176,13 @@ fn rounds(
             remove_stale(&out)?;
             run_one(command, &plan.env[side], &out, pad)
                 .map_err(|e| format!("error: {which} run {round}: {e}"))?;
-            let profile = profiler_analysis::load_profile(&out).map_err(|e| e.to_string())?;
+            let profile = profiler_analysis::load_profile(&out).map_err(|e| {
+                let e = e.to_string();
+                format!(
+                    "error: {which} run {round} wrote a profile prof cannot read: {}",
+                    e.strip_prefix("error: ").unwrap_or(&e)
+                )
+            })?;
             say!(
                 "{}: round {}/{}: {which} ({:.1} s) -> {}",
                 plan.label,

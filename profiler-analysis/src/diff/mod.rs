@@ -384,8 +384,9 @@ pub fn diff(before: &Profile, after: &Profile, options: &DiffOptions) -> Diff {
             .then(|| runs::runs_needed(machine.spread, options.threshold, options.alpha))
             .flatten(),
         machine,
-        warnings: super::shared_key_warning([before, after])
+        warnings: super::run_differences([before, after], "the runs compared")
             .into_iter()
+            .chain(super::shared_key_warning([before, after]))
             .collect(),
     }
 }

@@ -200,8 +200,9 @@ pub fn diff_runs(before: &[Profile], after: &[Profile], options: &DiffOptions) -
         runs_compared: Some((before.len(), after.len())),
         load: Some(load),
         runs_needed: None,
-        warnings: super::super::shared_key_warning(before.iter().chain(after))
+        warnings: super::super::run_differences(before.iter().chain(after), "the runs compared")
             .into_iter()
+            .chain(super::super::shared_key_warning(before.iter().chain(after)))
             .collect(),
     }
 }

@@ -985,3 +985,39 @@ fn the_load_line_of_paired_runs_does_not_advise_interleaving() {
         assert_eq!(line.contains("paired in rounds"), paired, "{line}");
     }
 }
+
+/// Runs of different programs or modes are compared all the same (events matched by probe id
+/// and occurrence), and said: before, `prof diff` and `prof ab` of unrelated programs gave a
+/// verdict with nothing to warn.
+#[test]
+fn runs_of_different_programs_or_modes_are_warned_of() {
+    let specs = model();
+    let before = simulate(&specs, 50, 0.1, steady, &[], 1);
+    let mut after = simulate(&specs, 50, 0.1, steady, &[], 2);
+    after.run.program = "other".to_owned();
+    after.run.mode = "trace".to_owned();
+    let one = diff(&before, &after, &DiffOptions::default());
+    let text = one.warnings.join("\n");
+    assert!(
+        text.contains("the runs compared ran different programs: model, other"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ran different modes: sample, trace"),
+        "{text}"
+    );
+    let runs = diff_runs(
+        &[before.clone(), before.clone()],
+        &[after.clone(), after],
+        &DiffOptions::default(),
+    );
+    assert!(
+        runs.warnings
+            .iter()
+            .any(|w| w.contains("different programs")),
+        "{:?}",
+        runs.warnings
+    );
+    let same = diff(&before, &before, &DiffOptions::default());
+    assert!(same.warnings.is_empty(), "{:?}", same.warnings);
+}
