@@ -581,15 +581,22 @@ pub(crate) fn resolve_slot(
     } else {
         iter
     };
-    if expected.is_some_and(|e| iter != e && iter != e.wrapping_add(1)) {
-        // A run of an earlier arming of this slot, longer than the step() after it (its slot
-        // given up on), wrote it late: a sample of another window or trace, not of `armed`.
-        // Dropped and counted; the run of `armed` may still come.
-        if consume {
-            release();
+    if let Some(armed) = expected {
+        if iter < armed {
+            // A run of an earlier arming of this slot, longer than the step() after it (its
+            // slot given up on), wrote it late: a sample of another window or trace, not of
+            // `armed`. Dropped and counted; the run of `armed` may still come.
+            if consume {
+                release();
+            }
+            out.lost += 1;
+            return Outcome::Empty;
         }
-        out.lost += 1;
-        return Outcome::Empty;
+        if iter > armed.wrapping_add(1) {
+            // A later arming's run holds the slot (this entry waited on a device that runs
+            // behind): that sample is its own entry's, left in place.
+            return Outcome::Empty;
+        }
     }
     let cpu = clock.elapsed(start, stop);
     let (duration, offset) = match (device_marks, device) {
@@ -686,7 +693,7 @@ mod tests {
     fn a_late_sample_of_an_earlier_arming_is_not_taken_for_the_slots_own() {
         let clock = ActiveClock::Custom(Box::new(crate::instrument::clock::FakeClock::new()));
         let store = Store::new(4, false, false, false, 0);
-        let starts = Thousands((0..12).map(|i| i * 1000).collect());
+        let starts = Thousands((0..14).map(|i| i * 1000).collect());
         let resolve = |out: &mut Resolved| {
             resolve_slot(&clock, None, &store, 2, &starts, true, Some(10), out)
         };
@@ -701,9 +708,17 @@ mod tests {
         store.record(2, 10, (11_050, 11_100), (NO_MARK, NO_MARK), true, None);
         assert!(matches!(resolve(&mut out), Outcome::Done));
         assert_eq!(
-            (out.durations, out.iters, out.lost),
-            (vec![300, 50], vec![10, 11], 1)
+            (&out.durations, &out.iters, out.lost),
+            (&vec![300, 50], &vec![10, 11], 1)
         );
+        // A later arming's sample (iteration 12, an entry of 10 still waiting on a device that
+        // runs behind) is left for its own entry, not dropped: it is resolved as 12's.
+        store.record(2, 12, (12_100, 12_300), (NO_MARK, NO_MARK), true, None);
+        assert!(matches!(resolve(&mut out), Outcome::Empty));
+        assert!(store.samples.read(2).is_some(), "left in place");
+        let twelve = resolve_slot(&clock, None, &store, 2, &starts, true, Some(12), &mut out);
+        assert!(matches!(twelve, Outcome::Done));
+        assert_eq!((out.iters.last(), out.lost), (Some(&12), 1));
     }
 
     #[test]
