@@ -39,7 +39,6 @@ pub(crate) const REQUIRED: &[&str] = &[
     "cuEventDestroy_v2",
     "cuEventRecord",
     "cuEventQuery",
-    "cuStreamQuery",
     "cuStreamGetCtx",
     "cuGetErrorString",
     "cuMemGetInfo_v2",

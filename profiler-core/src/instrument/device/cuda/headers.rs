@@ -392,7 +392,6 @@ driver_signatures! {
     cuEventDestroy_v2: fn(CUevent) -> CUresult;
     cuEventRecord: fn(CUevent, CUstream) -> CUresult;
     cuEventQuery: fn(CUevent) -> CUresult;
-    cuStreamQuery: fn(CUstream) -> CUresult;
     cuStreamGetCtx: fn(CUstream, *mut CUcontext) -> CUresult;
     cuGetErrorString: fn(CUresult, *mut *const c_char) -> CUresult;
     cuMemGetInfo_v2: fn(*mut usize, *mut usize) -> CUresult;

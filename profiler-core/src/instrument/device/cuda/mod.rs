@@ -20,7 +20,7 @@ mod nvtx;
 #[cfg(test)]
 mod nvtx_tool;
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{sys, CudaContext};
@@ -123,6 +123,8 @@ pub struct CudaDevice {
     nvtx: Option<nvtx::Nvtx>,
     cupti: Option<cupti::Cupti>,
     warned: AtomicU32,
+    /// A bounded settle gave up waiting for the device ([`Device::settle_within`]).
+    gave_up: AtomicBool,
     /// By device ordinal, once known: its retained primary context, or `None` when it could not
     /// be retained. Read without a lock by `memory_used` on the armed path.
     memory_contexts: [OnceLock<Option<Ctx>>; MAX_DEVICES],
@@ -208,6 +210,7 @@ impl CudaDevice {
             nvtx,
             cupti,
             warned: AtomicU32::new(0),
+            gave_up: AtomicBool::new(false),
             memory_contexts: std::array::from_fn(|_| OnceLock::new()),
         })
     }
@@ -573,35 +576,45 @@ impl Device for CudaDevice {
         let _ = self.synchronize_contexts();
     }
 
-    /// Polls the timed streams (`cuStreamQuery`) until they are idle or `limit` has passed,
-    /// instead of `cuCtxSynchronize`, which waits for ever on a kernel that never ends.
+    /// Synchronizes the device's contexts on a thread of its own and waits for it at most
+    /// `limit`: every stream's work, the kernels of untimed streams too, without touching a
+    /// stream handle the program may have destroyed. A device that did not finish is not waited
+    /// for again (the second settle of the same end returns at once).
     fn settle_within(&self, limit: std::time::Duration) -> bool {
-        let deadline = std::time::Instant::now() + limit;
-        loop {
-            let busy = self.prepared().any(|entry| {
-                let _bound = driver::Bound::new(entry.ctx.0);
-                let handle = entry.stream.handle() as usize as sys::CUstream;
-                // SAFETY: resolved at open; the stream was prepared, and the program, which a
-                // signal interrupts, still holds it; the driver validates the handle.
-                let r = unsafe { sys::cuStreamQuery(handle) };
-                r == sys::CUresult::CUDA_ERROR_NOT_READY
-            });
-            if !busy {
-                return true;
-            }
-            if std::time::Instant::now() >= deadline {
-                self.warn_once(
-                    Once::Settle,
-                    format_args!(
-                        "the GPU's streams were still busy {} s after the signal; the timings \
-                         still pending on them are lost",
-                        limit.as_secs()
-                    ),
-                );
-                return false;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
+        if self.gave_up.load(Relaxed) {
+            return false;
         }
+        let contexts: Vec<Ctx> = self
+            .writer()
+            .contexts
+            .iter()
+            .map(|(_, ctx)| Ctx(ctx.cu_ctx()))
+            .collect();
+        let (done, wait) = std::sync::mpsc::channel();
+        let started = std::thread::Builder::new()
+            .name("profiler-settle".into())
+            .spawn(move || {
+                for ctx in contexts {
+                    let _bound = driver::Bound::new(ctx.0);
+                    // SAFETY: `ctx` is retained by the device (which lives for the process:
+                    // the session is never dropped) and current on this thread.
+                    let _ = unsafe { sys::cuCtxSynchronize() };
+                }
+                let _ = done.send(());
+            });
+        if started.is_err() || wait.recv_timeout(limit).is_err() {
+            self.gave_up.store(true, Relaxed);
+            self.warn_once(
+                Once::Settle,
+                format_args!(
+                    "the GPU had not finished its work {} s after the signal; the timings \
+                     still pending on it are lost",
+                    limit.as_secs()
+                ),
+            );
+            return false;
+        }
+        true
     }
 
     fn set_ranges(&self, ranges: &[RangeInfo]) -> bool {
