@@ -28,11 +28,15 @@ struct RunKernels {
 
 type KernelKey = (String, u32, u64, [u32; 3], [u32; 3]);
 
-/// How many batches a tagged call's correlation is kept for, waiting for its kernel. CUPTI
-/// correlates every API call made inside a tagged run, not only launches (the profiler's own
-/// event records and memory readings among them): those never meet a kernel, and kept for ever
-/// they grow without bound in a long run, and a correlation id that wraps could meet an old
-/// one. A kernel completes within a few iterations of its launch, a batch is one `step()`.
+/// Correlations kept waiting for their kernel before the oldest are let go. CUPTI correlates
+/// every API call made inside a tagged run, not only launches (the profiler's own event records
+/// and memory readings among them): those never meet a kernel, and kept for ever they grow
+/// without bound in a long run. Past this many, those of all but the last [`KEEP_BATCHES`]
+/// batches (a batch is one `step()`) go: a bound on size, not on age, so that a GPU far behind
+/// its CPU (a loop of few launches and no synchronization) keeps its kernels' correlations.
+const MAX_WAITING: usize = if cfg!(test) { 10_000 } else { 1 << 20 };
+
+/// The batches whose correlations stay when [`MAX_WAITING`] is passed.
 const KEEP_BATCHES: u64 = 64;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -93,8 +97,8 @@ impl Attribution {
             self.unattributed += self.waiting.len() as u64;
             self.waiting.clear();
             self.launches.clear();
-        } else if self.batches.is_multiple_of(KEEP_BATCHES) {
-            let oldest = self.batches - KEEP_BATCHES;
+        } else if self.launches.len() > MAX_WAITING {
+            let oldest = self.batches.saturating_sub(KEEP_BATCHES);
             self.launches.retain(|_, &mut (_, batch)| batch > oldest);
         }
     }
@@ -185,8 +189,9 @@ mod tests {
     }
 
     /// Correlations of calls that launch nothing (CUPTI correlates every API call inside a
-    /// tagged run) are forgotten after [`KEEP_BATCHES`] batches: before, they were kept for the
-    /// whole run. A launch whose kernel comes a few batches later is still joined.
+    /// tagged run) are let go past [`MAX_WAITING`], but those of the last [`KEEP_BATCHES`]
+    /// batches: before, they were kept for the whole run. A launch whose kernel comes a few
+    /// batches later is still joined; below the bound, however late.
     #[test]
     fn correlations_without_a_kernel_are_not_kept_for_ever() {
         let mut a = Attribution::default();
@@ -204,9 +209,8 @@ mod tests {
                 .collect();
             let late = (batch >= 3).then(|| kernel(id - 300, "gemm", 100, 200));
             a.absorb(late.into_iter().collect(), calls, false);
-            // Pruned every KEEP_BATCHES batches: at most twice that many batches kept.
             assert!(
-                a.launches.len() as u64 <= 2 * 100 * KEEP_BATCHES,
+                a.launches.len() <= MAX_WAITING + 100,
                 "{}",
                 a.launches.len()
             );
@@ -220,6 +224,24 @@ mod tests {
         assert_eq!(a.unattributed, 0);
         a.absorb(vec![], vec![], true);
         assert!(a.launches.is_empty());
+    }
+
+    /// Below the bound, a kernel whose record comes hundreds of steps after its launch (a GPU
+    /// far behind its CPU) is still joined to its run.
+    #[test]
+    fn a_kernel_long_after_its_launch_is_joined() {
+        let mut a = Attribution::default();
+        let corr = Correlation {
+            correlation: 7,
+            external: crate::measure::kernel_tag(3, 10),
+        };
+        a.absorb(vec![], vec![corr], false);
+        for _ in 0..500 {
+            a.absorb(vec![], vec![], false);
+        }
+        a.absorb(vec![kernel(7, "gemm", 100, 300)], vec![], true);
+        assert_eq!(a.of(3, &[10]).unwrap().sum_ns, vec![200]);
+        assert_eq!(a.unattributed, 0);
     }
 
     #[test]
