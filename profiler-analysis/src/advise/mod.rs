@@ -364,8 +364,8 @@ pub fn render_text(advice: &Advice, top: Option<usize>) -> String {
     let mut out = format!(
         "prof advise: {}, {} mode{}, mean iteration {}; {} finding{}, the most time at stake \
          first (each an upper bound per iteration)\n",
-        advice.program,
-        advice.mode,
+        printable(&advice.program),
+        printable(&advice.mode),
         if advice.profiles > 1 {
             format!(
                 ", {} ranks (the rules on one profile judged on rank {}, the slowest)",

@@ -251,10 +251,12 @@ fn names_with_a_newline_stay_on_their_line() {
         }
         e.name = format!("{}\nX", e.name);
     }
+    p.run.program = "dl\nrm".to_owned();
     let advice = advise_on(&[p]);
     assert!(!advice.findings.is_empty());
     let text = render_text(&advice, None);
     assert!(text.contains("top\\nmlp"), "{text}");
+    assert!(text.starts_with("prof advise: dl\\nrm,"), "{text}");
     for line in text.lines() {
         assert!(
             !line.starts_with('X') && !line.starts_with("mlp"),

@@ -177,8 +177,8 @@ struct Gathered {
     correlations: Vec<Correlation>,
     /// Records dropped because the vectors were full.
     dropped: u64,
-    /// Records CUPTI dropped itself (`cuptiActivityGetNumDroppedRecords`), and buffers it asked
-    /// for that could not be allocated.
+    /// Records CUPTI dropped itself (`cuptiActivityGetNumDroppedRecords`: its buffers full, or
+    /// one it asked for that could not be allocated).
     dropped_by_cupti: u64,
     /// Kernel records without timestamps (CUPTI could not time the kernel, or handed the
     /// record over before it completed): left out.
@@ -218,13 +218,9 @@ unsafe extern "C" fn buffer_requested(
         Some(layout) => (unsafe { std::alloc::alloc(layout) }, BUFFER_SIZE),
         None => (std::ptr::null_mut(), 0),
     };
-    let len = if ptr.is_null() {
-        // Declined: CUPTI drops the records it had for it.
-        gathered().dropped_by_cupti += 1;
-        0
-    } else {
-        len
-    };
+    // Declined when null: CUPTI drops the records it had for it and counts them itself
+    // (`cuptiActivityGetNumDroppedRecords`, read as each buffer comes back).
+    let len = if ptr.is_null() { 0 } else { len };
     // SAFETY: CUPTI passes valid out-pointers; a null buffer tells it to drop records.
     unsafe {
         if !buffer.is_null() {
