@@ -495,11 +495,18 @@ fn inconclusive_line(diff: &Diff, all: &[&EventDiff]) -> String {
         ),
         _ => "; none has an interval (no sample on a side)".to_owned(),
     };
+    // Rounds already paired (`prof ab`, `prof diff --paired`) want more of them, not runs a
+    // side.
+    let more = if diff.paired {
+        "More rounds (prof ab's -n and --budget)"
+    } else {
+        "Several runs a side (prof diff b1.json b2.json -- a1.json a2.json, or prof ab)"
+    };
     format!(
         "INCONCLUSIVE, no regression found but one could have gone unseen: {what} cannot rule \
-         out a change of {:.1}% (the threshold){range}. Several runs a side (prof diff b1.json \
-         b2.json -- a1.json a2.json), more samples (PROF_REPEAT), a quieter machine, or the \
-         change that matters to you as --threshold settles it (--fail-on-regression exits 3)",
+         out a change of {:.1}% (the threshold){range}. {more}, more samples (PROF_REPEAT), a \
+         quieter machine, or the change that matters to you as --threshold settles it \
+         (--fail-on-regression exits 3)",
         100.0 * diff.threshold
     )
 }

@@ -236,6 +236,19 @@ fn same_distribution_is_no_change() {
             last.starts_with("INCONCLUSIVE") && last.contains("cannot rule out a change of 0.2%"),
             "{text}"
         );
+        assert!(last.contains("Several runs a side"), "{last}");
+        // Rounds already paired (prof ab) are told to run more rounds, not more runs a side.
+        let mut paired = d_strict.clone();
+        paired.paired = true;
+        let last = render(&paired, Format::Table)
+            .lines()
+            .last()
+            .unwrap()
+            .to_owned();
+        assert!(
+            last.contains("More rounds (prof ab's -n and --budget)"),
+            "{last}"
+        );
         // Judged on a change that these intervals can rule out, it is conclusive.
         let largest = std::iter::once(&d.iteration)
             .chain(&d.events)
