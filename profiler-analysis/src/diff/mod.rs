@@ -185,7 +185,9 @@ pub struct Diff {
     /// How far the events moved together: the machine's part of their changes.
     pub machine: Machine,
     /// The shapes of the two runs' measured iterations, `before` then `after`: whether one
-    /// looks disturbed.
+    /// looks disturbed. One run a side only: not written with several (whose load is `load`),
+    /// where it held zeros.
+    #[serde(skip_serializing_if = "Runs::is_empty")]
     pub runs: Runs,
     /// Several runs a side ([`diff_runs`]): how many before and after; absent for one run a
     /// side.
@@ -214,6 +216,13 @@ pub struct Runs {
     pub before: RunShape,
     /// The `after` run.
     pub after: RunShape,
+}
+
+impl Runs {
+    /// No run's shape is known (several runs a side).
+    pub fn is_empty(&self) -> bool {
+        self.before.iterations == 0 && self.after.iterations == 0
+    }
 }
 
 /// What a comparison decides, from the rows that matter ([`EventDiff::matters`]).

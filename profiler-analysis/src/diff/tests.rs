@@ -1034,3 +1034,27 @@ fn runs_of_different_programs_or_modes_are_warned_of() {
     let same = diff(&before, &before, &DiffOptions::default());
     assert!(same.warnings.is_empty(), "{:?}", same.warnings);
 }
+
+/// `runs` (each run's iterations) is written for one run a side, where it is known, and left
+/// out with several a side: it held zeros there.
+#[test]
+fn the_runs_shapes_are_written_only_where_known() {
+    let specs = model();
+    let (b, a) = (
+        simulate(&specs, 50, 0.1, steady, &[], 1),
+        simulate(&specs, 50, 0.1, steady, &[], 2),
+    );
+    let one: serde_json::Value = serde_json::from_str(&render(
+        &diff(&b, &a, &DiffOptions::default()),
+        Format::Json,
+    ))
+    .unwrap();
+    assert!(
+        one["runs"]["before"]["iterations"].as_u64().unwrap() > 0,
+        "{one}"
+    );
+    let several = diff_runs(&[b.clone(), b], &[a.clone(), a], &DiffOptions::default());
+    let several: serde_json::Value = serde_json::from_str(&render(&several, Format::Json)).unwrap();
+    assert!(several.get("runs").is_none(), "{several}");
+    assert!(several.get("load").is_some());
+}
