@@ -462,32 +462,26 @@ struct RowContext<'a> {
 
 impl RowContext<'_> {
     /// How many iterations an event whose runs fell in iterations `ran` (sorted, distinct) was
-    /// armed in: in `trace` mode every measured iteration; in `sample` and `continuous` mode
-    /// its `PROF_REPEAT` iterations, fewer where the listed iterations end before them (a run
-    /// cut short, a window still open); at least those from its first run to its last.
-    /// `None` without a run.
+    /// armed in, where the file tells: in `sample` mode its `PROF_REPEAT` iterations (fewer
+    /// where the listed iterations end before them: a run cut short, counted from its first
+    /// run); in `trace` mode every measured iteration from its first run on (a probe first seen
+    /// late is armed from then); at least those from its first run to its last. `None` without
+    /// a run, and in `continuous` mode, where a window's schedule is interrupted by traces on
+    /// demand, merged events count the whole run, and a sample resolved late lands in the next
+    /// window: there the runs are counted per iteration run in, as before.
     fn armed_iterations(&self, ran: &[u32]) -> Option<f64> {
         let (&first, &last) = (ran.first()?, ran.last()?);
         let profile = self.profile;
         let span = u64::from(last - first) + 1;
-        let armed = if profile.run.mode == "trace" {
-            measured_walls(profile).len() as u64
-        } else {
-            let repeat = u64::from(profile.run.repeat);
-            // Every event of a complete run, and of a closed window, had all its iterations.
-            let whole = if profile.run.mode == "continuous" {
-                !profile.windows.is_empty()
-            } else {
-                profile.complete
-            };
-            if whole {
-                // (A file may list fewer measured iterations than that.)
-                repeat.min(measured_walls(profile).len() as u64)
-            } else {
-                let iterations = &profile.iterations;
-                let listed_end = iterations.first + iterations.wall_ns.len() as u64;
-                repeat.min(listed_end.saturating_sub(u64::from(first)))
-            }
+        let iterations = &profile.iterations;
+        let listed_end = iterations.first + iterations.wall_ns.len() as u64;
+        let to_end = listed_end.saturating_sub(u64::from(first));
+        let measured = measured_walls(profile).len() as u64;
+        let armed = match profile.run.mode.as_str() {
+            "trace" => to_end.min(measured),
+            "sample" if profile.complete => u64::from(profile.run.repeat).min(measured),
+            "sample" => u64::from(profile.run.repeat).min(to_end),
+            _ => return None,
         };
         Some(armed.max(span) as f64)
     }
@@ -502,10 +496,12 @@ impl RowContext<'_> {
         // in one iteration of four (an optimizer step after 4 accumulated batches) has 0.25
         // calls, not 1 (which made its total, share and the breakdown 4 times too large).
         let armed = self.armed_iterations(&ran);
+        // Runs whose device time was lost ran all the same.
+        let runs = s.count + e.gpu.as_ref().map_or(0, |g| g.lost);
         let calls_per_iter = match (armed, e.merged) {
-            (Some(armed), true) => s.count as f64 / armed,
-            (Some(armed), false) => (s.count as f64 / armed).min(1.0),
-            (None, true) => s.count as f64,
+            (Some(armed), true) => runs as f64 / armed,
+            (Some(armed), false) => (runs as f64 / armed).min(1.0),
+            (None, true) => s.count as f64 / ran.len().max(1) as f64,
             (None, false) => 1.0,
         };
         let mean_ns = s.mean_ns as f64;
@@ -514,12 +510,16 @@ impl RowContext<'_> {
         let total_ns = mean_ns * calls_per_iter;
         // The iterations from its first run to its last, those it did not run in too: the
         // walls of only those it ran in would be its own slower ones.
-        let armed_walls: Vec<f64> = match (ran.first(), ran.last()) {
-            (Some(&first), Some(&last)) => (first..=last)
-                .filter_map(|it| self.profile.iterations.wall_of(u64::from(it)))
+        // (In continuous mode, those it ran in, as before: see `armed_iterations`.)
+        let wall = |it: u32| {
+            self.profile
+                .iterations
+                .wall_of(u64::from(it))
                 .map(|w| w as f64)
-                .collect(),
-            _ => Vec::new(),
+        };
+        let armed_walls: Vec<f64> = match (armed, ran.first(), ran.last()) {
+            (Some(_), Some(&first), Some(&last)) => (first..=last).filter_map(wall).collect(),
+            _ => ran.iter().copied().filter_map(wall).collect(),
         };
         let perturbation = match self.baseline {
             Some(base) if !armed_walls.is_empty() => Some(stats::median(&armed_walls) / base - 1.0),

@@ -207,10 +207,24 @@ fn an_event_run_in_some_armed_iterations_has_calls_below_one() {
     // Its perturbation is of the iterations from its first run to its last, not only those it
     // ran in: here all 1000 ns like the warmup's, so none.
     assert_eq!(by_name(&r, "some").perturbation, Some(0.0));
-    // Trace mode: every measured iteration armed; `some` ran in 2 of 16.
+    // Runs whose device time was lost ran all the same: 2 lost beside its 2 samples.
+    let mut lost = p.clone();
+    lost.events[1].gpu = Some(profiler_format::Gpu {
+        lost: 2,
+        ..Default::default()
+    });
+    let r = build(&lost, &ReportOptions::default());
+    assert_eq!(by_name(&r, "some").calls_per_iter, 0.5);
+    // Trace mode: every measured iteration from its first run on (a probe first seen late is
+    // armed from then): `some` ran in 2 of 13..17.
     p.run.mode = "trace".to_owned();
     let r = build(&p, &ReportOptions::default());
-    assert_eq!(by_name(&r, "some").calls_per_iter, 2.0 / 16.0);
+    assert_eq!(by_name(&r, "some").calls_per_iter, 2.0 / 5.0);
+    // Continuous mode (traces on demand interrupt a window's schedule, merged events count the
+    // whole run): per iteration run in, as before.
+    p.run.mode = "continuous".to_owned();
+    let r = build(&p, &ReportOptions::default());
+    assert_eq!(by_name(&r, "some").calls_per_iter, 1.0);
 }
 
 /// A chain 40 deep: the depth is counted whole (40 levels under the first), the name indented by
