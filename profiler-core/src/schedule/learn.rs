@@ -179,16 +179,19 @@ impl Learner {
         self.seen
             .entry(key)
             .and_modify(|s| {
+                let new_iteration = s.last.0 != now.0;
                 s.last = now;
                 // A parent across threads is kept only while every sighting agrees on it.
                 let across = |p: Option<Parent>| p.is_some_and(|(_, a)| a);
                 if (across(parent) || across(s.parent)) && parent != s.parent {
                     s.parent_varies = true;
                 }
-                // A merged event's parent is that of its first run: a later run may start
-                // inside an earlier one of the same merged event (recursion past the bound),
-                // and the event would be its own parent.
-                if key.2 != MERGED {
+                // A merged event's parent is that of its first run in the iteration: a later
+                // run may start inside an earlier one of the same merged event (recursion past
+                // the bound), and the event would be its own parent; the last iteration's first
+                // run, as for any event (a first run before the loop may sit in an event that
+                // is never scheduled).
+                if key.2 != MERGED || new_iteration {
                     s.parent = parent;
                 }
                 s.off_thread |= off_thread;
@@ -500,5 +503,27 @@ mod tests {
             .find(|p| p.occurrence == MERGED)
             .expect("a merged event");
         assert_eq!(merged.parent, Some(((0, 0, 2), false)));
+        // Inside another event before the loop, inside probe 1 in the loop: the loop's.
+        let mut l = Learner::new(1);
+        l.observe((5, 0, 0), None, false);
+        let build = Some(((5, 0, 0), false));
+        l.observe((0, 0, 0), build, false);
+        l.observe((0, 0, 1), build, false);
+        l.next_iteration();
+        for _ in 0..2 {
+            let outer = Some((l.observe((1, 0, 0), None, false), false));
+            l.observe((0, 0, 0), outer, false);
+            l.observe((0, 0, 1), outer, false);
+            l.next_iteration();
+        }
+        let merged = l
+            .plan()
+            .0
+            .into_iter()
+            .find(|p| p.entry == 0 && p.occurrence == MERGED);
+        assert_eq!(
+            merged.map(|m| m.parent),
+            Some(Some(((1, 0, MERGED), false)))
+        );
     }
 }
