@@ -127,15 +127,36 @@ impl DirLock {
         #[cfg(unix)]
         {
             use std::os::fd::AsRawFd;
-            // SAFETY: flock(2) on a file this function opened and holds.
-            let taken =
-                unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
-            if !taken {
-                return Err(format!(
+            use std::os::unix::fs::MetadataExt;
+            let busy = || {
+                format!(
                     "error: another prof ab or prof whatif is running with --dir {}\n  = help: \
                      give each session its own --dir (two would read each other's runs)",
                     dir.display()
-                ));
+                )
+            };
+            // SAFETY: flock(2) on a file this function opened and holds.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                    return Err(busy());
+                }
+                // A file system without locks (NFS without its lock daemon): no exclusion,
+                // said, rather than no session at all.
+                say!(
+                    "prof: warning: cannot lock {} ({e}): nothing keeps another session out of \
+                     this folder",
+                    path.display()
+                );
+            }
+            // The file locked must still be the one named: a session ending removes it, and
+            // one that opened it just before holds a file no other session will see.
+            let same = match (file.metadata(), std::fs::metadata(&path)) {
+                (Ok(held), Ok(named)) => held.ino() == named.ino() && held.dev() == named.dev(),
+                _ => false,
+            };
+            if !same {
+                return Err(busy());
             }
             crate::common::children::holding(Some(path.clone()));
             Ok(DirLock { path, _file: file })
@@ -344,17 +365,13 @@ fn run_one(
     #[cfg(unix)]
     own_group(&mut cmd);
     #[cfg(unix)]
-    if crate::common::children::stopping() {
-        return Err("stopped by a signal".to_owned());
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot run `{}`: {e}", command[0]))?;
+    let spawned = crate::common::children::spawn(&mut cmd, out.to_path_buf());
+    #[cfg(not(unix))]
+    let spawned = cmd.spawn().map(Some);
+    let mut child = spawned
+        .map_err(|e| format!("cannot run `{}`: {e}", command[0]))?
+        .ok_or_else(|| "stopped by a signal".to_owned())?;
     let tail = StderrTail::read(child.stderr.take());
-    #[cfg(unix)]
-    if !crate::common::children::started(child.id(), out.to_path_buf()) {
-        let _ = child.kill();
-    }
     // Waited for by polling, not `wait`: the signal thread ends the child and waits for this
     // loop to see it gone.
     let status = loop {

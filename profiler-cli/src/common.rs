@@ -315,12 +315,20 @@ pub mod children {
         STOPPING.load(SeqCst)
     }
 
-    /// `pid` (the leader of its own process group) runs, writing `out`. False when a signal is
-    /// ending `prof`: the caller then ends it (the signal came between the check and the
-    /// start).
-    pub fn started(pid: u32, out: PathBuf) -> bool {
-        *running() = Some((pid, out));
-        !stopping()
+    /// Starts `cmd` (set to lead a process group of its own), which writes `out`, unless a
+    /// signal is ending `prof` (`Ok(None)`). Under the lock the signal thread takes to find the
+    /// running child: a signal during the start finds the child once it has started.
+    pub fn spawn(
+        cmd: &mut std::process::Command,
+        out: PathBuf,
+    ) -> std::io::Result<Option<std::process::Child>> {
+        let mut running = running();
+        if stopping() {
+            return Ok(None);
+        }
+        let child = cmd.spawn()?;
+        *running = Some((child.id(), out));
+        Ok(Some(child))
     }
 
     /// The child ended and was waited for.
@@ -333,10 +341,16 @@ pub mod children {
     /// `patience`; its partial profile is removed. Called by the signal thread.
     pub fn end_for_signal(patience: Duration) {
         STOPPING.store(true, SeqCst);
+        // The folder's lock goes last, once the child is gone: a new session must not start
+        // in the folder while the child still writes there.
         let lock = LOCK.lock().unwrap_or_else(|e| e.into_inner()).take();
+        end_child(patience);
         if let Some(lock) = lock {
             let _ = std::fs::remove_file(lock);
         }
+    }
+
+    fn end_child(patience: Duration) {
         let Some((pid, out)) = running().clone() else {
             return;
         };
