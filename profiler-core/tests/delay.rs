@@ -200,3 +200,41 @@ fn runs_before_the_loop_are_not_delayed() {
     let delay = p.run.delay.clone().unwrap();
     assert_eq!((delay.calls, delay.requested_ns), (0, 0), "{delay:?}");
 }
+
+/// Runs after the last `step()` (a final evaluation, the checkpoint) are not counted in
+/// `run.delay`, which holds what the iterations had: before, they were, and `prof whatif` read
+/// them as a delay of the iterations (a probe run only after the loop: "hidden", exit 0).
+#[test]
+fn runs_after_the_last_step_are_not_counted() {
+    let _s = serial();
+    let clock = FakeClock::new();
+    let names = ["dly_x_a", "dly_x_b", "dly_x_c"];
+    for n in names {
+        RuntimeProbe::new(n, Some("delay"), None);
+    }
+    let _g = profiler_core::init_with(
+        config(
+            "name=dly_x_*",
+            Mode::Sample,
+            ("name=dly_x_c", DelayAmount::Fixed(1_000)),
+            "after-loop",
+        ),
+        Some(Box::new(clock.clone())),
+    )
+    .unwrap();
+    // A run whose schedule does not complete (continuous mode, or a loop shorter than it):
+    // its probes stay delayed after the loop.
+    let c = RuntimeProbe::new("dly_x_c", Some("delay"), None);
+    for _ in 0..4 {
+        c.measure(|| clock.advance(100));
+        profiler_core::step();
+    }
+    assert!(!profiler_core::finished());
+    let counted = profiler_core::snapshot().unwrap().run.delay.unwrap();
+    assert_eq!(counted.calls, 3, "the iterations after the first step()");
+    for _ in 0..5 {
+        c.measure(|| clock.advance(100));
+    }
+    let after = profiler_core::snapshot().unwrap().run.delay.unwrap();
+    assert_eq!(after, counted);
+}

@@ -40,6 +40,10 @@ pub(crate) struct Delay {
     requested_ns: AtomicU64,
     /// Nanoseconds the spins took.
     injected_ns: AtomicU64,
+    /// What was injected by the last `step()`, as [`Delay::injected`] gives it: what
+    /// `run.delay` writes, so that runs after the loop (a final evaluation, the checkpoint)
+    /// count as little as those before it.
+    at_step: std::sync::Mutex<Injected>,
 }
 
 /// What a session's delay did, for `run.delay`.
@@ -74,6 +78,7 @@ impl Delay {
             calls: AtomicU64::new(0),
             requested_ns: AtomicU64::new(0),
             injected_ns: AtomicU64::new(0),
+            at_step: std::sync::Mutex::new(Injected::default()),
         }
     }
 
@@ -136,5 +141,16 @@ impl Delay {
             requested_ns: self.requested_ns.load(Relaxed),
             injected_ns: self.injected_ns.load(Relaxed),
         }
+    }
+
+    /// A `step()` ends an iteration: what was injected by now is what the iterations so far
+    /// had (cold path: once an iteration).
+    pub(crate) fn mark_step(&self) {
+        *crate::sync::lock(&self.at_step) = self.injected();
+    }
+
+    /// What was injected by the last `step()`: the delay of the iterations after the first.
+    pub(crate) fn through_last_step(&self) -> Injected {
+        *crate::sync::lock(&self.at_step)
     }
 }

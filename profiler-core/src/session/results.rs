@@ -363,7 +363,7 @@ impl Results<'_> {
             on_demand: None,
             peak: self.config.peak(),
             delay: self.measuring.schedule.delay.as_ref().map(|d| {
-                let done = d.injected();
+                let done = d.through_last_step();
                 json::Delay {
                     filter: d.filter.source().to_owned(),
                     amount: d.amount.to_string(),

@@ -26,6 +26,9 @@ impl Session {
         }
         let now = m.clock.mark();
         m.schedule.looping.store(true, Relaxed);
+        if let Some(delay) = &m.schedule.delay {
+            delay.mark_step();
+        }
         let mut guard = lock(&self.control);
         let c = &mut *guard;
         if c.end.over() {
