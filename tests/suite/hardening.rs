@@ -107,6 +107,12 @@ fn wait_for_iteration(
 /// training, sends `signal`, and returns its output.
 #[cfg(unix)]
 fn interrupted(dir: &Path, signal: &str, vars: &[(&str, &str)]) -> Output {
+    interrupted_with(dir, signal, vars, false)
+}
+
+/// [`interrupted`]; `stderr_gone`: the reader of its stderr is gone from the start.
+#[cfg(unix)]
+fn interrupted_with(dir: &Path, signal: &str, vars: &[(&str, &str)], stderr_gone: bool) -> Output {
     let mut cmd = command(dir, &[], &["--iters", "100000000"]);
     cmd.env("PROF_REPEAT", "100000");
     for (k, v) in vars {
@@ -118,6 +124,9 @@ fn interrupted(dir: &Path, signal: &str, vars: &[(&str, &str)]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    if stderr_gone {
+        drop(child.stderr.take());
+    }
     // Past warmup and a few of continuous mode's windows (25 events x 3 iterations): told by
     // the program itself, not guessed from a sleep that a busy machine would make too short.
     let reported = reported_iterations(&mut child);
@@ -168,23 +177,7 @@ fn a_signal_writes_the_results_so_far_and_ends_with_that_signal() {
 fn a_signal_with_stderr_gone_still_writes_the_results() {
     use std::os::unix::process::ExitStatusExt;
     let dir = scratch("signal-no-stderr");
-    let mut cmd = command(&dir, &[], &["--iters", "100000000"]);
-    cmd.env("PROF_REPEAT", "100000");
-    default_signals(&mut cmd);
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stderr.take()); // the reader is gone
-    let reported = reported_iterations(&mut child);
-    wait_for_iteration(&mut child, &reported, 400);
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = wait_at_most(child, Duration::from_secs(300), "SIGTERM, stderr gone");
+    let out = interrupted_with(&dir, "TERM", &[], true);
     assert_eq!(out.status.signal(), Some(15), "{:?}", out.status);
     assert_eq!(read_json(&dir.join("prof.json"))["complete"], false);
 }

@@ -391,14 +391,18 @@ impl CudaDevice {
         }
     }
 
-    /// Synchronizes the given contexts, or the current one if there are none.
-    fn synchronize_contexts(&self) -> Result<(), String> {
-        let contexts: Vec<Ctx> = self
-            .writer()
+    /// The contexts this device retained.
+    fn contexts(&self) -> Vec<Ctx> {
+        self.writer()
             .contexts
             .iter()
             .map(|(_, ctx)| Ctx(ctx.cu_ctx()))
-            .collect();
+            .collect()
+    }
+
+    /// Synchronizes the device's contexts, or the current one if there are none.
+    fn synchronize_contexts(&self) -> Result<(), String> {
+        let contexts = self.contexts();
         if contexts.is_empty() {
             if driver::current_context().is_some() {
                 // SAFETY: a context is current on this thread.
@@ -406,16 +410,7 @@ impl CudaDevice {
             }
             return Ok(());
         }
-        let mut result = Ok(());
-        for ctx in contexts {
-            let _bound = driver::Bound::new(ctx.0);
-            // SAFETY: `ctx` is retained by this device and current on this thread.
-            let r = unsafe { sys::cuCtxSynchronize() };
-            if r != sys::CUresult::CUDA_SUCCESS && result.is_ok() {
-                result = Err(format!("cuCtxSynchronize failed: {}", driver::describe(r)));
-            }
-        }
-        result
+        synchronize_each(&contexts)
     }
 
     /// Whether the event completed: `Some(true)` yes, `Some(false)` not yet, `None` failed.
@@ -488,6 +483,20 @@ impl Clock for CudaDevice {
             }
         }
     }
+}
+
+/// Synchronizes each of `contexts` (retained by the device), on this thread; the first failure.
+fn synchronize_each(contexts: &[Ctx]) -> Result<(), String> {
+    let mut result = Ok(());
+    for ctx in contexts {
+        let _bound = driver::Bound::new(ctx.0);
+        // SAFETY: `ctx` is retained by the device and current on this thread.
+        let r = unsafe { sys::cuCtxSynchronize() };
+        if r != sys::CUresult::CUDA_SUCCESS && result.is_ok() {
+            result = Err(format!("cuCtxSynchronize failed: {}", driver::describe(r)));
+        }
+    }
+    result
 }
 
 /// Milliseconds (as `cuEventElapsedTime` gives them) to whole nanoseconds; negative and
@@ -584,22 +593,14 @@ impl Device for CudaDevice {
         if self.gave_up.load(Relaxed) {
             return false;
         }
-        let contexts: Vec<Ctx> = self
-            .writer()
-            .contexts
-            .iter()
-            .map(|(_, ctx)| Ctx(ctx.cu_ctx()))
-            .collect();
+        let contexts = self.contexts();
         let (done, wait) = std::sync::mpsc::channel();
         let started = std::thread::Builder::new()
             .name("profiler-settle".into())
             .spawn(move || {
-                for ctx in contexts {
-                    let _bound = driver::Bound::new(ctx.0);
-                    // SAFETY: `ctx` is retained by the device (which lives for the process:
-                    // the session is never dropped) and current on this thread.
-                    let _ = unsafe { sys::cuCtxSynchronize() };
-                }
+                // The contexts stay retained: the device lives for the process (the session is
+                // never dropped).
+                let _ = synchronize_each(&contexts);
                 let _ = done.send(());
             });
         if started.is_err() || wait.recv_timeout(limit).is_err() {
