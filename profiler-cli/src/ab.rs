@@ -485,14 +485,10 @@ impl StderrTail {
             .filter(|l| !l.trim().is_empty())
             .rev()
             .take(5)
-            .map(|l| {
-                let chars: Vec<char> = l.chars().collect();
-                match chars.len().checked_sub(300) {
-                    Some(cut) if cut > 0 => {
-                        format!("...{}", chars[cut..].iter().collect::<String>())
-                    }
-                    _ => l.to_owned(),
-                }
+            // Where its last 300 characters begin, if anything is before them.
+            .map(|l| match l.char_indices().rev().nth(299) {
+                Some((at, _)) if at > 0 => format!("...{}", &l[at..]),
+                _ => l.to_owned(),
             })
             .collect();
         lines.reverse();

@@ -355,18 +355,19 @@ pub mod children {
             return;
         };
         let group = -(pid as libc::pid_t);
-        // SAFETY: kill(2) with a process group this process started; no memory is touched.
-        unsafe { libc::kill(group, libc::SIGTERM) };
-        let deadline = Instant::now() + patience;
-        while running().is_some() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if running().is_some() {
-            // SAFETY: as above.
-            unsafe { libc::kill(group, libc::SIGKILL) };
-            let deadline = Instant::now() + Duration::from_secs(2);
+        for (signal, limit) in [
+            (libc::SIGTERM, patience),
+            (libc::SIGKILL, Duration::from_secs(2)),
+        ] {
+            // SAFETY: kill(2) with a process group this process started; no memory is touched.
+            unsafe { libc::kill(group, signal) };
+            // The main thread waits for the child and says when it is gone.
+            let deadline = Instant::now() + limit;
             while running().is_some() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(10));
+            }
+            if running().is_none() {
+                break;
             }
         }
         let _ = std::fs::remove_file(out);

@@ -10,15 +10,6 @@ impl super::Measuring {
     #[cold]
     #[inline(never)]
     pub(crate) fn delay_after(&self, start: u64, stop: u64) {
-        // Not before the loop: `prof whatif` divides the delay by the iterations, which a
-        // run before them (the model's construction) does not lengthen.
-        if !self
-            .schedule
-            .looping
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            return;
-        }
         if let Some(delay) = &self.schedule.delay {
             delay.after_run(&self.clock, start, stop);
         }

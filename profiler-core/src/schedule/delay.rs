@@ -44,6 +44,10 @@ pub(crate) struct Delay {
     /// `run.delay` writes, so that runs after the loop (a final evaluation, the checkpoint)
     /// count as little as those before it.
     at_step: std::sync::Mutex<Injected>,
+    /// The loop has begun (a `step()` was called): runs before it are not delayed, since
+    /// `prof whatif` divides the delay by the iterations, which a run before them (the model's
+    /// construction) does not lengthen.
+    looping: AtomicBool,
 }
 
 /// What a session's delay did, for `run.delay`.
@@ -79,6 +83,7 @@ impl Delay {
             requested_ns: AtomicU64::new(0),
             injected_ns: AtomicU64::new(0),
             at_step: std::sync::Mutex::new(Injected::default()),
+            looping: AtomicBool::new(false),
         }
     }
 
@@ -108,6 +113,9 @@ impl Delay {
     /// counts it.
     #[inline(never)]
     pub(crate) fn after_run(&self, clock: &ActiveClock, start: u64, stop: u64) {
+        if !self.looping.load(Relaxed) {
+            return;
+        }
         let ns = match self.amount {
             DelayAmount::Fixed(ns) => ns,
             DelayAmount::Share(share) => match clock.elapsed(start, stop) {
@@ -146,6 +154,7 @@ impl Delay {
     /// A `step()` ends an iteration: what was injected by now is what the iterations so far
     /// had (cold path: once an iteration).
     pub(crate) fn mark_step(&self) {
+        self.looping.store(true, Relaxed);
         *crate::sync::lock(&self.at_step) = self.injected();
     }
 

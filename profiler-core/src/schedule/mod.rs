@@ -236,9 +236,6 @@ pub(crate) struct Schedule {
     /// not on a stream are timed: with `measure_first`, as the events' first samples; with a
     /// warmup of two iterations or more, for the events that run only before the loop.
     pub first_iteration: AtomicBool,
-    /// The loop has begun: `step()` was called once. `PROF_DELAY` delays only runs after it
-    /// (a run before the loop does not move an iteration).
-    pub looping: AtomicBool,
     /// What warmup has seen.
     pub learner: Mutex<Learner>,
     /// The hooks runs open.
@@ -367,7 +364,6 @@ impl Schedule {
             learning: AtomicBool::new(config.warmup > 0 || measure_first),
             measure_first,
             first_iteration: AtomicBool::new(measure_first || config.warmup >= 2),
-            looping: AtomicBool::new(false),
             learner: Mutex::new(Learner::new(config.max_events)),
             hooks,
             mode,

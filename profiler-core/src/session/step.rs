@@ -25,7 +25,6 @@ impl Session {
             device.synchronize();
         }
         let now = m.clock.mark();
-        m.schedule.looping.store(true, Relaxed);
         if let Some(delay) = &m.schedule.delay {
             delay.mark_step();
         }
